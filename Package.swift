@@ -1,0 +1,79 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "AuthGate",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "authgate", targets: ["authgate"]),
+        .library(name: "AuthCore", targets: ["AuthCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibUV",
+            pkgConfig: "libuv",
+            providers: [.apt(["libuv1-dev"])]
+        ),
+        .systemLibrary(
+            name: "CHTTPParser",
+            providers: [.apt(["libhttp-parser-dev"])]
+        ),
+        .target(
+            name: "HTTPWire",
+            dependencies: ["CHTTPParser"],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "Runtime",
+            dependencies: [
+                "CLibUV",
+                "HTTPWire",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "AuthCore",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "AuthGateTesting",
+            dependencies: ["AuthCore"],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "authgate",
+            dependencies: [
+                "Runtime",
+                "HTTPWire",
+                "AuthCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "HTTPWireTests", dependencies: ["HTTPWire"], swiftSettings: strict),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "HTTPWire"], swiftSettings: strict),
+        .testTarget(
+            name: "AuthCoreTests",
+            dependencies: ["AuthCore", "AuthGateTesting"],
+            swiftSettings: strict
+        ),
+    ]
+)

@@ -1,0 +1,1 @@
+// AuthCore module.
