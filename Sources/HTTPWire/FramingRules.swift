@@ -1,0 +1,148 @@
+/// How a message body is delimited.
+public enum BodyFraming: Sendable, Equatable {
+    /// No body.
+    case none
+    /// Exactly this many bytes.
+    case length(UInt64)
+    /// Chunked transfer coding.
+    case chunked
+}
+
+/// The strict framing rules a proxy needs, as pure functions over parsed values.
+///
+/// The parser delivers what it read; these rules decide whether the message is
+/// acceptable. They never quote a header value in an error, so credentials in a
+/// malformed header cannot leak.
+public enum FramingRules {
+    /// Whether `byte` is an RFC 9110 `tchar`.
+    @inlinable
+    public static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+            UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+            UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Whether `name` is a valid field name: one or more `tchar`.
+    public static func isValidFieldName<C: Collection>(_ name: C) -> Bool where C.Element == UInt8 {
+        !name.isEmpty && name.allSatisfy(isTokenByte)
+    }
+
+    /// Whether `value` is a valid field value: visible characters, SP, HTAB and obs-text;
+    /// no other control character, no DEL.
+    public static func isValidFieldValue<C: Collection>(_ value: C) -> Bool where C.Element == UInt8 {
+        value.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+    }
+
+    /// Checks the HTTP version of a request.
+    public static func checkVersion(major: Int, minor: Int) throws(WireError) {
+        guard major == 1, minor == 0 || minor == 1 else {
+            throw WireError(.unsupportedVersion, status: 505, "only HTTP/1.0 and HTTP/1.1 are supported")
+        }
+    }
+
+    /// Decides the body framing of a request from its header fields (RFC 9112 §6).
+    ///
+    /// Rejects `Transfer-Encoding` with `Content-Length`, more than one `Content-Length`,
+    /// a `Content-Length` that is not a plain decimal number, any transfer coding other
+    /// than a single `chunked`, and `Transfer-Encoding` on HTTP/1.0.
+    public static func requestFraming(headers: HTTPHeaders, major: Int, minor: Int) throws(WireError) -> BodyFraming {
+        let lengths = headers[all: "content-length"]
+        let codings = headers[all: "transfer-encoding"]
+        if !codings.isEmpty && !lengths.isEmpty {
+            throw WireError(.conflictingFraming, status: 400, "Transfer-Encoding and Content-Length must not both be present")
+        }
+        if !codings.isEmpty {
+            if major == 1 && minor == 0 {
+                throw WireError(.unsupportedTransferEncoding, status: 400, "Transfer-Encoding is not allowed in an HTTP/1.0 request")
+            }
+            guard codings.count == 1, trimOWS(codings[0]).caseInsensitiveEquals("chunked") else {
+                throw WireError(
+                    .unsupportedTransferEncoding, status: 501,
+                    "only a single Transfer-Encoding: chunked is supported")
+            }
+            return .chunked
+        }
+        if lengths.count > 1 {
+            throw WireError(.duplicateContentLength, status: 400, "more than one Content-Length header")
+        }
+        if let raw = lengths.first {
+            guard let n = parseContentLength(raw) else {
+                throw WireError(.invalidContentLength, status: 400, "Content-Length must be a decimal number of at most 18 digits")
+            }
+            return n == 0 ? .none : .length(n)
+        }
+        return .none
+    }
+
+    /// Parses a Content-Length value: 1 to 18 ASCII digits, optional surrounding whitespace.
+    public static func parseContentLength(_ raw: String) -> UInt64? {
+        let s = trimOWS(raw).utf8
+        guard !s.isEmpty, s.count <= 18 else { return nil }
+        var n: UInt64 = 0
+        for b in s {
+            guard b >= 48 && b <= 57 else { return nil }
+            n = n * 10 + UInt64(b - 48)
+        }
+        return n
+    }
+
+    /// Checks the `Host` header: exactly one on HTTP/1.1, at most one on HTTP/1.0.
+    public static func checkHost(headers: HTTPHeaders, major: Int, minor: Int) throws(WireError) {
+        let hosts = headers[all: "host"]
+        if hosts.count > 1 {
+            throw WireError(.duplicateHost, status: 400, "more than one Host header")
+        }
+        if hosts.isEmpty && major == 1 && minor == 1 {
+            throw WireError(.missingHost, status: 400, "an HTTP/1.1 request needs a Host header")
+        }
+    }
+
+    /// Interprets `Expect`: `true` for `100-continue`, nil for absent, throws 417 otherwise.
+    public static func expectsContinue(headers: HTTPHeaders, major: Int, minor: Int) throws(WireError) -> Bool {
+        let values = headers[all: "expect"]
+        if values.isEmpty { return false }
+        guard values.count == 1, trimOWS(values[0]).caseInsensitiveEquals("100-continue") else {
+            throw WireError(.expectationFailed, status: 417, "the only supported expectation is 100-continue")
+        }
+        return major == 1 && minor == 1
+    }
+
+    /// Whether the connection stays open after this request (RFC 9112 §9.3).
+    public static func keepAlive(headers: HTTPHeaders, major: Int, minor: Int) -> Bool {
+        let tokens = connectionTokens(headers)
+        if tokens.contains("close") { return false }
+        if major == 1 && minor == 0 { return tokens.contains("keep-alive") }
+        return true
+    }
+
+    /// The lower-cased tokens of every `Connection` header.
+    public static func connectionTokens(_ headers: HTTPHeaders) -> Set<String> {
+        var out = Set<String>()
+        for v in headers[all: "connection"] {
+            for part in v.split(separator: ",") {
+                let t = trimOWS(String(part)).asciiLowercased
+                if !t.isEmpty { out.insert(t) }
+            }
+        }
+        return out
+    }
+
+    /// `s` without leading and trailing SP / HTAB.
+    public static func trimOWS(_ s: String) -> String {
+        let u = Array(s.utf8)
+        var lo = 0
+        var hi = u.count
+        while lo < hi && (u[lo] == 0x20 || u[lo] == 0x09) { lo += 1 }
+        while hi > lo && (u[hi - 1] == 0x20 || u[hi - 1] == 0x09) { hi -= 1 }
+        if lo == 0 && hi == u.count { return s }
+        return String(decoding: u[lo..<hi], as: UTF8.self)
+    }
+}

@@ -1,1 +1,0 @@
-// HTTPWire module.

@@ -1,0 +1,318 @@
+private import CHTTPParser
+
+/// One step of reading a request stream.
+public enum ParseEvent {
+    /// All input was consumed; feed more.
+    case needMoreData
+    /// A request head was read and validated.
+    case head(RequestHead)
+    /// Body bytes; the buffer points into the input given to `parse`.
+    case body(UnsafeRawBufferPointer)
+    /// The current request's body ended. Parsing stops here until `parse` is called again.
+    case end
+    /// The request is malformed; answer with the error and close.
+    case error(WireError)
+}
+
+/// A pull-style HTTP/1.1 request reader over Debian's http-parser, with the strictness
+/// a proxy needs added on top (see ``FramingRules``).
+///
+/// `parse` reads until something happens and returns it with the number of bytes it
+/// consumed; call it again with the rest. It is not thread-safe: one connection owns one.
+///
+/// ```swift
+/// var offset = 0
+/// while offset < bytes.count {
+///     let (event, used) = parser.parse(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+///     offset += used
+///     // handle event
+/// }
+/// ```
+public final class RequestParser {
+    private let parser: UnsafeMutablePointer<http_parser>
+    private let settings: UnsafeMutablePointer<http_parser_settings>
+    private let limits: HTTPLimits
+
+    // Head being assembled.
+    private var target: [UInt8] = []
+    private var fields: [(name: String, value: String)] = []
+    private var field: [UInt8] = []
+    private var value: [UInt8] = []
+    private var inValue = false
+    private var headBytes = 0
+    private var headDone = false
+    private var scanner = HeadScanner()
+    private var violation: WireError?
+
+    // Signals from callbacks to `parse`.
+    private var pendingHead = false
+    private var pendingBody: UnsafeRawBufferPointer?
+    private var pendingEnd = false
+    private var failed: WireError?
+
+    /// Creates a parser with the given limits.
+    public init(limits: HTTPLimits = HTTPLimits()) {
+        self.limits = limits
+        parser = .allocate(capacity: 1)
+        settings = .allocate(capacity: 1)
+        http_parser_init(parser, HTTP_REQUEST)
+        http_parser_settings_init(settings)
+        settings.pointee.on_message_begin = { p in RequestParser.owner(p).onMessageBegin() }
+        settings.pointee.on_url = { p, at, n in RequestParser.owner(p).onURL(at, n) }
+        settings.pointee.on_header_field = { p, at, n in RequestParser.owner(p).onField(at, n) }
+        settings.pointee.on_header_value = { p, at, n in RequestParser.owner(p).onValue(at, n) }
+        settings.pointee.on_headers_complete = { p in RequestParser.owner(p).onHeadersComplete() }
+        settings.pointee.on_body = { p, at, n in RequestParser.owner(p).onBody(at, n) }
+        settings.pointee.on_message_complete = { p in RequestParser.owner(p).onMessageComplete() }
+        parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    deinit {
+        parser.deallocate()
+        settings.deallocate()
+    }
+
+    /// Whether a request head has been read and its body is not finished yet.
+    public var inBody: Bool { headDone }
+
+    /// Whether the parser is between requests (nothing of the next one read yet).
+    public var atMessageBoundary: Bool { !headDone && headBytes == 0 }
+
+    /// Reads from `input` until an event; returns it and the bytes consumed.
+    public func parse(_ input: UnsafeRawBufferPointer) -> (ParseEvent, Int) {
+        if let failed { return (.error(failed), 0) }
+        guard let base = input.baseAddress, input.count > 0 else { return (.needMoreData, 0) }
+        let scanningHead = !headDone
+        let n = http_parser_execute(parser, settings, base.assumingMemoryBound(to: CChar.self), input.count)
+        if scanningHead {
+            // Bytes of the head: check what http-parser tolerates but a proxy must not.
+            let scanned = UnsafeRawBufferPointer(rebasing: input[0..<n])
+            if let e = scanner.scan(scanned) { return fail(e, n) }
+            headBytes += n
+        }
+        let errno = http_errno(rawValue: parser.pointee.http_errno)
+        if errno == HPE_PAUSED {
+            http_parser_pause(parser, 0)
+            if pendingHead {
+                pendingHead = false
+                do throws(WireError) {
+                    var head = try finishHead()
+                    if head.method == "CONNECT" {
+                        throw WireError(.upgradeUnsupported, status: 501, "CONNECT is not supported")
+                    }
+                    if parser.pointee.upgrade != 0 {
+                        // Upgrade is ignored (RFC 9110 §7.8); http-parser stops reading after
+                        // this head, so the connection closes after the response.
+                        head.keepAlive = false
+                    }
+                    return (.head(head), n)
+                } catch {
+                    return fail(error, n)
+                }
+            }
+            if let body = pendingBody {
+                pendingBody = nil
+                return (.body(body), n)
+            }
+            if pendingEnd {
+                pendingEnd = false
+                return (.end, n)
+            }
+            return (.needMoreData, n)
+        }
+        if errno != HPE_OK {
+            return fail(violation ?? mapError(errno), n)
+        }
+        if !headDone && headBytes > limits.maxHeadBytes {
+            return fail(WireError(.headTooLarge, status: 431, "the request head exceeds \(limits.maxHeadBytes) bytes"), n)
+        }
+        return (.needMoreData, n)
+    }
+
+    private func fail(_ e: WireError, _ n: Int) -> (ParseEvent, Int) {
+        failed = e
+        return (.error(e), n)
+    }
+
+    private static func owner(_ p: UnsafeMutablePointer<http_parser>?) -> RequestParser {
+        Unmanaged<RequestParser>.fromOpaque(p!.pointee.data).takeUnretainedValue()
+    }
+
+    private func onMessageBegin() -> Int32 {
+        target.removeAll(keepingCapacity: true)
+        fields.removeAll(keepingCapacity: true)
+        field.removeAll(keepingCapacity: true)
+        value.removeAll(keepingCapacity: true)
+        inValue = false
+        violation = nil
+        return 0
+    }
+
+    private func onURL(_ at: UnsafePointer<CChar>?, _ n: Int) -> Int32 {
+        if target.count + n > limits.maxTargetBytes {
+            violation = WireError(.targetTooLong, status: 414, "the request target exceeds \(limits.maxTargetBytes) bytes")
+            return 1
+        }
+        append(&target, at, n)
+        return checkHeadSize()
+    }
+
+    private func onField(_ at: UnsafePointer<CChar>?, _ n: Int) -> Int32 {
+        if inValue {
+            if let e = flushField() { violation = e; return 1 }
+        }
+        append(&field, at, n)
+        return checkHeadSize()
+    }
+
+    private func onValue(_ at: UnsafePointer<CChar>?, _ n: Int) -> Int32 {
+        inValue = true
+        append(&value, at, n)
+        return checkHeadSize()
+    }
+
+    private func checkHeadSize() -> Int32 {
+        if headBytes + target.count + field.count + value.count > limits.maxHeadBytes + 4096 {
+            violation = WireError(.headTooLarge, status: 431, "the request head exceeds \(limits.maxHeadBytes) bytes")
+            return 1
+        }
+        return 0
+    }
+
+    private func flushField() -> WireError? {
+        defer {
+            field.removeAll(keepingCapacity: true)
+            value.removeAll(keepingCapacity: true)
+            inValue = false
+        }
+        guard FramingRules.isValidFieldName(field) else {
+            return WireError(.invalidHeaderName, status: 400, "a header field name contains a character outside RFC 9110 tchar")
+        }
+        guard FramingRules.isValidFieldValue(value) else {
+            return WireError(.invalidHeaderValue, status: 400, "a header field value contains a control character")
+        }
+        if fields.count >= limits.maxHeaderCount {
+            return WireError(.tooManyHeaders, status: 431, "more than \(limits.maxHeaderCount) header fields")
+        }
+        var v = value[...]
+        while let last = v.last, last == 0x20 || last == 0x09 { v = v.dropLast() }
+        fields.append((String(decoding: field, as: UTF8.self), String(decoding: v, as: UTF8.self)))
+        return nil
+    }
+
+    private func onHeadersComplete() -> Int32 {
+        if inValue || !field.isEmpty {
+            if let e = flushField() { violation = e; return -1 }
+        }
+        pendingHead = true
+        http_parser_pause(parser, 1)
+        return 0
+    }
+
+    private func finishHead() throws(WireError) -> RequestHead {
+        headDone = true
+        if headBytes > limits.maxHeadBytes {
+            throw WireError(.headTooLarge, status: 431, "the request head exceeds \(limits.maxHeadBytes) bytes")
+        }
+        let major = Int(parser.pointee.http_major)
+        let minor = Int(parser.pointee.http_minor)
+        try FramingRules.checkVersion(major: major, minor: minor)
+        let headers = HTTPHeaders(fields)
+        try FramingRules.checkHost(headers: headers, major: major, minor: minor)
+        let framing = try FramingRules.requestFraming(headers: headers, major: major, minor: minor)
+        let expects = try FramingRules.expectsContinue(headers: headers, major: major, minor: minor)
+        let method = String(cString: http_method_str(http_method(rawValue: UInt32(parser.pointee.method))))
+        guard !target.isEmpty, FramingRules.isValidFieldValue(target), !target.contains(0x20) else {
+            throw WireError(.invalidTarget, status: 400, "the request target is not valid")
+        }
+        return RequestHead(
+            method: method, target: String(decoding: target, as: UTF8.self), major: major, minor: minor,
+            headers: headers, framing: framing, expectsContinue: expects && framing != .none,
+            keepAlive: FramingRules.keepAlive(headers: headers, major: major, minor: minor))
+    }
+
+    private func onBody(_ at: UnsafePointer<CChar>?, _ n: Int) -> Int32 {
+        pendingBody = UnsafeRawBufferPointer(start: UnsafeRawPointer(at), count: n)
+        http_parser_pause(parser, 1)
+        return 0
+    }
+
+    private func onMessageComplete() -> Int32 {
+        headDone = false
+        headBytes = 0
+        scanner = HeadScanner()
+        pendingEnd = true
+        http_parser_pause(parser, 1)
+        return 0
+    }
+
+    private func append(_ buffer: inout [UInt8], _ at: UnsafePointer<CChar>?, _ n: Int) {
+        guard let at, n > 0 else { return }
+        at.withMemoryRebound(to: UInt8.self, capacity: n) { buffer.append(contentsOf: UnsafeBufferPointer(start: $0, count: n)) }
+    }
+
+    private func mapError(_ e: http_errno) -> WireError {
+        switch e {
+        case HPE_INVALID_METHOD:
+            return WireError(.invalidMethod, status: 400, "the request method is not recognised")
+        case HPE_INVALID_VERSION:
+            return WireError(.unsupportedVersion, status: 505, "the HTTP version is malformed or unsupported")
+        case HPE_INVALID_URL, HPE_INVALID_HOST, HPE_INVALID_PORT, HPE_INVALID_PATH, HPE_INVALID_QUERY_STRING,
+            HPE_INVALID_FRAGMENT:
+            return WireError(.invalidTarget, status: 400, "the request target is not valid")
+        case HPE_HEADER_OVERFLOW:
+            return WireError(.headTooLarge, status: 431, "the request head exceeds \(limits.maxHeadBytes) bytes")
+        case HPE_INVALID_HEADER_TOKEN:
+            return WireError(.invalidHeaderName, status: 400, "a header field contains an invalid character")
+        case HPE_INVALID_CONTENT_LENGTH:
+            return WireError(.invalidContentLength, status: 400, "Content-Length must be a decimal number")
+        case HPE_UNEXPECTED_CONTENT_LENGTH:
+            if fields.contains(where: { $0.name.caseInsensitiveEquals("transfer-encoding") })
+                || field.elementsEqual("transfer-encoding".utf8, by: { $0 | 0x20 == $1 })
+            {
+                return WireError(.conflictingFraming, status: 400, "Transfer-Encoding and Content-Length must not both be present")
+            }
+            return WireError(.duplicateContentLength, status: 400, "more than one Content-Length header")
+        case HPE_INVALID_TRANSFER_ENCODING:
+            return WireError(.unsupportedTransferEncoding, status: 501, "only a single Transfer-Encoding: chunked is supported")
+        case HPE_INVALID_CHUNK_SIZE:
+            return WireError(.invalidChunk, status: 400, "a chunk size line is malformed")
+        case HPE_LF_EXPECTED:
+            return WireError(.bareCarriageReturn, status: 400, "a CR is not followed by LF")
+        default:
+            return WireError(.malformedRequest, status: 400, "the request is not valid HTTP/1.1")
+        }
+    }
+}
+
+/// Checks raw head bytes for what http-parser tolerates: NUL, bare CR, bare LF and
+/// obs-fold (a line starting with whitespace).
+struct HeadScanner {
+    private var previous: UInt8 = 0x0A
+    private var sawLineStart = true
+
+    mutating func scan(_ bytes: UnsafeRawBufferPointer) -> WireError? {
+        for b in bytes {
+            if previous == 0x0D && b != 0x0A {
+                return WireError(.bareCarriageReturn, status: 400, "a CR is not followed by LF")
+            }
+            switch b {
+            case 0x00:
+                return WireError(.nulByte, status: 400, "the request head contains a NUL byte")
+            case 0x0A:
+                if previous != 0x0D && !sawLineStart {
+                    return WireError(.malformedRequest, status: 400, "a line ends in LF without CR")
+                }
+            case 0x20, 0x09:
+                if previous == 0x0A && !sawLineStart {
+                    return WireError(.obsoleteLineFolding, status: 400, "a header line starts with whitespace (obs-fold)")
+                }
+            default:
+                break
+            }
+            if b != 0x0D && b != 0x0A { sawLineStart = false }
+            previous = b
+        }
+        return nil
+    }
+}

@@ -1,0 +1,103 @@
+/// A request body read as it arrives.
+///
+/// The connection stops reading from the client while more than the high-water mark
+/// is buffered here and resumes when the consumer has taken it, so a slow consumer
+/// slows the client down instead of filling memory.
+public final class BodyStream: Sendable {
+    final class State {
+        var chunks: [[UInt8]] = []
+        var buffered = 0
+        var finished = false
+        var failure: (any Error)?
+        var waiter: CheckedContinuation<[UInt8]?, any Error>?
+        var onDrain: (() -> Void)?
+        let highWater: Int
+
+        init(highWater: Int) { self.highWater = highWater }
+
+        func deliver() {
+            guard let w = waiter else { return }
+            if !chunks.isEmpty {
+                waiter = nil
+                let out = chunks.count == 1 ? chunks[0] : Array(chunks.joined())
+                chunks.removeAll(keepingCapacity: true)
+                let wasFull = buffered >= highWater
+                buffered = 0
+                w.resume(returning: out)
+                if wasFull { onDrain?() }
+            } else if let failure {
+                waiter = nil
+                w.resume(throwing: failure)
+            } else if finished {
+                waiter = nil
+                w.resume(returning: nil)
+            }
+        }
+    }
+
+    let state: LoopBound<State>
+
+    init(loop: EventLoop, highWater: Int) {
+        state = LoopBound(State(highWater: highWater), loop: loop)
+    }
+
+    /// The next bytes of the body, or nil at its end. Throws when the client went away
+    /// or sent a malformed body.
+    public func next() async throws -> [UInt8]? {
+        try await withCheckedThrowingContinuation { (cont: CheckedContinuation<[UInt8]?, any Error>) in
+            state.withValue { s in
+                precondition(s.waiter == nil, "BodyStream.next() called concurrently")
+                s.waiter = cont
+                s.deliver()
+            }
+        }
+    }
+
+    /// Reads the rest of the body into memory, failing past `maxBytes`.
+    public func collect(maxBytes: Int) async throws -> [UInt8] {
+        var out: [UInt8] = []
+        while let chunk = try await next() {
+            out += chunk
+            if out.count > maxBytes { throw BodyTooLarge(limit: maxBytes) }
+        }
+        return out
+    }
+
+    // Loop side.
+
+    /// Whether the consumer is behind.
+    var isFull: Bool { state.value.buffered >= state.value.highWater }
+
+    func append(_ bytes: UnsafeRawBufferPointer) {
+        let s = state.value
+        s.chunks.append(Array(bytes))
+        s.buffered += bytes.count
+        s.deliver()
+    }
+
+    func finish() {
+        let s = state.value
+        s.finished = true
+        s.deliver()
+    }
+
+    func fail(_ error: any Error) {
+        let s = state.value
+        if s.finished && s.chunks.isEmpty { return }
+        s.failure = error
+        s.deliver()
+    }
+
+    func setOnDrain(_ f: @escaping () -> Void) {
+        state.value.onDrain = f
+    }
+}
+
+/// A streamed body exceeded what the consumer accepts.
+public struct BodyTooLarge: Error, Sendable {
+    /// The limit in bytes.
+    public let limit: Int
+}
+
+/// The client closed the connection before the request was done.
+public struct ClientDisconnected: Error, Sendable {}

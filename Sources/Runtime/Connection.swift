@@ -1,0 +1,508 @@
+import CLibUV
+import Glibc
+import HTTPWire
+
+/// One client connection on one loop. Loop-confined: every method runs on `loop`.
+///
+/// Requests are read one at a time. After a request's body ends, parsing stops until
+/// its response is complete, so pipelined requests are answered in order; bytes that
+/// arrived meanwhile wait in `pending`.
+final class Connection {
+    enum TimerMode { case none, head, bodyIdle, keepAlive }
+    enum ResponseState { case none, streaming(chunked: Bool, bodyless: Bool), done }
+
+    let loop: EventLoop
+    let context: ServerContext
+    let registry: ServerLoopState
+    let tcp: UnsafeMutablePointer<uv_tcp_t>
+    private let timer: UnsafeMutablePointer<uv_timer_t>
+    private let parser: RequestParser
+    private var pending: [UInt8] = []
+    private var openHandles = 2
+    private(set) var remoteAddress = ""
+    private var retained: Unmanaged<Connection>?
+
+    // Request.
+    private var sequence = 0
+    private var head: RequestHead?
+    private var policy = BodyPolicy.stream
+    private var body: [UInt8] = []
+    private var stream: BodyStream?
+    private var requestEnded = false
+    private var keepAlive = true
+    private var bytesSeen = false
+
+    // Response.
+    private var response = ResponseState.none
+    private var writesInFlight = 0
+    private var drainWaiters: [CheckedContinuation<Void, any Error>] = []
+    private var goneHandlers: [@Sendable () -> Void] = []
+
+    // Connection.
+    private var processing = false
+    private var readingStopped = false
+    private var closeAfterFlush = false
+    private(set) var closed = false
+    private var timerMode = TimerMode.none
+    private var lastActivity: UInt64 = 0
+
+    init(loop: EventLoop, context: ServerContext, registry: ServerLoopState, tcp: UnsafeMutablePointer<uv_tcp_t>) {
+        self.loop = loop
+        self.context = context
+        self.registry = registry
+        self.tcp = tcp
+        self.timer = .allocate(capacity: 1)
+        self.parser = RequestParser(limits: context.configuration.limits)
+        uv_timer_init(loop.uv, timer)
+        let me = Unmanaged.passRetained(self)
+        retained = me
+        tcp.pointee.data = me.toOpaque()
+        timer.pointee.data = me.toOpaque()
+    }
+
+    private var stream_t: UnsafeMutablePointer<uv_stream_t> { UnsafeMutablePointer(OpaquePointer(tcp)) }
+
+    private static func from(_ p: UnsafeMutableRawPointer?) -> Connection {
+        Unmanaged<Connection>.fromOpaque(p!).takeUnretainedValue()
+    }
+
+    /// Starts reading; `admitted` false answers 503 and closes.
+    func start(admitted: Bool) {
+        remoteAddress = peerName()
+        uv_tcp_nodelay(tcp, 1)
+        guard admitted else {
+            fail(WireError(.overloaded, status: 503, "the server is at its connection limit"))
+            return
+        }
+        setTimer(.head)
+        startReading()
+    }
+
+    // MARK: Reading
+
+    private func startReading() {
+        guard !closed else { return }
+        readingStopped = false
+        let rc = uv_read_start(
+            stream_t,
+            { handle, _, buf in
+                let c = Connection.from(handle!.pointee.data)
+                buf!.pointee = uv_buf_init(
+                    c.loop.readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(c.loop.readBuffer.count))
+            },
+            { stream, nread, buf in
+                Connection.from(stream!.pointee.data).onRead(nread, buf!.pointee.base)
+            })
+        if rc < 0 { abort() }
+    }
+
+    private func stopReading() {
+        guard !readingStopped, !closed else { return }
+        readingStopped = true
+        uv_read_stop(stream_t)
+    }
+
+    private func onRead(_ nread: Int, _ base: UnsafeMutablePointer<CChar>?) {
+        if nread < 0 {
+            // EOF or error: a client that half-closes has nothing more to say.
+            abort()
+            return
+        }
+        guard nread > 0, let base else { return }
+        lastActivity = uv_now(loop.uv)
+        if timerMode == .keepAlive { setTimer(.head) }
+        bytesSeen = true
+        let data = UnsafeRawBufferPointer(start: base, count: nread)
+        if pending.isEmpty && !processing {
+            let used = consume(data)
+            if used < nread && !closed { pending.append(contentsOf: data[used...]) }
+        } else {
+            pending.append(contentsOf: data)
+            drainPending()
+        }
+        if pending.count > 64 * 1024 { stopReading() }
+    }
+
+    private func drainPending() {
+        guard !processing, !pending.isEmpty, !closed else { return }
+        let used = pending.withUnsafeBytes { consume($0) }
+        if closed { return }
+        pending.removeFirst(used)
+        if pending.count <= 64 * 1024 && readingStopped && !(stream?.isFull ?? false) { startReading() }
+    }
+
+    /// Whether the current request is read and waits for its response.
+    private var awaitingResponse: Bool { requestEnded }
+
+    private func consume(_ data: UnsafeRawBufferPointer) -> Int {
+        processing = true
+        defer { processing = false }
+        var offset = 0
+        while offset < data.count && !closed && !awaitingResponse {
+            let (event, used) = parser.parse(UnsafeRawBufferPointer(rebasing: data[offset...]))
+            offset += used
+            switch event {
+            case .needMoreData:
+                if used == 0 { return offset }
+            case .head(let h):
+                beginRequest(h)
+            case .body(let bytes):
+                receiveBody(bytes)
+            case .end:
+                endRequest()
+            case .error(let e):
+                fail(e)
+                return offset
+            }
+        }
+        return offset
+    }
+
+    private func beginRequest(_ h: RequestHead) {
+        sequence += 1
+        head = h
+        body = []
+        stream = nil
+        requestEnded = false
+        response = .none
+        goneHandlers = []
+        keepAlive = h.keepAlive && !registry.closing
+        policy = context.responder.bodyPolicy(for: h, limits: context.configuration.limits)
+        if case .buffer(let max) = policy, case .length(let n) = h.framing, n > UInt64(max) {
+            fail(WireError(.bodyTooLarge, status: 413, "the request body exceeds \(max) bytes"))
+            return
+        }
+        if h.expectsContinue { write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) }
+        setTimer(h.framing == .none ? .none : .bodyIdle)
+        if policy == .stream {
+            let s = BodyStream(loop: loop, highWater: context.configuration.bodyHighWater)
+            s.setOnDrain { [unowned self] in
+                if self.readingStopped && self.pending.count <= 64 * 1024 { self.startReading() }
+            }
+            stream = s
+            dispatch(.stream(s))
+        }
+    }
+
+    private func receiveBody(_ bytes: UnsafeRawBufferPointer) {
+        if let stream {
+            stream.append(bytes)
+            if stream.isFull { stopReading() }
+            return
+        }
+        if case .buffer(let max) = policy, body.count + bytes.count > max {
+            fail(WireError(.bodyTooLarge, status: 413, "the request body exceeds \(max) bytes"))
+            return
+        }
+        body.append(contentsOf: bytes)
+    }
+
+    private func endRequest() {
+        requestEnded = true
+        setTimer(.none)
+        if let stream {
+            stream.finish()
+        } else {
+            let b = body
+            body = []
+            dispatch(.buffered(b))
+        }
+        if case .done = response { finishExchange() }
+    }
+
+    private func dispatch(_ requestBody: RequestBody) {
+        guard let head else { return }
+        let writer = ResponseWriter(
+            connection: LoopBound(self, loop: loop), sequence: sequence, isHeadRequest: head.isHead)
+        let request = HTTPRequest(head: head, body: requestBody, remoteAddress: remoteAddress, loop: loop)
+        context.responder.respond(to: request, writer: writer)
+    }
+
+    /// The exchange is over: get ready for the next request.
+    private func finishExchange() {
+        head = nil
+        stream = nil
+        requestEnded = false
+        response = .none
+        goneHandlers = []
+        if registry.closing {
+            closeAfterFlush = true
+            closeIfFlushed()
+            return
+        }
+        setTimer(pending.isEmpty ? .keepAlive : .head)
+        if !processing {
+            drainPending()
+            if readingStopped && pending.count <= 64 * 1024 { startReading() }
+        }
+    }
+
+    /// Whether no request is in progress (used by graceful shutdown).
+    var isIdle: Bool { head == nil && !parser.inBody && pending.isEmpty }
+
+    // MARK: Responses
+
+    private func current(_ seq: Int) -> Bool { seq == sequence && !closed && head != nil }
+
+    func respond(_ seq: Int, status: Int, headers: HTTPHeaders, body: [UInt8]) {
+        guard current(seq), case .none = response, let head else { return }
+        var h = headers
+        h.remove(name: "Content-Length")
+        h.remove(name: "Transfer-Encoding")
+        h.remove(name: "Connection")
+        let hasBody = ResponseHead.allowsBody(status: status)
+        if hasBody { h.add(name: "Content-Length", value: String(body.count)) }
+        if !requestEnded { keepAlive = false }
+        if !keepAlive { h.add(name: "Connection", value: "close") }
+        var out: [UInt8] = []
+        out.reserveCapacity(128 + h.count * 32 + body.count)
+        ResponseHead(status: status, headers: h).serialize(into: &out)
+        if hasBody && !head.isHead { out.append(contentsOf: body) }
+        write(out)
+        response = .done
+        responseDone()
+    }
+
+    func writeHead(_ seq: Int, status: Int, headers: HTTPHeaders) {
+        guard current(seq), case .none = response, let head else { return }
+        var h = headers
+        h.remove(name: "Transfer-Encoding")
+        h.remove(name: "Connection")
+        let bodyless = head.isHead || !ResponseHead.allowsBody(status: status)
+        var chunked = false
+        if !bodyless && !h.contains("Content-Length") {
+            if head.major == 1 && head.minor == 1 {
+                h.add(name: "Transfer-Encoding", value: "chunked")
+                chunked = true
+            } else {
+                keepAlive = false
+            }
+        }
+        if !keepAlive { h.add(name: "Connection", value: "close") }
+        var out: [UInt8] = []
+        ResponseHead(status: status, headers: h).serialize(into: &out)
+        write(out)
+        response = .streaming(chunked: chunked, bodyless: bodyless)
+    }
+
+    func writeBody(_ seq: Int, _ bytes: [UInt8], continuation: CheckedContinuation<Void, any Error>) {
+        guard current(seq), case .streaming(let chunked, let bodyless) = response else {
+            continuation.resume(throwing: ClientDisconnected())
+            return
+        }
+        if !bodyless && !bytes.isEmpty {
+            if chunked {
+                var out = ChunkedEncoding.chunkHeader(bytes.count)
+                out.reserveCapacity(out.count + bytes.count + 2)
+                out.append(contentsOf: bytes)
+                out.append(contentsOf: ChunkedEncoding.chunkTrailer)
+                write(out)
+            } else {
+                write(bytes)
+            }
+        }
+        if uv_stream_get_write_queue_size(stream_t) > context.configuration.writeHighWater {
+            drainWaiters.append(continuation)
+        } else {
+            continuation.resume()
+        }
+    }
+
+    func end(_ seq: Int) {
+        guard current(seq), case .streaming(let chunked, let bodyless) = response else { return }
+        if chunked && !bodyless { write(ChunkedEncoding.terminator) }
+        response = .done
+        responseDone()
+    }
+
+    func onClientGone(_ seq: Int, _ handler: @escaping @Sendable () -> Void) {
+        if closed || seq != sequence {
+            handler()
+            return
+        }
+        goneHandlers.append(handler)
+    }
+
+    private func responseDone() {
+        if !keepAlive || !requestEnded {
+            // The body was not read to its end: the connection cannot be reused.
+            closeAfterFlush = true
+            closeIfFlushed()
+            return
+        }
+        finishExchange()
+    }
+
+    /// Answers a request that cannot be served with problem+json and closes.
+    func fail(_ error: WireError) {
+        guard !closed else { return }
+        stream?.fail(error)
+        stream = nil
+        if case .none = response {
+            var h = HTTPHeaders()
+            h.add(name: "Content-Type", value: Problem.contentType)
+            h.add(name: "Content-Length", value: String(error.problem.json.count))
+            h.add(name: "Connection", value: "close")
+            var out: [UInt8] = []
+            ResponseHead(status: error.status, headers: h).serialize(into: &out)
+            if head?.isHead != true { out.append(contentsOf: error.problem.json) }
+            write(out)
+            response = .done
+        }
+        stopReading()
+        closeAfterFlush = true
+        closeIfFlushed()
+    }
+
+    // MARK: Writing
+
+    private final class WriteRequest {
+        let buffer: UnsafeMutableRawBufferPointer
+        init(_ bytes: ArraySlice<UInt8>) {
+            buffer = .allocate(byteCount: bytes.count, alignment: 1)
+            buffer.copyBytes(from: bytes)
+        }
+        deinit { buffer.deallocate() }
+    }
+
+    private func write(_ bytes: [UInt8]) {
+        guard !closed, !bytes.isEmpty else { return }
+        var offset = 0
+        if writesInFlight == 0 {
+            let n = bytes.withUnsafeBytes { raw -> Int32 in
+                var buf = uv_buf_init(
+                    UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: CChar.self)), UInt32(raw.count))
+                return uv_try_write(stream_t, &buf, 1)
+            }
+            if n > 0 { offset = Int(n) }
+            if offset == bytes.count { return }
+        }
+        let request = WriteRequest(bytes[offset...])
+        let req = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
+        req.pointee.data = Unmanaged.passRetained(request).toOpaque()
+        var buf = uv_buf_init(request.buffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(request.buffer.count))
+        let rc = uv_write(req, stream_t, &buf, 1) { req, status in
+            let request = Unmanaged<WriteRequest>.fromOpaque(req!.pointee.data).takeRetainedValue()
+            _ = request
+            let c = Connection.from(req!.pointee.handle.pointee.data)
+            req!.deallocate()
+            c.writeCompleted(status)
+        }
+        if rc < 0 {
+            Unmanaged<WriteRequest>.fromOpaque(req.pointee.data).release()
+            req.deallocate()
+            abort()
+            return
+        }
+        writesInFlight += 1
+    }
+
+    private func writeCompleted(_ status: Int32) {
+        writesInFlight -= 1
+        if status < 0 {
+            abort()
+            return
+        }
+        if !drainWaiters.isEmpty && uv_stream_get_write_queue_size(stream_t) <= context.configuration.writeHighWater / 2 {
+            let waiters = drainWaiters
+            drainWaiters = []
+            for w in waiters { w.resume() }
+        }
+        closeIfFlushed()
+    }
+
+    private func closeIfFlushed() {
+        if closeAfterFlush && writesInFlight == 0 { close() }
+    }
+
+    // MARK: Timers
+
+    private func setTimer(_ mode: TimerMode) {
+        guard !closed, mode != timerMode else { return }
+        timerMode = mode
+        let cfg = context.configuration
+        let ms: UInt64
+        switch mode {
+        case .none:
+            uv_timer_stop(timer)
+            return
+        case .head: ms = cfg.headTimeout.milliseconds
+        case .bodyIdle:
+            ms = cfg.bodyIdleTimeout.milliseconds
+            lastActivity = uv_now(loop.uv)
+        case .keepAlive: ms = cfg.keepAliveTimeout.milliseconds
+        }
+        armTimer(ms)
+    }
+
+    private func armTimer(_ ms: UInt64) {
+        uv_timer_start(timer, { t in Connection.from(t!.pointee.data).timerFired() }, ms, 0)
+    }
+
+    private func timerFired() {
+        switch timerMode {
+        case .none:
+            return
+        case .head:
+            fail(WireError(.headTimeout, status: 408, "the request head did not arrive in time"))
+        case .bodyIdle:
+            let idle = uv_now(loop.uv) - lastActivity
+            let limit = context.configuration.bodyIdleTimeout.milliseconds
+            if idle < limit {
+                armTimer(limit - idle)
+            } else {
+                fail(WireError(.bodyTimeout, status: 408, "the request body stalled"))
+            }
+        case .keepAlive:
+            close()
+        }
+    }
+
+    // MARK: Closing
+
+    /// Closes at once, dropping unsent bytes (the client went away or a write failed).
+    func abort() {
+        close()
+    }
+
+    /// Closes both handles; the connection is released when both close callbacks ran.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        stream?.fail(ClientDisconnected())
+        stream = nil
+        if case .done = response {} else if head != nil {
+            let handlers = goneHandlers
+            goneHandlers = []
+            for h in handlers { h() }
+        }
+        let waiters = drainWaiters
+        drainWaiters = []
+        for w in waiters { w.resume(throwing: ClientDisconnected()) }
+        uv_timer_stop(timer)
+        uv_read_stop(stream_t)
+        uv_close(UnsafeMutablePointer(OpaquePointer(tcp))) { h in Connection.from(h!.pointee.data).handleClosed() }
+        uv_close(UnsafeMutablePointer(OpaquePointer(timer))) { h in Connection.from(h!.pointee.data).handleClosed() }
+    }
+
+    private func handleClosed() {
+        openHandles -= 1
+        guard openHandles == 0 else { return }
+        tcp.deallocate()
+        timer.deallocate()
+        context.connectionClosed()
+        registry.remove(self)
+        retained?.release()
+        retained = nil
+    }
+
+    private func peerName() -> String {
+        var storage = sockaddr_storage()
+        var len = Int32(MemoryLayout<sockaddr_storage>.size)
+        let rc = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_tcp_getpeername(tcp, $0, &len) }
+        }
+        guard rc == 0 else { return "unknown" }
+        return SocketAddress.describe(&storage)
+    }
+}

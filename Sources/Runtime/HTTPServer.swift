@@ -1,0 +1,85 @@
+import Dispatch
+import Synchronization
+
+/// An HTTP/1.1 server: one listener per loop on the same port (`SO_REUSEPORT`), so the
+/// kernel spreads connections across loops and each connection stays on one thread.
+///
+/// ```swift
+/// let group = try EventLoopGroup()
+/// let server = HTTPServer(configuration: .init(port: 8080), group: group, responder: MyResponder())
+/// try server.start()
+/// // …
+/// server.shutdown()
+/// group.shutdown()
+/// ```
+public final class HTTPServer: Sendable {
+    /// The configuration it was created with.
+    public let configuration: HTTPServerConfiguration
+    private let group: EventLoopGroup
+    private let context: ServerContext
+    private let states: Mutex<[LoopBound<ServerLoopState>]> = Mutex([])
+    private let boundPort = Atomic<Int>(0)
+
+    /// Creates a server; nothing listens until ``start()``.
+    public init(configuration: HTTPServerConfiguration, group: EventLoopGroup, responder: any HTTPResponder) {
+        self.configuration = configuration
+        self.group = group
+        self.context = ServerContext(configuration: configuration, responder: responder)
+    }
+
+    /// The port listened on (useful with port 0).
+    public var port: Int { boundPort.load(ordering: .relaxed) }
+
+    /// Connections open now.
+    public var activeConnections: Int { context.activeConnections }
+
+    /// Binds every loop's listener. Throws the first bind error (and listens nowhere then).
+    public func start() throws(UVError) {
+        var port = configuration.port
+        for loop in group.loops {
+            let result = Mutex<Result<(Int, LoopBound<ServerLoopState>), UVError>?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            let host = configuration.host
+            let p = port
+            let context = self.context
+            loop.execute {
+                let state = ServerLoopState(loop: loop, context: context)
+                do throws(UVError) {
+                    let bound = try state.listen(host: host, port: p)
+                    let box = LoopBound(state, loop: loop)
+                    loop.onShutdown { state.shutdown(grace: .zero) {} }
+                    result.withLock { $0 = .success((bound, box)) }
+                } catch {
+                    state.shutdown(grace: .zero) {}
+                    result.withLock { $0 = .failure(error) }
+                }
+                done.signal()
+            }
+            done.wait()
+            switch result.withLock({ $0 })! {
+            case .success(let (bound, box)):
+                port = bound
+                states.withLock { $0.append(box) }
+            case .failure(let e):
+                shutdown(grace: .zero)
+                throw e
+            }
+        }
+        boundPort.store(port, ordering: .relaxed)
+    }
+
+    /// Stops accepting, lets in-flight responses finish for up to `grace`, then closes
+    /// everything. Blocks until every connection is closed; do not call it on a loop.
+    public func shutdown(grace: Duration = .seconds(10)) {
+        let all = states.withLock { s in
+            let copy = s
+            s = []
+            return copy
+        }
+        let done = DispatchSemaphore(value: 0)
+        for box in all {
+            box.withValue { state in state.shutdown(grace: grace) { done.signal() } }
+        }
+        for _ in all { done.wait() }
+    }
+}

@@ -1,0 +1,58 @@
+public import HTTPWire
+
+/// Settings of an ``HTTPServer``.
+public struct HTTPServerConfiguration: Sendable {
+    /// The address to listen on (`127.0.0.1`, `0.0.0.0`, `::1`, …).
+    public var host: String
+    /// The port; 0 picks a free one (see ``HTTPServer/port``).
+    public var port: Int
+    /// Size limits of requests.
+    public var limits: HTTPLimits
+    /// Time allowed for a request head, from its first byte (or from the connection's start).
+    public var headTimeout: Duration
+    /// Time a request body may go without a byte.
+    public var bodyIdleTimeout: Duration
+    /// Time an idle keep-alive connection stays open.
+    public var keepAliveTimeout: Duration
+    /// Connections served at once across all loops; past it new ones get 503 and are closed.
+    public var maxConnections: Int
+    /// The listen backlog.
+    public var backlog: Int32
+    /// Bytes queued for a client before a streaming writer is made to wait.
+    public var writeHighWater: Int
+    /// Bytes of a streamed request body buffered before reading from the client pauses.
+    public var bodyHighWater: Int
+
+    /// Creates a configuration; the defaults are the documented ones.
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 8080,
+        limits: HTTPLimits = HTTPLimits(),
+        headTimeout: Duration = .seconds(10),
+        bodyIdleTimeout: Duration = .seconds(30),
+        keepAliveTimeout: Duration = .seconds(60),
+        maxConnections: Int = 10_000,
+        backlog: Int32 = 1024,
+        writeHighWater: Int = 256 * 1024,
+        bodyHighWater: Int = 256 * 1024
+    ) {
+        self.host = host
+        self.port = port
+        self.limits = limits
+        self.headTimeout = headTimeout
+        self.bodyIdleTimeout = bodyIdleTimeout
+        self.keepAliveTimeout = keepAliveTimeout
+        self.maxConnections = maxConnections
+        self.backlog = backlog
+        self.writeHighWater = writeHighWater
+        self.bodyHighWater = bodyHighWater
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, at least 1.
+    var milliseconds: UInt64 {
+        let (s, atto) = components
+        return max(1, UInt64(max(0, s)) * 1000 + UInt64(max(0, atto)) / 1_000_000_000_000_000)
+    }
+}

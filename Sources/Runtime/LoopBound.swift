@@ -1,0 +1,29 @@
+/// A reference that may cross threads but whose value is used only on its loop.
+///
+/// `@unchecked Sendable` is safe because `value` checks that the caller is on `loop`
+/// and every mutation goes through it.
+struct LoopBound<Value: AnyObject>: @unchecked Sendable {
+    let loop: EventLoop
+    private let _value: Value
+
+    init(_ value: Value, loop: EventLoop) {
+        precondition(loop.inEventLoop)
+        self._value = value
+        self.loop = loop
+    }
+
+    var value: Value {
+        precondition(loop.inEventLoop, "loop-bound value used off its loop")
+        return _value
+    }
+
+    /// Runs `body` with the value on the loop: now when already there, else soon.
+    func withValue(_ body: @escaping @Sendable (Value) -> Void) {
+        if loop.inEventLoop {
+            body(_value)
+        } else {
+            let me = self
+            loop.execute { body(me.value) }
+        }
+    }
+}

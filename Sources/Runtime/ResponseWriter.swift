@@ -1,0 +1,53 @@
+public import HTTPWire
+
+/// Writes the response to one request. Usable from any thread or task; the work
+/// happens on the connection's loop. Calls for a request whose connection has closed
+/// are ignored.
+public struct ResponseWriter: Sendable {
+    let connection: LoopBound<Connection>
+    let sequence: Int
+    /// Whether the request was HEAD (the body is not sent, the headers are).
+    public let isHeadRequest: Bool
+
+    /// Sends a whole response with a `Content-Length` body.
+    public func respond(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        let seq = sequence
+        connection.withValue { $0.respond(seq, status: status, headers: headers, body: body) }
+    }
+
+    /// Sends a problem+json response.
+    public func respond(problem: Problem, headers: HTTPHeaders = HTTPHeaders()) {
+        var h = headers
+        h.replaceOrAdd(name: "Content-Type", value: Problem.contentType)
+        respond(status: problem.status, headers: h, body: problem.json)
+    }
+
+    /// Starts a streamed response. Without `Content-Length` the body is chunked
+    /// (HTTP/1.1) or delimited by closing the connection (HTTP/1.0).
+    public func writeHead(status: Int, headers: HTTPHeaders = HTTPHeaders()) {
+        let seq = sequence
+        connection.withValue { $0.writeHead(seq, status: status, headers: headers) }
+    }
+
+    /// Sends body bytes; returns once the connection's write queue is below its
+    /// high-water mark. Throws ``ClientDisconnected`` when the client is gone.
+    public func writeBody(_ bytes: [UInt8]) async throws {
+        let seq = sequence
+        try await withCheckedThrowingContinuation { (cont: CheckedContinuation<Void, any Error>) in
+            connection.withValue { $0.writeBody(seq, bytes, continuation: cont) }
+        }
+    }
+
+    /// Ends a streamed response.
+    public func end() {
+        let seq = sequence
+        connection.withValue { $0.end(seq) }
+    }
+
+    /// Runs `handler` on the loop if the connection closes before this response ends
+    /// (the client went away); use it to cancel upstream work.
+    public func onClientGone(_ handler: @escaping @Sendable () -> Void) {
+        let seq = sequence
+        connection.withValue { $0.onClientGone(seq, handler) }
+    }
+}

@@ -1,0 +1,25 @@
+import CLibUV
+
+/// A libuv call failed.
+public struct UVError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The libuv error code (a negative errno).
+    public let code: Int32
+    /// The libuv function that failed.
+    public let operation: String
+
+    /// Creates an error.
+    public init(code: Int32, operation: String) {
+        self.code = code
+        self.operation = operation
+    }
+
+    /// libuv's name for the code (`EADDRINUSE`, …).
+    public var name: String { String(cString: uv_err_name(code)) }
+
+    public var description: String { "\(operation) failed: \(name) (\(String(cString: uv_strerror(code))))" }
+
+    /// Throws when `rc` is a libuv error.
+    static func check(_ rc: Int32, _ operation: String) throws(UVError) {
+        if rc < 0 { throw UVError(code: rc, operation: operation) }
+    }
+}
