@@ -290,6 +290,8 @@ public final class RequestParser {
 struct HeadScanner {
     private var previous: UInt8 = 0x0A
     private var sawLineStart = true
+    private var inFirstLine = true
+    private var firstLineTail: [UInt8] = []
 
     mutating func scan(_ bytes: UnsafeRawBufferPointer) -> WireError? {
         for b in bytes {
@@ -303,6 +305,12 @@ struct HeadScanner {
                 if previous != 0x0D && !sawLineStart {
                     return WireError(.malformedRequest, status: 400, "a line ends in LF without CR")
                 }
+                if inFirstLine && !sawLineStart {
+                    inFirstLine = false
+                    if !HeadScanner.endsWithVersion(firstLineTail) {
+                        return WireError(.malformedRequest, status: 400, "the request line must end with HTTP/<digit>.<digit>")
+                    }
+                }
             case 0x20, 0x09:
                 if previous == 0x0A && !sawLineStart {
                     return WireError(.obsoleteLineFolding, status: 400, "a header line starts with whitespace (obs-fold)")
@@ -311,8 +319,22 @@ struct HeadScanner {
                 break
             }
             if b != 0x0D && b != 0x0A { sawLineStart = false }
+            if inFirstLine && !sawLineStart && b != 0x0D {
+                firstLineTail.append(b)
+                if firstLineTail.count > 32 { firstLineTail.removeFirst(16) }
+            }
             previous = b
         }
         return nil
+    }
+
+    /// Whether a request line ends in ` HTTP/d.d` (http-parser checks only the digits).
+    static func endsWithVersion(_ line: [UInt8]) -> Bool {
+        let suffix = Array(" HTTP/".utf8)
+        guard line.count >= suffix.count + 3 else { return false }
+        let tail = line.suffix(suffix.count + 3)
+        let digits = Array(tail.suffix(3))
+        return tail.prefix(suffix.count).elementsEqual(suffix) && (48...57).contains(digits[0]) && digits[1] == 0x2E
+            && (48...57).contains(digits[2])
     }
 }

@@ -27,7 +27,7 @@ struct Dev: ParsableCommand {
         try server.start()
         print("AuthGate dev: listening on http://\(host):\(server.port) with \(loops) loops")
         print("  curl -i http://\(host):\(server.port)/livez")
-        fflush(stdout)
+        fflush(nil)
         let signal = signals.wait()
         print("AuthGate dev: signal \(signal), shutting down")
         server.shutdown(grace: .seconds(5))

@@ -1,0 +1,93 @@
+import Runtime
+import Synchronization
+import Testing
+
+/// An actor whose jobs run on a given loop.
+actor LoopCounter {
+    nonisolated let unownedExecutor: UnownedSerialExecutor
+    let loop: EventLoop
+    private var seen: [Int: Int] = [:]
+    private(set) var count = 0
+    private(set) var offLoop = 0
+    private(set) var outOfOrder = 0
+
+    init(loop: EventLoop) {
+        self.loop = loop
+        unownedExecutor = loop.asUnownedSerialExecutor()
+    }
+
+    func record(producer: Int, sequence: Int) {
+        if !loop.inEventLoop { offLoop += 1 }
+        if let last = seen[producer], last + 1 != sequence { outOfOrder += 1 }
+        seen[producer] = sequence
+        count += 1
+    }
+}
+
+final class Tally: Sendable {
+    let total = Mutex(0)
+    let wrong = Mutex(0)
+    let lastSeen = Mutex([Int](repeating: -1, count: 4))
+}
+
+@Suite struct EventLoopTests {
+    @Test func hundredThousandJobsFromManyThreadsRunOnTheLoopInOrder() async throws {
+        let loop = try EventLoop(name: "test-loop")
+        loop.start()
+        defer { loop.shutdown() }
+        let counter = LoopCounter(loop: loop)
+        let producers = 8
+        let perProducer = 12_500
+        await withTaskGroup(of: Void.self) { group in
+            for p in 0..<producers {
+                group.addTask {
+                    // Each producer is one task: its calls are ordered, so the actor must see them in order.
+                    for i in 0..<perProducer { await counter.record(producer: p, sequence: i) }
+                }
+            }
+        }
+        #expect(await counter.count == producers * perProducer)
+        #expect(await counter.offLoop == 0)
+        #expect(await counter.outOfOrder == 0)
+    }
+
+    @Test func closuresFromManyThreadsAllRunOnTheLoopInSubmissionOrderPerThread() async throws {
+        let loop = try EventLoop(name: "test-loop")
+        loop.start()
+        let box = Tally()
+        await withTaskGroup(of: Void.self) { group in
+            for t in 0..<4 {
+                group.addTask {
+                    for i in 0..<25_000 {
+                        loop.execute {
+                            if !loop.inEventLoop { box.wrong.withLock { $0 += 1 } }
+                            box.lastSeen.withLock { s in
+                                if s[t] + 1 != i { box.wrong.withLock { $0 += 1 } }
+                                s[t] = i
+                            }
+                            box.total.withLock { $0 += 1 }
+                        }
+                    }
+                }
+            }
+        }
+        loop.shutdown()  // drains what is queued before closing
+        #expect(box.total.withLock { $0 } == 100_000)
+        #expect(box.wrong.withLock { $0 } == 0)
+    }
+
+    @Test func taskExecutorPreferenceRunsOnTheLoop() async throws {
+        let loop = try EventLoop(name: "test-loop")
+        loop.start()
+        defer { loop.shutdown() }
+        let onLoop = await Task(executorPreference: loop) { @Sendable [loop] in loop.inEventLoop }.value
+        #expect(onLoop)
+        #expect(!loop.inEventLoop)
+    }
+
+    @Test func groupStartsOneLoopPerRequestedThread() throws {
+        let group = try EventLoopGroup(loopCount: 3)
+        #expect(group.loops.count == 3)
+        group.shutdown()
+    }
+}

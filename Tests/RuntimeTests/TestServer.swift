@@ -1,0 +1,108 @@
+import Foundation
+import HTTPWire
+@testable import Runtime
+
+/// A server on an ephemeral port with routes that exercise the runtime.
+final class TestServer: Sendable {
+    let group: EventLoopGroup
+    let server: HTTPServer
+    var port: Int { server.port }
+
+    init(configuration: HTTPServerConfiguration = HTTPServerConfiguration(), loops: Int = 2) throws {
+        var c = configuration
+        c.host = "127.0.0.1"
+        c.port = 0
+        group = try EventLoopGroup(loopCount: loops)
+        server = HTTPServer(configuration: c, group: group, responder: TestResponder())
+        try server.start()
+    }
+
+    func stop() {
+        server.shutdown(grace: .seconds(2))
+        group.shutdown()
+    }
+
+    /// Runs `body` with a started server and always stops it.
+    static func with<T>(
+        _ configuration: HTTPServerConfiguration = HTTPServerConfiguration(), loops: Int = 2,
+        _ body: (TestServer) async throws -> T
+    ) async throws -> T {
+        let s = try TestServer(configuration: configuration, loops: loops)
+        do {
+            let r = try await body(s)
+            s.stop()
+            return r
+        } catch {
+            s.stop()
+            throw error
+        }
+    }
+}
+
+struct TestResponder: HTTPResponder {
+    func bodyPolicy(for head: RequestHead, limits: HTTPLimits) -> BodyPolicy {
+        head.path.hasPrefix("/stream") ? .stream : .buffer(maxBytes: limits.maxBufferedBodyBytes)
+    }
+
+    func respond(to request: HTTPRequest, writer: ResponseWriter) {
+        let head = request.head
+        switch head.path {
+        case "/echo":
+            guard case .buffered(let body) = request.body else { return }
+            var h = HTTPHeaders()
+            h.add(name: "X-Method", value: head.method)
+            h.add(name: "X-Target", value: head.target)
+            writer.respond(status: 200, headers: h, body: body)
+        case "/stream-echo":
+            // Echo the body back chunked, as it arrives.
+            guard case .stream(let stream) = request.body else { return }
+            Task(executorPreference: request.loop) {
+                writer.writeHead(status: 200)
+                do {
+                    while let chunk = try await stream.next() { try await writer.writeBody(chunk) }
+                    writer.end()
+                } catch {}
+            }
+        case "/stream-slow":
+            // Reads slowly: the server must stop reading from the client meanwhile.
+            guard case .stream(let stream) = request.body else { return }
+            Task {
+                var total = 0
+                do {
+                    while let chunk = try await stream.next() {
+                        total += chunk.count
+                        try await Task.sleep(for: .milliseconds(20))
+                    }
+                } catch {}
+                writer.respond(status: 200, body: Array(String(total).utf8))
+            }
+        case "/big":
+            // A large streamed response.
+            let size = Int(head.headers[first: "x-size"] ?? "") ?? 1 << 20
+            Task(executorPreference: request.loop) {
+                var h = HTTPHeaders()
+                h.add(name: "Content-Length", value: String(size))
+                writer.writeHead(status: 200, headers: h)
+                var sent = 0
+                let block = [UInt8](repeating: 0x61, count: 64 * 1024)
+                do {
+                    while sent < size {
+                        let n = min(block.count, size - sent)
+                        try await writer.writeBody(Array(block[0..<n]))
+                        sent += n
+                    }
+                    writer.end()
+                } catch {}
+            }
+        case "/later":
+            Task {
+                try? await Task.sleep(for: .milliseconds(50))
+                writer.respond(status: 200, body: Array("later".utf8))
+            }
+        case "/no-content":
+            writer.respond(status: 204)
+        default:
+            writer.respond(status: 200, body: Array("ok".utf8))
+        }
+    }
+}
