@@ -68,6 +68,12 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .executableTarget(
+            name: "bare-server",
+            dependencies: ["Runtime", "HTTPWire"],
+            path: "Benchmarks/BareServer",
+            swiftSettings: strict
+        ),
         .testTarget(name: "HTTPWireTests", dependencies: ["HTTPWire"], swiftSettings: strict),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "HTTPWire"], swiftSettings: strict),
         .testTarget(

@@ -1,0 +1,41 @@
+# AuthGate — the two commands a newcomer needs, and the pieces CI runs.
+#   make dev    run AuthGate in development mode on 127.0.0.1
+#   make test   build and run every test (unit, integration, fuzz, sanitizers)
+
+SWIFT ?= swift
+FUZZ_SECONDS ?= 60
+# Sanitizer runs: set SANITIZERS="" to skip, or to "address" for only ASan.
+SANITIZERS ?= address thread
+
+.PHONY: deps dev build test unit fuzz sanitize bench clean
+
+deps:
+	@scripts/install-deps
+
+build: deps
+	$(SWIFT) build
+
+dev: deps
+	$(SWIFT) build --product authgate
+	$$($(SWIFT) build --show-bin-path)/authgate dev
+
+unit: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+fuzz: deps
+	scripts/fuzz $(FUZZ_SECONDS)
+
+sanitize: deps
+	@for s in $(SANITIZERS); do \
+	  echo "== swift test --sanitize=$$s"; \
+	  $(SWIFT) test --sanitize=$$s --scratch-path .build-$$s || exit 1; \
+	done
+
+test: unit fuzz sanitize
+
+bench: deps
+	scripts/bench-server
+
+clean:
+	rm -rf .build .build-* fuzz-artifacts
