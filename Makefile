@@ -29,7 +29,8 @@ fuzz: deps
 sanitize: deps
 	@for s in $(SANITIZERS); do \
 	  echo "== swift test --sanitize=$$s"; \
-	  $(SWIFT) test --sanitize=$$s --scratch-path .build-$$s || exit 1; \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp TSAN_OPTIONS=halt_on_error=1 \
+	    $(SWIFT) test --sanitize=$$s --scratch-path .build-$$s || exit 1; \
 	done
 
 test: unit fuzz sanitize

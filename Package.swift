@@ -30,6 +30,10 @@ let package = Package(
             providers: [.apt(["libhttp-parser-dev"])]
         ),
         .target(
+            name: "CCurl",
+            linkerSettings: [.linkedLibrary("curl")]
+        ),
+        .target(
             name: "HTTPWire",
             dependencies: ["CHTTPParser"],
             swiftSettings: strict
@@ -38,6 +42,7 @@ let package = Package(
             name: "Runtime",
             dependencies: [
                 "CLibUV",
+                "CCurl",
                 "HTTPWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
