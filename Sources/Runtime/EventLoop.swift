@@ -30,6 +30,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     private let idle: UnsafeMutablePointer<uv_idle_t>
     private let state = Mutex(State())
     private let threadID = Atomic<UInt>(0)
+    private let dropped = Atomic<Int>(0)
     private var thread = pthread_t()
     private var spareJobs: [Job] = []
     private var shutdownHooks: [() -> Void] = []
@@ -99,6 +100,9 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         UInt(pthread_self()) == threadID.load(ordering: .relaxed)
     }
 
+    /// Jobs enqueued after shutdown, which never ran.
+    public var droppedJobs: Int { dropped.load(ordering: .relaxed) }
+
     /// Runs `job` on the loop thread, soon. Jobs run in the order they were enqueued.
     public func execute(_ job: @escaping @Sendable () -> Void) {
         push(.closure(job))
@@ -111,12 +115,18 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
 
     private func push(_ job: Job) {
         let onLoop = inEventLoop
-        let mustSignal = state.withLock { s -> Bool in
-            precondition(s.acceptingJobs, "job enqueued on \(name) after shutdown")
+        let mustSignal = state.withLock { s -> Bool? in
+            // After shutdown the job cannot run: it is dropped (a late response to a
+            // connection that is already gone, for example).
+            guard s.acceptingJobs else { return nil }
             s.jobs.append(job)
             if s.wakeupPending { return false }
             s.wakeupPending = true
             return true
+        }
+        guard let mustSignal else {
+            dropped.add(1, ordering: .relaxed)
+            return
         }
         guard mustSignal else { return }
         if onLoop {

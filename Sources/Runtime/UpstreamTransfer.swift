@@ -1,0 +1,290 @@
+import CCurl
+import Glibc
+import HTTPWire
+
+/// One exchange with an upstream: a libcurl easy handle and its state. Loop-confined.
+public final class UpstreamTransfer {
+    unowned let client: UpstreamClient
+    let easy: UnsafeMutableRawPointer
+    private let request: UpstreamRequest
+    private weak var handlerRef: (any UpstreamResponseHandler)?
+    private var handler: (any UpstreamResponseHandler)?
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var url: [CChar] = []
+    private var method: [CChar] = []
+
+    // Response.
+    private var status = 0
+    private var headers = HTTPHeaders()
+    private var headDelivered = false
+    private var finished = false
+    private var cancelReason: UpstreamError?
+
+    // Upload.
+    private var upload: [UInt8] = []
+    private var uploadOffset = 0
+    private var uploadEnded = false
+    private var uploadPaused = false
+    private var uploadWaiter: CheckedContinuation<Void, Never>?
+
+    init(client: UpstreamClient, request: UpstreamRequest, handler: any UpstreamResponseHandler) {
+        self.client = client
+        self.request = request
+        self.handler = handler
+        self.easy = curl_easy_init()!
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(headerList)
+    }
+
+    /// Whether the exchange has ended.
+    public var isFinished: Bool { finished }
+
+    /// Continues a transfer whose handler refused body bytes.
+    public func resume() {
+        guard !finished else { return }
+        client.unpause(self)
+    }
+
+    /// Stops the exchange; the handler hears `reason` (default: cancelled).
+    public func cancel(_ reason: UpstreamError = UpstreamError(.cancelled, "the exchange was cancelled")) {
+        guard !finished else { return }
+        client.detach(self)
+        finish(reason)
+    }
+
+    /// Sets every option; returns an error for a request libcurl cannot make.
+    func prepare() -> UpstreamError? {
+        let cfg = client.configuration
+        guard request.url.hasPrefix("http://") || request.url.hasPrefix("https://") else {
+            return UpstreamError(.invalidRequest, "the upstream URL must be http or https")
+        }
+        url = Array(request.url.utf8CString)
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        var ok = true
+        func check(_ rc: CURLcode) { if rc != CURLE_OK { ok = false } }
+        check(ag_easy_setopt_pointer(easy, CURLOPT_PRIVATE, me))
+        check(ag_easy_setopt_string(easy, CURLOPT_URL, url))
+        check(ag_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
+        check(ag_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0))
+        check(ag_easy_setopt_long(easy, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS)))
+        check(ag_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(cfg.connectTimeout.milliseconds)))
+        if let total = cfg.totalTimeout { check(ag_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(total.milliseconds))) }
+        // Idle: fewer than 1 byte/s for the idle time aborts.
+        check(ag_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1))
+        check(ag_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(cfg.idleTimeout.milliseconds / 1000))))
+        check(ag_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(cfg.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1)))
+        if let ca = cfg.caFile { check(ag_easy_setopt_string(easy, CURLOPT_CAINFO, ca)) }
+        if let ca = cfg.caPath { check(ag_easy_setopt_string(easy, CURLOPT_CAPATH, ca)) }
+        if let cert = cfg.clientCertificate { check(ag_easy_setopt_string(easy, CURLOPT_SSLCERT, cert)) }
+        if let key = cfg.clientKey { check(ag_easy_setopt_string(easy, CURLOPT_SSLKEY, key)) }
+        check(ag_easy_setopt_pointer(easy, CURLOPT_CLOSESOCKETDATA, Unmanaged.passUnretained(client).toOpaque()))
+        check(ag_easy_setopt_closesocket_callback(easy, UpstreamClient.closeSocketCallback))
+        check(ag_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, me))
+        check(ag_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION) { buf, size, n, user in
+            Unmanaged<UpstreamTransfer>.fromOpaque(user!).takeUnretainedValue().onHeaderLine(buf!, size * n)
+        })
+        check(ag_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me))
+        check(ag_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION) { buf, size, n, user in
+            Unmanaged<UpstreamTransfer>.fromOpaque(user!).takeUnretainedValue().onBody(buf!, size * n)
+        })
+        let hasBody: Bool
+        switch request.body {
+        case .none:
+            hasBody = false
+            uploadEnded = true
+        case .bytes(let b):
+            hasBody = true
+            upload = b
+            uploadEnded = true
+            check(ag_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(b.count)))
+        case .stream(let stream, let length):
+            hasBody = true
+            if let length { check(ag_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(length))) }
+            pump(stream)
+        }
+        switch (request.method, hasBody) {
+        case ("GET", false):
+            check(ag_easy_setopt_long(easy, CURLOPT_HTTPGET, 1))
+        case ("HEAD", _):
+            check(ag_easy_setopt_long(easy, CURLOPT_NOBODY, 1))
+        case (_, true), ("POST", false):
+            check(ag_easy_setopt_long(easy, CURLOPT_POST, 1))
+            if !hasBody { check(ag_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, 0)) }
+            check(ag_easy_setopt_pointer(easy, CURLOPT_READDATA, me))
+            check(ag_easy_setopt_data_callback(easy, CURLOPT_READFUNCTION) { buf, size, n, user in
+                Unmanaged<UpstreamTransfer>.fromOpaque(user!).takeUnretainedValue().onRead(buf!, size * n)
+            })
+            if request.method != "POST" { setMethod(request.method, &ok) }
+        default:
+            setMethod(request.method, &ok)
+        }
+        // libcurl adds Accept and Expect on its own; an empty value suppresses each.
+        var lines = request.headers.map { "\($0.name): \($0.value)" }
+        if !request.headers.contains("Accept") { lines.append("Accept:") }
+        lines.append("Expect:")
+        for line in lines { headerList = curl_slist_append(headerList, line) }
+        check(ag_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList))
+        return ok ? nil : UpstreamError(.invalidRequest, "libcurl refused an option for this request")
+    }
+
+    private func setMethod(_ m: String, _ ok: inout Bool) {
+        method = Array(m.utf8CString)
+        if ag_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method) != CURLE_OK { ok = false }
+    }
+
+    // MARK: Callbacks from libcurl
+
+    private func onHeaderLine(_ buf: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
+        let raw = UnsafeRawBufferPointer(start: buf, count: count)
+        var line = Substring(String(decoding: raw, as: UTF8.self))
+        while let last = line.last, last == "\r" || last == "\n" || last == "\r\n" { line = line.dropLast() }
+        if line.hasPrefix("HTTP/") {
+            // A status line: a new response (after 1xx) starts.
+            let parts = line.split(separator: " ", maxSplits: 2)
+            status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            headers = HTTPHeaders()
+            return count
+        }
+        if line.isEmpty {
+            if status >= 200 && !headDelivered {
+                headDelivered = true
+                handler?.upstreamHead(status: status, headers: headers)
+            }
+            return count
+        }
+        if let first = line.first, first == " " || first == "\t" {
+            // obs-fold from the upstream: join to the previous value.
+            if var last = headers.fields.last {
+                last.value += " " + FramingRules.trimOWS(String(line))
+                var fields = headers.fields
+                fields[fields.count - 1] = last
+                headers = HTTPHeaders(fields)
+            }
+            return count
+        }
+        guard let colon = line.firstIndex(of: ":") else { return count }
+        let name = String(line[..<colon])
+        let value = FramingRules.trimOWS(String(line[line.index(after: colon)...]))
+        if FramingRules.isValidFieldName(name.utf8) && FramingRules.isValidFieldValue(value.utf8) {
+            headers.add(name: name, value: value)
+        }
+        return count
+    }
+
+    private func onBody(_ buf: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
+        if !headDelivered {
+            headDelivered = true
+            handler?.upstreamHead(status: status, headers: headers)
+        }
+        guard let handler else { return count }
+        let accepted = handler.upstreamBody(UnsafeRawBufferPointer(start: buf, count: count))
+        return accepted ? count : ag_writefunc_pause()
+    }
+
+    private func onRead(_ buf: UnsafeMutablePointer<CChar>, _ capacity: Int) -> Int {
+        let available = upload.count - uploadOffset
+        if available == 0 {
+            if uploadEnded { return 0 }
+            uploadPaused = true
+            return ag_readfunc_pause()
+        }
+        let n = min(available, capacity)
+        upload.withUnsafeBytes { src in
+            UnsafeMutableRawPointer(buf).copyMemory(from: src.baseAddress! + uploadOffset, byteCount: n)
+        }
+        uploadOffset += n
+        if uploadOffset == upload.count, let w = uploadWaiter {
+            uploadWaiter = nil
+            w.resume()
+        }
+        return n
+    }
+
+    /// Feeds a streamed client body into the upload, one chunk at a time.
+    private func pump(_ stream: BodyStream) {
+        let box = LoopBound(self, loop: client.loop)
+        Task(executorPreference: client.loop) {
+            do {
+                while let chunk = try await stream.next() {
+                    await box.value.offer(chunk)
+                    if box.value.finished { return }
+                }
+                box.value.endUpload()
+            } catch {
+                box.value.cancel(UpstreamError(.cancelled, "the client body ended early"))
+            }
+        }
+    }
+
+    private func offer(_ chunk: [UInt8]) async {
+        guard !finished else { return }
+        upload = chunk
+        uploadOffset = 0
+        if uploadPaused {
+            uploadPaused = false
+            client.unpause(self)
+        }
+        if uploadOffset < upload.count && !finished {
+            await withCheckedContinuation { uploadWaiter = $0 }
+        }
+    }
+
+    private func endUpload() {
+        uploadEnded = true
+        if uploadPaused {
+            uploadPaused = false
+            client.unpause(self)
+        }
+    }
+
+    // MARK: Completion
+
+    func complete(_ code: CURLcode) {
+        if code == CURLE_OK {
+            if !headDelivered {
+                finish(UpstreamError(.invalidResponse, "the upstream sent no response"))
+            } else {
+                finish(nil)
+            }
+            return
+        }
+        finish(UpstreamTransfer.classify(code))
+    }
+
+    func fail(_ error: UpstreamError) { finish(error) }
+
+    func finish(_ error: UpstreamError?) {
+        guard !finished else { return }
+        finished = true
+        if let w = uploadWaiter {
+            uploadWaiter = nil
+            w.resume()
+        }
+        let h = handler
+        handler = nil
+        h?.upstreamFinished(error)
+    }
+
+    static func classify(_ code: CURLcode) -> UpstreamError {
+        let text = String(cString: curl_easy_strerror(code))
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT:
+            return UpstreamError(.timeout, curlCode: Int32(code.rawValue), "the upstream did not answer in time")
+        case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST:
+            return UpstreamError(.connectFailed, curlCode: Int32(code.rawValue), "could not connect to the upstream: \(text)")
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM:
+            return UpstreamError(.connectionReset, curlCode: Int32(code.rawValue), "the upstream connection failed: \(text)")
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
+            CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR:
+            return UpstreamError(.tls, curlCode: Int32(code.rawValue), "TLS with the upstream failed: \(text)")
+        case CURLE_WEIRD_SERVER_REPLY, CURLE_UNSUPPORTED_PROTOCOL, CURLE_BAD_CONTENT_ENCODING:
+            return UpstreamError(.invalidResponse, curlCode: Int32(code.rawValue), "the upstream answer is not valid HTTP: \(text)")
+        default:
+            return UpstreamError(.other, curlCode: Int32(code.rawValue), "the upstream exchange failed: \(text)")
+        }
+    }
+}
+

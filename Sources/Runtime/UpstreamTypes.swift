@@ -1,0 +1,133 @@
+public import HTTPWire
+
+/// Settings of an ``UpstreamClient``.
+public struct UpstreamClientConfiguration: Sendable {
+    /// Time allowed to connect (TCP and TLS).
+    public var connectTimeout: Duration
+    /// Time allowed for a whole exchange; nil for none.
+    public var totalTimeout: Duration?
+    /// Time a transfer may go without moving a byte.
+    public var idleTimeout: Duration
+    /// Connections per upstream host, pooled and reused (`CURLMOPT_MAX_HOST_CONNECTIONS`).
+    public var maxConnectionsPerHost: Int
+    /// A PEM bundle of trusted CAs; nil uses the system's.
+    public var caFile: String?
+    /// A directory of trusted CAs.
+    public var caPath: String?
+    /// A PEM client certificate for mTLS.
+    public var clientCertificate: String?
+    /// The PEM key of ``clientCertificate``.
+    public var clientKey: String?
+    /// Offer HTTP/2 over TLS (ALPN); plain-text upstreams use HTTP/1.1.
+    public var http2: Bool
+
+    /// Creates a configuration; the defaults suit a sidecar on one host.
+    public init(
+        connectTimeout: Duration = .seconds(5), totalTimeout: Duration? = .seconds(60), idleTimeout: Duration = .seconds(30),
+        maxConnectionsPerHost: Int = 64, caFile: String? = nil, caPath: String? = nil, clientCertificate: String? = nil,
+        clientKey: String? = nil, http2: Bool = true
+    ) {
+        self.connectTimeout = connectTimeout
+        self.totalTimeout = totalTimeout
+        self.idleTimeout = idleTimeout
+        self.maxConnectionsPerHost = maxConnectionsPerHost
+        self.caFile = caFile
+        self.caPath = caPath
+        self.clientCertificate = clientCertificate
+        self.clientKey = clientKey
+        self.http2 = http2
+    }
+}
+
+/// A request to an upstream.
+public struct UpstreamRequest: Sendable {
+    /// The method.
+    public var method: String
+    /// The absolute URL (`http://host:port/path?query`).
+    public var url: String
+    /// Header fields to send, already cleaned of hop-by-hop and framing fields.
+    public var headers: HTTPHeaders
+    /// The body.
+    public var body: UpstreamRequestBody
+
+    /// Creates a request.
+    public init(method: String, url: String, headers: HTTPHeaders = HTTPHeaders(), body: UpstreamRequestBody = .none) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// The body of an upstream request.
+public enum UpstreamRequestBody: Sendable {
+    /// No body.
+    case none
+    /// A body in memory (replayable).
+    case bytes([UInt8])
+    /// A body streamed from the client as it arrives, of known length or chunked.
+    case stream(BodyStream, length: UInt64?)
+}
+
+/// A buffered upstream response.
+public struct UpstreamResponse: Sendable {
+    /// The status.
+    public var status: Int
+    /// The header fields.
+    public var headers: HTTPHeaders
+    /// The body.
+    public var body: [UInt8]
+}
+
+/// Why an upstream exchange failed.
+public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The kinds of failure, each with its status for the client.
+    public enum Kind: String, Sendable {
+        case connectFailed = "upstream-connect-failed"
+        case connectionReset = "upstream-connection-reset"
+        case tls = "upstream-tls-failed"
+        case timeout = "upstream-timeout"
+        case invalidResponse = "upstream-invalid-response"
+        case responseTooLarge = "upstream-response-too-large"
+        case cancelled = "upstream-cancelled"
+        case invalidRequest = "upstream-invalid-request"
+        case other = "upstream-failed"
+    }
+
+    /// The kind.
+    public let kind: Kind
+    /// libcurl's result code, when it came from libcurl.
+    public let curlCode: Int32
+    /// What went wrong, without any header or body content.
+    public let message: String
+
+    /// Creates an error.
+    public init(_ kind: Kind, curlCode: Int32 = 0, _ message: String) {
+        self.kind = kind
+        self.curlCode = curlCode
+        self.message = message
+    }
+
+    /// 504 for a timeout, 502 for everything else.
+    public var status: Int { kind == .timeout ? 504 : 502 }
+
+    /// The problem+json document for a client.
+    public var problem: Problem {
+        Problem(
+            type: "https://authgate.dev/problems/\(kind.rawValue)", title: ResponseHead.reason(for: status), status: status,
+            detail: message)
+    }
+
+    public var description: String { "\(kind.rawValue): \(message)" }
+}
+
+/// Receives an upstream response as it arrives, on the loop thread.
+public protocol UpstreamResponseHandler: AnyObject {
+    /// The final (non-1xx) status and header fields.
+    func upstreamHead(status: Int, headers: HTTPHeaders)
+    /// Body bytes. Return false to refuse them for now: the transfer pauses and the same
+    /// bytes come again after ``UpstreamTransfer/resume()``.
+    func upstreamBody(_ bytes: UnsafeRawBufferPointer) -> Bool
+    /// The exchange ended; nil means success.
+    func upstreamFinished(_ error: UpstreamError?)
+}

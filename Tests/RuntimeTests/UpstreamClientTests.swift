@@ -1,0 +1,114 @@
+import Foundation
+import HTTPWire
+import Runtime
+import Testing
+
+@Suite(.serialized) struct UpstreamClientTests {
+    /// Runs `body` with a client on its own loop and a test server.
+    func withClient(
+        _ config: UpstreamClientConfiguration = UpstreamClientConfiguration(),
+        _ body: (UpstreamClient, TestServer) async throws -> Void
+    ) async throws {
+        let loop = try EventLoop(name: "client-loop")
+        loop.start()
+        defer { loop.shutdown() }
+        let client = await UpstreamClient.make(on: loop, configuration: config)
+        try await TestServer.with { server in try await body(client, server) }
+    }
+
+    @Test func getAndPostRoundTrip() async throws {
+        try await withClient { client, server in
+            let get = try await client.send(UpstreamRequest(method: "GET", url: "http://127.0.0.1:\(server.port)/hello"))
+            #expect(get.status == 200)
+            #expect(String(decoding: get.body, as: UTF8.self) == "ok")
+            var h = HTTPHeaders()
+            h.add(name: "Content-Type", value: "text/plain")
+            let post = try await client.send(
+                UpstreamRequest(method: "POST", url: "http://127.0.0.1:\(server.port)/echo?q=1", headers: h, body: .bytes(Array("payload".utf8))))
+            #expect(post.status == 200)
+            #expect(String(decoding: post.body, as: UTF8.self) == "payload")
+            #expect(post.headers[first: "x-target"] == "/echo?q=1")
+            let put = try await client.send(
+                UpstreamRequest(method: "PUT", url: "http://127.0.0.1:\(server.port)/echo", body: .bytes(Array("p".utf8))))
+            #expect(put.headers[first: "x-method"] == "PUT")
+            let del = try await client.send(UpstreamRequest(method: "DELETE", url: "http://127.0.0.1:\(server.port)/echo"))
+            #expect(del.headers[first: "x-method"] == "DELETE")
+            let head = try await client.send(UpstreamRequest(method: "HEAD", url: "http://127.0.0.1:\(server.port)/"))
+            #expect(head.status == 200)
+            #expect(head.body.isEmpty)
+            let empty = try await client.send(UpstreamRequest(method: "POST", url: "http://127.0.0.1:\(server.port)/echo"))
+            #expect(empty.status == 200)
+            #expect(empty.body.isEmpty)
+        }
+    }
+
+    @Test func largeResponseIsStreamed() async throws {
+        try await withClient { client, server in
+            var h = HTTPHeaders()
+            h.add(name: "X-Size", value: "5000000")
+            let r = try await client.send(
+                UpstreamRequest(method: "GET", url: "http://127.0.0.1:\(server.port)/big", headers: h), maxBodyBytes: 10_000_000)
+            #expect(r.body.count == 5_000_000)
+        }
+    }
+
+    @Test func refusedConnectionIsConnectFailed() async throws {
+        try await withClient { client, _ in
+            // Port 1 on loopback: nothing listens there.
+            await #expect(throws: UpstreamError.self) {
+                try await client.send(UpstreamRequest(method: "GET", url: "http://127.0.0.1:1/"))
+            }
+            do throws(UpstreamError) {
+                _ = try await client.send(UpstreamRequest(method: "GET", url: "http://127.0.0.1:1/"))
+            } catch {
+                #expect(error.kind == .connectFailed)
+                #expect(error.status == 502)
+            }
+        }
+    }
+
+    @Test func slowUpstreamTimesOutWith504() async throws {
+        var c = UpstreamClientConfiguration()
+        c.totalTimeout = .milliseconds(20)
+        try await withClient(c) { client, server in
+            do throws(UpstreamError) {
+                _ = try await client.send(UpstreamRequest(method: "GET", url: "http://127.0.0.1:\(server.port)/later"))
+                Issue.record("expected a timeout")
+            } catch {
+                #expect(error.kind == .timeout)
+                #expect(error.status == 504)
+            }
+        }
+    }
+
+    @Test func manySequentialShortConnectionsReuseDescriptorsSafely() async throws {
+        try await withClient { client, server in
+            // Connection: close on every request makes libcurl open and close a socket each
+            // time, so descriptor numbers are reused while poll handles close.
+            var h = HTTPHeaders()
+            h.add(name: "Connection", value: "close")
+            for i in 0..<300 {
+                let r = try await client.send(
+                    UpstreamRequest(method: "POST", url: "http://127.0.0.1:\(server.port)/echo", headers: h, body: .bytes(Array(String(i).utf8))))
+                #expect(String(decoding: r.body, as: UTF8.self) == String(i))
+            }
+        }
+    }
+
+    @Test func hundredsOfConcurrentExchanges() async throws {
+        try await withClient { client, server in
+            let port = server.port
+            let ok = try await withThrowingTaskGroup(of: Int.self) { group in
+                for i in 0..<500 {
+                    group.addTask {
+                        let r = try await client.send(
+                            UpstreamRequest(method: "POST", url: "http://127.0.0.1:\(port)/echo", body: .bytes(Array(String(i).utf8))))
+                        return String(decoding: r.body, as: UTF8.self) == String(i) ? 1 : 0
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+            #expect(ok == 500)
+        }
+    }
+}
