@@ -58,6 +58,16 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "Gateway",
+            dependencies: [
+                "Runtime",
+                "HTTPWire",
+                "AuthCore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
             name: "AuthGateTesting",
             dependencies: ["AuthCore"],
             swiftSettings: strict
@@ -65,6 +75,7 @@ let package = Package(
         .executableTarget(
             name: "authgate",
             dependencies: [
+                "Gateway",
                 "Runtime",
                 "HTTPWire",
                 "AuthCore",
@@ -79,8 +90,11 @@ let package = Package(
             path: "Benchmarks/BareServer",
             swiftSettings: strict
         ),
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "HTTPWireTests", dependencies: ["HTTPWire"], swiftSettings: strict),
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "HTTPWire"], swiftSettings: strict),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "HTTPWire", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "GatewayTests", dependencies: ["Gateway", "Runtime", "HTTPWire", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "AuthCoreTests",
             dependencies: ["AuthCore", "AuthGateTesting"],

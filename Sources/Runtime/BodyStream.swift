@@ -11,14 +11,25 @@ public final class BodyStream: Sendable {
         var failure: (any Error)?
         var waiter: CheckedContinuation<[UInt8]?, any Error>?
         var onDrain: (() -> Void)?
+        var onReadable: (() -> Void)?
+        /// Bytes of `chunks[0]` already taken by ``readNow(into:)``.
+        var headOffset = 0
         let highWater: Int
 
         init(highWater: Int) { self.highWater = highWater }
 
         func deliver() {
+            if let r = onReadable {
+                onReadable = nil
+                r()
+            }
             guard let w = waiter else { return }
             if !chunks.isEmpty {
                 waiter = nil
+                if headOffset > 0 {
+                    chunks[0].removeFirst(headOffset)
+                    headOffset = 0
+                }
                 let out = chunks.count == 1 ? chunks[0] : Array(chunks.joined())
                 chunks.removeAll(keepingCapacity: true)
                 let wasFull = buffered >= highWater
@@ -64,6 +75,41 @@ public final class BodyStream: Sendable {
     }
 
     // Loop side.
+
+    /// What ``readNow(into:)`` found.
+    enum ReadResult { case bytes(Int), empty, end, failed }
+
+    /// Loop-only: copies buffered bytes into `buffer` without waiting.
+    func readNow(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
+        let s = state.value
+        guard !s.chunks.isEmpty else {
+            if s.failure != nil { return .failed }
+            return s.finished ? .end : .empty
+        }
+        var written = 0
+        let wasFull = s.buffered >= s.highWater
+        while written < buffer.count, !s.chunks.isEmpty {
+            let chunk = s.chunks[0]
+            let n = min(buffer.count - written, chunk.count - s.headOffset)
+            chunk.withUnsafeBytes { src in
+                (buffer.baseAddress! + written).copyMemory(from: src.baseAddress! + s.headOffset, byteCount: n)
+            }
+            written += n
+            s.headOffset += n
+            if s.headOffset == chunk.count {
+                s.chunks.removeFirst()
+                s.headOffset = 0
+            }
+        }
+        s.buffered -= written
+        if wasFull && s.buffered < s.highWater { s.onDrain?() }
+        return .bytes(written)
+    }
+
+    /// Loop-only: runs `f` once, when bytes arrive, the body ends or fails.
+    func notifyWhenReadable(_ f: @escaping () -> Void) {
+        state.value.onReadable = f
+    }
 
     /// Whether the consumer is behind.
     var isFull: Bool { state.value.buffered >= state.value.highWater }

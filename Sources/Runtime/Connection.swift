@@ -37,6 +37,7 @@ final class Connection {
     private var writesInFlight = 0
     private var drainWaiters: [CheckedContinuation<Void, any Error>] = []
     private var goneHandlers: [@Sendable () -> Void] = []
+    private var writableHandlers: [() -> Void] = []
 
     // Connection.
     private var processing = false
@@ -244,6 +245,8 @@ final class Connection {
 
     private func current(_ seq: Int) -> Bool { seq == sequence && !closed && head != nil }
 
+    func isCurrent(_ seq: Int) -> Bool { current(seq) }
+
     func respond(_ seq: Int, status: Int, headers: HTTPHeaders, body: [UInt8]) {
         guard current(seq), case .none = response, let head else { return }
         var h = headers
@@ -305,6 +308,38 @@ final class Connection {
             drainWaiters.append(continuation)
         } else {
             continuation.resume()
+        }
+    }
+
+    /// Loop-only: writes body bytes now; false when the write queue is above its high-water mark.
+    func writeBodyNow(_ seq: Int, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard current(seq), case .streaming(let chunked, let bodyless) = response else { return true }
+        if !bodyless && !bytes.isEmpty {
+            if chunked {
+                var out = ChunkedEncoding.chunkHeader(bytes.count)
+                out.reserveCapacity(out.count + bytes.count + 2)
+                out.append(contentsOf: bytes)
+                out.append(contentsOf: ChunkedEncoding.chunkTrailer)
+                write(out)
+            } else {
+                write(Array(bytes))
+            }
+        }
+        return isWritable
+    }
+
+    /// Whether the write queue is at or below its high-water mark.
+    var isWritable: Bool {
+        closed || uv_stream_get_write_queue_size(stream_t) <= context.configuration.writeHighWater
+    }
+
+    /// Loop-only: runs `f` once the write queue has drained below half its high-water mark.
+    func whenWritable(_ seq: Int, _ f: @escaping () -> Void) {
+        guard current(seq) else { return }
+        if isWritable && writesInFlight == 0 {
+            f()
+        } else {
+            writableHandlers.append(f)
         }
     }
 
@@ -403,10 +438,17 @@ final class Connection {
             abort()
             return
         }
-        if !drainWaiters.isEmpty && uv_stream_get_write_queue_size(stream_t) <= context.configuration.writeHighWater / 2 {
-            let waiters = drainWaiters
-            drainWaiters = []
-            for w in waiters { w.resume() }
+        if uv_stream_get_write_queue_size(stream_t) <= context.configuration.writeHighWater / 2 {
+            if !drainWaiters.isEmpty {
+                let waiters = drainWaiters
+                drainWaiters = []
+                for w in waiters { w.resume() }
+            }
+            if !writableHandlers.isEmpty {
+                let handlers = writableHandlers
+                writableHandlers = []
+                for h in handlers { h() }
+            }
         }
         closeIfFlushed()
     }
@@ -479,6 +521,7 @@ final class Connection {
         let waiters = drainWaiters
         drainWaiters = []
         for w in waiters { w.resume(throwing: ClientDisconnected()) }
+        writableHandlers = []
         uv_timer_stop(timer)
         uv_read_stop(stream_t)
         uv_close(UnsafeMutablePointer(OpaquePointer(tcp))) { h in Connection.from(h!.pointee.data).handleClosed() }

@@ -2,23 +2,26 @@
 ///
 /// `@unchecked Sendable` is safe because `value` checks that the caller is on `loop`
 /// and every mutation goes through it.
-struct LoopBound<Value: AnyObject>: @unchecked Sendable {
-    let loop: EventLoop
+public struct LoopBound<Value: AnyObject>: @unchecked Sendable {
+    /// The loop the value belongs to.
+    public let loop: EventLoop
     private let _value: Value
 
-    init(_ value: Value, loop: EventLoop) {
+    /// Wraps `value`; call on `loop`.
+    public init(_ value: Value, loop: EventLoop) {
         precondition(loop.inEventLoop)
         self._value = value
         self.loop = loop
     }
 
-    var value: Value {
+    /// The value; only on `loop`.
+    public var value: Value {
         precondition(loop.inEventLoop, "loop-bound value used off its loop")
         return _value
     }
 
     /// Runs `body` with the value on the loop: now when already there, else soon.
-    func withValue(_ body: @escaping @Sendable (Value) -> Void) {
+    public func withValue(_ body: @escaping @Sendable (Value) -> Void) {
         if loop.inEventLoop {
             body(_value)
         } else {

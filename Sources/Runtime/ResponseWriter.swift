@@ -44,6 +44,27 @@ public struct ResponseWriter: Sendable {
         connection.withValue { $0.end(seq) }
     }
 
+    /// Loop-only: writes body bytes of a streamed response at once. Returns false when the
+    /// client is behind; wait for ``whenWritable(_:)`` before writing more.
+    public func writeBodyNow(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        connection.value.writeBodyNow(sequence, bytes)
+    }
+
+    /// Loop-only: whether the client keeps up (the write queue is below its high-water mark).
+    public var isWritable: Bool { connection.value.isWritable }
+
+    /// Loop-only: runs `handler` once the client has taken most of what was written.
+    public func whenWritable(_ handler: @escaping () -> Void) {
+        connection.value.whenWritable(sequence, handler)
+    }
+
+    /// Closes the connection at once, for a response that cannot be completed (the
+    /// upstream died mid-body): the client sees a truncated message, never a wrong one.
+    public func abort() {
+        let seq = sequence
+        connection.withValue { c in if c.isCurrent(seq) { c.abort() } }
+    }
+
     /// Runs `handler` on the loop if the connection closes before this response ends
     /// (the client went away); use it to cancel upstream work.
     public func onClientGone(_ handler: @escaping @Sendable () -> Void) {

@@ -23,9 +23,8 @@ public final class UpstreamTransfer {
     // Upload.
     private var upload: [UInt8] = []
     private var uploadOffset = 0
-    private var uploadEnded = false
-    private var uploadPaused = false
-    private var uploadWaiter: CheckedContinuation<Void, Never>?
+    private var streamBody: BodyStream?
+    private var chunkedUpload = false
 
     init(client: UpstreamClient, request: UpstreamRequest, handler: any UpstreamResponseHandler) {
         self.client = client
@@ -94,16 +93,19 @@ public final class UpstreamTransfer {
         switch request.body {
         case .none:
             hasBody = false
-            uploadEnded = true
         case .bytes(let b):
             hasBody = true
             upload = b
-            uploadEnded = true
             check(ag_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(b.count)))
         case .stream(let stream, let length):
             hasBody = true
-            if let length { check(ag_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(length))) }
-            pump(stream)
+            if let length {
+                check(ag_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(length)))
+            } else {
+                // libcurl sends a body of unknown length chunked (HTTP/1.1) only when asked to.
+                chunkedUpload = true
+            }
+            streamBody = stream
         }
         switch (request.method, hasBody) {
         case ("GET", false):
@@ -125,6 +127,7 @@ public final class UpstreamTransfer {
         var lines = request.headers.map { "\($0.name): \($0.value)" }
         if !request.headers.contains("Accept") { lines.append("Accept:") }
         lines.append("Expect:")
+        if chunkedUpload { lines.append("Transfer-Encoding: chunked") }
         for line in lines { headerList = curl_slist_append(headerList, line) }
         check(ag_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList))
         return ok ? nil : UpstreamError(.invalidRequest, "libcurl refused an option for this request")
@@ -185,59 +188,29 @@ public final class UpstreamTransfer {
     }
 
     private func onRead(_ buf: UnsafeMutablePointer<CChar>, _ capacity: Int) -> Int {
-        let available = upload.count - uploadOffset
-        if available == 0 {
-            if uploadEnded { return 0 }
-            uploadPaused = true
-            return ag_readfunc_pause()
+        if let stream = streamBody {
+            switch stream.readNow(into: UnsafeMutableRawBufferPointer(start: buf, count: capacity)) {
+            case .bytes(let n): return n
+            case .end: return 0
+            case .failed: return ag_readfunc_abort()
+            case .empty:
+                // Unpause on a later loop turn, never from inside the stream's own call.
+                stream.notifyWhenReadable { [weak self] in
+                    guard let self else { return }
+                    let bound = LoopBound(self, loop: self.client.loop)
+                    self.client.loop.execute { bound.value.resume() }
+                }
+                return ag_readfunc_pause()
+            }
         }
+        let available = upload.count - uploadOffset
+        if available == 0 { return 0 }
         let n = min(available, capacity)
         upload.withUnsafeBytes { src in
             UnsafeMutableRawPointer(buf).copyMemory(from: src.baseAddress! + uploadOffset, byteCount: n)
         }
         uploadOffset += n
-        if uploadOffset == upload.count, let w = uploadWaiter {
-            uploadWaiter = nil
-            w.resume()
-        }
         return n
-    }
-
-    /// Feeds a streamed client body into the upload, one chunk at a time.
-    private func pump(_ stream: BodyStream) {
-        let box = LoopBound(self, loop: client.loop)
-        Task(executorPreference: client.loop) {
-            do {
-                while let chunk = try await stream.next() {
-                    await box.value.offer(chunk)
-                    if box.value.finished { return }
-                }
-                box.value.endUpload()
-            } catch {
-                box.value.cancel(UpstreamError(.cancelled, "the client body ended early"))
-            }
-        }
-    }
-
-    private func offer(_ chunk: [UInt8]) async {
-        guard !finished else { return }
-        upload = chunk
-        uploadOffset = 0
-        if uploadPaused {
-            uploadPaused = false
-            client.unpause(self)
-        }
-        if uploadOffset < upload.count && !finished {
-            await withCheckedContinuation { uploadWaiter = $0 }
-        }
-    }
-
-    private func endUpload() {
-        uploadEnded = true
-        if uploadPaused {
-            uploadPaused = false
-            client.unpause(self)
-        }
     }
 
     // MARK: Completion
@@ -259,10 +232,6 @@ public final class UpstreamTransfer {
     func finish(_ error: UpstreamError?) {
         guard !finished else { return }
         finished = true
-        if let w = uploadWaiter {
-            uploadWaiter = nil
-            w.resume()
-        }
         let h = handler
         handler = nil
         h?.upstreamFinished(error)

@@ -66,7 +66,7 @@ struct TestResponder: HTTPResponder {
         case "/stream-slow":
             // Reads slowly: the server must stop reading from the client meanwhile.
             guard case .stream(let stream) = request.body else { return }
-            Task {
+            Task(executorPreference: request.loop) {
                 var total = 0
                 do {
                     while let chunk = try await stream.next() {
@@ -95,7 +95,7 @@ struct TestResponder: HTTPResponder {
                 } catch {}
             }
         case "/later":
-            Task {
+            Task(executorPreference: request.loop) {
                 try? await Task.sleep(for: .milliseconds(50))
                 writer.respond(status: 200, body: Array("later".utf8))
             }

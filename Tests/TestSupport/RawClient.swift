@@ -2,11 +2,11 @@ import Foundation
 import Glibc
 
 /// A blocking TCP client for tests: sends raw bytes, reads raw responses.
-final class RawClient {
-    let fd: Int32
+public final class RawClient {
+    public let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(port: Int, timeoutSeconds: Int = 5) throws {
+    public init(port: Int, timeoutSeconds: Int = 5) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ClientError.socket(errno) }
         var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
@@ -28,9 +28,9 @@ final class RawClient {
 
     deinit { Glibc.close(fd) }
 
-    func send(_ text: String) throws { try send(Array(text.utf8)) }
+    public func send(_ text: String) throws { try send(Array(text.utf8)) }
 
-    func send(_ bytes: [UInt8]) throws {
+    public func send(_ bytes: [UInt8]) throws {
         var off = 0
         while off < bytes.count {
             let n = bytes[off...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -39,10 +39,10 @@ final class RawClient {
         }
     }
 
-    func shutdownWrite() { Glibc.shutdown(fd, Int32(SHUT_WR)) }
+    public func shutdownWrite() { Glibc.shutdown(fd, Int32(SHUT_WR)) }
 
     /// Reads until the peer closes (or the timeout); returns everything read.
-    func readToEnd() -> [UInt8] {
+    public func readToEnd() -> [UInt8] {
         var out = buffer
         buffer = []
         var chunk = [UInt8](repeating: 0, count: 65536)
@@ -55,7 +55,7 @@ final class RawClient {
     }
 
     /// Reads one response (head + Content-Length or chunked body).
-    func readResponse(headRequest: Bool = false) throws -> TestResponse {
+    public func readResponse(headRequest: Bool = false) throws -> TestResponse {
         while true {
             if let (resp, used) = TestResponse.parse(buffer, headRequest: headRequest) {
                 buffer.removeFirst(used)
@@ -69,27 +69,27 @@ final class RawClient {
     }
 
     /// Whether the server closed the connection (reads EOF within the timeout).
-    func isClosedByPeer() -> Bool {
+    public func isClosedByPeer() -> Bool {
         var b: UInt8 = 0
         let n = recv(fd, &b, 1, 0)
         return n == 0 || (n < 0 && errno == ECONNRESET)
     }
 
-    enum ClientError: Error { case socket(Int32), connect(Int32), send(Int32), closed(buffered: String) }
+    public enum ClientError: Error { case socket(Int32), connect(Int32), send(Int32), closed(buffered: String) }
 }
 
 /// A parsed response.
-struct TestResponse {
-    var status: Int
-    var headers: [(String, String)]
-    var body: [UInt8]
+public struct TestResponse {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: [UInt8]
 
-    func header(_ name: String) -> String? {
+    public func header(_ name: String) -> String? {
         headers.first { $0.0.lowercased() == name.lowercased() }?.1
     }
-    var text: String { String(decoding: body, as: UTF8.self) }
+    public var text: String { String(decoding: body, as: UTF8.self) }
 
-    static func parse(_ bytes: [UInt8], headRequest: Bool = false) -> (TestResponse, Int)? {
+    public static func parse(_ bytes: [UInt8], headRequest: Bool = false) -> (TestResponse, Int)? {
         let sep: [UInt8] = [13, 10, 13, 10]
         guard let end = bytes.firstRange(of: sep) else { return nil }
         let head = String(decoding: bytes[..<end.lowerBound], as: UTF8.self)

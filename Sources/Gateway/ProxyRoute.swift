@@ -1,0 +1,69 @@
+/// A path prefix forwarded to an upstream.
+public struct ProxyRoute: Sendable, Equatable {
+    /// The request path prefix this route serves (`/api/`).
+    public var prefix: String
+    /// The upstream base URL (`http://127.0.0.1:9000` or `https://api.example.com/v1`).
+    public var upstream: UpstreamBase
+    /// Whether the prefix is removed before the path is appended to the upstream base.
+    public var stripPrefix: Bool
+
+    /// Creates a route.
+    public init(prefix: String, upstream: UpstreamBase, stripPrefix: Bool = false) {
+        self.prefix = prefix
+        self.upstream = upstream
+        self.stripPrefix = stripPrefix
+    }
+
+    /// Whether `path` is under this route's prefix (at a segment boundary).
+    public func matches(_ path: Substring) -> Bool {
+        guard path.hasPrefix(prefix) else { return false }
+        if prefix.hasSuffix("/") || path.count == prefix.count { return true }
+        return path[path.index(path.startIndex, offsetBy: prefix.count)] == "/"
+    }
+
+    /// The upstream URL for an origin-form `pathAndQuery` that matches this route.
+    public func upstreamURL(path: Substring, query: Substring?) -> String {
+        var rest = stripPrefix ? path.dropFirst(prefix.count) : path
+        if !rest.hasPrefix("/") { rest = "/" + rest }
+        var url = upstream.origin + upstream.basePath + rest
+        if let query { url += "?" + query }
+        return url
+    }
+}
+
+/// A parsed upstream base URL.
+public struct UpstreamBase: Sendable, Equatable {
+    /// `http` or `https`.
+    public let scheme: String
+    /// `host[:port]`, as the `Host` header sent upstream.
+    public let authority: String
+    /// The path prefix without a trailing slash (`""` or `/v1`).
+    public let basePath: String
+
+    /// `scheme://authority`.
+    public var origin: String { "\(scheme)://\(authority)" }
+
+    /// Parses `http[s]://host[:port][/path]`; nil for anything else.
+    public init?(_ text: String) {
+        let scheme: String
+        let rest: Substring
+        if text.hasPrefix("http://") {
+            scheme = "http"
+            rest = text.dropFirst(7)
+        } else if text.hasPrefix("https://") {
+            scheme = "https"
+            rest = text.dropFirst(8)
+        } else {
+            return nil
+        }
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        let authority = rest[..<slash]
+        guard !authority.isEmpty, !authority.contains("@"), !authority.contains("?"), !authority.contains("#") else { return nil }
+        var path = String(rest[slash...])
+        guard !path.contains("?"), !path.contains("#") else { return nil }
+        while path.hasSuffix("/") { path.removeLast() }
+        self.scheme = scheme
+        self.authority = String(authority)
+        self.basePath = path
+    }
+}

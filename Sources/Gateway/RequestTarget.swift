@@ -1,0 +1,47 @@
+public import HTTPWire
+
+/// The path and query of a request target, whatever its form.
+///
+/// An absolute-form target (`http://other/x`) contributes only its path and query: the
+/// authority in a target or in `Host` never decides where a request goes.
+public struct RequestTarget: Sendable, Equatable {
+    /// The path, starting with `/`.
+    public let path: Substring
+    /// The query without `?`, if any.
+    public let query: Substring?
+
+    /// Parses a target; throws 400 for forms a proxy does not forward and for dot-segments.
+    public init(_ target: String) throws(WireError) {
+        var t = target[...]
+        if t.hasPrefix("http://") || t.hasPrefix("https://") {
+            let afterScheme = t[t.index(after: t.firstIndex(of: ":")!)...].dropFirst(2)
+            t = afterScheme.firstIndex(where: { $0 == "/" || $0 == "?" }).map { afterScheme[$0...] } ?? "/"
+            if t.hasPrefix("?") { t = "/" + t }
+        }
+        guard t.hasPrefix("/") else {
+            throw WireError(.invalidTarget, status: 400, "the request target must be a path (origin-form) or an absolute URL")
+        }
+        if let fragment = t.firstIndex(of: "#") { t = t[..<fragment] }
+        if let q = t.firstIndex(of: "?") {
+            path = t[..<q]
+            query = t[t.index(after: q)...]
+        } else {
+            path = t
+            query = nil
+        }
+        if RequestTarget.hasDotSegment(path) {
+            throw WireError(.invalidTarget, status: 400, "the request path must not contain . or .. segments")
+        }
+    }
+
+    /// Whether a path has a `.` or `..` segment, plain or percent-encoded.
+    static func hasDotSegment(_ path: Substring) -> Bool {
+        for segment in path.split(separator: "/", omittingEmptySubsequences: false) {
+            let s = segment.lowercased().replacingOccurrences(of: "%2e", with: ".")
+            if s == "." || s == ".." { return true }
+        }
+        return path.lowercased().contains("%2f")
+    }
+}
+
+import Foundation

@@ -1,0 +1,55 @@
+import Gateway
+import HTTPWire
+import Testing
+
+@Suite struct ForwardedHeadersTests {
+    @Test func responseStripsHopByHopAndConnectionNamedFields() {
+        let upstream = HTTPHeaders([
+            ("Connection", "X-Internal, close"), ("X-Internal", "secret"), ("Keep-Alive", "timeout=5"),
+            ("Transfer-Encoding", "chunked"), ("Content-Type", "text/plain"), ("Via", "1.0 upstream"),
+        ])
+        let out = ForwardedHeaders.clientResponse(upstream)
+        #expect(out[first: "x-internal"] == nil)
+        #expect(out[first: "connection"] == nil)
+        #expect(out[first: "keep-alive"] == nil)
+        #expect(out[first: "transfer-encoding"] == nil)
+        #expect(out[first: "content-type"] == "text/plain")
+        #expect(out[first: "via"] == "1.0 upstream, 1.1 authgate")
+    }
+
+    @Test func requestRewritesHostAndAppendsForwardingFields() {
+        let client = HTTPHeaders([
+            ("Host", "front.example"), ("X-Forwarded-For", "10.0.0.1"), ("Content-Length", "5"), ("Expect", "100-continue"),
+            ("Authorization", "Bearer client"), ("X-Forwarded-Proto", "https"),
+        ])
+        let out = ForwardedHeaders.upstreamRequest(
+            client, clientAddress: "127.0.0.1:5555", upstreamAuthority: "api:9000", removeAuthorization: true)
+        #expect(out[all: "host"] == ["api:9000"])
+        #expect(out[first: "x-forwarded-for"] == "10.0.0.1, 127.0.0.1")
+        #expect(out[all: "x-forwarded-proto"] == ["http"], "a client cannot claim https")
+        #expect(out[first: "x-forwarded-host"] == "front.example")
+        #expect(out[first: "content-length"] == nil)
+        #expect(out[first: "expect"] == nil)
+        #expect(out[first: "authorization"] == nil)
+    }
+
+    @Test func routesMatchAtSegmentBoundaries() throws {
+        let r = ProxyRoute(prefix: "/api", upstream: UpstreamBase("http://u:1/v1")!, stripPrefix: true)
+        #expect(r.matches("/api"))
+        #expect(r.matches("/api/x"))
+        #expect(!r.matches("/apix"))
+        #expect(r.upstreamURL(path: "/api/x", query: "q=1") == "http://u:1/v1/x?q=1")
+        #expect(r.upstreamURL(path: "/api", query: nil) == "http://u:1/v1/")
+        #expect(UpstreamBase("ftp://x") == nil)
+        #expect(UpstreamBase("http://user@x") == nil)
+    }
+
+    @Test func targetsOfEveryFormGiveOnlyPathAndQuery() throws {
+        #expect(try RequestTarget("/a?b").path == "/a")
+        #expect(try RequestTarget("http://evil/x?y").path == "/x")
+        #expect(try RequestTarget("http://evil/x?y").query == "y")
+        #expect(try RequestTarget("http://evil").path == "/")
+        #expect(throws: WireError.self) { try RequestTarget("*") }
+        #expect(throws: WireError.self) { try RequestTarget("/a/%2E%2E/b") }
+    }
+}

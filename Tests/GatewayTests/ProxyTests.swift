@@ -1,0 +1,236 @@
+import Foundation
+import Gateway
+import HTTPWire
+import Runtime
+import Synchronization
+import Testing
+import TestSupport
+
+/// A proxy on its own loops in front of `routes`.
+final class Proxy: Sendable {
+    let group: EventLoopGroup
+    let server: HTTPServer
+    var port: Int { server.port }
+
+    init(routes: [ProxyRoute], client: UpstreamClientConfiguration = UpstreamClientConfiguration()) throws {
+        group = try EventLoopGroup(loopCount: 2, name: "proxy")
+        server = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), group: group,
+            responder: ReverseProxy(routes: routes, clientConfiguration: client))
+        try server.start()
+    }
+
+    func stop() {
+        server.shutdown(grace: .seconds(1))
+        group.shutdown()
+    }
+}
+
+func withProxy(
+    client: UpstreamClientConfiguration = UpstreamClientConfiguration(), stripPrefix: Bool = false,
+    _ body: (Proxy, Upstream) async throws -> Void
+) async throws {
+    let upstream = try Upstream()
+    defer { upstream.stop() }
+    let proxy = try Proxy(
+        routes: [
+            ProxyRoute(prefix: "/api", upstream: UpstreamBase(upstream.url + "/v1")!, stripPrefix: true),
+            ProxyRoute(prefix: "/", upstream: UpstreamBase(upstream.url)!),
+        ], client: client)
+    defer { proxy.stop() }
+    try await body(proxy, upstream)
+}
+
+@Suite(.serialized) struct ProxyTests {
+    @Test func pathQueryAndPrefixMappingArePreserved() async throws {
+        try await withProxy { proxy, upstream in
+            let c = try RawClient(port: proxy.port)
+            try c.send("GET /api/users/inspect?a=1&b=%20 HTTP/1.1\r\nHost: client.example\r\n\r\n")
+            let r = try c.readResponse()
+            #expect(r.status == 200)
+            #expect(r.text.hasPrefix("GET /v1/users/inspect?a=1&b=%20\n"))
+            #expect(r.text.contains("Host: 127.0.0.1:\(upstream.port)"))
+            #expect(r.text.contains("X-Forwarded-Host: client.example"))
+            #expect(r.text.contains("X-Forwarded-Proto: http"))
+            #expect(r.text.contains("X-Forwarded-For: 127.0.0.1"))
+            #expect(r.text.contains("Via: 1.1 authgate"))
+            #expect(r.header("via") == "1.1 authgate")
+        }
+    }
+
+    @Test func absoluteFormTargetAndForeignHostNeverChangeTheDestination() async throws {
+        try await withProxy { proxy, upstream in
+            let c = try RawClient(port: proxy.port)
+            try c.send("GET http://evil.example:9/inspect?x=1 HTTP/1.1\r\nHost: evil.example\r\n\r\n")
+            let r = try c.readResponse()
+            #expect(r.status == 200)
+            #expect(r.text.hasPrefix("GET /inspect?x=1\n"))
+            #expect(r.text.contains("Host: 127.0.0.1:\(upstream.port)"))
+        }
+    }
+
+    @Test func dotSegmentsAreRefused() async throws {
+        try await withProxy { proxy, _ in
+            for path in ["/api/../admin", "/api/%2e%2e/admin", "/a/./b"] {
+                let c = try RawClient(port: proxy.port)
+                try c.send("GET \(path) HTTP/1.1\r\nHost: a\r\n\r\n")
+                #expect(try c.readResponse().status == 400, "\(path)")
+            }
+        }
+    }
+
+    @Test func hopByHopHeadersAreStrippedBothWays() async throws {
+        try await withProxy { proxy, _ in
+            let c = try RawClient(port: proxy.port)
+            try c.send(
+                "GET /inspect HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, X-Private\r\nX-Private: 1\r\nKeep-Alive: timeout=5\r\nTE: trailers\r\nUpgrade: h2c\r\nProxy-Authorization: Basic eA==\r\nX-Public: 2\r\n\r\n"
+            )
+            let r = try c.readResponse()
+            for banned in ["X-Private", "Keep-Alive", "TE:", "Upgrade", "Proxy-Authorization", "Connection"] {
+                #expect(!r.text.contains(banned), "\(banned) was forwarded")
+            }
+            #expect(r.text.contains("X-Public: 2"))
+            let c2 = try RawClient(port: proxy.port)
+            try c2.send("GET /hop HTTP/1.1\r\nHost: a\r\n\r\n")
+            let r2 = try c2.readResponse()
+            #expect(r2.header("keep-alive") == nil)
+            #expect(r2.header("x-kept") == "yes")
+        }
+    }
+
+    @Test func bodiesAreForwardedChunkedAndByLength() async throws {
+        try await withProxy { proxy, _ in
+            let c = try RawClient(port: proxy.port)
+            try c.send("POST /inspect HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello")
+            #expect(try c.readResponse().text.contains("body: hello"))
+            try c.send("POST /inspect HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
+            #expect(try c.readResponse().text.contains("body: abcde"))
+            // A chunked body that arrives in pieces, with pauses between them.
+            try c.send("POST /inspect HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")
+            for piece in ["4\r\nwxyz\r\n", "1\r\n!\r\n", "0\r\n\r\n"] {
+                try await Task.sleep(for: .milliseconds(30))
+                try c.send(piece)
+            }
+            #expect(try c.readResponse().text.contains("body: wxyz!"))
+        }
+    }
+
+    @Test func refusedUpstreamGives502AndSlowUpstreamGives504() async throws {
+        let dead = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:1")!)])
+        defer { dead.stop() }
+        let c = try RawClient(port: dead.port)
+        try c.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        let r = try c.readResponse()
+        #expect(r.status == 502)
+        #expect(r.header("content-type") == "application/problem+json")
+        #expect(r.text.contains("upstream-connect-failed"))
+
+        var cfg = UpstreamClientConfiguration()
+        cfg.totalTimeout = .milliseconds(100)
+        try await withProxy(client: cfg) { proxy, _ in
+            let c = try RawClient(port: proxy.port)
+            try c.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+            let r = try c.readResponse()
+            #expect(r.status == 504)
+            #expect(r.text.contains("upstream-timeout"))
+        }
+    }
+
+    @Test func upstreamDyingMidResponseTruncatesTheClientResponse() async throws {
+        try await withProxy { proxy, _ in
+            let c = try RawClient(port: proxy.port)
+            try c.send("GET /die HTTP/1.1\r\nHost: a\r\n\r\n")
+            let raw = String(decoding: c.readToEnd(), as: UTF8.self)
+            #expect(raw.hasPrefix("HTTP/1.1 200"))
+            #expect(raw.hasSuffix("0123456789"), "the client got what was sent, then the close")
+        }
+    }
+
+    @Test func clientDisconnectCancelsTheUpstreamExchange() async throws {
+        try await withProxy { proxy, upstream in
+            do {
+                let c = try RawClient(port: proxy.port)
+                try c.send("GET /hang HTTP/1.1\r\nHost: a\r\n\r\n")
+                try await Task.sleep(for: .milliseconds(100))
+            }  // the client closes here
+            var seen = 0
+            for _ in 0..<100 where seen == 0 {
+                try await Task.sleep(for: .milliseconds(20))
+                seen = upstream.responder.cancelledExchanges.load(ordering: .relaxed)
+            }
+            #expect(seen == 1)
+        }
+    }
+
+    @Test func oneThousandConcurrentProxiedRequests() async throws {
+        try await withProxy { proxy, _ in
+            let port = proxy.port
+            let ok = try await withThrowingTaskGroup(of: Int.self) { group in
+                for i in 0..<1000 {
+                    group.addTask {
+                        let c = try RawClient(port: port, timeoutSeconds: 30)
+                        try c.send("POST /inspect HTTP/1.1\r\nHost: a\r\nContent-Length: \(String(i).count)\r\n\r\n\(i)")
+                        return try c.readResponse().text.hasSuffix("body: \(i)") ? 1 : 0
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+            #expect(ok == 1000)
+        }
+    }
+
+    @Test func socketChurnAgainstAnUpstreamThatClosesEveryConnection() async throws {
+        try await withProxy { proxy, _ in
+            let c = try RawClient(port: proxy.port)
+            for _ in 0..<500 {
+                try c.send("GET /close HTTP/1.1\r\nHost: a\r\n\r\n")
+                #expect(try c.readResponse().text == "closing")
+            }
+        }
+    }
+
+    @Test func hundredMebibytesEachWayWithBoundedMemory() async throws {
+        try await withProxy { proxy, upstream in
+            let size = 100 * 1024 * 1024
+            let before = residentBytes()
+            let peak = Atomic<Int>(before)
+            let sampling = Task {
+                while !Task.isCancelled {
+                    let now = residentBytes()
+                    if now > peak.load(ordering: .relaxed) { peak.store(now, ordering: .relaxed) }
+                    try? await Task.sleep(for: .milliseconds(10))
+                }
+            }
+            // Upload: 100 MiB streamed through the proxy into a counting sink.
+            let up = try RawClient(port: proxy.port, timeoutSeconds: 60)
+            try up.send("POST /sink HTTP/1.1\r\nHost: a\r\nContent-Length: \(size)\r\n\r\n")
+            let block = [UInt8](repeating: 0x62, count: 256 * 1024)
+            for _ in 0..<(size / block.count) { try up.send(block) }
+            #expect(try up.readResponse().text == String(size))
+            #expect(upstream.responder.bytesReceived.load(ordering: .relaxed) == size)
+            // Download: 100 MiB streamed from the upstream through the proxy, read in pieces.
+            let down = try RawClient(port: proxy.port, timeoutSeconds: 60)
+            try down.send("GET /big HTTP/1.1\r\nHost: a\r\nX-Size: \(size)\r\nConnection: close\r\n\r\n")
+            let received = down.countToEnd()
+            sampling.cancel()
+            #expect(received > size)
+            let growth = peak.load(ordering: .relaxed) - before
+            print("proxy 100 MiB each way: peak RSS growth \(growth / 1024 / 1024) MiB")
+            #expect(growth < 48 * 1024 * 1024, "RSS grew by \(growth / 1024 / 1024) MiB")
+        }
+    }
+}
+
+extension RawClient {
+    /// Reads until the peer closes and returns only the number of bytes.
+    func countToEnd() -> Int {
+        var n = 0
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let r = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if r <= 0 { break }
+            n += r
+        }
+        return n
+    }
+}
