@@ -17,8 +17,7 @@ public final class Nginx: @unchecked Sendable {
         let listen: String
         if let tls {
             listen = """
-                listen 127.0.0.1:\(port) ssl;
-                http2 on;
+                listen 127.0.0.1:\(port) ssl http2;
                 ssl_certificate \(tls.cert);
                 ssl_certificate_key \(tls.key);
                 """

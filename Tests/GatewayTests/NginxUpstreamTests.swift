@@ -1,0 +1,87 @@
+import Foundation
+import Gateway
+import Runtime
+import Testing
+import TestSupport
+
+/// The proxy against real nginx upstreams, plain and TLS (HTTP/2, mTLS), on loopback.
+@Suite(.serialized) struct NginxUpstreamTests {
+    @Test func proxiesToNginxOverPlainHTTP() async throws {
+        let nginx = try Nginx(serverBlock: #"location / { return 200 "nginx $request_uri host=$http_host xff=$http_x_forwarded_for"; }"#)
+        defer { nginx.stop() }
+        let proxy = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:\(nginx.port)")!)])
+        defer { proxy.stop() }
+        let c = try RawClient(port: proxy.port)
+        for i in 0..<20 {
+            try c.send("GET /item/\(i)?q=\(i) HTTP/1.1\r\nHost: front\r\n\r\n")
+            let r = try c.readResponse()
+            #expect(r.status == 200)
+            #expect(r.text == "nginx /item/\(i)?q=\(i) host=127.0.0.1:\(nginx.port) xff=127.0.0.1")
+        }
+    }
+
+    @Test func proxiesToNginxOverTLSWithHTTP2AndATestCA() async throws {
+        let pki = try TestCertificates()
+        let nginx = try Nginx(
+            serverBlock: #"location / { return 200 "tls $server_protocol $ssl_protocol"; }"#,
+            tls: (pki.serverCert, pki.serverKey))
+        defer { nginx.stop() }
+        var cfg = UpstreamClientConfiguration()
+        cfg.caFile = pki.caCert
+        let proxy = try Proxy(
+            routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("https://127.0.0.1:\(nginx.port)")!)], client: cfg)
+        defer { proxy.stop() }
+        let c = try RawClient(port: proxy.port)
+        try c.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        let r = try c.readResponse()
+        #expect(r.status == 200)
+        #expect(r.text.hasPrefix("tls HTTP/2.0 TLSv1."))
+    }
+
+    @Test func untrustedUpstreamCertificateIs502() async throws {
+        let pki = try TestCertificates()
+        let nginx = try Nginx(serverBlock: #"location / { return 200 "x"; }"#, tls: (pki.serverCert, pki.serverKey))
+        defer { nginx.stop() }
+        // No caFile: the system store does not know the test CA.
+        let proxy = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("https://127.0.0.1:\(nginx.port)")!)])
+        defer { proxy.stop() }
+        let c = try RawClient(port: proxy.port)
+        try c.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        let r = try c.readResponse()
+        #expect(r.status == 502)
+        #expect(r.text.contains("upstream-tls-failed"))
+    }
+
+    @Test func mutualTLSPresentsTheClientCertificate() async throws {
+        let pki = try TestCertificates()
+        let nginx = try Nginx(
+            serverBlock: """
+                ssl_client_certificate \(pki.caCert);
+                ssl_verify_client on;
+                location / { return 200 "client=$ssl_client_s_dn"; }
+                """,
+            tls: (pki.serverCert, pki.serverKey))
+        defer { nginx.stop() }
+        var cfg = UpstreamClientConfiguration()
+        cfg.caFile = pki.caCert
+        cfg.clientCertificate = pki.clientCert
+        cfg.clientKey = pki.clientKey
+        let proxy = try Proxy(
+            routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("https://127.0.0.1:\(nginx.port)")!)], client: cfg)
+        defer { proxy.stop() }
+        let c = try RawClient(port: proxy.port)
+        try c.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        let r = try c.readResponse()
+        #expect(r.status == 200)
+        #expect(r.text == "client=CN=client")
+
+        var noCert = UpstreamClientConfiguration()
+        noCert.caFile = pki.caCert
+        let bare = try Proxy(
+            routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("https://127.0.0.1:\(nginx.port)")!)], client: noCert)
+        defer { bare.stop() }
+        let c2 = try RawClient(port: bare.port)
+        try c2.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(try c2.readResponse().status == 400, "nginx refuses a client without a certificate")
+    }
+}
