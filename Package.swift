@@ -85,9 +85,9 @@ let package = Package(
             swiftSettings: strict
         ),
         .executableTarget(
-            name: "bare-server",
-            dependencies: ["Runtime", "HTTPWire"],
-            path: "Benchmarks/BareServer",
+            name: "bench-server",
+            dependencies: ["Gateway", "Runtime", "HTTPWire"],
+            path: "Benchmarks/BenchServer",
             swiftSettings: strict
         ),
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),

@@ -1,3 +1,5 @@
+public import HTTPWire
+
 /// A path prefix forwarded to an upstream.
 public struct ProxyRoute: Sendable, Equatable {
     /// The request path prefix this route serves (`/api/`).
@@ -6,12 +8,15 @@ public struct ProxyRoute: Sendable, Equatable {
     public var upstream: UpstreamBase
     /// Whether the prefix is removed before the path is appended to the upstream base.
     public var stripPrefix: Bool
+    /// Fields set on every request sent upstream, replacing any the client sent.
+    public var injectHeaders: HTTPHeaders
 
     /// Creates a route.
-    public init(prefix: String, upstream: UpstreamBase, stripPrefix: Bool = false) {
+    public init(prefix: String, upstream: UpstreamBase, stripPrefix: Bool = false, injectHeaders: HTTPHeaders = HTTPHeaders()) {
         self.prefix = prefix
         self.upstream = upstream
         self.stripPrefix = stripPrefix
+        self.injectHeaders = injectHeaders
     }
 
     /// Whether `path` is under this route's prefix (at a segment boundary).

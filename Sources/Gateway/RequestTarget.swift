@@ -36,12 +36,33 @@ public struct RequestTarget: Sendable, Equatable {
 
     /// Whether a path has a `.` or `..` segment, plain or percent-encoded.
     static func hasDotSegment(_ path: Substring) -> Bool {
-        for segment in path.split(separator: "/", omittingEmptySubsequences: false) {
-            let s = segment.lowercased().replacingOccurrences(of: "%2e", with: ".")
-            if s == "." || s == ".." { return true }
+        // Walk the bytes once: count the dots of the current segment (`.` or `%2e`) and
+        // whether anything else is in it; also refuse an encoded slash.
+        let u = Array(path.utf8)
+        var i = 0
+        var dots = 0
+        var other = false
+        while i <= u.count {
+            if i == u.count || u[i] == 0x2F {
+                if !other && (dots == 1 || dots == 2) { return true }
+                dots = 0
+                other = false
+                i += 1
+                continue
+            }
+            if u[i] == 0x2E {
+                dots += 1
+                i += 1
+            } else if u[i] == 0x25, i + 2 < u.count, u[i + 1] == 0x32, u[i + 2] | 0x20 == 0x65 {
+                dots += 1
+                i += 3
+            } else if u[i] == 0x25, i + 2 < u.count, u[i + 1] == 0x32, u[i + 2] | 0x20 == 0x66 {
+                return true
+            } else {
+                other = true
+                i += 1
+            }
         }
-        return path.lowercased().contains("%2f")
+        return false
     }
 }
-
-import Foundation

@@ -57,12 +57,12 @@ public final class ReverseProxy: HTTPResponder {
             case .chunked: body = .stream(s, length: nil)
             }
         }
+        var headers = ForwardedHeaders.upstreamRequest(
+            request.head.headers, clientAddress: request.remoteAddress, upstreamAuthority: route.upstream.authority,
+            removeAuthorization: false)
+        for (name, value) in route.injectHeaders { headers.replaceOrAdd(name: name, value: value) }
         let upstream = UpstreamRequest(
-            method: request.head.method,
-            url: route.upstreamURL(path: target.path, query: target.query),
-            headers: ForwardedHeaders.upstreamRequest(
-                request.head.headers, clientAddress: request.remoteAddress, upstreamAuthority: route.upstream.authority,
-                removeAuthorization: false),
+            method: request.head.method, url: route.upstreamURL(path: target.path, query: target.query), headers: headers,
             body: body)
         let exchange = ProxyExchange(writer: writer)
         let transfer = client(for: request.loop).start(upstream, handler: exchange)

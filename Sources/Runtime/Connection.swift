@@ -38,6 +38,7 @@ final class Connection {
     private var drainWaiters: [CheckedContinuation<Void, any Error>] = []
     private var goneHandlers: [@Sendable () -> Void] = []
     private var writableHandlers: [() -> Void] = []
+    private var heldHead: [UInt8]?
 
     // Connection.
     private var processing = false
@@ -284,8 +285,16 @@ final class Connection {
         if !keepAlive { h.add(name: "Connection", value: "close") }
         var out: [UInt8] = []
         ResponseHead(status: status, headers: h).serialize(into: &out)
-        write(out)
+        // Hold the head until the first body bytes or the end of this loop turn, so a
+        // small response leaves in one write.
+        heldHead = out
+        let bound = LoopBound(self, loop: loop)
+        loop.execute { bound.value.flushHeldHead() }
         response = .streaming(chunked: chunked, bodyless: bodyless)
+    }
+
+    func flushHeldHead() {
+        if heldHead != nil { write([]) }
     }
 
     func writeBody(_ seq: Int, _ bytes: [UInt8], continuation: CheckedContinuation<Void, any Error>) {
@@ -345,7 +354,7 @@ final class Connection {
 
     func end(_ seq: Int) {
         guard current(seq), case .streaming(let chunked, let bodyless) = response else { return }
-        if chunked && !bodyless { write(ChunkedEncoding.terminator) }
+        if chunked && !bodyless { write(ChunkedEncoding.terminator) } else { flushHeldHead() }
         response = .done
         responseDone()
     }
@@ -400,8 +409,14 @@ final class Connection {
         deinit { buffer.deallocate() }
     }
 
-    private func write(_ bytes: [UInt8]) {
-        guard !closed, !bytes.isEmpty else { return }
+    private func write(_ payload: [UInt8]) {
+        guard !closed else { return }
+        var bytes = payload
+        if let held = heldHead {
+            heldHead = nil
+            bytes = held + payload
+        }
+        guard !bytes.isEmpty else { return }
         var offset = 0
         if writesInFlight == 0 {
             let n = bytes.withUnsafeBytes { raw -> Int32 in

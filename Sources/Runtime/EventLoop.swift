@@ -67,12 +67,21 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         readBuffer.deallocate()
     }
 
+    private static let ignoreSIGPIPE: Bool = {
+        signal(SIGPIPE, SIG_IGN)
+        return true
+    }()
+
     static func from(_ loop: UnsafeMutablePointer<uv_loop_t>?) -> EventLoop {
         Unmanaged<EventLoop>.fromOpaque(loop!.pointee.data).takeUnretainedValue()
     }
 
     /// Starts the loop thread. Returns once the thread runs.
+    ///
+    /// Also makes the process ignore `SIGPIPE`: libuv writes to sockets with `write(2)`,
+    /// and a peer that closed must give `EPIPE`, not kill the server.
     public func start() {
+        _ = EventLoop.ignoreSIGPIPE
         let started = Mutex(false)
         let box = Unmanaged.passRetained(self).toOpaque()
         let rc = pthread_create(&thread, nil, { arg in

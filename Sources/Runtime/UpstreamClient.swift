@@ -30,6 +30,12 @@ public final class UpstreamClient: @unchecked Sendable {
     private var pollDescriptors: [UnsafeMutablePointer<uv_poll_t>: Int32] = [:]
     private var transfers: [ObjectIdentifier: UpstreamTransfer] = [:]
     private var closed = false
+    /// Easy handles kept after use: `curl_easy_reset` keeps their caches, saving setup.
+    private var idleHandles: [UnsafeMutableRawPointer] = []
+    /// libuv handles not yet closed (the timer and every poll); the client stays alive
+    /// until they are, since their callbacks point at it.
+    private var openHandles = 1
+    private var keepAlive: Unmanaged<UpstreamClient>?
 
     /// Creates a client on `loop`. Call on the loop thread.
     public init(loop: EventLoop, configuration: UpstreamClientConfiguration = UpstreamClientConfiguration()) {
@@ -104,38 +110,20 @@ public final class UpstreamClient: @unchecked Sendable {
     // MARK: libcurl → libuv
 
     private func socketChanged(_ fd: curl_socket_t, _ what: Int32) {
+        guard let poll = polls[fd] ?? newPoll(fd) else { return }
         if what == CURL_POLL_REMOVE {
-            guard let poll = polls.removeValue(forKey: fd) else { return }
+            // libcurl keeps the connection (idle in its pool) or is about to close it.
+            // Keep the handle, stopped, until the socket is really closed: reusing it
+            // saves a handle, an ioctl and a close per request on a kept-alive connection.
             uv_poll_stop(poll)
-            closingPolls[fd] = false
-            uv_close(UnsafeMutablePointer(OpaquePointer(poll))) { h in
-                let poll = UnsafeMutablePointer<uv_poll_t>(OpaquePointer(h!))
-                let client = Unmanaged<UpstreamClient>.fromOpaque(poll.pointee.data).takeUnretainedValue()
-                client.pollClosed(poll)
-            }
             return
-        }
-        let poll: UnsafeMutablePointer<uv_poll_t>
-        if let existing = polls[fd] {
-            poll = existing
-        } else {
-            poll = .allocate(capacity: 1)
-            // Remember the descriptor in the handle's storage for the close callback.
-            guard uv_poll_init_socket(loop.uv, poll, fd) == 0 else {
-                poll.deallocate()
-                return
-            }
-            poll.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-            polls[fd] = poll
-            pollDescriptors[poll] = fd
         }
         var events: Int32 = 0
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events |= Int32(UV_READABLE.rawValue) }
         if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { events |= Int32(UV_WRITABLE.rawValue) }
         uv_poll_start(poll, events) { p, status, events in
             let client = Unmanaged<UpstreamClient>.fromOpaque(p!.pointee.data).takeUnretainedValue()
-            var fd: uv_os_fd_t = -1
-            uv_fileno(UnsafeMutablePointer(OpaquePointer(p!)), &fd)
+            guard let fd = client.pollDescriptors[p!] else { return }
             var flags: Int32 = 0
             if status < 0 { flags |= CURL_CSELECT_ERR }
             if events & Int32(UV_READABLE.rawValue) != 0 { flags |= CURL_CSELECT_IN }
@@ -144,11 +132,33 @@ public final class UpstreamClient: @unchecked Sendable {
         }
     }
 
+    private func newPoll(_ fd: curl_socket_t) -> UnsafeMutablePointer<uv_poll_t>? {
+        let poll = UnsafeMutablePointer<uv_poll_t>.allocate(capacity: 1)
+        guard uv_poll_init_socket(loop.uv, poll, fd) == 0 else {
+            poll.deallocate()
+            return nil
+        }
+        poll.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        polls[fd] = poll
+        pollDescriptors[poll] = fd
+        openHandles += 1
+        return poll
+    }
+
     private func pollClosed(_ poll: UnsafeMutablePointer<uv_poll_t>) {
         let fd = pollDescriptors.removeValue(forKey: poll) ?? -1
         poll.deallocate()
         if closingPolls.removeValue(forKey: fd) == true {
             Glibc.close(fd)
+        }
+        handleClosed()
+    }
+
+    private func handleClosed() {
+        openHandles -= 1
+        if openHandles == 0, let k = keepAlive {
+            keepAlive = nil
+            k.release()
         }
     }
 
@@ -201,6 +211,21 @@ public final class UpstreamClient: @unchecked Sendable {
         }
     }
 
+    /// An easy handle: a reset one when available, else a new one.
+    func takeHandle() -> UnsafeMutableRawPointer {
+        idleHandles.popLast() ?? curl_easy_init()!
+    }
+
+    /// Returns an easy handle that is out of the multi handle.
+    func recycle(_ easy: UnsafeMutableRawPointer) {
+        if closed || idleHandles.count >= 256 {
+            curl_easy_cleanup(easy)
+        } else {
+            curl_easy_reset(easy)
+            idleHandles.append(easy)
+        }
+    }
+
     /// Takes `transfer` out of the multi handle (done or cancelled).
     func detach(_ transfer: UpstreamTransfer) {
         guard transfers.removeValue(forKey: ObjectIdentifier(transfer)) != nil else { return }
@@ -218,11 +243,14 @@ public final class UpstreamClient: @unchecked Sendable {
     func close() {
         guard !closed else { return }
         closed = true
+        keepAlive = Unmanaged.passRetained(self)
         for transfer in Array(transfers.values) {
             detach(transfer)
             transfer.finish(UpstreamError(.cancelled, "the upstream client shut down"))
         }
         uv_timer_stop(timer)
+        for easy in idleHandles { curl_easy_cleanup(easy) }
+        idleHandles.removeAll()
         curl_multi_cleanup(multi)
         for (fd, poll) in polls {
             uv_poll_stop(poll)
@@ -234,7 +262,11 @@ public final class UpstreamClient: @unchecked Sendable {
             }
         }
         polls.removeAll()
-        uv_close(UnsafeMutablePointer(OpaquePointer(timer))) { h in h!.deallocate() }
+        uv_close(UnsafeMutablePointer(OpaquePointer(timer))) { h in
+            let client = Unmanaged<UpstreamClient>.fromOpaque(h!.pointee.data).takeUnretainedValue()
+            h!.deallocate()
+            client.handleClosed()
+        }
     }
 
     /// The closesocket callback shared by every transfer of this client.

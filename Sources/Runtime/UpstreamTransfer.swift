@@ -30,11 +30,11 @@ public final class UpstreamTransfer {
         self.client = client
         self.request = request
         self.handler = handler
-        self.easy = curl_easy_init()!
+        self.easy = client.takeHandle()
     }
 
     deinit {
-        curl_easy_cleanup(easy)
+        client.recycle(easy)
         curl_slist_free_all(headerList)
     }
 
