@@ -68,11 +68,25 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .executableTarget(
+            name: "authcore-bench",
+            dependencies: [
+                "AuthCore",
+                "AuthGateTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/AuthCoreBench",
+            swiftSettings: strict
+        ),
         .testTarget(name: "HTTPWireTests", dependencies: ["HTTPWire"], swiftSettings: strict),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "HTTPWire"], swiftSettings: strict),
         .testTarget(
             name: "AuthCoreTests",
-            dependencies: ["AuthCore", "AuthGateTesting"],
+            dependencies: [
+                "AuthCore",
+                "AuthGateTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
     ]
