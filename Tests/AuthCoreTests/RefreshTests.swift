@@ -64,6 +64,26 @@ import Testing
         #expect(await h.actor.status.isLoggedIn)
     }
 
+    @Test func slowRefreshIsNeverDuplicatedHoweverLongItTakes() async throws {
+        // oauth2-proxy PR #3456: a lock lease that expires during a slow refresh lets a second
+        // refresh through. The in-flight refresh here has no lease: it ends when it ends.
+        let h = Harness()
+        let first = try await h.login()
+        await h.server.inject(.slow(.seconds(600)))
+        let early = Task { try await h.actor.refresh(after: first.generation) }
+        #expect(await eventually { h.clock.sleeperCount == 1 })
+        h.clock.advance(by: .seconds(300))
+        let late = (0..<100).map { _ in Task { try await h.actor.refresh(after: first.generation) } }
+        #expect(await eventually { await h.actor.refreshWaiterCount == 101 })
+        h.clock.advance(by: .seconds(300))
+        let token = try await early.value
+        for task in late {
+            #expect(try await task.value == token)
+        }
+        #expect(await h.server.statistics.refreshAttempts == 1)
+        #expect(await h.server.statistics.refreshes == 1)
+    }
+
     @Test func staleUnauthorizedReturnsCurrentTokenWithoutNetworkCall() async throws {
         let h = Harness()
         let first = try await h.login()
