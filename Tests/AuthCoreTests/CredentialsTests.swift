@@ -52,7 +52,11 @@ import Testing
             OAuth2Client.Configuration(tokenEndpoint: "https://x", clientID: "c", clientSecret: secret).description,
             HTTPRequestValue(method: "POST", url: "https://x", headers: [("Authorization", secret)], body: Array(secret.utf8)).description,
         ]
-        for text in texts {
+        var dumped = ""
+        dump(credentials, to: &dumped)
+        dump(Grant.password(username: "u", password: secret), to: &dumped)
+        dump(TokenRecord(credentials, grantType: nil), to: &dumped)
+        for text in texts + [dumped, String(reflecting: Grant.refreshToken(secret))] {
             #expect(!text.contains(secret), "\(text)")
         }
     }
