@@ -124,6 +124,24 @@ extension AuthActor {
         }
     }
 
+    /// Enters or leaves guest mode (public routes only, no tokens) while logged out. The
+    /// flag is kept in the session state; a login clears it. Does nothing while logged in.
+    public func setGuestMode(_ enabled: Bool) async throws {
+        await acquireStoreLock()
+        defer { releaseStoreLock() }
+        guard case .loggedOut = phase, sessionState.isGuest != enabled else { return }
+        var newState = sessionState
+        newState.isGuest = enabled
+        newState.updatedAt = clock.wallNow
+        do {
+            try await stateStore.save(newState, for: account)
+        } catch {
+            throw AuthError(.storage, storeError: "\(error)")
+        }
+        sessionState = newState
+        events.publish(.state(status), status: status)
+    }
+
     /// Restores the session from the stores, with no network call. Call once at start,
     /// before serving.
     ///

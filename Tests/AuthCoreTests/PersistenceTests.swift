@@ -57,6 +57,19 @@ import Testing
         #expect(h.stateStore.stored(for: .default)?.isLoggedIn == true)
     }
 
+    @Test func guestModeIsPersistedAndClearedByLogin() async throws {
+        let h = Harness()
+        try await h.actor.setGuestMode(true)
+        #expect(await h.actor.status.isGuest)
+        let restarted = h.restarted()
+        #expect(try await restarted.restore().isGuest)
+        let guestError = await #expect(throws: AuthError.self) { try await restarted.token() }
+        #expect(guestError?.code == .loginRequired, "a guest has no token")
+        try await restarted.login(.password(username: "alice", password: "wonderland"))
+        #expect(await !restarted.status.isGuest)
+        #expect(h.stateStore.stored(for: .default)?.isGuest == false)
+    }
+
     // MARK: Crash points
 
     @Test func crashAfterLoginSavedTokensButBeforeStateLeavesNoHalfSession() async throws {
