@@ -160,6 +160,49 @@ import Testing
         #expect(after?.code == .loginRequired)
     }
 
+    @Test func expiredTokenIsNeverHandedOutWhileTheServerIsDown() async throws {
+        // envoy#44674: a stale token injected while the authorization server is down.
+        let h = Harness()
+        try await h.login()
+        h.clock.advance(by: .seconds(3600))
+        await h.server.inject(.networkError)
+        let error = await #expect(throws: AuthError.self) { try await h.actor.token() }
+        #expect(error?.code == .refreshFailed)
+        let again = await #expect(throws: AuthError.self) { try await h.actor.token() }
+        #expect(again?.code == .backingOff)
+        #expect(await h.actor.status.isLoggedIn)
+    }
+
+    @Test func refusedLoginWritesNothing() async throws {
+        let h = Harness()
+        let error = await #expect(throws: AuthError.self) {
+            try await h.actor.login(.password(username: "alice", password: "wrong"))
+        }
+        #expect(error?.code == .loginFailed)
+        #expect(error?.endpointError?.oauthError?.error == "invalid_grant")
+        #expect(h.tokenStore.record(for: .default) == nil)
+        #expect(h.stateStore.stored(for: .default) == nil)
+    }
+
+    @Test func lateRefreshOfAReplacedSessionIsDropped() async throws {
+        let h = Harness()
+        let log = EventLog(h.actor.events)
+        let first = try await h.login()
+        await h.server.holdRefreshes()
+        let waiter = Task { try await h.actor.refresh(after: first.generation) }
+        #expect(await eventually { await h.server.heldRefreshCount == 1 })
+        let second = try await h.login()  // a new login replaces the session meanwhile
+        let error = await #expect(throws: AuthError.self) { try await waiter.value }
+        #expect(error?.logoutReason == .replacedByLogin)
+        await h.server.releaseRefreshes()
+        #expect(await eventually { await h.server.statistics.refreshes == 1 })
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(try await h.actor.token() == second, "the late result of the old session is dropped")
+        #expect(h.tokenStore.record(for: .default)?.accessToken == second.value)
+        #expect(await log.loggedOutCount == 1)
+        log.stop()
+    }
+
     @Test func expiredSessionWithoutRefreshTokenLogsOut() async throws {
         let h = Harness()
         try await h.actor.login(importing: TokenResponse(accessToken: "imported", expiresIn: .seconds(60)))
