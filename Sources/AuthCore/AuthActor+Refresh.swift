@@ -122,6 +122,8 @@ extension AuthActor {
             // pair in memory (serving it) and retry persisting on the next token() call.
             persisted = false
             needsPersist = true
+            persistFailures = 1
+            persistRetryAt = clock.now
             logger.error(
                 "refreshed tokens could not be persisted; kept in memory",
                 metadata: ["auth.generation": "\(generation)", "auth.store.error": "\(error)"])
@@ -166,14 +168,21 @@ extension AuthActor {
     func persistPendingCredentials() async {
         await acquireStoreLock()
         defer { releaseStoreLock() }
-        guard needsPersist, case .active(let session) = phase else { return }
+        guard needsPersist, clock.now >= persistRetryAt, case .active(let session) = phase else { return }
         do {
             try await tokenStore.save(
                 TokenRecord(session.credentials, grantType: session.grantType), for: account)
             needsPersist = false
+            persistFailures = 0
             logger.info("pending tokens persisted", metadata: ["auth.generation": "\(session.credentials.generation)"])
         } catch {
-            logger.warning("pending tokens still not persisted", metadata: ["auth.store.error": "\(error)"])
+            // Retry with the refresh backoff, so a full disk does not cost a write per request.
+            let delay = configuration.backoff.delay(afterConsecutiveFailures: persistFailures)
+            persistFailures += 1
+            persistRetryAt = clock.now + delay
+            logger.warning(
+                "pending tokens still not persisted",
+                metadata: ["auth.store.error": "\(error)", "auth.store.retry_in": "\(delay)"])
         }
     }
 }

@@ -94,6 +94,8 @@ public actor AuthActor {
     var backoff = Backoff()
     var refreshWindow: RefreshWindow
     var needsPersist = false
+    var persistRetryAt = MonotonicInstant(offset: .zero)
+    var persistFailures = 0
     var storeLockHeld = false
     var storeLockQueue: [CheckedContinuation<Void, Never>] = []
     var refreshesStarted = 0
@@ -159,7 +161,7 @@ public actor AuthActor {
     /// is no session).
     public func token() async throws -> AccessToken {
         guard case .active(let session) = phase else { throw AuthError.loginRequired }
-        if needsPersist { await persistPendingCredentials() }
+        if needsPersist, clock.now >= persistRetryAt { await persistPendingCredentials() }
         if let refreshAt = session.refreshAt, clock.now >= refreshAt {
             return try await tokenAfterProactiveRefresh()
         }

@@ -170,6 +170,25 @@ import Testing
         #expect(h.tokenStore.record(for: .default)?.accessToken == second.value)
     }
 
+    @Test func persistingAPendingPairBacksOffWhileTheStoreKeepsFailing() async throws {
+        let h = Harness()
+        let first = try await h.login()
+        let diskFull = TokenStoreError.io(28, operation: "write")
+        h.tokenStore.failNext(.save, with: diskFull, count: 3)
+        let second = try await h.actor.refresh(after: first.generation)  // save 1 fails
+        #expect(try await h.actor.token() == second)  // retry now: save 2 fails, next in 1 s
+        for _ in 0..<100 { _ = try await h.actor.token() }  // no write attempts meanwhile
+        #expect(h.tokenStore.record(for: .default)?.accessToken == first.value)
+        h.clock.advance(by: .seconds(1))
+        _ = try await h.actor.token()  // save 3 fails, next in 2 s
+        h.clock.advance(by: .seconds(1))
+        _ = try await h.actor.token()  // too early
+        #expect(h.tokenStore.record(for: .default)?.accessToken == first.value)
+        h.clock.advance(by: .seconds(1))
+        _ = try await h.actor.token()  // succeeds
+        #expect(h.tokenStore.record(for: .default)?.accessToken == second.value)
+    }
+
     @Test func droppedAnswerAfterRotationIsRecoveredInsideTheGraceWindow() async throws {
         var server = FakeAuthorizationServer.Configuration()
         server.reuseGraceWindow = .seconds(30)
