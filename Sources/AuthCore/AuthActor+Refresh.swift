@@ -45,7 +45,7 @@ extension AuthActor {
             throw AuthError(.backingOff, retryAfter: notBefore - now, endpointError: backoff.lastError)
         }
         guard refreshWindow.admit(at: now) else {
-            logger.warning(
+            logger.info(
                 "refresh loop guard tripped",
                 metadata: [
                     "auth.refresh.limit": "\(refreshWindow.maximumAttempts)",
@@ -121,10 +121,11 @@ extension AuthActor {
             // The server has already rotated: the old refresh token is spent. Keep the new
             // pair in memory (serving it) and retry persisting on the next token() call.
             persisted = false
+            storeFailureCounter.increment()
             needsPersist = true
             persistFailures = 1
             persistRetryAt = clock.now
-            logger.error(
+            logger.info(
                 "refreshed tokens could not be persisted; kept in memory",
                 metadata: ["auth.generation": "\(generation)", "auth.store.error": "\(error)"])
         }
@@ -176,11 +177,12 @@ extension AuthActor {
             persistFailures = 0
             logger.info("pending tokens persisted", metadata: ["auth.generation": "\(session.credentials.generation)"])
         } catch {
+            storeFailureCounter.increment()
             // Retry with the refresh backoff, so a full disk does not cost a write per request.
             let delay = configuration.backoff.delay(afterConsecutiveFailures: persistFailures)
             persistFailures += 1
             persistRetryAt = clock.now + delay
-            logger.warning(
+            logger.info(
                 "pending tokens still not persisted",
                 metadata: ["auth.store.error": "\(error)", "auth.store.retry_in": "\(delay)"])
         }

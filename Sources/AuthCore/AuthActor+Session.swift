@@ -108,13 +108,15 @@ extension AuthActor {
             try await stateStore.save(sessionState, for: account)
         } catch {
             storeError = error
-            logger.error("session state not saved at logout", metadata: ["auth.store.error": "\(error)"])
+            storeFailureCounter.increment()
+            logger.info("session state not saved at logout", metadata: ["auth.store.error": "\(error)"])
         }
         do {
             try await tokenStore.delete(for: account)
         } catch {
             storeError = storeError ?? error
-            logger.error("tokens not deleted at logout", metadata: ["auth.store.error": "\(error)"])
+            storeFailureCounter.increment()
+            logger.info("tokens not deleted at logout", metadata: ["auth.store.error": "\(error)"])
         }
         logoutCounter.increment()
         logger.info("logged out", metadata: ["auth.reason": "\(reason)", "auth.epoch": "\(endedEpoch)"])
@@ -160,7 +162,7 @@ extension AuthActor {
             state = try await stateStore.load(for: account)
             record = try await tokenStore.load(for: account)
         } catch {
-            logger.error("session not restored", metadata: ["auth.store.error": "\(error)"])
+            logger.info("session not restored", metadata: ["auth.store.error": "\(error)"])
             throw AuthError(.storage, storeError: "\(error)")
         }
         sessionState = state ?? .loggedOut
@@ -175,7 +177,7 @@ extension AuthActor {
             sessionState.isLoggedIn = false
             sessionState.updatedAt = clock.wallNow
             phase = .loggedOut(.tokensMissing)
-            logger.warning("state said logged in but no tokens were stored; now logged out")
+            logger.info("state said logged in but no tokens were stored; now logged out")
             try? await stateStore.save(sessionState, for: account)
         case (false, .some):
             logger.info("leftover tokens from an unfinished login or logout deleted")

@@ -103,6 +103,7 @@ public actor AuthActor {
     let refreshCounter: Counter
     let refreshFailureCounter: Counter
     let logoutCounter: Counter
+    let storeFailureCounter: Counter
 
     /// Creates the actor for `account`. Call ``restore()`` before serving.
     ///
@@ -145,6 +146,7 @@ public actor AuthActor {
         self.refreshFailureCounter = Counter(
             label: "authgate_refresh_total", dimensions: [("outcome", "failure")])
         self.logoutCounter = Counter(label: "authgate_logout_total")
+        self.storeFailureCounter = Counter(label: "authgate_token_store_failures_total")
     }
 
     /// The custom executor when one was given, else a default actor executor.
