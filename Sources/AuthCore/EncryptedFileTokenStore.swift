@@ -14,12 +14,13 @@ internal import Foundation
 /// File layout: `"AGTS"`, a version byte (1), the 8-byte key fingerprint, then the AES-GCM
 /// combined box (12-byte nonce, ciphertext, 16-byte tag) of the JSON-encoded ``TokenRecord``.
 ///
-/// Calls block the calling thread for the duration of the file I/O (a few `fsync`s).
+/// The file I/O runs on a private serial dispatch queue, never on the caller's executor.
 public final class EncryptedFileTokenStore: TokenStore {
     /// The directory holding the files.
     public let directory: String
     private let key: TokenStoreKey
     private let file: AtomicFile
+    private let io = BlockingIOQueue(label: "authgate.token-store")
 
     private static let magic: [UInt8] = Array("AGTS".utf8)
     private static let version: UInt8 = 1
@@ -57,6 +58,20 @@ public final class EncryptedFileTokenStore: TokenStore {
 
     /// Seals and writes `record`, replacing the previous one.
     public func save(_ record: TokenRecord, for account: AccountID) async throws {
+        try await io.run { try self.saveNow(record, for: account) }
+    }
+
+    /// Reads and opens the record of `account`; `nil` when there is no file.
+    public func load(for account: AccountID) async throws -> TokenRecord? {
+        try await io.run { try self.loadNow(for: account) }
+    }
+
+    /// Deletes the record of `account`; an absent file is fine.
+    public func delete(for account: AccountID) async throws {
+        try await io.run { try self.deleteNow(for: account) }
+    }
+
+    private func saveNow(_ record: TokenRecord, for account: AccountID) throws {
         let plaintext: Data
         do {
             let encoder = JSONEncoder()
@@ -85,8 +100,7 @@ public final class EncryptedFileTokenStore: TokenStore {
         }
     }
 
-    /// Reads and opens the record of `account`; `nil` when there is no file.
-    public func load(for account: AccountID) async throws -> TokenRecord? {
+    private func loadNow(for account: AccountID) throws -> TokenRecord? {
         let bytes: [UInt8]?
         do {
             bytes = try file.read(path(for: account))
@@ -124,8 +138,7 @@ public final class EncryptedFileTokenStore: TokenStore {
         }
     }
 
-    /// Deletes the record of `account`; an absent file is fine.
-    public func delete(for account: AccountID) async throws {
+    private func deleteNow(for account: AccountID) throws {
         do {
             try file.remove(path(for: account))
         } catch let error as FileSystemError {

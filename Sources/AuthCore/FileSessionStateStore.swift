@@ -7,6 +7,7 @@ public final class FileSessionStateStore: SessionStateStore {
     /// The directory holding the files.
     public let directory: String
     private let file: AtomicFile
+    private let io = BlockingIOQueue(label: "authgate.session-state")
 
     /// Opens (and creates, mode 0700, when absent) the store in `directory`.
     public convenience init(directory: String) throws {
@@ -36,6 +37,15 @@ public final class FileSessionStateStore: SessionStateStore {
 
     /// Reads the state of `account`; `nil` when there is no file.
     public func load(for account: AccountID) async throws -> SessionState? {
+        try await io.run { try self.loadNow(for: account) }
+    }
+
+    /// Replaces the state of `account`.
+    public func save(_ state: SessionState, for account: AccountID) async throws {
+        try await io.run { try self.saveNow(state, for: account) }
+    }
+
+    private func loadNow(for account: AccountID) throws -> SessionState? {
         let bytes: [UInt8]?
         do {
             bytes = try file.read(path(for: account))
@@ -52,8 +62,7 @@ public final class FileSessionStateStore: SessionStateStore {
         }
     }
 
-    /// Replaces the state of `account`.
-    public func save(_ state: SessionState, for account: AccountID) async throws {
+    private func saveNow(_ state: SessionState, for account: AccountID) throws {
         let data: Data
         do {
             let encoder = JSONEncoder()
