@@ -34,6 +34,7 @@ public final class InMemorySessionStateStore: SessionStateStore {
         state.withLock { $0.states[account] = value }
     }
 
+    /// The stored state, or the next injected load failure.
     public func load(for account: AccountID) async throws -> SessionState? {
         try state.withLock { state in
             if !state.loadFailures.isEmpty { throw state.loadFailures.removeFirst() }
@@ -41,6 +42,7 @@ public final class InMemorySessionStateStore: SessionStateStore {
         }
     }
 
+    /// Stores the state, or throws the next injected save failure.
     public func save(_ value: SessionState, for account: AccountID) async throws {
         try state.withLock { state in
             if !state.saveFailures.isEmpty { throw state.saveFailures.removeFirst() }

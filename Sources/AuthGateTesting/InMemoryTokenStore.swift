@@ -53,6 +53,7 @@ public final class InMemoryTokenStore: TokenStore {
         return error
     }
 
+    /// Stores the record, or throws the next injected save failure.
     public func save(_ record: TokenRecord, for account: AccountID) async throws {
         try state.withLock { state in
             if let error = takeFailure(.save, &state) { throw error }
@@ -61,6 +62,7 @@ public final class InMemoryTokenStore: TokenStore {
         }
     }
 
+    /// The stored record, or the next injected load failure.
     public func load(for account: AccountID) async throws -> TokenRecord? {
         try state.withLock { state in
             if let error = takeFailure(.load, &state) { throw error }
@@ -68,6 +70,7 @@ public final class InMemoryTokenStore: TokenStore {
         }
     }
 
+    /// Removes the record, or throws the next injected delete failure.
     public func delete(for account: AccountID) async throws {
         try state.withLock { state in
             if let error = takeFailure(.delete, &state) { throw error }
