@@ -44,7 +44,7 @@ extension AuthActor {
         do {
             try await tokenStore.save(TokenRecord(credentials, grantType: grantType), for: account)
         } catch {
-            throw AuthError(.storage, storeError: "\(error)")
+            throw AuthError.storage(error)
         }
         let wallNow = clock.wallNow
         let newState = SessionState(
@@ -53,7 +53,7 @@ extension AuthActor {
             try await stateStore.save(newState, for: account)
         } catch {
             try? await tokenStore.delete(for: account)
-            throw AuthError(.storage, storeError: "\(error)")
+            throw AuthError.storage(error)
         }
         lastGeneration = generation
         epoch += 1
@@ -122,7 +122,7 @@ extension AuthActor {
         logger.info("logged out", metadata: ["auth.reason": "\(reason)", "auth.epoch": "\(endedEpoch)"])
         events.publish(.loggedOut(reason: reason, epoch: endedEpoch), status: status)
         if let storeError {
-            throw AuthError(.storage, logoutReason: reason, storeError: "\(storeError)")
+            throw AuthError.storage(storeError, logoutReason: reason)
         }
     }
 
@@ -138,7 +138,7 @@ extension AuthActor {
         do {
             try await stateStore.save(newState, for: account)
         } catch {
-            throw AuthError(.storage, storeError: "\(error)")
+            throw AuthError.storage(error)
         }
         sessionState = newState
         events.publish(.state(status), status: status)
@@ -163,7 +163,7 @@ extension AuthActor {
             record = try await tokenStore.load(for: account)
         } catch {
             logger.info("session not restored", metadata: ["auth.store.error": "\(error)"])
-            throw AuthError(.storage, storeError: "\(error)")
+            throw AuthError.storage(error)
         }
         sessionState = state ?? .loggedOut
         switch (state?.isLoggedIn ?? false, record) {

@@ -30,6 +30,10 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
     public var endpointError: TokenEndpointError?
     /// The store failure description, for ``Code/storage``.
     public var storeError: String?
+    /// The token store's typed error, when a token store failed.
+    public var tokenStoreError: TokenStoreError?
+    /// The session state store's typed error, when the state store failed.
+    public var sessionStateStoreError: SessionStateStoreError?
 
     /// Creates an error.
     public init(
@@ -45,6 +49,14 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// No session.
     public static let loginRequired = AuthError(.loginRequired)
+
+    /// A store failure, keeping the typed error when it is one of the stores' own.
+    public static func storage(_ error: any Error, logoutReason: LogoutReason? = nil) -> AuthError {
+        var result = AuthError(.storage, logoutReason: logoutReason, storeError: "\(error)")
+        result.tokenStoreError = error as? TokenStoreError
+        result.sessionStateStoreError = error as? SessionStateStoreError
+        return result
+    }
 
     /// Whether the session survives this error (the tokens are kept).
     public var keepsSession: Bool {

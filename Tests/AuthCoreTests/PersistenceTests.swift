@@ -52,7 +52,7 @@ import Testing
         let restarted = h.restarted()
         let error = await #expect(throws: AuthError.self) { try await restarted.restore() }
         #expect(error?.code == .storage)
-        #expect(error?.storeError?.contains("wrong_key") == true)
+        #expect(error?.tokenStoreError?.code == .wrongKey)
         #expect(h.tokenStore.record(for: .default) != nil, "nothing is deleted")
         #expect(h.stateStore.stored(for: .default)?.isLoggedIn == true)
     }
