@@ -80,6 +80,41 @@ func json(_ status: Int, _ text: String, headers: [(name: String, value: String)
         #expect(request.header("Authorization")?.hasPrefix("Basic ") == true)
     }
 
+    @Test func mappingAddsExtraFieldsRenamesFieldsAndReadsNestedPaths() async throws {
+        var mapping = TokenEndpointMapping(
+            requestFieldNames: ["username": "login", "password": "secret"],
+            extraFields: ["audience": "https://api.example.test", "device": "sidecar"])
+        mapping.paths = .init(accessToken: "result.tokens.0.value", expiresIn: "result.ttl", tokenType: "result.kind")
+        let transport = ScriptedTransport(json(200, #"{"result":{"tokens":[{"value":"nested"}],"ttl":90,"kind":"Bearer"}}"#))
+        let oauth = client(transport, authentication: .post, mapping: mapping)
+        let response = try await oauth.requestToken(.password(username: "alice", password: "pw"))
+        #expect(response.accessToken == "nested")
+        #expect(response.expiresIn == .seconds(90))
+        let sent = try #require(await transport.requests.first)
+        #expect(fields(sent) == [
+            "grant_type": "password", "login": "alice", "secret": "pw", "client_id": "my client",
+            "client_secret": "s3cr:t", "audience": "https://api.example.test", "device": "sidecar",
+        ])
+
+        mapping.requestBody = .json
+        let jsonRequest = try client(ScriptedTransport(), authentication: .none, mapping: mapping)
+            .makeRequest(for: .clientCredentials(scope: "read"))
+        let body = try JSONSerialization.jsonObject(with: Data(jsonRequest.body)) as? [String: String]
+        #expect(body == [
+            "grant_type": "client_credentials", "scope": "read", "client_id": "my client",
+            "audience": "https://api.example.test", "device": "sidecar",
+        ])
+    }
+
+    @Test func basicAuthenticationCannotShareTheAuthorizationHeaderWithAnExpiredBearer() {
+        let mapping = TokenEndpointMapping(refreshSendsExpiredAccessToken: true)
+        let error = #expect(throws: TokenEndpointError.self) {
+            try client(ScriptedTransport(), authentication: .basic, mapping: mapping)
+                .makeRequest(for: .refreshToken("rt", expiredAccessToken: "at"))
+        }
+        #expect(error?.code == .invalidConfiguration)
+    }
+
     @Test func successfulResponseIsParsed() async throws {
         let transport = ScriptedTransport(json(200, #"{"access_token":"a","token_type":"bearer","expires_in":"120","refresh_token":"r","scope":"read"}"#))
         let response = try await client(transport).requestToken(.refreshToken("old"))
