@@ -41,15 +41,17 @@ extension AuthActor {
         } else {
             throw AuthError(.refreshNotPossible)
         }
-        if let notBefore = backoff.notBefore, now < notBefore {
-            throw AuthError(.backingOff, retryAfter: notBefore - now, endpointError: backoff.lastError)
-        }
-        guard refreshWindow.admit(at: now) else {
+        switch gate.admit(at: now) {
+        case .proceed:
+            break
+        case .backingOff(let retryAfter, let lastError):
+            throw AuthError(.backingOff, retryAfter: retryAfter, endpointError: lastError)
+        case .excessive:
             logger.info(
                 "refresh loop guard tripped",
                 metadata: [
-                    "auth.refresh.limit": "\(refreshWindow.maximumAttempts)",
-                    "auth.refresh.interval": "\(refreshWindow.interval)",
+                    "auth.refresh.limit": "\(gate.window.maximumAttempts)",
+                    "auth.refresh.interval": "\(gate.window.interval)",
                 ])
             throw AuthError(.excessiveRefresh)
         }
@@ -133,7 +135,7 @@ extension AuthActor {
         guard inFlight?.id == flightID, epoch == flightEpoch, case .active = phase else { return }
         let newSession = makeSession(credentials, grantType: session.grantType)
         phase = .active(newSession)
-        backoff = Backoff()
+        gate.recordSuccess()
         refreshCounter.increment()
         let waiters = inFlight?.waiters ?? [:]
         inFlight = nil
@@ -145,18 +147,14 @@ extension AuthActor {
     }
 
     private func failTransiently(_ error: TokenEndpointError, flightID: UInt64) {
-        backoff.consecutiveFailures += 1
-        let delay = configuration.backoff.delay(
-            afterConsecutiveFailures: backoff.consecutiveFailures, retryAfter: error.retryAfter)
-        backoff.notBefore = clock.now + delay
-        backoff.lastError = error
+        let delay = gate.recordTransientFailure(error, at: clock.now)
         let waiters = inFlight?.waiters ?? [:]
         inFlight = nil
         logger.info(
             "refresh failed transiently; tokens kept",
             metadata: [
                 "auth.error": "\(error)", "auth.backoff": "\(delay)",
-                "auth.failures": "\(backoff.consecutiveFailures)",
+                "auth.failures": "\(gate.consecutiveFailures)",
             ])
         events.publish(.refreshFailed(code: error.code.rawValue, retryAfter: delay), status: status)
         let failure = AuthError(.refreshFailed, retryAfter: delay, endpointError: error)

@@ -60,8 +60,7 @@ extension AuthActor {
         sessionState = newState
         let session = makeSession(credentials, grantType: grantType)
         phase = .active(session)
-        backoff = Backoff()
-        refreshWindow.reset()
+        gate.reset()
         needsPersist = false
         logger.info("logged in", metadata: ["auth.generation": "\(generation)", "auth.epoch": "\(epoch)"])
         events.publish(.loggedIn(status), status: status)
@@ -92,7 +91,7 @@ extension AuthActor {
         epoch += 1
         phase = .loggedOut(reason)
         needsPersist = false
-        backoff = Backoff()
+        gate.recordSuccess()
         let waiters = inFlight?.waiters ?? [:]
         inFlight = nil
         let failure = AuthError(.sessionEnded, logoutReason: reason)

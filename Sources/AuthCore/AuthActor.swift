@@ -63,12 +63,6 @@ public actor AuthActor {
         var waiters: [UInt64: CheckedContinuation<AccessToken, any Error>] = [:]
     }
 
-    struct Backoff {
-        var consecutiveFailures = 0
-        var notBefore: MonotonicInstant?
-        var lastError: TokenEndpointError?
-    }
-
     /// The account whose session this actor owns.
     public nonisolated let account: AccountID
     /// The broadcaster of this session's events.
@@ -91,8 +85,7 @@ public actor AuthActor {
     var inFlight: InFlightRefresh?
     var nextFlightID: UInt64 = 0
     var nextWaiterID: UInt64 = 0
-    var backoff = Backoff()
-    var refreshWindow: RefreshWindow
+    var gate: RefreshGate
     var needsPersist = false
     var persistRetryAt = MonotonicInstant(offset: .zero)
     var persistFailures = 0
@@ -136,7 +129,7 @@ public actor AuthActor {
                 initialStatus: SessionStatus(account: account, isLoggedIn: false),
                 wallClock: { [clock] in clock.wallNow })
         self.configuration = configuration
-        self.refreshWindow = configuration.refreshWindow
+        self.gate = RefreshGate(policy: configuration.backoff, window: configuration.refreshWindow)
         var logger = logger
         logger[metadataKey: "auth.account"] = "\(account)"
         self.logger = logger
