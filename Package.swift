@@ -91,13 +91,27 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
+        .executableTarget(
+            name: "authcore-bench",
+            dependencies: [
+                "AuthCore",
+                "AuthGateTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/AuthCoreBench",
+            swiftSettings: strict
+        ),
         .testTarget(name: "HTTPWireTests", dependencies: ["HTTPWire"], swiftSettings: strict),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "HTTPWire", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "GatewayTests", dependencies: ["Gateway", "Runtime", "HTTPWire", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "AuthCoreTests",
-            dependencies: ["AuthCore", "AuthGateTesting"],
+            dependencies: [
+                "AuthCore",
+                "AuthGateTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
     ]

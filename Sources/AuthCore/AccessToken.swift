@@ -1,0 +1,43 @@
+public import Foundation
+
+/// The access token handed to a caller of ``AuthActor/token()``, with the generation to
+/// pass to ``AuthActor/refresh(after:)`` if the upstream rejects it.
+public struct AccessToken: Sendable, Equatable, CustomStringConvertible,
+    CustomDebugStringConvertible
+{
+    /// The token itself.
+    public let value: String
+    /// The token type, normally `Bearer`.
+    public let tokenType: String
+    /// The generation of this token.
+    public let generation: TokenGeneration
+    /// When it expires on the wall clock, for display; `nil` when unknown.
+    public let expiresAt: Date?
+
+    /// Creates an access token value.
+    public init(value: String, tokenType: String, generation: TokenGeneration, expiresAt: Date?) {
+        self.value = value
+        self.tokenType = tokenType
+        self.generation = generation
+        self.expiresAt = expiresAt
+    }
+
+    /// Creates the access token of `credentials`.
+    public init(_ credentials: Credentials) {
+        self.init(
+            value: credentials.accessToken, tokenType: credentials.tokenType,
+            generation: credentials.generation, expiresAt: credentials.expiresAt)
+    }
+
+    /// The value of an `Authorization` header carrying this token, e.g. `Bearer abc`.
+    public var authorizationHeaderValue: String {
+        let type = tokenType.lowercased() == "bearer" ? "Bearer" : tokenType
+        return "\(type) \(value)"
+    }
+
+    /// A description with the token redacted.
+    public var description: String { "AccessToken(\(generation), <redacted>)" }
+
+    /// Same as ``description``: tokens are never printed.
+    public var debugDescription: String { description }
+}

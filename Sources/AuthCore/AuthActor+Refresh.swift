@@ -1,0 +1,188 @@
+internal import Foundation
+internal import Logging
+
+extension AuthActor {
+    /// Joins the in-flight refresh, starting one when there is none.
+    func joinRefresh() async throws -> AccessToken {
+        if inFlight == nil {
+            try startRefresh()
+        }
+        let waiterID = nextWaiterID
+        nextWaiterID += 1
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AccessToken, any Error>) in
+                if Task.isCancelled || inFlight == nil {
+                    continuation.resume(throwing: CancellationError())
+                    return
+                }
+                inFlight?.waiters[waiterID] = continuation
+            }
+        } onCancel: {
+            Task { await self.cancelWaiter(waiterID) }
+        }
+    }
+
+    /// A cancelled caller stops waiting; the refresh itself goes on.
+    func cancelWaiter(_ id: UInt64) {
+        if let continuation = inFlight?.waiters.removeValue(forKey: id) {
+            continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Starts the single refresh task, or throws when the session cannot refresh now.
+    func startRefresh() throws {
+        guard case .active(let session) = phase else { throw AuthError.loginRequired }
+        let now = clock.now
+        let grant: Grant
+        if let refreshToken = session.credentials.refreshToken {
+            grant = .refreshToken(refreshToken, expiredAccessToken: session.credentials.accessToken)
+        } else if session.grantType == Grant.clientCredentials().grantType {
+            grant = .clientCredentials(scope: session.credentials.scope)
+        } else {
+            throw AuthError(.refreshNotPossible)
+        }
+        switch gate.admit(at: now) {
+        case .proceed:
+            break
+        case .backingOff(let retryAfter, let lastError):
+            throw AuthError(.backingOff, retryAfter: retryAfter, endpointError: lastError)
+        case .excessive:
+            logger.info(
+                "refresh loop guard tripped",
+                metadata: [
+                    "auth.refresh.limit": "\(gate.window.maximumAttempts)",
+                    "auth.refresh.interval": "\(gate.window.interval)",
+                ])
+            throw AuthError(.excessiveRefresh)
+        }
+        nextFlightID += 1
+        refreshesStarted += 1
+        let flight = InFlightRefresh(id: nextFlightID, epoch: epoch)
+        inFlight = flight
+        logger.debug(
+            "refresh started",
+            metadata: ["auth.generation": "\(session.credentials.generation)", "auth.epoch": "\(epoch)"])
+        let client = self.client
+        Task {
+            let result: Result<TokenResponse, any Error>
+            do {
+                result = .success(try await client.requestToken(grant))
+            } catch {
+                result = .failure(error)
+            }
+            await self.finishRefresh(flightID: flight.id, epoch: flight.epoch, result: result)
+        }
+    }
+
+    /// Commits or rejects the result of refresh `flightID`.
+    func finishRefresh(flightID: UInt64, epoch flightEpoch: UInt64, result: Result<TokenResponse, any Error>)
+        async
+    {
+        guard inFlight?.id == flightID else {
+            logger.info("refresh result dropped: session changed meanwhile", metadata: ["auth.epoch": "\(flightEpoch)"])
+            return
+        }
+        switch result {
+        case .success(let response):
+            await commitRefresh(response, flightID: flightID, epoch: flightEpoch)
+        case .failure(let error):
+            let endpointError =
+                error as? TokenEndpointError
+                ?? TokenEndpointError(
+                    code: .network, disposition: .transient, message: String(describing: type(of: error)))
+            refreshFailureCounter.increment()
+            switch endpointError.disposition {
+            case .terminal:
+                logger.info("refresh refused for good; logging out", metadata: ["auth.error": "\(endpointError)"])
+                try? await endSession(
+                    reason: .refreshRejected(code: endpointError.oauthError?.error ?? endpointError.code.rawValue),
+                    onlyEpoch: flightEpoch)
+            case .transient, .ambiguous:
+                failTransiently(endpointError, flightID: flightID)
+            }
+        }
+    }
+
+    private func commitRefresh(_ response: TokenResponse, flightID: UInt64, epoch flightEpoch: UInt64) async {
+        await acquireStoreLock()
+        defer { releaseStoreLock() }
+        guard inFlight?.id == flightID, epoch == flightEpoch, case .active(let session) = phase else {
+            logger.info("refresh result dropped: session ended meanwhile", metadata: ["auth.epoch": "\(flightEpoch)"])
+            return
+        }
+        let generation = lastGeneration.next
+        lastGeneration = generation
+        let credentials = Credentials(
+            response: response, previousRefreshToken: session.credentials.refreshToken,
+            generation: generation, now: clock.now, wallNow: clock.wallNow)
+        var persisted = true
+        do {
+            try await tokenStore.save(TokenRecord(credentials, grantType: session.grantType), for: account)
+            needsPersist = false
+        } catch {
+            // The server has already rotated: the old refresh token is spent. Keep the new
+            // pair in memory (serving it) and retry persisting on the next token() call.
+            persisted = false
+            storeFailureCounter.increment()
+            needsPersist = true
+            persistFailures = 1
+            persistRetryAt = clock.now
+            logger.info(
+                "refreshed tokens could not be persisted; kept in memory",
+                metadata: ["auth.generation": "\(generation)", "auth.store.error": "\(error)"])
+        }
+        // The store lock keeps logout and login out while we awaited; re-check anyway.
+        guard inFlight?.id == flightID, epoch == flightEpoch, case .active = phase else { return }
+        let newSession = makeSession(credentials, grantType: session.grantType)
+        phase = .active(newSession)
+        gate.recordSuccess()
+        refreshCounter.increment()
+        let waiters = inFlight?.waiters ?? [:]
+        inFlight = nil
+        logger.debug("refreshed", metadata: ["auth.generation": "\(generation)", "auth.waiters": "\(waiters.count)"])
+        events.publish(.refreshed(generation: generation, persisted: persisted), status: status)
+        for continuation in waiters.values {
+            continuation.resume(returning: newSession.token)
+        }
+    }
+
+    private func failTransiently(_ error: TokenEndpointError, flightID: UInt64) {
+        let delay = gate.recordTransientFailure(error, at: clock.now)
+        let waiters = inFlight?.waiters ?? [:]
+        inFlight = nil
+        logger.info(
+            "refresh failed transiently; tokens kept",
+            metadata: [
+                "auth.error": "\(error)", "auth.backoff": "\(delay)",
+                "auth.failures": "\(gate.consecutiveFailures)",
+            ])
+        events.publish(.refreshFailed(code: error.code.rawValue, retryAfter: delay), status: status)
+        let failure = AuthError(.refreshFailed, retryAfter: delay, endpointError: error)
+        for continuation in waiters.values {
+            continuation.resume(throwing: failure)
+        }
+    }
+
+    /// Retries persisting credentials whose save failed after a refresh.
+    func persistPendingCredentials() async {
+        await acquireStoreLock()
+        defer { releaseStoreLock() }
+        guard needsPersist, clock.now >= persistRetryAt, case .active(let session) = phase else { return }
+        do {
+            try await tokenStore.save(
+                TokenRecord(session.credentials, grantType: session.grantType), for: account)
+            needsPersist = false
+            persistFailures = 0
+            logger.info("pending tokens persisted", metadata: ["auth.generation": "\(session.credentials.generation)"])
+        } catch {
+            storeFailureCounter.increment()
+            // Retry with the refresh backoff, so a full disk does not cost a write per request.
+            let delay = configuration.backoff.delay(afterConsecutiveFailures: persistFailures)
+            persistFailures += 1
+            persistRetryAt = clock.now + delay
+            logger.info(
+                "pending tokens still not persisted",
+                metadata: ["auth.store.error": "\(error)", "auth.store.retry_in": "\(delay)"])
+        }
+    }
+}

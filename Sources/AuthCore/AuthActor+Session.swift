@@ -1,0 +1,190 @@
+internal import Foundation
+internal import Logging
+
+extension AuthActor {
+    /// Logs in by presenting `grant` to the token endpoint, then stores the tokens (first)
+    /// and the session state (second). A session already logged in ends first
+    /// (``LogoutReason/replacedByLogin``).
+    ///
+    /// - Parameter subject: the subject to record; by default the password grant's user
+    ///   name, or the token's `sub` claim.
+    @discardableResult
+    public func login(_ grant: Grant, subject: String? = nil) async throws -> AccessToken {
+        let response: TokenResponse
+        do {
+            response = try await client.requestToken(grant)
+        } catch let error as TokenEndpointError {
+            throw AuthError(.loginFailed, endpointError: error)
+        }
+        var subject = subject
+        if subject == nil, case .password(let username, _, _) = grant { subject = username }
+        return try await install(response, grantType: grant.grantType, subject: subject)
+    }
+
+    /// Logs in with tokens obtained elsewhere (no network).
+    @discardableResult
+    public func login(importing response: TokenResponse, subject: String? = nil) async throws -> AccessToken {
+        try await install(response, grantType: nil, subject: subject)
+    }
+
+    private func install(_ response: TokenResponse, grantType: String?, subject: String?) async throws
+        -> AccessToken
+    {
+        await acquireStoreLock()
+        defer { releaseStoreLock() }
+        if case .active = phase {
+            try? await endSessionLocked(reason: .replacedByLogin)
+        }
+        let generation = lastGeneration.next
+        let credentials = Credentials(
+            response: response, previousRefreshToken: nil, generation: generation, now: clock.now,
+            wallNow: clock.wallNow)
+        let subject =
+            subject ?? JWTClaims(decodingPayloadOf: response.idToken ?? response.accessToken)?.subject
+        do {
+            try await tokenStore.save(TokenRecord(credentials, grantType: grantType), for: account)
+        } catch {
+            throw AuthError.storage(error)
+        }
+        let wallNow = clock.wallNow
+        let newState = SessionState(
+            isLoggedIn: true, subject: subject, lastLogin: wallNow, isGuest: false, updatedAt: wallNow)
+        do {
+            try await stateStore.save(newState, for: account)
+        } catch {
+            try? await tokenStore.delete(for: account)
+            throw AuthError.storage(error)
+        }
+        lastGeneration = generation
+        epoch += 1
+        sessionState = newState
+        let session = makeSession(credentials, grantType: grantType)
+        phase = .active(session)
+        gate.reset()
+        needsPersist = false
+        logger.info("logged in", metadata: ["auth.generation": "\(generation)", "auth.epoch": "\(epoch)"])
+        events.publish(.loggedIn(status), status: status)
+        return session.token
+    }
+
+    /// Ends the session: the state file says "logged out" first, then the tokens are
+    /// deleted, then one ``AuthEvent/loggedOut(reason:epoch:)`` is published. Callers waiting
+    /// for a refresh get ``AuthError/Code/sessionEnded``. Does nothing when logged out.
+    ///
+    /// The session ends in memory even when a store fails; the store error is thrown after.
+    public func logout(reason: LogoutReason = .userInitiated) async throws {
+        try await endSession(reason: reason, onlyEpoch: nil)
+    }
+
+    /// Ends the session when it is still in `onlyEpoch` (any epoch when `nil`).
+    func endSession(reason: LogoutReason, onlyEpoch: UInt64?) async throws {
+        await acquireStoreLock()
+        defer { releaseStoreLock() }
+        if let onlyEpoch, onlyEpoch != epoch { return }
+        try await endSessionLocked(reason: reason)
+    }
+
+    /// Ends the session; the store lock is held.
+    func endSessionLocked(reason: LogoutReason) async throws {
+        guard case .active = phase else { return }
+        let endedEpoch = epoch
+        epoch += 1
+        phase = .loggedOut(reason)
+        needsPersist = false
+        gate.recordSuccess()
+        let waiters = inFlight?.waiters ?? [:]
+        inFlight = nil
+        let failure = AuthError(.sessionEnded, logoutReason: reason)
+        for continuation in waiters.values {
+            continuation.resume(throwing: failure)
+        }
+        let wallNow = clock.wallNow
+        sessionState = SessionState(
+            isLoggedIn: false, subject: nil, lastLogin: sessionState.lastLogin, isGuest: false,
+            updatedAt: wallNow)
+        var storeError: (any Error)?
+        do {
+            try await stateStore.save(sessionState, for: account)
+        } catch {
+            storeError = error
+            storeFailureCounter.increment()
+            logger.info("session state not saved at logout", metadata: ["auth.store.error": "\(error)"])
+        }
+        do {
+            try await tokenStore.delete(for: account)
+        } catch {
+            storeError = storeError ?? error
+            storeFailureCounter.increment()
+            logger.info("tokens not deleted at logout", metadata: ["auth.store.error": "\(error)"])
+        }
+        logoutCounter.increment()
+        logger.info("logged out", metadata: ["auth.reason": "\(reason)", "auth.epoch": "\(endedEpoch)"])
+        events.publish(.loggedOut(reason: reason, epoch: endedEpoch), status: status)
+        if let storeError {
+            throw AuthError.storage(storeError, logoutReason: reason)
+        }
+    }
+
+    /// Enters or leaves guest mode (public routes only, no tokens) while logged out. The
+    /// flag is kept in the session state; a login clears it. Does nothing while logged in.
+    public func setGuestMode(_ enabled: Bool) async throws {
+        await acquireStoreLock()
+        defer { releaseStoreLock() }
+        guard case .loggedOut = phase, sessionState.isGuest != enabled else { return }
+        var newState = sessionState
+        newState.isGuest = enabled
+        newState.updatedAt = clock.wallNow
+        do {
+            try await stateStore.save(newState, for: account)
+        } catch {
+            throw AuthError.storage(error)
+        }
+        sessionState = newState
+        events.publish(.state(status), status: status)
+    }
+
+    /// Restores the session from the stores, with no network call. Call once at start,
+    /// before serving.
+    ///
+    /// Reconciliation: state "logged in" with tokens → restored; state "logged in" without
+    /// tokens → state rewritten as logged out; tokens without state "logged in" (a crash
+    /// during login or logout) → tokens deleted. A token record that cannot be read
+    /// (corrupt, wrong key) throws ``AuthError/Code/storage`` and leaves the files alone.
+    @discardableResult
+    public func restore() async throws -> SessionStatus {
+        await acquireStoreLock()
+        defer { releaseStoreLock() }
+        if case .active = phase { return status }
+        let state: SessionState?
+        let record: TokenRecord?
+        do {
+            state = try await stateStore.load(for: account)
+            record = try await tokenStore.load(for: account)
+        } catch {
+            logger.info("session not restored", metadata: ["auth.store.error": "\(error)"])
+            throw AuthError.storage(error)
+        }
+        sessionState = state ?? .loggedOut
+        switch (state?.isLoggedIn ?? false, record) {
+        case (true, let record?):
+            let credentials = record.credentials(now: clock.now, wallNow: clock.wallNow)
+            lastGeneration = max(lastGeneration, credentials.generation)
+            epoch += 1
+            phase = .active(makeSession(credentials, grantType: record.grantType))
+            logger.info("session restored", metadata: ["auth.generation": "\(credentials.generation)"])
+        case (true, nil):
+            sessionState.isLoggedIn = false
+            sessionState.updatedAt = clock.wallNow
+            phase = .loggedOut(.tokensMissing)
+            logger.info("state said logged in but no tokens were stored; now logged out")
+            try? await stateStore.save(sessionState, for: account)
+        case (false, .some):
+            logger.info("leftover tokens from an unfinished login or logout deleted")
+            try? await tokenStore.delete(for: account)
+        case (false, nil):
+            break
+        }
+        events.publish(.restored(status), status: status)
+        return status
+    }
+}

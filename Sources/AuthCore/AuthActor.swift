@@ -1,0 +1,228 @@
+internal import Foundation
+public import Logging
+internal import Metrics
+
+/// Owns one account's session: it serialises token storage, refresh and logout.
+///
+/// - ``token()`` returns the current access token, refreshing first when it expires within
+///   the skew window (with jitter) on the injected monotonic clock.
+/// - ``refresh(after:)`` is for a 401: when a newer token exists it returns it at once (the
+///   401 was for a stale token); otherwise it joins the single in-flight refresh.
+/// - A refresh runs in a task owned by the actor: a caller that is cancelled stops waiting,
+///   the refresh goes on and its result serves everyone else.
+/// - With rotation, the new pair is persisted before any waiter is resumed.
+/// - ``logout(reason:)`` bumps the session epoch; a refresh result from an older epoch is
+///   dropped, so a late refresh never revives a logged-out session.
+/// - Refresh failures are typed: terminal (`invalid_grant`, …) ends the session with one
+///   ``AuthEvent/loggedOut(reason:epoch:)``; transient ones keep the tokens and back off.
+///
+/// Every state change that touches the stores (login, logout, refresh commit, restore) runs
+/// under one FIFO store lock, so the state file and the token store are always written in
+/// the documented order: login writes tokens then state; logout writes state then deletes
+/// tokens; restore reconciles.
+public actor AuthActor {
+    /// Timing of refreshes.
+    public struct Configuration: Sendable {
+        /// Refresh when the token expires within this much time.
+        public var skew: Duration
+        /// A random extra lead in `0..<jitter`, drawn per token, so replicas do not refresh
+        /// in lockstep. The total lead never exceeds half the token's lifetime.
+        public var jitter: Duration
+        /// The refresh-loop guard.
+        public var refreshWindow: RefreshWindow
+        /// Backoff after transient failures.
+        public var backoff: BackoffPolicy
+
+        /// Creates a configuration.
+        public init(
+            skew: Duration = .seconds(30), jitter: Duration = .seconds(5),
+            refreshWindow: RefreshWindow = RefreshWindow(), backoff: BackoffPolicy = BackoffPolicy()
+        ) {
+            self.skew = skew
+            self.jitter = jitter
+            self.refreshWindow = refreshWindow
+            self.backoff = backoff
+        }
+    }
+
+    struct ActiveSession {
+        var credentials: Credentials
+        var token: AccessToken
+        var refreshAt: MonotonicInstant?
+        var grantType: String?
+    }
+
+    enum Phase {
+        case loggedOut(LogoutReason?)
+        case active(ActiveSession)
+    }
+
+    struct InFlightRefresh {
+        let id: UInt64
+        let epoch: UInt64
+        var waiters: [UInt64: CheckedContinuation<AccessToken, any Error>] = [:]
+    }
+
+    /// The account whose session this actor owns.
+    public nonisolated let account: AccountID
+    /// The broadcaster of this session's events.
+    public nonisolated let events: EventBroadcaster
+
+    let client: any TokenGrantClient
+    let tokenStore: any TokenStore
+    let stateStore: any SessionStateStore
+    let clock: any AuthClock
+    let configuration: Configuration
+    let logger: Logger
+    let randomFraction: @Sendable () -> Double
+    private let executor: (any SerialExecutor)?
+    private let executorHost = ExecutorHost()
+
+    var phase: Phase = .loggedOut(nil)
+    var sessionState = SessionState.loggedOut
+    var epoch: UInt64 = 0
+    var lastGeneration = TokenGeneration.zero
+    var inFlight: InFlightRefresh?
+    var nextFlightID: UInt64 = 0
+    var nextWaiterID: UInt64 = 0
+    var gate: RefreshGate
+    var needsPersist = false
+    var persistRetryAt = MonotonicInstant(offset: .zero)
+    var persistFailures = 0
+    var storeLockHeld = false
+    var storeLockQueue: [CheckedContinuation<Void, Never>] = []
+    var refreshesStarted = 0
+
+    let refreshCounter: Counter
+    let refreshFailureCounter: Counter
+    let logoutCounter: Counter
+    let storeFailureCounter: Counter
+
+    /// Creates the actor for `account`. Call ``restore()`` before serving.
+    ///
+    /// - Parameters:
+    ///   - account: the session's account.
+    ///   - client: the token endpoint client (normally ``OAuth2Client``).
+    ///   - tokenStore: where tokens are persisted.
+    ///   - stateStore: where the non-secret session state is persisted.
+    ///   - clock: the monotonic and wall clock.
+    ///   - events: the broadcaster to publish to; a new one when `nil`.
+    ///   - configuration: refresh timing.
+    ///   - logger: where to log (secrets are never logged).
+    ///   - executor: a serial executor to run on (e.g. an event loop's); the default actor
+    ///     executor when `nil`.
+    ///   - randomFraction: the jitter source, a value in `0..<1`.
+    public init(
+        account: AccountID = .default, client: any TokenGrantClient, tokenStore: any TokenStore,
+        stateStore: any SessionStateStore, clock: any AuthClock, events: EventBroadcaster? = nil,
+        configuration: Configuration = Configuration(),
+        logger: Logger = Logger(label: "authgate.auth"), executor: (any SerialExecutor)? = nil,
+        randomFraction: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+    ) {
+        self.account = account
+        self.client = client
+        self.tokenStore = tokenStore
+        self.stateStore = stateStore
+        self.clock = clock
+        self.events =
+            events ?? EventBroadcaster(
+                initialStatus: SessionStatus(account: account, isLoggedIn: false),
+                wallClock: { [clock] in clock.wallNow })
+        self.configuration = configuration
+        self.gate = RefreshGate(policy: configuration.backoff, window: configuration.refreshWindow)
+        var logger = logger
+        logger[metadataKey: "auth.account"] = "\(account)"
+        self.logger = logger
+        self.executor = executor
+        self.randomFraction = randomFraction
+        self.refreshCounter = Counter(label: "authgate_refresh_total", dimensions: [("outcome", "success")])
+        self.refreshFailureCounter = Counter(
+            label: "authgate_refresh_total", dimensions: [("outcome", "failure")])
+        self.logoutCounter = Counter(label: "authgate_logout_total")
+        self.storeFailureCounter = Counter(label: "authgate_token_store_failures_total")
+    }
+
+    /// The custom executor when one was given, else a default actor executor.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+        executor?.asUnownedSerialExecutor() ?? executorHost.unownedExecutor
+    }
+
+    // MARK: - Tokens
+
+    /// The current access token, refreshed first when it expires within the skew window.
+    ///
+    /// When that refresh fails transiently and the token has not yet expired, the current
+    /// token is returned. Throws ``AuthError`` (``AuthError/Code/loginRequired`` when there
+    /// is no session).
+    public func token() async throws -> AccessToken {
+        guard case .active(let session) = phase else { throw AuthError.loginRequired }
+        if needsPersist, clock.now >= persistRetryAt { await persistPendingCredentials() }
+        if let refreshAt = session.refreshAt, clock.now >= refreshAt {
+            return try await tokenAfterProactiveRefresh()
+        }
+        return session.token
+    }
+
+    /// Call after the upstream rejected the token of `generation` as invalid.
+    ///
+    /// Returns the current token at once when it is newer than `generation` (no network);
+    /// otherwise joins the single in-flight refresh (starting it if needed) and returns its
+    /// token. Throws ``AuthError``.
+    public func refresh(after generation: TokenGeneration) async throws -> AccessToken {
+        guard case .active(let session) = phase else { throw AuthError.loginRequired }
+        if session.credentials.generation > generation {
+            return session.token
+        }
+        return try await joinRefresh()
+    }
+
+    /// The session as it stands.
+    public var status: SessionStatus {
+        var status = SessionStatus(
+            account: account, isLoggedIn: false, subject: sessionState.subject,
+            lastLogin: sessionState.lastLogin, isGuest: sessionState.isGuest, epoch: epoch)
+        if case .active(let session) = phase {
+            status.isLoggedIn = true
+            status.generation = session.credentials.generation
+            status.expiresAt = session.credentials.expiresAt
+        }
+        return status
+    }
+
+    /// Whether a refresh is in flight.
+    public var isRefreshing: Bool { inFlight != nil }
+
+    /// How many callers wait for the in-flight refresh (for tests and metrics).
+    public var refreshWaiterCount: Int { inFlight?.waiters.count ?? 0 }
+
+    /// How many refreshes this actor started.
+    public var refreshCount: Int { refreshesStarted }
+
+    private func tokenAfterProactiveRefresh() async throws -> AccessToken {
+        do {
+            return try await joinRefresh()
+        } catch let error as AuthError where error.keepsSession {
+            if case .active(let session) = phase, !session.credentials.isExpired(at: clock.now) {
+                return session.token
+            }
+            if error.code == .refreshNotPossible, case .active = phase {
+                try? await endSession(reason: .expiredWithoutRefreshToken, onlyEpoch: epoch)
+                throw AuthError(.sessionEnded, logoutReason: .expiredWithoutRefreshToken)
+            }
+            throw error
+        }
+    }
+
+    func makeSession(_ credentials: Credentials, grantType: String?) -> ActiveSession {
+        var refreshAt: MonotonicInstant?
+        if let deadline = credentials.deadline {
+            let lifetime = deadline - clock.now
+            let jitter = configuration.jitter * max(0, min(1, randomFraction()))
+            let lead = min(configuration.skew + jitter, lifetime > .zero ? lifetime / 2 : .zero)
+            refreshAt = deadline - lead
+        }
+        return ActiveSession(
+            credentials: credentials, token: AccessToken(credentials), refreshAt: refreshAt,
+            grantType: grantType)
+    }
+}

@@ -1,1 +1,0 @@
-// AuthCore module.

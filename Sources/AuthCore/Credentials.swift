@@ -1,0 +1,104 @@
+public import Foundation
+
+/// The tokens of one session, as the ``AuthActor`` holds them.
+///
+/// The expiry is kept twice: as a deadline on the monotonic clock (what decisions use, immune
+/// to wall-clock jumps) and as a wall-clock date (what is shown and persisted). Printing a
+/// `Credentials` never prints a token.
+public struct Credentials: Sendable, Equatable, CustomStringConvertible,
+    CustomDebugStringConvertible
+{
+    /// The access token.
+    public var accessToken: String
+    /// The refresh token, when the server issued one.
+    public var refreshToken: String?
+    /// The token type, normally `Bearer`.
+    public var tokenType: String
+    /// The granted scope.
+    public var scope: String?
+    /// An OpenID Connect ID token, when present.
+    public var idToken: String?
+    /// When the access token expires, on the monotonic clock; `nil` when unknown.
+    public var deadline: MonotonicInstant?
+    /// When the access token expires, on the wall clock, for display; `nil` when unknown.
+    public var expiresAt: Date?
+    /// When these credentials were obtained (wall clock).
+    public var issuedAt: Date
+    /// The generation of the access token.
+    public var generation: TokenGeneration
+
+    /// Creates credentials.
+    public init(
+        accessToken: String, refreshToken: String?, tokenType: String = "Bearer",
+        scope: String? = nil, idToken: String? = nil, deadline: MonotonicInstant?,
+        expiresAt: Date?, issuedAt: Date, generation: TokenGeneration
+    ) {
+        self.accessToken = accessToken
+        self.refreshToken = refreshToken
+        self.tokenType = tokenType
+        self.scope = scope
+        self.idToken = idToken
+        self.deadline = deadline
+        self.expiresAt = expiresAt
+        self.issuedAt = issuedAt
+        self.generation = generation
+    }
+
+    /// Builds credentials from a token response.
+    ///
+    /// The expiry comes from `expires_in`; when that is absent, from the `exp` claim of a
+    /// JWT-shaped access token; otherwise it is unknown. When the response carries no new
+    /// refresh token, the previous one is kept (RFC 6749 §6).
+    public init(
+        response: TokenResponse, previousRefreshToken: String?, generation: TokenGeneration,
+        now: MonotonicInstant, wallNow: Date
+    ) {
+        self.accessToken = response.accessToken
+        self.refreshToken = response.refreshToken ?? previousRefreshToken
+        self.tokenType = response.tokenType
+        self.scope = response.scope
+        self.idToken = response.idToken
+        self.issuedAt = wallNow
+        self.generation = generation
+        if let expiresIn = response.expiresIn {
+            self.deadline = now + expiresIn
+            self.expiresAt = wallNow.addingTimeInterval(expiresIn.timeInterval)
+        } else if let exp = JWTClaims(decodingPayloadOf: response.accessToken)?.expirationDate {
+            let remaining = exp.timeIntervalSince(wallNow)
+            self.deadline = now + .milliseconds(Int64((remaining * 1000).rounded()))
+            self.expiresAt = exp
+        } else {
+            self.deadline = nil
+            self.expiresAt = nil
+        }
+    }
+
+    /// Whether the access token has expired at `now`.
+    public func isExpired(at now: MonotonicInstant) -> Bool {
+        guard let deadline else { return false }
+        return now >= deadline
+    }
+
+    /// A description with every token redacted.
+    public var description: String {
+        "Credentials(generation: \(generation), accessToken: <redacted>, refreshToken: "
+            + "\(refreshToken == nil ? "nil" : "<redacted>"), tokenType: \(tokenType), "
+            + "scope: \(scope ?? "nil"), expiresAt: \(expiresAt.map { "\($0)" } ?? "unknown"))"
+    }
+
+    /// Same as ``description``: tokens are never printed.
+    public var debugDescription: String { description }
+}
+
+extension Duration {
+    /// The duration in seconds as a `TimeInterval`.
+    var timeInterval: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+
+    /// A duration from a `TimeInterval`, rounded to milliseconds.
+    static func interval(_ seconds: TimeInterval) -> Duration {
+        .milliseconds(Int64((seconds * 1000).rounded()))
+    }
+}

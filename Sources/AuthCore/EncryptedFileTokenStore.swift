@@ -1,0 +1,148 @@
+internal import Crypto
+internal import Foundation
+
+/// A ``TokenStore`` that keeps one AES-GCM-sealed file per account in a directory.
+///
+/// - Files are mode 0600 in a directory created with mode 0700.
+/// - Writes are atomic and durable: temporary file, `fsync`, `rename`, `fsync` of the
+///   directory. A crash leaves the old record or the new one.
+/// - The account name is authenticated data: a record copied to another account's file
+///   does not open.
+/// - A record that does not open is an error (``TokenStoreError/Code/corrupt`` or
+///   ``TokenStoreError/Code/wrongKey``), never an empty session.
+///
+/// File layout: `"AGTS"`, a version byte (1), the 8-byte key fingerprint, then the AES-GCM
+/// combined box (12-byte nonce, ciphertext, 16-byte tag) of the JSON-encoded ``TokenRecord``.
+///
+/// The file I/O runs on a private serial dispatch queue, never on the caller's executor.
+public final class EncryptedFileTokenStore: TokenStore {
+    /// The directory holding the files.
+    public let directory: String
+    private let key: TokenStoreKey
+    private let file: AtomicFile
+    private let io = BlockingIOQueue(label: "authgate.token-store")
+
+    private static let magic: [UInt8] = Array("AGTS".utf8)
+    private static let version: UInt8 = 1
+
+    /// Opens (and creates, mode 0700, when absent) the store in `directory`.
+    public convenience init(directory: String, key: TokenStoreKey) throws {
+        try self.init(directory: directory, key: key, faults: nil)
+    }
+
+    /// Opens the store with injected system-call faults (tests only).
+    init(directory: String, key: TokenStoreKey, faults: AtomicFile.FaultInjector?) throws {
+        self.directory = directory
+        self.key = key
+        self.file = AtomicFile(faults: faults)
+        do {
+            try file.ensureDirectory(directory)
+        } catch let error as FileSystemError {
+            throw TokenStoreError.io(error.errno, operation: error.operation)
+        }
+    }
+
+    /// The file that holds `account`'s record.
+    public func path(for account: AccountID) -> String {
+        let digest = SHA256.hash(data: Array(account.rawValue.utf8))
+        let name = digest.prefix(12).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+        return "\(directory)/tokens-\(name).sealed"
+    }
+
+    private func associatedData(for account: AccountID) -> [UInt8] {
+        Array("authgate.tokens.v1:\(account.rawValue)".utf8)
+    }
+
+    /// Seals and writes `record`, replacing the previous one.
+    public func save(_ record: TokenRecord, for account: AccountID) async throws {
+        try await io.run { try self.saveNow(record, for: account) }
+    }
+
+    /// Reads and opens the record of `account`; `nil` when there is no file.
+    public func load(for account: AccountID) async throws -> TokenRecord? {
+        try await io.run { try self.loadNow(for: account) }
+    }
+
+    /// Deletes the record of `account`; an absent file is fine.
+    public func delete(for account: AccountID) async throws {
+        try await io.run { try self.deleteNow(for: account) }
+    }
+
+    private func saveNow(_ record: TokenRecord, for account: AccountID) throws {
+        let plaintext: Data
+        do {
+            let encoder = JSONEncoder()
+            encoder.dateEncodingStrategy = .secondsSince1970
+            plaintext = try encoder.encode(record)
+        } catch {
+            throw TokenStoreError(.encodingError, account: account, message: "record did not encode")
+        }
+        let sealed: [UInt8]
+        do {
+            let box = try AES.GCM.seal(
+                plaintext, using: key.key, authenticating: associatedData(for: account))
+            guard let combined = box.combined else {
+                throw TokenStoreError(.encodingError, account: account, message: "no combined box")
+            }
+            sealed = Self.magic + [Self.version] + key.identifier + Array(combined)
+        } catch let error as TokenStoreError {
+            throw error
+        } catch {
+            throw TokenStoreError(.encodingError, account: account, message: "sealing failed")
+        }
+        do {
+            try file.write(sealed, to: path(for: account), mode: 0o600)
+        } catch let error as FileSystemError {
+            throw TokenStoreError.io(error.errno, operation: error.operation, account: account)
+        }
+    }
+
+    private func loadNow(for account: AccountID) throws -> TokenRecord? {
+        let bytes: [UInt8]?
+        do {
+            bytes = try file.read(path(for: account))
+        } catch let error as FileSystemError {
+            throw TokenStoreError.io(error.errno, operation: error.operation, account: account)
+        }
+        guard let bytes else { return nil }
+        let headerLength = Self.magic.count + 1 + 8
+        guard bytes.count > headerLength + 28, Array(bytes.prefix(4)) == Self.magic else {
+            throw TokenStoreError(.corrupt, account: account, message: "not a sealed token record")
+        }
+        guard bytes[4] == Self.version else {
+            throw TokenStoreError(.corrupt, account: account, message: "unknown version \(bytes[4])")
+        }
+        let identifier = Array(bytes[5..<headerLength])
+        guard identifier == key.identifier else {
+            throw TokenStoreError(
+                .wrongKey, account: account, message: "record was sealed with another key")
+        }
+        let plaintext: Data
+        do {
+            let box = try AES.GCM.SealedBox(combined: Data(bytes[headerLength...]))
+            plaintext = try AES.GCM.open(
+                box, using: key.key, authenticating: associatedData(for: account))
+        } catch {
+            throw TokenStoreError(
+                .corrupt, account: account, message: "authentication failed (tampered or truncated)")
+        }
+        do {
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .secondsSince1970
+            return try decoder.decode(TokenRecord.self, from: plaintext)
+        } catch {
+            throw TokenStoreError(.corrupt, account: account, message: "record did not decode")
+        }
+    }
+
+    private func deleteNow(for account: AccountID) throws {
+        do {
+            try file.remove(path(for: account))
+        } catch let error as FileSystemError {
+            throw TokenStoreError.io(error.errno, operation: error.operation, account: account)
+        }
+    }
+}

@@ -1,0 +1,31 @@
+/// Why a session ended.
+public enum LogoutReason: Sendable, Equatable, CustomStringConvertible {
+    /// Someone asked (`POST /auth/logout`, `authgate logout`).
+    case userInitiated
+    /// The authorization server refused the refresh for good (`invalid_grant`, …).
+    case refreshRejected(code: String)
+    /// The access token expired and there is no way to renew it.
+    case expiredWithoutRefreshToken
+    /// A new login replaced the session.
+    case replacedByLogin
+    /// Found at restore: the state said "logged in" but the token store held no tokens.
+    case tokensMissing
+
+    /// A stable code for logs, metrics and problem documents.
+    public var code: String {
+        switch self {
+        case .userInitiated: "user_initiated"
+        case .refreshRejected: "refresh_rejected"
+        case .expiredWithoutRefreshToken: "expired_without_refresh_token"
+        case .replacedByLogin: "replaced_by_login"
+        case .tokensMissing: "tokens_missing"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .refreshRejected(let code): "refresh_rejected(\(code))"
+        default: code
+        }
+    }
+}

@@ -1,0 +1,71 @@
+internal import Foundation
+
+extension OAuth2Client {
+    /// Builds the HTTP request for `grant` (pure; no I/O).
+    public func makeRequest(for grant: Grant) throws -> HTTPRequestValue {
+        let mapping = configuration.mapping
+        var fields: [(String, String)] = []
+        var headers: [(name: String, value: String)] = [("Accept", "application/json")]
+        var url = configuration.tokenEndpoint
+
+        if !mapping.omitGrantType {
+            fields.append(("grant_type", grant.grantType))
+        }
+        switch grant {
+        case .password(let username, let password, let scope):
+            fields.append(("username", username))
+            fields.append(("password", password))
+            if let scope { fields.append(("scope", scope)) }
+        case .clientCredentials(let scope):
+            if let scope { fields.append(("scope", scope)) }
+        case .authorizationCode(let code, let redirectURI, let codeVerifier):
+            fields.append(("code", code))
+            if let redirectURI { fields.append(("redirect_uri", redirectURI)) }
+            if let codeVerifier { fields.append(("code_verifier", codeVerifier)) }
+        case .refreshToken(let refreshToken, let expiredAccessToken, let scope):
+            fields.append(("refresh_token", refreshToken))
+            if let scope { fields.append(("scope", scope)) }
+            if let refreshURL = mapping.refreshURL { url = refreshURL }
+            if mapping.refreshSendsExpiredAccessToken, let expiredAccessToken {
+                headers.append(("Authorization", "Bearer \(expiredAccessToken)"))
+            }
+        }
+
+        switch configuration.authentication {
+        case .basic:
+            guard let clientID = configuration.clientID else { break }
+            if headers.contains(where: { $0.name == "Authorization" }) {
+                throw TokenEndpointError(
+                    code: .invalidConfiguration, disposition: .terminal,
+                    message: "basic client authentication conflicts with refreshSendsExpiredAccessToken; use post")
+            }
+            let pair =
+                "\(FormURLEncoding.encode(clientID)):\(FormURLEncoding.encode(configuration.clientSecret ?? ""))"
+            headers.append(("Authorization", "Basic \(Data(pair.utf8).base64EncodedString())"))
+        case .post:
+            if let clientID = configuration.clientID { fields.append(("client_id", clientID)) }
+            if let secret = configuration.clientSecret { fields.append(("client_secret", secret)) }
+        case .none:
+            if let clientID = configuration.clientID { fields.append(("client_id", clientID)) }
+        }
+
+        fields = fields.map { (mapping.fieldName($0.0), $0.1) }
+        for (name, value) in mapping.extraFields.sorted(by: { $0.key < $1.key }) {
+            fields.append((name, value))
+        }
+
+        let body: [UInt8]
+        switch mapping.requestBody {
+        case .form:
+            headers.append(("Content-Type", "application/x-www-form-urlencoded"))
+            body = Array(FormURLEncoding.encode(fields).utf8)
+        case .json:
+            headers.append(("Content-Type", "application/json"))
+            var object: [String: String] = [:]
+            for (name, value) in fields { object[name] = value }
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+            body = Array(data)
+        }
+        return HTTPRequestValue(method: "POST", url: url, headers: headers, body: body)
+    }
+}

@@ -1,0 +1,91 @@
+public import Foundation
+
+extension OAuth2Client {
+    /// Interprets a token endpoint response (pure; no I/O).
+    ///
+    /// - 2xx: the token response, read through the mapping; a body that cannot be read is
+    ///   ``TokenEndpointError/Disposition/ambiguous`` (the server may have rotated).
+    /// - 429, 5xx: transient, with `Retry-After` when sent.
+    /// - 400/401 with an RFC 6749 §5.2 error body: terminal (for the standard codes).
+    /// - A status listed in ``TokenEndpointMapping/terminalStatuses``: terminal.
+    /// - Anything else (a proxy's HTML page, a bare 403): transient.
+    public func parse(_ response: HTTPResponseValue, for grant: Grant, now: Date) throws
+        -> TokenResponse
+    {
+        let mapping = configuration.mapping
+        let json = try? JSONSerialization.jsonObject(
+            with: Data(response.body), options: [.fragmentsAllowed])
+        let retryAfter = response.header("Retry-After").flatMap { RetryAfter.parse($0, now: now) }
+
+        guard (200..<300).contains(response.status) else {
+            let oauthError = json.flatMap { Self.oauthError(in: $0, paths: mapping.paths) }
+            if response.status == 429 {
+                throw TokenEndpointError(
+                    code: .rateLimited, disposition: .transient, status: 429,
+                    oauthError: oauthError, retryAfter: retryAfter)
+            }
+            if response.status >= 500 {
+                throw TokenEndpointError(
+                    code: .serverError, disposition: .transient, status: response.status,
+                    oauthError: oauthError, retryAfter: retryAfter)
+            }
+            if let oauthError {
+                let terminal =
+                    oauthError.isTerminal && [400, 401].contains(response.status)
+                    || mapping.terminalStatuses.contains(response.status)
+                throw TokenEndpointError(
+                    code: .oauthError, disposition: terminal ? .terminal : .transient,
+                    status: response.status, oauthError: oauthError, retryAfter: retryAfter)
+            }
+            let terminal = mapping.terminalStatuses.contains(response.status)
+            throw TokenEndpointError(
+                code: .unexpectedStatus, disposition: terminal ? .terminal : .transient,
+                status: response.status, retryAfter: retryAfter,
+                message: terminal ? "status declared terminal by the mapping" : "no OAuth error body")
+        }
+
+        let paths = mapping.paths
+        let accessToken: String?
+        if let headerName = mapping.accessTokenHeader {
+            accessToken = response.header(headerName).map(Self.strippingBearer)
+        } else {
+            accessToken = json.flatMap { JSONPath.string(at: paths.accessToken, in: $0) }
+        }
+        guard let accessToken, !accessToken.isEmpty else {
+            throw TokenEndpointError(
+                code: .malformedResponse, disposition: .ambiguous, status: response.status,
+                message: "no access token in the response")
+        }
+        var result = TokenResponse(accessToken: accessToken)
+        if let json {
+            result.refreshToken = JSONPath.string(at: paths.refreshToken, in: json)
+            if let seconds = JSONPath.number(at: paths.expiresIn, in: json), seconds >= 0 {
+                result.expiresIn = .interval(seconds)
+            }
+            result.tokenType = JSONPath.string(at: paths.tokenType, in: json) ?? "Bearer"
+            result.scope = JSONPath.string(at: paths.scope, in: json)
+            result.idToken = JSONPath.string(at: paths.idToken, in: json)
+        }
+        return result
+    }
+
+    static func oauthError(in json: Any, paths: TokenEndpointMapping.ResponsePaths)
+        -> OAuthErrorResponse?
+    {
+        guard let code = JSONPath.string(at: paths.error, in: json), !code.isEmpty else {
+            return nil
+        }
+        return OAuthErrorResponse(
+            error: code,
+            errorDescription: JSONPath.string(at: paths.errorDescription, in: json),
+            errorURI: JSONPath.string(at: "error_uri", in: json))
+    }
+
+    static func strippingBearer(_ value: String) -> String {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if trimmed.count > 7, trimmed.prefix(7).lowercased() == "bearer " {
+            return String(trimmed.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        }
+        return trimmed
+    }
+}

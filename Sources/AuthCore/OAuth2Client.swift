@@ -1,0 +1,75 @@
+internal import Foundation
+
+/// An RFC 6749 token-endpoint client written against ``HTTPTransport``.
+///
+/// It speaks the password, client-credentials, authorization-code (+ PKCE) and refresh-token
+/// grants, authenticates the client with Basic or in the body, parses §5.2 errors and turns
+/// every failure into a ``TokenEndpointError`` whose ``TokenEndpointError/disposition`` says
+/// whether a session should end. Servers that deviate are described by a
+/// ``TokenEndpointMapping``.
+public struct OAuth2Client: TokenGrantClient {
+    /// Where and as whom to ask for tokens.
+    public struct Configuration: Sendable, Equatable, CustomStringConvertible {
+        /// The token endpoint URL.
+        public var tokenEndpoint: String
+        /// The client identifier, when the server wants one.
+        public var clientID: String?
+        /// The client secret (confidential clients).
+        public var clientSecret: String?
+        /// How the client authenticates.
+        public var authentication: ClientAuthentication
+        /// Deviations from RFC 6749.
+        public var mapping: TokenEndpointMapping
+
+        /// Creates a configuration.
+        public init(
+            tokenEndpoint: String, clientID: String? = nil, clientSecret: String? = nil,
+            authentication: ClientAuthentication = .basic,
+            mapping: TokenEndpointMapping = .standard
+        ) {
+            self.tokenEndpoint = tokenEndpoint
+            self.clientID = clientID
+            self.clientSecret = clientSecret
+            self.authentication = authentication
+            self.mapping = mapping
+        }
+
+        /// The endpoint and client id; the secret is redacted.
+        public var description: String {
+            "OAuth2Client.Configuration(\(tokenEndpoint), client: \(clientID ?? "none"), "
+                + "auth: \(authentication.rawValue), secret: \(clientSecret == nil ? "none" : "<redacted>"))"
+        }
+    }
+
+    /// The configuration.
+    public let configuration: Configuration
+    private let transport: any HTTPTransport
+    private let clock: any AuthClock
+
+    /// Creates a client. The clock resolves `Retry-After` dates.
+    public init(configuration: Configuration, transport: any HTTPTransport, clock: any AuthClock) {
+        self.configuration = configuration
+        self.transport = transport
+        self.clock = clock
+    }
+
+    /// Presents `grant` and returns the tokens, or throws ``TokenEndpointError``.
+    public func requestToken(_ grant: Grant) async throws -> TokenResponse {
+        let request = try makeRequest(for: grant)
+        let response: HTTPResponseValue
+        do {
+            response = try await transport.send(request)
+        } catch let error as HTTPTransportError {
+            throw TokenEndpointError(
+                code: error.requestMayHaveBeenProcessed ? .networkAfterSend : .network,
+                disposition: error.requestMayHaveBeenProcessed ? .ambiguous : .transient,
+                message: error.description)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw TokenEndpointError(
+                code: .network, disposition: .transient, message: String(describing: type(of: error)))
+        }
+        return try parse(response, for: grant, now: clock.wallNow)
+    }
+}

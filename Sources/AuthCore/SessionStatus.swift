@@ -1,0 +1,37 @@
+public import Foundation
+
+/// A snapshot of a session for display and for new event subscribers. Holds no secret.
+public struct SessionStatus: Sendable, Equatable {
+    /// The account.
+    public var account: AccountID
+    /// Whether a session is logged in.
+    public var isLoggedIn: Bool
+    /// The subject, when known.
+    public var subject: String?
+    /// The generation of the current access token.
+    public var generation: TokenGeneration?
+    /// When the current access token expires (wall clock).
+    public var expiresAt: Date?
+    /// When the last login happened.
+    public var lastLogin: Date?
+    /// Whether the session is in guest mode.
+    public var isGuest: Bool
+    /// The session epoch (grows at every login and logout).
+    public var epoch: UInt64
+
+    /// Creates a status.
+    public init(
+        account: AccountID, isLoggedIn: Bool, subject: String? = nil,
+        generation: TokenGeneration? = nil, expiresAt: Date? = nil, lastLogin: Date? = nil,
+        isGuest: Bool = false, epoch: UInt64 = 0
+    ) {
+        self.account = account
+        self.isLoggedIn = isLoggedIn
+        self.subject = subject
+        self.generation = generation
+        self.expiresAt = expiresAt
+        self.lastLogin = lastLogin
+        self.isGuest = isGuest
+        self.epoch = epoch
+    }
+}

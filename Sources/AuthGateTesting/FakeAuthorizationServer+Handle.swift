@@ -1,0 +1,193 @@
+public import AuthCore
+internal import Foundation
+
+extension FakeAuthorizationServer {
+    /// Answers one request: the server's whole logic, without latency or injected failures.
+    public func handle(_ request: HTTPRequestValue) -> HTTPResponseValue {
+        guard request.method == "POST" else {
+            return HTTPResponseValue(status: 405, headers: [("Allow", "POST")])
+        }
+        switch configuration.profile {
+        case .standard:
+            guard path(of: request).hasSuffix("/token") else { return HTTPResponseValue(status: 404) }
+            return handleStandard(request)
+        case .headerToken:
+            let path = path(of: request)
+            if path.hasSuffix("/auth/login") { return handleHeaderLogin(request) }
+            if path.hasSuffix("/auth/refresh") { return handleHeaderRefresh(request) }
+            return HTTPResponseValue(status: 404)
+        }
+    }
+
+    func path(of request: HTTPRequestValue) -> String {
+        URLComponents(string: request.url)?.path ?? request.url
+    }
+
+    func isRefreshRequest(_ request: HTTPRequestValue) -> Bool {
+        switch configuration.profile {
+        case .standard: formFields(request)["grant_type"] == "refresh_token"
+        case .headerToken: path(of: request).hasSuffix("/auth/refresh")
+        }
+    }
+
+    func formFields(_ request: HTTPRequestValue) -> [String: String] {
+        let text = String(decoding: request.body, as: UTF8.self)
+        if request.header("Content-Type")?.hasPrefix("application/json") == true {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any]
+            else { return [:] }
+            return object.compactMapValues { $0 as? String }
+        }
+        var fields: [String: String] = [:]
+        for (name, value) in FormURLEncoding.decodePairs(text) ?? [] { fields[name] = value }
+        return fields
+    }
+
+    // MARK: - RFC 6749
+
+    private func handleStandard(_ request: HTTPRequestValue) -> HTTPResponseValue {
+        let fields = formFields(request)
+        guard let grantType = fields["grant_type"] else {
+            return oauthError(400, "invalid_request", "grant_type missing")
+        }
+        let clientID: String?
+        switch authenticateClient(request, fields) {
+        case .success(let id): clientID = id
+        case .failure(let box): return box.response
+        }
+        switch grantType {
+        case "password":
+            guard let user = fields["username"], let password = fields["password"],
+                configuration.users[user] == password
+            else { return oauthError(400, "invalid_grant", "bad resource owner credentials") }
+            counters.grants["password", default: 0] += 1
+            return tokenJSON(newFamily(subject: user, clientID: clientID, scope: fields["scope"]))
+        case "client_credentials":
+            guard let clientID else { return oauthError(401, "invalid_client", "client authentication required") }
+            counters.grants["client_credentials", default: 0] += 1
+            var issued = newFamily(subject: clientID, clientID: clientID, scope: fields["scope"])
+            issued.refreshToken = nil
+            return tokenJSON(issued)
+        case "authorization_code":
+            guard let code = fields["code"], let grant = codes.removeValue(forKey: code) else {
+                return oauthError(400, "invalid_grant", "unknown or used code")
+            }
+            if grant.redirectURI != fields["redirect_uri"] {
+                return oauthError(400, "invalid_grant", "redirect_uri mismatch")
+            }
+            if let challenge = grant.challenge {
+                guard let verifier = fields["code_verifier"],
+                    PKCEPair.s256Challenge(for: verifier) == challenge
+                else { return oauthError(400, "invalid_grant", "PKCE verification failed") }
+            }
+            counters.grants["authorization_code", default: 0] += 1
+            return tokenJSON(newFamily(subject: grant.subject, clientID: clientID, scope: nil))
+        case "refresh_token":
+            counters.refreshAttempts += 1
+            guard let token = fields["refresh_token"] else {
+                return oauthError(400, "invalid_request", "refresh_token missing")
+            }
+            switch refresh(token) {
+            case .success(let issued):
+                counters.grants["refresh_token", default: 0] += 1
+                return tokenJSON(issued)
+            case .failure(let reason):
+                return oauthError(400, "invalid_grant", reason.message)
+            }
+        default:
+            return oauthError(400, "unsupported_grant_type", grantType)
+        }
+    }
+
+    private func authenticateClient(_ request: HTTPRequestValue, _ fields: [String: String])
+        -> Result<String?, ResponseBox>
+    {
+        var id = fields["client_id"]
+        var secret = fields["client_secret"]
+        if let header = request.header("Authorization"), header.lowercased().hasPrefix("basic "),
+            let data = Data(base64Encoded: String(header.dropFirst(6))),
+            let pair = String(data: data, encoding: .utf8)
+        {
+            let parts = pair.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            id = FormURLEncoding.decode(parts[0])
+            secret = parts.count > 1 ? FormURLEncoding.decode(parts[1]) : nil
+        }
+        guard !configuration.clients.isEmpty else { return .success(id) }
+        guard let id, let expected = configuration.clients[id], expected == secret else {
+            return .failure(ResponseBox(response: oauthError(401, "invalid_client", "client authentication failed")))
+        }
+        return .success(id)
+    }
+
+    // MARK: - SEEDS row 7
+
+    private func handleHeaderLogin(_ request: HTTPRequestValue) -> HTTPResponseValue {
+        let fields = formFields(request)
+        guard let user = fields["username"], let password = fields["password"],
+            configuration.users[user] == password
+        else { return seedError("INVALID_CREDENTIALS", "wrong user name or password") }
+        counters.grants["password", default: 0] += 1
+        return headerTokenResponse(newFamily(subject: user, clientID: nil, scope: nil))
+    }
+
+    private func handleHeaderRefresh(_ request: HTTPRequestValue) -> HTTPResponseValue {
+        counters.refreshAttempts += 1
+        let fields = formFields(request)
+        guard let bearer = request.header("Authorization"), bearer.hasPrefix("Bearer "),
+            let access = accessIndex[String(bearer.dropFirst(7))]
+        else { return seedError("INVALID_ACCESS_TOKEN", "expired access token required as Bearer") }
+        guard let token = fields["refreshToken"], refreshIndex[token] == access.family else {
+            return seedError("REFRESH_TOKEN_EXPIRED", "refresh token does not match")
+        }
+        switch refresh(token) {
+        case .success(let issued):
+            counters.grants["refresh_token", default: 0] += 1
+            return headerTokenResponse(issued)
+        case .failure:
+            return seedError("REFRESH_TOKEN_EXPIRED", "log in again")
+        }
+    }
+
+    private func seedError(_ code: String, _ message: String) -> HTTPResponseValue {
+        let body = try! JSONSerialization.data(withJSONObject: ["code": code, "message": message], options: [.sortedKeys])
+        return HTTPResponseValue(status: 401, headers: [("Content-Type", "application/json")], body: Array(body))
+    }
+
+    private func headerTokenResponse(_ issued: IssuedTokens) -> HTTPResponseValue {
+        var data: [String: Any] = [:]
+        if let refresh = issued.refreshToken { data["refreshToken"] = refresh }
+        if configuration.sendsExpiresIn { data["expiresIn"] = Int(issued.lifetime.components.seconds) }
+        let body = try! JSONSerialization.data(withJSONObject: ["data": data], options: [.sortedKeys])
+        return HTTPResponseValue(
+            status: 200,
+            headers: [("Authorization", "Bearer \(issued.accessToken)"), ("Content-Type", "application/json")],
+            body: Array(body))
+    }
+
+    // MARK: - Responses
+
+    func oauthError(_ status: Int, _ code: String, _ description: String) -> HTTPResponseValue {
+        let body = try! JSONSerialization.data(
+            withJSONObject: ["error": code, "error_description": description], options: [.sortedKeys])
+        var headers: [(name: String, value: String)] = [
+            ("Content-Type", "application/json"), ("Cache-Control", "no-store"),
+        ]
+        if status == 401 { headers.append(("WWW-Authenticate", #"Basic realm="token""#)) }
+        return HTTPResponseValue(status: status, headers: headers, body: Array(body))
+    }
+
+    private func tokenJSON(_ issued: IssuedTokens) -> HTTPResponseValue {
+        var object: [String: Any] = ["access_token": issued.accessToken, "token_type": "Bearer"]
+        if configuration.sendsExpiresIn { object["expires_in"] = Int(issued.lifetime.components.seconds) }
+        if let refresh = issued.refreshToken { object["refresh_token"] = refresh }
+        if let scope = issued.scope { object["scope"] = scope }
+        let body = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        return HTTPResponseValue(
+            status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")],
+            body: Array(body))
+    }
+}
+
+/// A response carried in a `Result` failure.
+struct ResponseBox: Error {
+    let response: HTTPResponseValue
+}

@@ -1,0 +1,87 @@
+internal import AuthCore
+internal import Foundation
+
+extension FakeAuthorizationServer {
+    struct IssuedTokens {
+        var accessToken: String
+        var refreshToken: String?
+        var scope: String?
+        var lifetime: Duration
+    }
+
+    struct RefreshRefusal: Error {
+        let message: String
+    }
+
+    /// Starts a token family for `subject` and issues its first pair.
+    func newFamily(subject: String, clientID: String?, scope: String?) -> IssuedTokens {
+        let id = families.count + 1
+        let refresh = "rt_" + randomHex(16)
+        families[id] = Family(subject: subject, clientID: clientID, scope: scope, currentRefreshToken: refresh)
+        refreshIndex[refresh] = id
+        return IssuedTokens(
+            accessToken: issueAccessToken(family: id, subject: subject), refreshToken: refresh,
+            scope: scope, lifetime: configuration.accessTokenLifetime)
+    }
+
+    /// The refresh-token grant with rotation, reuse detection and grace window (RFC 9700).
+    func refresh(_ token: String) -> Result<IssuedTokens, RefreshRefusal> {
+        guard let id = refreshIndex[token], var family = families[id] else {
+            return .failure(RefreshRefusal(message: "unknown refresh token"))
+        }
+        guard !family.revoked else { return .failure(RefreshRefusal(message: "token family revoked")) }
+        let now = clock.now
+        if token != family.currentRefreshToken {
+            if let retiredAt = family.retired[token], let grace = configuration.reuseGraceWindow,
+                now - retiredAt <= grace
+            {
+                counters.graceReuses += 1
+                return .success(
+                    IssuedTokens(
+                        accessToken: issueAccessToken(family: id, subject: family.subject),
+                        refreshToken: family.currentRefreshToken, scope: family.scope,
+                        lifetime: configuration.accessTokenLifetime))
+            }
+            if configuration.reuseDetection {
+                counters.reuseDetections += 1
+                family.revoked = true
+                families[id] = family
+                return .failure(RefreshRefusal(message: "refresh token reuse detected; family revoked"))
+            }
+            return .failure(RefreshRefusal(message: "refresh token superseded"))
+        }
+        if configuration.rotatesRefreshTokens {
+            let next = "rt_" + randomHex(16)
+            family.retired[token] = now
+            family.currentRefreshToken = next
+            refreshIndex[next] = id
+        }
+        families[id] = family
+        return .success(
+            IssuedTokens(
+                accessToken: issueAccessToken(family: id, subject: family.subject),
+                refreshToken: configuration.rotatesRefreshTokens ? family.currentRefreshToken : nil,
+                scope: family.scope, lifetime: configuration.accessTokenLifetime))
+    }
+
+    private func issueAccessToken(family: Int, subject: String) -> String {
+        let token: String
+        let format: TokenFormat = configuration.profile == .headerToken ? .jwt : configuration.tokenFormat
+        switch format {
+        case .opaque:
+            token = "at_" + randomHex(16)
+        case .jwt:
+            let issuedAt = clock.wallNow.timeIntervalSince1970
+            let lifetime = configuration.accessTokenLifetime
+            let expiry = issuedAt + Double(lifetime.components.seconds)
+            let header = Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
+            let claims: [String: Any] = [
+                "sub": subject, "iat": Int(issuedAt), "exp": Int(expiry), "jti": randomHex(8),
+            ]
+            let payload = try! JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys])
+            token = "\(header).\(Base64URL.encode(payload)).\(Base64URL.encode(Array(randomHex(16).utf8)))"
+        }
+        accessIndex[token] = (family, clock.now + configuration.accessTokenLifetime)
+        return token
+    }
+}

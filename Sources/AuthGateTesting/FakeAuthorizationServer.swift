@@ -1,0 +1,232 @@
+public import AuthCore
+internal import Foundation
+
+/// An in-process OAuth 2 authorization server for tests, the benchmark and `authgate dev`.
+///
+/// It implements ``HTTPTransport`` directly (no sockets); its logic is ``handle(_:)``, a
+/// pure request → response function, so it can later be served over real HTTP.
+///
+/// It issues opaque or JWT-shaped tokens with a configurable lifetime on the injected
+/// clock, rotates refresh tokens, detects reuse of a rotated refresh token (revoking the
+/// whole token family) with an optional grace window, and counts what happened. Failures
+/// can be injected into refresh requests. ``Profile/headerToken`` serves the SEEDS.md row 7
+/// shape instead of RFC 6749.
+public actor FakeAuthorizationServer: HTTPTransport {
+    /// Which protocol the server speaks.
+    public enum Profile: Sendable, Equatable {
+        /// RFC 6749 at any path ending in `/token`: form bodies, JSON answers, §5.2 errors.
+        case standard
+        /// SEEDS.md row 7: `POST …/auth/login` with a JSON body `{username, password}`;
+        /// `POST …/auth/refresh` with the (expired) access token as `Bearer` and a JSON body
+        /// `{refreshToken}`. Answers carry the access token (a JWT with `exp`) in the
+        /// `Authorization` response header and `{"data": {"refreshToken": …}}` in the body;
+        /// errors are 401 with `{"code": …, "message": …}` (not OAuth).
+        case headerToken
+    }
+
+    /// The shape of issued access tokens.
+    public enum TokenFormat: Sendable, Equatable {
+        /// Random opaque strings.
+        case opaque
+        /// Unsigned-looking JWTs carrying `sub`, `iat`, `exp`, `jti`.
+        case jwt
+    }
+
+    /// What the server does.
+    public struct Configuration: Sendable {
+        /// The protocol.
+        public var profile: Profile = .standard
+        /// Access token lifetime.
+        public var accessTokenLifetime: Duration = .seconds(3600)
+        /// Access token format.
+        public var tokenFormat: TokenFormat = .opaque
+        /// Whether answers carry `expires_in` (without it, clients must read the JWT `exp`).
+        public var sendsExpiresIn = true
+        /// Whether each refresh issues a new refresh token.
+        public var rotatesRefreshTokens = true
+        /// Whether presenting a rotated refresh token revokes its whole family.
+        public var reuseDetection = true
+        /// A rotated refresh token presented within this time after its rotation is answered
+        /// with the family's current refresh token instead of being treated as reuse.
+        public var reuseGraceWindow: Duration?
+        /// Delay before answering any request (on the injected clock).
+        public var latency: Duration = .zero
+        /// Confidential clients: id → secret. Empty: no client authentication required.
+        public var clients: [String: String] = ["authgate": "s3cret"]
+        /// Users for the password grant: name → password.
+        public var users: [String: String] = ["alice": "wonderland"]
+
+        /// Creates the default configuration.
+        public init() {}
+    }
+
+    /// A failure injected into the next refresh request.
+    public enum Failure: Sendable, Equatable {
+        /// Processes the request (rotating the refresh token) and then drops the answer:
+        /// the client sees a lost connection.
+        case dropAnswerAfterCommit
+        /// The connection fails before anything is processed.
+        case networkError
+        /// An HTTP error status with a plain-text body.
+        case serverError(status: Int)
+        /// 429 with `Retry-After: seconds`.
+        case tooManyRequests(retryAfterSeconds: Int)
+        /// 400 `invalid_grant`.
+        case invalidGrant
+        /// A status with an HTML body (a proxy's error page).
+        case nonOAuthBody(status: Int)
+        /// Answers normally after an extra delay on the injected clock.
+        case slow(Duration)
+    }
+
+    /// What happened so far.
+    public struct Counters: Sendable, Equatable {
+        /// Requests received.
+        public var requests = 0
+        /// Successful grants by `grant_type` (row-7 profile: `password`, `refresh_token`).
+        public var grants: [String: Int] = [:]
+        /// Refresh requests received (successful or not).
+        public var refreshAttempts = 0
+        /// Rotated refresh tokens presented after their grace window (families revoked).
+        public var reuseDetections = 0
+        /// Rotated refresh tokens accepted inside the grace window.
+        public var graceReuses = 0
+        /// Failures injected.
+        public var injectedFailures = 0
+
+        /// Successful refreshes.
+        public var refreshes: Int { grants["refresh_token", default: 0] }
+    }
+
+    struct Family {
+        let subject: String
+        let clientID: String?
+        let scope: String?
+        var currentRefreshToken: String
+        var retired: [String: MonotonicInstant] = [:]
+        var revoked = false
+    }
+
+    struct AuthorizationCode {
+        let subject: String
+        let clientID: String?
+        let redirectURI: String?
+        let challenge: String?
+    }
+
+    let configuration: Configuration
+    let clock: any AuthClock
+    var counters = Counters()
+    var families: [Int: Family] = [:]
+    var refreshIndex: [String: Int] = [:]
+    var accessIndex: [String: (family: Int, deadline: MonotonicInstant)] = [:]
+    var codes: [String: AuthorizationCode] = [:]
+    var failures: [Failure] = []
+    var holding = false
+    var held: [CheckedContinuation<Void, Never>] = []
+    var random = SystemRandomNumberGenerator()
+
+    /// Creates a server.
+    public init(configuration: Configuration = Configuration(), clock: any AuthClock) {
+        self.configuration = configuration
+        self.clock = clock
+    }
+
+    /// The counters.
+    public var statistics: Counters { counters }
+
+    /// Queues `failure` for the next `count` refresh requests.
+    public func inject(_ failure: Failure, count: Int = 1) {
+        failures += Array(repeating: failure, count: count)
+    }
+
+    /// Makes refresh requests wait until ``releaseRefreshes()``.
+    public func holdRefreshes() {
+        holding = true
+    }
+
+    /// Lets held refresh requests (and later ones) through.
+    public func releaseRefreshes() {
+        holding = false
+        let waiting = held
+        held.removeAll()
+        for continuation in waiting { continuation.resume() }
+    }
+
+    /// How many refresh requests are held.
+    public var heldRefreshCount: Int { held.count }
+
+    /// Revokes every token family (as if every refresh token expired).
+    public func revokeAllSessions() {
+        for id in families.keys { families[id]?.revoked = true }
+    }
+
+    /// Whether `accessToken` is one this server issued, unexpired and not revoked (what a
+    /// resource server would check).
+    public func isValid(accessToken: String) -> Bool {
+        guard let entry = accessIndex[accessToken], let family = families[entry.family] else { return false }
+        return !family.revoked && clock.now < entry.deadline
+    }
+
+    /// Registers an authorization code, as if the user had approved the client at the
+    /// authorization endpoint.
+    public func issueAuthorizationCode(
+        subject: String, clientID: String? = "authgate", redirectURI: String? = nil,
+        codeChallenge: String? = nil
+    ) -> String {
+        let code = "code_" + randomHex(12)
+        codes[code] = AuthorizationCode(
+            subject: subject, clientID: clientID, redirectURI: redirectURI, challenge: codeChallenge)
+        return code
+    }
+
+    /// Sends `request` through latency, holds and injected failures to ``handle(_:)``.
+    public func send(_ request: HTTPRequestValue) async throws -> HTTPResponseValue {
+        counters.requests += 1
+        if configuration.latency > .zero {
+            try await clock.sleep(for: configuration.latency)
+        }
+        guard isRefreshRequest(request) else { return handle(request) }
+        if holding {
+            await withCheckedContinuation { held.append($0) }
+        }
+        guard !failures.isEmpty else { return handle(request) }
+        let failure = failures.removeFirst()
+        counters.injectedFailures += 1
+        switch failure {
+        case .dropAnswerAfterCommit:
+            _ = handle(request)
+            throw HTTPTransportError(.connectionLost, "injected: answer dropped after commit")
+        case .networkError:
+            counters.refreshAttempts += 1
+            throw HTTPTransportError(.connectFailed, "injected: connection refused")
+        case .serverError(let status):
+            counters.refreshAttempts += 1
+            return HTTPResponseValue(
+                status: status, headers: [("Content-Type", "text/plain")], body: Array("internal error".utf8))
+        case .tooManyRequests(let seconds):
+            counters.refreshAttempts += 1
+            return HTTPResponseValue(
+                status: 429, headers: [("Retry-After", "\(seconds)"), ("Content-Type", "text/plain")],
+                body: Array("slow down".utf8))
+        case .invalidGrant:
+            counters.refreshAttempts += 1
+            return oauthError(400, "invalid_grant", "injected")
+        case .nonOAuthBody(let status):
+            counters.refreshAttempts += 1
+            return HTTPResponseValue(
+                status: status, headers: [("Content-Type", "text/html")],
+                body: Array("<html><body>Bad Gateway</body></html>".utf8))
+        case .slow(let delay):
+            try await clock.sleep(for: delay)
+            return handle(request)
+        }
+    }
+
+    func randomHex(_ bytes: Int) -> String {
+        (0..<bytes).map { _ in
+            let byte = UInt8.random(in: .min ... .max, using: &random)
+            return byte < 16 ? "0" + String(byte, radix: 16) : String(byte, radix: 16)
+        }.joined()
+    }
+}

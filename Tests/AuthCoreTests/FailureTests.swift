@@ -1,0 +1,225 @@
+import AuthCore
+import AuthGateTesting
+import Foundation
+import Testing
+
+/// REFERENCES.md items 3, 4, 8, 11: failures, backoff, logout semantics.
+@Suite struct FailureTests {
+    @Test func transientFailureKeepsTokensAndHonoursRetryAfter() async throws {
+        let h = Harness()
+        let log = EventLog(h.actor.events)
+        let first = try await h.login()
+        await h.server.inject(.tooManyRequests(retryAfterSeconds: 120))
+        let error = await #expect(throws: AuthError.self) { try await h.actor.refresh(after: first.generation) }
+        #expect(error?.code == .refreshFailed)
+        #expect(error?.retryAfter == .seconds(120))
+        #expect(error?.endpointError?.code == .rateLimited)
+        #expect(await h.actor.status.isLoggedIn)
+        #expect(h.tokenStore.record(for: .default)?.accessToken == first.value, "tokens kept")
+
+        // During the backoff no request is sent.
+        let attempts = await h.server.statistics.refreshAttempts
+        h.clock.advance(by: .seconds(119))
+        let backingOff = await #expect(throws: AuthError.self) { try await h.actor.refresh(after: first.generation) }
+        #expect(backingOff?.code == .backingOff)
+        #expect(backingOff?.retryAfter == .seconds(1))
+        #expect(await h.server.statistics.refreshAttempts == attempts)
+
+        h.clock.advance(by: .seconds(1))
+        let second = try await h.actor.refresh(after: first.generation)
+        #expect(second.generation > first.generation)
+        #expect(await eventually {
+            await log.events.contains(.refreshFailed(code: "rate_limited", retryAfter: .seconds(120)))
+        })
+        #expect(await log.loggedOutCount == 0)
+        log.stop()
+    }
+
+    @Test func backoffGrowsExponentiallyWithoutRetryAfter() async throws {
+        let h = Harness(actor: .init(skew: .seconds(30), jitter: .zero, refreshWindow: RefreshWindow(interval: .seconds(30), maximumAttempts: 10)))
+        let first = try await h.login()
+        var delays: [Duration] = []
+        for _ in 0..<4 {
+            await h.server.inject(.serverError(status: 503))
+            let error = await #expect(throws: AuthError.self) { try await h.actor.refresh(after: first.generation) }
+            delays.append(error?.retryAfter ?? .zero)
+            h.clock.advance(by: delays.last!)
+        }
+        #expect(delays == [.seconds(1), .seconds(2), .seconds(4), .seconds(8)])
+        let second = try await h.actor.refresh(after: first.generation)
+        await h.server.inject(.serverError(status: 500))
+        let reset = await #expect(throws: AuthError.self) { try await h.actor.refresh(after: second.generation) }
+        #expect(reset?.retryAfter == .seconds(1), "success resets the backoff")
+    }
+
+    @Test(arguments: [
+        FakeAuthorizationServer.Failure.networkError, .dropAnswerAfterCommit, .serverError(status: 502),
+        .nonOAuthBody(status: 400), .nonOAuthBody(status: 403),
+    ])
+    func networkAndServerErrorsNeverLogOut(failure: FakeAuthorizationServer.Failure) async throws {
+        let h = Harness()
+        let first = try await h.login()
+        await h.server.inject(failure)
+        let error = await #expect(throws: AuthError.self) { try await h.actor.refresh(after: first.generation) }
+        #expect(error?.code == .refreshFailed)
+        #expect(await h.actor.status.isLoggedIn)
+        #expect(h.stateStore.stored(for: .default)?.isLoggedIn == true)
+        #expect(h.tokenStore.record(for: .default) != nil)
+    }
+
+    @Test func proactiveRefreshFailureStillServesTheUnexpiredToken() async throws {
+        let h = Harness()
+        let first = try await h.login()
+        h.clock.advance(by: .seconds(3580))  // inside the skew window, not expired
+        await h.server.inject(.networkError)
+        #expect(try await h.actor.token() == first)
+        h.clock.advance(by: .seconds(30))  // expired, backoff over
+        let second = try await h.actor.token()
+        #expect(second.generation > first.generation)
+    }
+
+    @Test func everyWaiterGetsTheSameErrorWhenTheRefreshFails() async throws {
+        let h = Harness()
+        let first = try await h.login()
+        await h.server.holdRefreshes()
+        await h.server.inject(.serverError(status: 500))
+        let waiters = (0..<100).map { _ in
+            Task { () -> AuthError? in
+                do {
+                    _ = try await h.actor.refresh(after: first.generation)
+                    return nil
+                } catch { return error as? AuthError }
+            }
+        }
+        #expect(await eventually { await h.actor.refreshWaiterCount == 100 })
+        await h.server.releaseRefreshes()
+        for waiter in waiters {
+            let error = await waiter.value
+            #expect(error?.code == .refreshFailed)
+        }
+        #expect(await h.server.statistics.refreshAttempts == 1)
+    }
+
+    @Test func invalidGrantLogsOutExactlyOncePerEpoch() async throws {
+        let h = Harness()
+        let log = EventLog(h.actor.events)
+        let first = try await h.login()
+        await h.server.revokeAllSessions()
+        await h.server.holdRefreshes()
+        let waiters = (0..<100).map { _ in
+            Task { () -> AuthError? in
+                do {
+                    _ = try await h.actor.refresh(after: first.generation)
+                    return nil
+                } catch { return error as? AuthError }
+            }
+        }
+        #expect(await eventually { await h.actor.refreshWaiterCount == 100 })
+        await h.server.releaseRefreshes()
+        for waiter in waiters {
+            let error = await waiter.value
+            #expect(error?.code == .sessionEnded)
+            #expect(error?.logoutReason == .refreshRejected(code: "invalid_grant"))
+        }
+        // Stray 401s and explicit logouts afterwards change nothing.
+        for _ in 0..<5 {
+            _ = try? await h.actor.refresh(after: first.generation)
+            try await h.actor.logout()
+        }
+        #expect(await !h.actor.status.isLoggedIn)
+        #expect(h.tokenStore.record(for: .default) == nil)
+        #expect(h.stateStore.stored(for: .default)?.isLoggedIn == false)
+        #expect(await eventually { await log.events.count >= 3 })
+        #expect(await log.loggedOutCount == 1)
+
+        // A new login is a new epoch with its own single loggedOut.
+        try await h.login()
+        try await h.actor.logout()
+        try await h.actor.logout()
+        #expect(await eventually { await log.loggedOutCount == 2 })
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(await log.loggedOutCount == 2)
+        log.stop()
+    }
+
+    @Test func logoutDuringRefreshStaysLoggedOut() async throws {
+        let h = Harness()
+        let first = try await h.login()
+        await h.server.holdRefreshes()
+        let waiter = Task { try await h.actor.refresh(after: first.generation) }
+        #expect(await eventually { await h.server.heldRefreshCount == 1 })
+        try await h.actor.logout()
+        let error = await #expect(throws: AuthError.self) { try await waiter.value }
+        #expect(error?.code == .sessionEnded)
+        await h.server.releaseRefreshes()  // the late refresh result arrives now
+        #expect(await eventually { await h.server.statistics.refreshes == 1 })
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(await !h.actor.status.isLoggedIn)
+        #expect(h.tokenStore.record(for: .default) == nil, "the late result is not persisted")
+        let after = await #expect(throws: AuthError.self) { try await h.actor.token() }
+        #expect(after?.code == .loginRequired)
+    }
+
+    @Test func expiredTokenIsNeverHandedOutWhileTheServerIsDown() async throws {
+        // envoy#44674: a stale token injected while the authorization server is down.
+        let h = Harness()
+        try await h.login()
+        h.clock.advance(by: .seconds(3600))
+        await h.server.inject(.networkError)
+        let error = await #expect(throws: AuthError.self) { try await h.actor.token() }
+        #expect(error?.code == .refreshFailed)
+        let again = await #expect(throws: AuthError.self) { try await h.actor.token() }
+        #expect(again?.code == .backingOff)
+        #expect(await h.actor.status.isLoggedIn)
+    }
+
+    @Test func refusedLoginWritesNothing() async throws {
+        let h = Harness()
+        let error = await #expect(throws: AuthError.self) {
+            try await h.actor.login(.password(username: "alice", password: "wrong"))
+        }
+        #expect(error?.code == .loginFailed)
+        #expect(error?.endpointError?.oauthError?.error == "invalid_grant")
+        #expect(h.tokenStore.record(for: .default) == nil)
+        #expect(h.stateStore.stored(for: .default) == nil)
+    }
+
+    @Test func lateRefreshOfAReplacedSessionIsDropped() async throws {
+        let h = Harness()
+        let log = EventLog(h.actor.events)
+        let first = try await h.login()
+        await h.server.holdRefreshes()
+        let waiter = Task { try await h.actor.refresh(after: first.generation) }
+        #expect(await eventually { await h.server.heldRefreshCount == 1 })
+        let second = try await h.login()  // a new login replaces the session meanwhile
+        let error = await #expect(throws: AuthError.self) { try await waiter.value }
+        #expect(error?.logoutReason == .replacedByLogin)
+        await h.server.releaseRefreshes()
+        #expect(await eventually { await h.server.statistics.refreshes == 1 })
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(try await h.actor.token() == second, "the late result of the old session is dropped")
+        #expect(h.tokenStore.record(for: .default)?.accessToken == second.value)
+        #expect(await log.loggedOutCount == 1)
+        log.stop()
+    }
+
+    @Test func expiredSessionWithoutRefreshTokenLogsOut() async throws {
+        let h = Harness()
+        try await h.actor.login(importing: TokenResponse(accessToken: "imported", expiresIn: .seconds(60)))
+        #expect(try await h.actor.token().value == "imported")
+        h.clock.advance(by: .seconds(61))
+        let error = await #expect(throws: AuthError.self) { try await h.actor.token() }
+        #expect(error?.code == .sessionEnded)
+        #expect(error?.logoutReason == .expiredWithoutRefreshToken)
+        #expect(await !h.actor.status.isLoggedIn)
+    }
+
+    @Test func clientCredentialsSessionRenewsByRunningTheGrantAgain() async throws {
+        let h = Harness()
+        let first = try await h.actor.login(.clientCredentials(scope: "read"))
+        h.clock.advance(by: .seconds(3600))
+        let second = try await h.actor.token()
+        #expect(second.generation > first.generation)
+        #expect(await h.server.statistics.grants["client_credentials"] == 2)
+    }
+}
