@@ -69,7 +69,7 @@ let package = Package(
         ),
         .target(
             name: "AuthGateTesting",
-            dependencies: ["AuthCore"],
+            dependencies: ["AuthCore", "Runtime", "HTTPWire"],
             swiftSettings: strict
         ),
         .executableTarget(

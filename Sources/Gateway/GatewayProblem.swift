@@ -1,9 +1,62 @@
+public import AuthCore
 public import HTTPWire
 
-/// The problem documents the gateway answers with.
+/// The problem documents the gateway answers with, one place for all of them.
 public enum GatewayProblem {
+    static func make(_ code: String, _ status: Int, _ detail: String, _ extensions: [(String, String)] = []) -> Problem {
+        Problem(
+            type: "https://authgate.dev/problems/\(code)", title: ResponseHead.reason(for: status), status: status,
+            detail: detail, extensions: extensions)
+    }
+
     /// No route matches the request path.
-    public static let noRoute = Problem(
-        type: "https://authgate.dev/problems/no-route", title: "Not Found", status: 404,
-        detail: "no route matches this path")
+    public static let noRoute = make("no-route", 404, "no route matches this path")
+
+    /// An authenticated route with no session (SEEDS row 10): nothing was sent upstream.
+    public static let loginRequired = make(
+        "login-required", 401, "this route needs a session and there is none; log in through the admin API (POST /auth/login)")
+
+    /// The response for an ``AuthCore/AuthError`` met while serving a request, and any extra headers.
+    public static func forAuthError(_ error: AuthError) -> (Problem, HTTPHeaders) {
+        var headers = HTTPHeaders()
+        func retryAfter() -> Int {
+            let seconds = Int((error.retryAfter ?? .seconds(1)).components.seconds)
+            let rounded = max(1, seconds)
+            headers.add(name: "Retry-After", value: String(rounded))
+            return rounded
+        }
+        switch error.code {
+        case .loginRequired:
+            return (loginRequired, headers)
+        case .sessionEnded:
+            let reason = error.logoutReason?.code ?? "unknown"
+            return (
+                make(
+                    "session-ended", 401,
+                    "the session ended (\(reason)); log in again through the admin API (POST /auth/login)",
+                    [("reason", Problem.quote(reason))]), headers
+            )
+        case .refreshFailed, .backingOff:
+            let s = retryAfter()
+            return (
+                make(
+                    "refresh-unavailable", 503,
+                    "the authorization server could not refresh the token just now; the session is kept, retry in \(s) s"),
+                headers
+            )
+        case .excessiveRefresh:
+            _ = retryAfter()
+            return (
+                make(
+                    "excessive-refresh", 503,
+                    "the upstream rejected every fresh token; refreshing is paused to avoid a refresh loop"), headers
+            )
+        case .refreshNotPossible:
+            return (make("refresh-not-possible", 401, "the token expired and the session cannot renew it; log in again"), headers)
+        case .loginFailed:
+            return (make("login-failed", 401, "the login was refused"), headers)
+        case .storage:
+            return (make("token-store-failed", 500, "the token store failed; see the AuthGate log"), headers)
+        }
+    }
 }

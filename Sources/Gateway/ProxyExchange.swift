@@ -1,28 +1,61 @@
 import HTTPWire
 import Runtime
 
+/// How an exchange ended.
+enum ExchangeOutcome: Sendable {
+    /// The upstream response went to the client (whole, or cut short by a failure after its head).
+    case forwarded(status: Int)
+    /// The response was held back (a token rejection to answer with refresh and replay).
+    case intercepted
+    /// No response reached the client from the upstream; a problem document did.
+    case failed(UpstreamError)
+}
+
+/// What to do with a response once its head is known.
+enum HeadDecision {
+    /// Send it to the client, with these extra header fields.
+    case forward(HTTPHeaders)
+    /// Keep it from the client and discard its body.
+    case intercept
+}
+
 /// Streams one upstream response to one client, with backpressure both ways:
 /// when the client falls behind, the upstream transfer pauses until it catches up.
 /// Loop-confined.
 final class ProxyExchange: UpstreamResponseHandler {
     let writer: ResponseWriter
     var transfer: UpstreamTransfer?
+    private let decide: ((Int, HTTPHeaders) -> HeadDecision)?
+    private let completion: ((ExchangeOutcome) -> Void)?
     private var headSent = false
-    private let onFinish: ((Int, UpstreamError?) -> Void)?
+    private var intercepted = false
     private var status = 0
 
-    init(writer: ResponseWriter, onFinish: ((Int, UpstreamError?) -> Void)? = nil) {
+    init(
+        writer: ResponseWriter, decide: ((Int, HTTPHeaders) -> HeadDecision)? = nil,
+        completion: ((ExchangeOutcome) -> Void)? = nil
+    ) {
         self.writer = writer
-        self.onFinish = onFinish
+        self.decide = decide
+        self.completion = completion
     }
 
     func upstreamHead(status: Int, headers: HTTPHeaders) {
-        headSent = true
         self.status = status
-        writer.writeHead(status: status, headers: ForwardedHeaders.clientResponse(headers))
+        var out = ForwardedHeaders.clientResponse(headers)
+        switch decide?(status, headers) ?? .forward(HTTPHeaders()) {
+        case .intercept:
+            intercepted = true
+            return
+        case .forward(let extra):
+            for (n, v) in extra { out.replaceOrAdd(name: n, value: v) }
+        }
+        headSent = true
+        writer.writeHead(status: status, headers: out)
     }
 
     func upstreamBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if intercepted { return true }
         guard writer.isWritable else {
             writer.whenWritable { [weak self] in self?.transfer?.resume() }
             return false
@@ -33,15 +66,21 @@ final class ProxyExchange: UpstreamResponseHandler {
 
     func upstreamFinished(_ error: UpstreamError?) {
         transfer = nil
+        if intercepted {
+            completion?(.intercepted)
+            return
+        }
         if let error {
             if headSent {
                 writer.abort()
+                completion?(.forwarded(status: status))
             } else {
                 writer.respond(problem: error.problem)
+                completion?(.failed(error))
             }
-        } else {
-            writer.end()
+            return
         }
-        onFinish?(error?.status ?? status, error)
+        writer.end()
+        completion?(.forwarded(status: status))
     }
 }

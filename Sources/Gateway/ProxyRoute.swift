@@ -10,13 +10,24 @@ public struct ProxyRoute: Sendable, Equatable {
     public var stripPrefix: Bool
     /// Fields set on every request sent upstream, replacing any the client sent.
     public var injectHeaders: HTTPHeaders
+    /// Whether the route needs the session's token (SEEDS row 5); public routes pass
+    /// through untouched (guest mode, row 12).
+    public var requiresAuthentication: Bool
+    /// Whether a client's own `Authorization` goes upstream. Default: stripped on
+    /// authenticated routes (the session's token replaces it), passed on public ones.
+    public var forwardClientAuthorization: Bool
 
     /// Creates a route.
-    public init(prefix: String, upstream: UpstreamBase, stripPrefix: Bool = false, injectHeaders: HTTPHeaders = HTTPHeaders()) {
+    public init(
+        prefix: String, upstream: UpstreamBase, stripPrefix: Bool = false, injectHeaders: HTTPHeaders = HTTPHeaders(),
+        requiresAuthentication: Bool = false, forwardClientAuthorization: Bool? = nil
+    ) {
         self.prefix = prefix
         self.upstream = upstream
         self.stripPrefix = stripPrefix
         self.injectHeaders = injectHeaders
+        self.requiresAuthentication = requiresAuthentication
+        self.forwardClientAuthorization = forwardClientAuthorization ?? !requiresAuthentication
     }
 
     /// Whether `path` is under this route's prefix (at a segment boundary).

@@ -1,23 +1,35 @@
+import AuthCore
 public import HTTPWire
 public import Runtime
 import Synchronization
 
 /// Forwards requests under configured prefixes to their upstreams, streaming bodies both
 /// ways. Each loop has its own ``UpstreamClient``, so a request never leaves its loop.
+///
+/// On an authenticated route it is the one policy point (SEEDS rows 5, 10, 11): it
+/// attaches the session's token of generation g; when the upstream rejects that token
+/// (401 with `error="invalid_token"` or no error), it calls `refresh(after: g)` — one
+/// refresh however many requests wait — and replays the request once with the new
+/// token and its buffered body (rows 6, 9). 403 and `insufficient_scope` pass through.
 public final class ReverseProxy: HTTPResponder {
     /// The routes, longest prefix first.
     public let routes: [ProxyRoute]
     private let clientConfiguration: UpstreamClientConfiguration
     private let clients = Mutex<[ObjectIdentifier: UpstreamClient]>([:])
     private let fallback: (any HTTPResponder)?
+    private let authentication: ProxyAuthentication?
+    private let metrics: GatewayMetrics
 
     /// Creates a proxy; requests matching no route go to `fallback` (or get 404).
     public init(
         routes: [ProxyRoute], clientConfiguration: UpstreamClientConfiguration = UpstreamClientConfiguration(),
+        authentication: ProxyAuthentication? = nil, metrics: GatewayMetrics = GatewayMetrics(),
         fallback: (any HTTPResponder)? = nil
     ) {
         self.routes = routes.sorted { $0.prefix.count > $1.prefix.count }
         self.clientConfiguration = clientConfiguration
+        self.authentication = authentication
+        self.metrics = metrics
         self.fallback = fallback
     }
 
@@ -27,8 +39,18 @@ public final class ReverseProxy: HTTPResponder {
     }
 
     public func bodyPolicy(for head: RequestHead, limits: HTTPLimits) -> BodyPolicy {
-        if let target = try? RequestTarget(head.target), route(for: target.path) != nil { return .stream }
-        return fallback?.bodyPolicy(for: head, limits: limits) ?? .buffer(maxBytes: limits.maxBufferedBodyBytes)
+        guard let target = try? RequestTarget(head.target), let route = route(for: target.path) else {
+            return fallback?.bodyPolicy(for: head, limits: limits) ?? .buffer(maxBytes: limits.maxBufferedBodyBytes)
+        }
+        if route.requiresAuthentication, let authentication {
+            // Buffer what can be replayed; stream the rest.
+            switch head.framing {
+            case .none: return .buffer(maxBytes: 0)
+            case .length(let n) where n <= UInt64(authentication.replayLimit): return .buffer(maxBytes: authentication.replayLimit)
+            default: return .stream
+            }
+        }
+        return .stream
     }
 
     public func respond(to request: HTTPRequest, writer: ResponseWriter) {
@@ -47,6 +69,91 @@ public final class ReverseProxy: HTTPResponder {
             }
             return
         }
+        let started = ContinuousClock.now
+        if !route.requiresAuthentication {
+            let metrics = self.metrics
+            start(request, route, target, writer, token: nil, decide: nil) { outcome in
+                metrics.request(kind: "public", status: outcome.status, seconds: started.secondsSince)
+            }
+            return
+        }
+        guard let authentication else {
+            writer.respond(
+                problem: GatewayProblem.make(
+                    "no-session-configured", 500, "this route requires authentication but no session is configured"))
+            return
+        }
+        Task(executorPreference: request.loop) {
+            let status = await self.authenticated(request, route, target, writer, authentication)
+            self.metrics.request(kind: "authenticated", status: status, seconds: started.secondsSince)
+        }
+    }
+
+    /// Serves one request on an authenticated route; returns the status the client got.
+    private func authenticated(
+        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
+        _ auth: ProxyAuthentication
+    ) async -> Int {
+        let session = auth.session
+        let token: AccessToken
+        do {
+            token = try await session.token()
+        } catch {
+            return respond(error, writer)
+        }
+        let replayable: Bool
+        if case .buffered = request.body { replayable = true } else { replayable = false }
+        let policy = auth.rejectionPolicy
+        let metrics = self.metrics
+        let first = await exchange(request, route, target, writer, token: token) { status, headers in
+            guard policy.classify(status: status, wwwAuthenticate: headers[all: "www-authenticate"]) == .tokenRejected else {
+                return .forward(HTTPHeaders())
+            }
+            if replayable { return .intercept }
+            // The body went upstream as it arrived and cannot be sent again: pass the
+            // 401 on, say why, and still refresh so the next request gets a new token.
+            metrics.replay("skipped_body_streamed")
+            Task { _ = try? await session.refresh(after: token.generation) }
+            var extra = HTTPHeaders()
+            extra.add(name: "AuthGate-Replay", value: "skipped; the request body was streamed and cannot be replayed")
+            return .forward(extra)
+        }
+        guard case .intercepted = first else { return first.status }
+        let fresh: AccessToken
+        do {
+            fresh = try await session.refresh(after: token.generation)
+        } catch {
+            metrics.replay("refresh_failed")
+            return respond(error, writer)
+        }
+        metrics.replay("replayed")
+        return await exchange(request, route, target, writer, token: fresh, decide: nil).status
+    }
+
+    private func respond(_ error: any Error, _ writer: ResponseWriter) -> Int {
+        let authError = error as? AuthError ?? AuthError.storage(error)
+        let (problem, headers) = GatewayProblem.forAuthError(authError)
+        writer.respond(problem: problem, headers: headers)
+        return problem.status
+    }
+
+    /// One exchange with the upstream, awaited.
+    private func exchange(
+        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
+        token: AccessToken?, decide: (@Sendable (Int, HTTPHeaders) -> HeadDecision)?
+    ) async -> ExchangeOutcome {
+        await withCheckedContinuation { cont in
+            request.loop.executeSoonOrNow {
+                self.start(request, route, target, writer, token: token, decide: decide) { cont.resume(returning: $0) }
+            }
+        }
+    }
+
+    /// Starts an exchange on the request's loop.
+    private func start(
+        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
+        token: AccessToken?, decide: ((Int, HTTPHeaders) -> HeadDecision)?, completion: @escaping (ExchangeOutcome) -> Void
+    ) {
         let body: UpstreamRequestBody
         switch request.body {
         case .buffered(let bytes): body = bytes.isEmpty ? .none : .bytes(bytes)
@@ -59,12 +166,17 @@ public final class ReverseProxy: HTTPResponder {
         }
         var headers = ForwardedHeaders.upstreamRequest(
             request.head.headers, clientAddress: request.remoteAddress, upstreamAuthority: route.upstream.authority,
-            removeAuthorization: false)
+            removeAuthorization: !route.forwardClientAuthorization || token != nil)
         for (name, value) in route.injectHeaders { headers.replaceOrAdd(name: name, value: value) }
+        if let token { headers.replaceOrAdd(name: "Authorization", value: token.authorizationHeaderValue) }
         let upstream = UpstreamRequest(
             method: request.head.method, url: route.upstreamURL(path: target.path, query: target.query), headers: headers,
             body: body)
-        let exchange = ProxyExchange(writer: writer)
+        let metrics = self.metrics
+        let exchange = ProxyExchange(writer: writer, decide: decide) { outcome in
+            if case .failed(let e) = outcome { metrics.upstreamFailure(e.kind.rawValue) }
+            completion(outcome)
+        }
         let transfer = client(for: request.loop).start(upstream, handler: exchange)
         if !transfer.isFinished {
             exchange.transfer = transfer
@@ -74,11 +186,30 @@ public final class ReverseProxy: HTTPResponder {
     }
 
     /// The client of `loop`, created on first use. Call on `loop`.
-    func client(for loop: EventLoop) -> UpstreamClient {
+    public func client(for loop: EventLoop) -> UpstreamClient {
         let id = ObjectIdentifier(loop)
         if let c = clients.withLock({ $0[id] }) { return c }
         let c = UpstreamClient(loop: loop, configuration: clientConfiguration)
         clients.withLock { $0[id] = c }
         return c
+    }
+}
+
+extension ExchangeOutcome {
+    /// The status the client saw.
+    var status: Int {
+        switch self {
+        case .forwarded(let s): s
+        case .intercepted: 401
+        case .failed(let e): e.status
+        }
+    }
+}
+
+extension ContinuousClock.Instant {
+    /// Seconds elapsed since this instant.
+    var secondsSince: Double {
+        let d = ContinuousClock.now - self
+        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 }

@@ -1,0 +1,109 @@
+import AuthCore
+import HTTPWire
+public import Runtime
+import Synchronization
+
+/// Serves a ``FakeAuthorizationServer`` over real HTTP on the libuv server.
+public struct FakeAuthorizationServerResponder: HTTPResponder {
+    /// The server behind it.
+    public let server: FakeAuthorizationServer
+
+    /// Creates the responder.
+    public init(server: FakeAuthorizationServer) { self.server = server }
+
+    public func respond(to request: HTTPRequest, writer: ResponseWriter) {
+        guard case .buffered(let body) = request.body else { return }
+        let value = HTTPRequestValue(
+            method: request.head.method, url: "http://\(request.head.headers[first: "host"] ?? "localhost")\(request.head.target)",
+            headers: request.head.headers.fields, body: body)
+        let server = self.server
+        Task(executorPreference: request.loop) {
+            do {
+                let response = try await server.send(value)
+                writer.respond(status: response.status, headers: HTTPHeaders(response.headers), body: response.body)
+            } catch {
+                // An injected dropped answer: the connection closes without a response.
+                writer.abort()
+            }
+        }
+    }
+}
+
+/// A resource server that accepts the access tokens a ``FakeAuthorizationServer`` issued
+/// and has not expired, the way a real API behind AuthGate would.
+///
+/// - `/public/…` answers without looking at `Authorization`.
+/// - `/admin/…` answers 403 with `insufficient_scope` to any valid token.
+/// - everything else needs a valid token: 401 `invalid_token` for an expired or unknown
+///   one, 401 with a bare `Bearer` challenge when there is none.
+/// Every answer is JSON echoing the method, path, body size and whether a token came.
+public final class FakeResourceServer: HTTPResponder {
+    /// The authorization server whose tokens are accepted.
+    public let authorization: FakeAuthorizationServer
+    private let counters = Mutex(Counters())
+
+    /// What the resource server saw.
+    public struct Counters: Sendable, Equatable {
+        /// Requests answered 2xx.
+        public var accepted = 0
+        /// Requests refused for their token.
+        public var rejected = 0
+        /// Requests without any `Authorization`.
+        public var anonymous = 0
+    }
+
+    /// Creates the server.
+    public init(authorization: FakeAuthorizationServer) { self.authorization = authorization }
+
+    /// A snapshot of the counters.
+    public var statistics: Counters { counters.withLock { $0 } }
+
+    public func respond(to request: HTTPRequest, writer: ResponseWriter) {
+        let head = request.head
+        let bodyCount: Int
+        if case .buffered(let b) = request.body { bodyCount = b.count } else { bodyCount = 0 }
+        let auth = head.headers[first: "authorization"]
+        let path = String(head.path)
+        func answer(_ status: Int, _ extra: HTTPHeaders = HTTPHeaders()) {
+            var h = extra
+            h.add(name: "Content-Type", value: "application/json")
+            let json =
+                "{\"status\":\(status),\"method\":\(Problem.quote(head.method)),\"path\":\(Problem.quote(path)),\"body_bytes\":\(bodyCount),\"authenticated\":\(auth != nil)}"
+            writer.respond(status: status, headers: h, body: Array(json.utf8))
+        }
+        if path.hasPrefix("/public") {
+            counters.withLock {
+                $0.accepted += 1
+                if auth == nil { $0.anonymous += 1 }
+            }
+            answer(200)
+            return
+        }
+        guard let auth, auth.hasPrefix("Bearer ") else {
+            counters.withLock { $0.anonymous += 1; $0.rejected += 1 }
+            var h = HTTPHeaders()
+            h.add(name: "WWW-Authenticate", value: "Bearer realm=\"fake\"")
+            answer(401, h)
+            return
+        }
+        let token = String(auth.dropFirst(7))
+        let server = authorization
+        Task(executorPreference: request.loop) { [self] in
+            let valid = await server.isValid(accessToken: token)
+            if !valid {
+                counters.withLock { $0.rejected += 1 }
+                var h = HTTPHeaders()
+                h.add(name: "WWW-Authenticate", value: "Bearer realm=\"fake\", error=\"invalid_token\"")
+                answer(401, h)
+            } else if path.hasPrefix("/admin") {
+                counters.withLock { $0.rejected += 1 }
+                var h = HTTPHeaders()
+                h.add(name: "WWW-Authenticate", value: "Bearer realm=\"fake\", error=\"insufficient_scope\", scope=\"admin\"")
+                answer(403, h)
+            } else {
+                counters.withLock { $0.accepted += 1 }
+                answer(200)
+            }
+        }
+    }
+}

@@ -1,0 +1,34 @@
+public import AuthCore
+import HTTPWire
+public import Runtime
+
+/// ``AuthCore/HTTPTransport`` over the libcurl upstream client: token-endpoint calls run
+/// on an event loop like every other exchange.
+public struct CurlTransport: HTTPTransport {
+    let client: UpstreamClient
+    let maxResponseBytes: Int
+
+    /// Creates a transport over `client`.
+    public init(client: UpstreamClient, maxResponseBytes: Int = 1 << 20) {
+        self.client = client
+        self.maxResponseBytes = maxResponseBytes
+    }
+
+    public func send(_ request: HTTPRequestValue) async throws -> HTTPResponseValue {
+        var headers = HTTPHeaders()
+        for (name, value) in request.headers { headers.add(name: name, value: value) }
+        let upstream = UpstreamRequest(
+            method: request.method, url: request.url, headers: headers, body: request.body.isEmpty && request.method == "GET" ? .none : .bytes(request.body))
+        do {
+            let r = try await client.send(upstream, maxBodyBytes: maxResponseBytes)
+            return HTTPResponseValue(status: r.status, headers: r.headers.fields, body: r.body)
+        } catch {
+            switch error.kind {
+            case .connectFailed, .tls, .invalidRequest: throw HTTPTransportError(.connectFailed, error.message)
+            case .timeout: throw HTTPTransportError(.timeout, error.message)
+            case .connectionReset, .invalidResponse, .responseTooLarge: throw HTTPTransportError(.connectionLost, error.message)
+            case .cancelled, .other: throw HTTPTransportError(.other, error.message)
+            }
+        }
+    }
+}

@@ -1,0 +1,21 @@
+public import AuthCore
+
+/// What authenticated routes need: the session, the rules for reading upstream 401s, and
+/// how much of a request body is kept for a replay.
+public struct ProxyAuthentication: Sendable {
+    /// The session whose token is attached.
+    public let session: AuthActor
+    /// Tells a rejected token (refresh and replay) from `insufficient_scope`, 403 or a
+    /// downstream service's 401 (passed through).
+    public var rejectionPolicy: UpstreamRejectionPolicy
+    /// Request bodies up to this size are buffered so they can be replayed after a
+    /// refresh; larger (or chunked) bodies are streamed and never replayed.
+    public var replayLimit: Int
+
+    /// Creates the settings.
+    public init(session: AuthActor, rejectionPolicy: UpstreamRejectionPolicy = UpstreamRejectionPolicy(), replayLimit: Int = 1 << 20) {
+        self.session = session
+        self.rejectionPolicy = rejectionPolicy
+        self.replayLimit = replayLimit
+    }
+}
