@@ -1,0 +1,206 @@
+public import AuthCore
+import Foundation
+public import HTTPWire
+public import Runtime
+
+/// The admin REST API (described by `openapi/authgate.yaml`), on its own listener:
+/// login, logout, session, refresh, events (SSE), health and metrics.
+///
+/// Every `/auth/*` and `/metrics` request needs `Authorization: Bearer <admin token>`,
+/// compared in constant time, unless the token check was turned off explicitly.
+/// `/livez` and `/readyz` answer without it, for probes.
+public final class AdminAPI: HTTPResponder {
+    /// Settings of the admin API.
+    public struct Configuration: Sendable {
+        /// The admin token; nil turns the check off (only when asked for explicitly).
+        public var adminToken: String?
+        /// Time between SSE heartbeat comments.
+        public var heartbeat: Duration
+        /// Largest login body accepted.
+        public var maxBodyBytes: Int
+
+        /// Creates settings.
+        public init(adminToken: String?, heartbeat: Duration = .seconds(15), maxBodyBytes: Int = 64 * 1024) {
+            self.adminToken = adminToken
+            self.heartbeat = heartbeat
+            self.maxBodyBytes = maxBodyBytes
+        }
+    }
+
+    let configuration: Configuration
+    let session: AuthActor
+    let metrics: GatewayMetrics
+    let readiness: Readiness
+    let proxyConnections: @Sendable () -> Int
+
+    /// Creates the API over `session`.
+    public init(
+        configuration: Configuration, session: AuthActor, metrics: GatewayMetrics, readiness: Readiness,
+        proxyConnections: @escaping @Sendable () -> Int = { 0 }
+    ) {
+        self.configuration = configuration
+        self.session = session
+        self.metrics = metrics
+        self.readiness = readiness
+        self.proxyConnections = proxyConnections
+    }
+
+    public func bodyPolicy(for head: RequestHead, limits: HTTPLimits) -> BodyPolicy {
+        .buffer(maxBytes: configuration.maxBodyBytes)
+    }
+
+    public func respond(to request: HTTPRequest, writer: ResponseWriter) {
+        let path = request.head.path
+        let method = request.head.method
+        switch path {
+        case "/livez":
+            guard allow(method, ["GET", "HEAD"], writer) else { return }
+            json(writer, 200, #"{"status":"ok"}"#)
+            return
+        case "/readyz":
+            guard allow(method, ["GET", "HEAD"], writer) else { return }
+            let (ready, reason) = readiness.check()
+            json(writer, ready ? 200 : 503, ready ? #"{"status":"ready"}"# : #"{"status":"not_ready","reason":\#(Problem.quote(reason))}"#)
+            return
+        default:
+            break
+        }
+        guard authorized(request.head) else {
+            var h = HTTPHeaders()
+            h.add(name: "WWW-Authenticate", value: "Bearer realm=\"authgate-admin\"")
+            writer.respond(
+                problem: GatewayProblem.make(
+                    "admin-token-required", 401, "this endpoint needs Authorization: Bearer <admin token>"),
+                headers: h)
+            return
+        }
+        let body: [UInt8]
+        if case .buffered(let b) = request.body { body = b } else { body = [] }
+        switch path {
+        case "/auth/login":
+            guard allow(method, ["POST"], writer) else { return }
+            Task(executorPreference: request.loop) { await self.login(request.head, body, writer) }
+        case "/auth/logout":
+            guard allow(method, ["POST"], writer) else { return }
+            Task(executorPreference: request.loop) { await self.logout(writer) }
+        case "/auth/session":
+            guard allow(method, ["GET", "HEAD"], writer) else { return }
+            Task(executorPreference: request.loop) {
+                let status = await self.session.status
+                self.json(writer, 200, AdminJSON.session(status))
+            }
+        case "/auth/refresh":
+            guard allow(method, ["POST"], writer) else { return }
+            Task(executorPreference: request.loop) { await self.refresh(writer) }
+        case "/auth/guest":
+            guard allow(method, ["POST", "DELETE"], writer) else { return }
+            Task(executorPreference: request.loop) { await self.guest(method == "POST", writer) }
+        case "/auth/events":
+            guard allow(method, ["GET"], writer) else { return }
+            streamEvents(request, writer)
+        case "/metrics":
+            guard allow(method, ["GET"], writer) else { return }
+            Task(executorPreference: request.loop) {
+                let inFlight = await self.session.isRefreshing ? 1 : 0
+                let status = await self.session.status
+                let text = self.metrics.render(
+                    refreshesInFlight: inFlight, loggedIn: status.isLoggedIn, activeConnections: self.proxyConnections())
+                var h = HTTPHeaders()
+                h.add(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
+                writer.respond(status: 200, headers: h, body: Array(text.utf8))
+            }
+        default:
+            writer.respond(problem: GatewayProblem.make("no-route", 404, "the admin API has no endpoint at this path"))
+        }
+    }
+
+    // MARK: Endpoints
+
+    private func logout(_ writer: ResponseWriter) async {
+        do {
+            try await session.logout(reason: .userInitiated)
+            json(writer, 200, AdminJSON.session(await session.status))
+        } catch {
+            problem(writer, error)
+        }
+    }
+
+    private func refresh(_ writer: ResponseWriter) async {
+        do {
+            let current = await session.status
+            guard current.isLoggedIn, let generation = current.generation else { throw AuthError.loginRequired }
+            _ = try await session.refresh(after: generation)
+            json(writer, 200, AdminJSON.session(await session.status))
+        } catch {
+            problem(writer, error)
+        }
+    }
+
+    private func guest(_ enabled: Bool, _ writer: ResponseWriter) async {
+        do {
+            if enabled, await session.status.isLoggedIn {
+                writer.respond(
+                    problem: GatewayProblem.make("logged-in", 409, "guest mode is only for a logged-out session; log out first"))
+                return
+            }
+            try await session.setGuestMode(enabled)
+            json(writer, 200, AdminJSON.session(await session.status))
+        } catch {
+            problem(writer, error)
+        }
+    }
+
+    // MARK: Helpers
+
+    func problem(_ writer: ResponseWriter, _ error: any Error) {
+        if let wire = error as? WireError {
+            writer.respond(problem: wire.problem)
+            return
+        }
+        let authError = error as? AuthError ?? AuthError.storage(error)
+        if authError.code == .loginFailed, let endpoint = authError.endpointError {
+            writer.respond(problem: AdminJSON.loginFailure(endpoint))
+            return
+        }
+        let (p, h) = GatewayProblem.forAuthError(authError)
+        writer.respond(problem: p, headers: h)
+    }
+
+    func json(_ writer: ResponseWriter, _ status: Int, _ text: String) {
+        var h = HTTPHeaders()
+        h.add(name: "Content-Type", value: "application/json")
+        h.add(name: "Cache-Control", value: "no-store")
+        writer.respond(status: status, headers: h, body: Array(text.utf8))
+    }
+
+    private func allow(_ method: String, _ allowed: [String], _ writer: ResponseWriter) -> Bool {
+        if allowed.contains(method) { return true }
+        var h = HTTPHeaders()
+        h.add(name: "Allow", value: allowed.joined(separator: ", "))
+        writer.respond(
+            problem: GatewayProblem.make(
+                "method-not-allowed", 405, "\(method) is not allowed here; use \(allowed.joined(separator: " or "))"),
+            headers: h)
+        return false
+    }
+
+    private func authorized(_ head: RequestHead) -> Bool {
+        guard let expected = configuration.adminToken else { return true }
+        guard let header = head.headers[first: "authorization"], header.count > 7,
+            String(header.prefix(7)).caseInsensitiveEquals("bearer ")
+        else { return false }
+        return AdminAPI.constantTimeEquals(Array(header.utf8.dropFirst(7)), Array(expected.utf8))
+    }
+
+    /// Compares without an early exit, so the time does not tell how much matched.
+    static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        var diff = UInt8(a.count == b.count ? 0 : 1)
+        let n = max(a.count, b.count)
+        for i in 0..<n {
+            let x = i < a.count ? a[i] : 0
+            let y = i < b.count ? b[i] : 0
+            diff |= x ^ y
+        }
+        return diff == 0
+    }
+}

@@ -1,0 +1,49 @@
+import AuthCore
+import Foundation
+import HTTPWire
+
+/// JSON documents of the admin API. None contains a token.
+enum AdminJSON {
+    static func date(_ d: Date?) -> String {
+        guard let d else { return "null" }
+        return Problem.quote(d.formatted(.iso8601))
+    }
+
+    static func string(_ s: String?) -> String { s.map(Problem.quote) ?? "null" }
+
+    /// The session document (`GET /auth/session`).
+    static func session(_ s: SessionStatus) -> String {
+        let state = s.isLoggedIn ? "logged_in" : (s.isGuest ? "guest" : "logged_out")
+        return
+            "{\"account\":\(Problem.quote(s.account.rawValue)),\"state\":\"\(state)\",\"subject\":\(string(s.subject)),\"expires_at\":\(date(s.expiresAt)),\"generation\":\(s.generation.map { String($0.rawValue) } ?? "null"),\"last_login\":\(date(s.lastLogin)),\"guest\":\(s.isGuest),\"epoch\":\(s.epoch)}"
+    }
+
+    /// One event as the `data:` of an SSE message.
+    static func event(_ r: AuthEventRecord) -> String {
+        var fields = "\"id\":\(r.id),\"type\":\"\(r.event.name)\",\"at\":\(date(r.timestamp))"
+        switch r.event {
+        case .state(let s), .restored(let s), .loggedIn(let s):
+            fields += ",\"session\":\(session(s))"
+        case .refreshed(let g, let persisted):
+            fields += ",\"generation\":\(g.rawValue),\"persisted\":\(persisted)"
+        case .refreshFailed(let code, let retryAfter):
+            fields += ",\"code\":\(Problem.quote(code)),\"retry_after_seconds\":\(retryAfter.components.seconds)"
+        case .loggedOut(let reason, let epoch):
+            fields += ",\"reason\":\(Problem.quote(reason.code)),\"detail\":\(Problem.quote(reason.description)),\"epoch\":\(epoch)"
+        }
+        return "{\(fields)}"
+    }
+
+    /// The problem for a refused or failed login.
+    static func loginFailure(_ e: TokenEndpointError) -> Problem {
+        switch e.disposition {
+        case .terminal:
+            let code = e.oauthError?.error ?? "rejected"
+            return GatewayProblem.make(
+                "login-rejected", 401, "the authorization server refused the login (\(code))", [("error", Problem.quote(code))])
+        default:
+            return GatewayProblem.make(
+                "authorization-server-unavailable", 502, "the authorization server could not be reached or failed; try again")
+        }
+    }
+}
