@@ -1,0 +1,164 @@
+public import AuthCore
+public import Foundation
+
+/// Everything `authgate serve` reads from its configuration file (JSON).
+///
+/// Secrets are never inline: the client secret, the admin token and the store key come
+/// from files (a Kubernetes secret, a systemd credential) or, for the key, from the
+/// environment, read by `main` only.
+public struct GatewayConfiguration: Sendable, Codable, Equatable {
+    /// A listening address.
+    public struct Listener: Sendable, Codable, Equatable {
+        public var host: String
+        public var port: Int
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+    }
+
+    /// A proxied path prefix.
+    public struct Route: Sendable, Codable, Equatable {
+        public var prefix: String
+        public var upstream: String
+        public var stripPrefix: Bool?
+        public var requiresAuthentication: Bool?
+        public var forwardClientAuthorization: Bool?
+        public init(
+            prefix: String, upstream: String, stripPrefix: Bool? = nil, requiresAuthentication: Bool? = nil,
+            forwardClientAuthorization: Bool? = nil
+        ) {
+            self.prefix = prefix
+            self.upstream = upstream
+            self.stripPrefix = stripPrefix
+            self.requiresAuthentication = requiresAuthentication
+            self.forwardClientAuthorization = forwardClientAuthorization
+        }
+    }
+
+    /// The authorization server.
+    public struct Authorization: Sendable, Codable, Equatable {
+        public var tokenEndpoint: String
+        public var clientID: String?
+        /// A file holding the client secret.
+        public var clientSecretFile: String?
+        /// `basic`, `post` or `none`.
+        public var clientAuthentication: String?
+        /// A declarative mapping for a non-standard token endpoint.
+        public var mapping: TokenEndpointMapping?
+        public init(
+            tokenEndpoint: String, clientID: String? = nil, clientSecretFile: String? = nil,
+            clientAuthentication: String? = nil, mapping: TokenEndpointMapping? = nil
+        ) {
+            self.tokenEndpoint = tokenEndpoint
+            self.clientID = clientID
+            self.clientSecretFile = clientSecretFile
+            self.clientAuthentication = clientAuthentication
+            self.mapping = mapping
+        }
+    }
+
+    public var proxy: Listener
+    public var admin: Listener
+    /// A file holding the admin token.
+    public var adminTokenFile: String?
+    /// Must be true to run the admin API without a token.
+    public var adminTokenDisabled: Bool?
+    public var authorization: Authorization
+    public var routes: [Route]
+    /// Where the encrypted tokens and the session state live.
+    public var stateDirectory: String
+    /// A file holding the 32-byte store key (raw or base64).
+    public var keyFile: String?
+    /// Create the key file (mode 0600) when it is missing.
+    public var createKey: Bool?
+    /// Event loops; default one per core.
+    public var loops: Int?
+    /// Refresh this many seconds before expiry (default 30).
+    public var refreshSkewSeconds: Int?
+    /// Request bodies up to this size are kept for a replay (default 1 MiB).
+    public var replayLimitBytes: Int?
+    /// A CA bundle for TLS upstreams and the token endpoint.
+    public var caFile: String?
+    /// Upstream timeouts in seconds.
+    public var connectTimeoutSeconds: Int?
+    public var upstreamTimeoutSeconds: Int?
+
+    public init(
+        proxy: Listener, admin: Listener, adminTokenFile: String? = nil, adminTokenDisabled: Bool? = nil,
+        authorization: Authorization, routes: [Route], stateDirectory: String, keyFile: String? = nil,
+        createKey: Bool? = nil, loops: Int? = nil
+    ) {
+        self.proxy = proxy
+        self.admin = admin
+        self.adminTokenFile = adminTokenFile
+        self.adminTokenDisabled = adminTokenDisabled
+        self.authorization = authorization
+        self.routes = routes
+        self.stateDirectory = stateDirectory
+        self.keyFile = keyFile
+        self.createKey = createKey
+        self.loops = loops
+    }
+
+    /// Decodes and checks a configuration; every error names the field at fault.
+    public static func load(from data: Data) throws -> GatewayConfiguration {
+        let c: GatewayConfiguration
+        do {
+            c = try JSONDecoder().decode(GatewayConfiguration.self, from: data)
+        } catch let DecodingError.keyNotFound(key, ctx) {
+            throw ConfigurationError("missing field \(path(ctx.codingPath + [key]))")
+        } catch let DecodingError.typeMismatch(_, ctx) {
+            throw ConfigurationError("wrong type at \(path(ctx.codingPath))")
+        } catch let DecodingError.valueNotFound(_, ctx) {
+            throw ConfigurationError("null at \(path(ctx.codingPath))")
+        } catch let DecodingError.dataCorrupted(ctx) {
+            throw ConfigurationError("invalid JSON at \(path(ctx.codingPath))")
+        }
+        try c.validate()
+        return c
+    }
+
+    /// Checks values the types cannot.
+    public func validate() throws {
+        for (name, l) in [("proxy", proxy), ("admin", admin)] where !(0...65535).contains(l.port) {
+            throw ConfigurationError("\(name).port must be 0…65535")
+        }
+        if adminTokenFile == nil && adminTokenDisabled != true {
+            throw ConfigurationError("adminTokenFile is required (or set adminTokenDisabled: true explicitly)")
+        }
+        if routes.isEmpty { throw ConfigurationError("routes must name at least one route") }
+        for (i, r) in routes.enumerated() {
+            guard r.prefix.hasPrefix("/") else { throw ConfigurationError("routes[\(i)].prefix must start with /") }
+            guard UpstreamBase(r.upstream) != nil else {
+                throw ConfigurationError("routes[\(i)].upstream must be an http or https URL without query or credentials")
+            }
+        }
+        if let a = authorization.clientAuthentication, !["basic", "post", "none"].contains(a) {
+            throw ConfigurationError("authorization.clientAuthentication must be basic, post or none")
+        }
+        if !authorization.tokenEndpoint.hasPrefix("http://") && !authorization.tokenEndpoint.hasPrefix("https://") {
+            throw ConfigurationError("authorization.tokenEndpoint must be an http or https URL")
+        }
+    }
+
+    static func path(_ keys: [any CodingKey]) -> String {
+        keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().trimmingCharacters(in: ["."])
+    }
+
+    /// The gateway routes.
+    public var proxyRoutes: [ProxyRoute] {
+        routes.map {
+            ProxyRoute(
+                prefix: $0.prefix, upstream: UpstreamBase($0.upstream)!, stripPrefix: $0.stripPrefix ?? false,
+                requiresAuthentication: $0.requiresAuthentication ?? true,
+                forwardClientAuthorization: $0.forwardClientAuthorization)
+        }
+    }
+}
+
+/// A configuration that cannot be used.
+public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
+    public let description: String
+    public init(_ message: String) { description = message }
+}
