@@ -101,6 +101,6 @@ let arguments = CommandLine.arguments.dropFirst().compactMap { Int($0) }
 let iterations = arguments.first ?? 1_000_000
 let storms = arguments.count > 1 ? Array(arguments.dropFirst()) : [10_000, 100_000]
 try await fastPath(iterations: iterations)
-for size in storms {
+for size in storms where size > 0 {
     try await storm(waiters: size)
 }

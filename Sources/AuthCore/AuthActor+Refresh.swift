@@ -4,6 +4,10 @@ internal import Logging
 extension AuthActor {
     /// Joins the in-flight refresh, starting one when there is none.
     func joinRefresh() async throws -> AccessToken {
+        // Called from inside this actor's own refresh request: waiting would wait for itself.
+        if RefreshTaskMarker.actor == ObjectIdentifier(self) {
+            throw AuthError(.refreshReentered)
+        }
         if inFlight == nil {
             try startRefresh()
         }
@@ -63,10 +67,14 @@ extension AuthActor {
             "refresh started",
             metadata: ["auth.generation": "\(session.credentials.generation)", "auth.epoch": "\(epoch)"])
         let client = self.client
+        let marker = ObjectIdentifier(self)
         Task {
             let result: Result<TokenResponse, any Error>
             do {
-                result = .success(try await client.requestToken(grant))
+                let response = try await RefreshTaskMarker.$actor.withValue(marker) {
+                    try await client.requestToken(grant)
+                }
+                result = .success(response)
             } catch {
                 result = .failure(error)
             }

@@ -181,10 +181,13 @@ public actor AuthActor {
         var status = SessionStatus(
             account: account, isLoggedIn: false, subject: sessionState.subject,
             lastLogin: sessionState.lastLogin, isGuest: sessionState.isGuest, epoch: epoch)
-        if case .active(let session) = phase {
+        switch phase {
+        case .active(let session):
             status.isLoggedIn = true
             status.generation = session.credentials.generation
             status.expiresAt = session.credentials.expiresAt
+        case .loggedOut(let reason):
+            status.logoutReason = reason
         }
         return status
     }

@@ -14,6 +14,9 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
         case excessiveRefresh = "excessive_refresh"
         /// The session has no refresh token and no renewable grant.
         case refreshNotPossible = "refresh_not_possible"
+        /// The refresh's own request asked this actor for a token (an interceptor applied to
+        /// the token endpoint call). Answered at once instead of deadlocking.
+        case refreshReentered = "refresh_reentered"
         /// The login grant was refused or failed.
         case loginFailed = "login_failed"
         /// A store failed; see ``AuthError/storeError``.
@@ -61,7 +64,7 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Whether the session survives this error (the tokens are kept).
     public var keepsSession: Bool {
         switch code {
-        case .refreshFailed, .backingOff, .excessiveRefresh, .refreshNotPossible: true
+        case .refreshFailed, .backingOff, .excessiveRefresh, .refreshNotPossible, .refreshReentered: true
         default: false
         }
     }

@@ -18,12 +18,14 @@ public struct SessionStatus: Sendable, Equatable {
     public var isGuest: Bool
     /// The session epoch (grows at every login and logout).
     public var epoch: UInt64
+    /// Why the last session ended, while logged out (`nil` when it never existed here).
+    public var logoutReason: LogoutReason?
 
     /// Creates a status.
     public init(
         account: AccountID, isLoggedIn: Bool, subject: String? = nil,
         generation: TokenGeneration? = nil, expiresAt: Date? = nil, lastLogin: Date? = nil,
-        isGuest: Bool = false, epoch: UInt64 = 0
+        isGuest: Bool = false, epoch: UInt64 = 0, logoutReason: LogoutReason? = nil
     ) {
         self.account = account
         self.isLoggedIn = isLoggedIn
@@ -33,5 +35,6 @@ public struct SessionStatus: Sendable, Equatable {
         self.lastLogin = lastLogin
         self.isGuest = isGuest
         self.epoch = epoch
+        self.logoutReason = logoutReason
     }
 }

@@ -127,6 +127,7 @@ import Testing
             try await h.actor.logout()
         }
         #expect(await !h.actor.status.isLoggedIn)
+        #expect(await h.actor.status.logoutReason == .refreshRejected(code: "invalid_grant"))
         #expect(h.tokenStore.record(for: .default) == nil)
         #expect(h.stateStore.stored(for: .default)?.isLoggedIn == false)
         #expect(await eventually { await log.events.count >= 3 })

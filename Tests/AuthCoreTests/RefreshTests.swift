@@ -1,6 +1,8 @@
 import AuthCore
 import AuthGateTesting
 import Foundation
+import Logging
+import Synchronization
 import Testing
 
 /// REFERENCES.md "What their users keep reporting", items 1, 2, 4, 5, 6, 10.
@@ -196,17 +198,59 @@ import Testing
         #expect(record?.generation == (try await h.actor.token()).generation)
     }
 
-    @Test func refreshCallGoesToTheTransportDirectlyWithoutRecursingIntoTheActor() async throws {
-        // Item 6: the refresh request itself is never intercepted. A transport that calls
-        // back into the actor while the refresh runs must not deadlock: token() answers (it
-        // joins or returns), refresh(after:) joins the same flight.
-        let h = Harness()
-        let first = try await h.login()
-        await h.server.holdRefreshes()
-        let refreshing = Task { try await h.actor.refresh(after: first.generation) }
-        #expect(await eventually { await h.server.heldRefreshCount == 1 })
-        #expect(try await h.actor.token() == first, "token() still answers during a refresh")
-        await h.server.releaseRefreshes()
-        _ = try await refreshing.value
+    @Test func interceptedRefreshCallIsAnsweredInsteadOfDeadlocking() async throws {
+        // Alamofire#3509, okhttp#6747: an interceptor that asks for a token is applied to the
+        // token endpoint call itself. With an expired token that would wait for itself.
+        let clock = TestClock()
+        let server = FakeAuthorizationServer(clock: clock)
+        let transport = InterceptingTransport(inner: server)
+        let actor = AuthActor(
+            client: OAuth2Client(
+                configuration: .init(tokenEndpoint: Harness.tokenEndpoint, clientID: "authgate", clientSecret: "s3cret"),
+                transport: transport, clock: clock),
+            tokenStore: InMemoryTokenStore(), stateStore: InMemorySessionStateStore(), clock: clock,
+            configuration: .init(skew: .seconds(30), jitter: .zero),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        transport.attach(actor)
+        let first = try await actor.login(.password(username: "alice", password: "wonderland"))
+        clock.advance(by: .seconds(3600))
+        let second = try await actor.token()
+        #expect(second.generation > first.generation)
+        #expect(transport.observed == [.loginRequired, .refreshReentered])
+
+        // Inside the skew window but not expired, the interceptor simply gets the current token.
+        clock.advance(by: .seconds(3575))
+        let third = try await actor.token()
+        #expect(third.generation > second.generation)
+        #expect(transport.observed == [.loginRequired, .refreshReentered])
+    }
+
+}
+
+/// A transport that, like a careless interceptor, asks the actor for a token before every
+/// request, including the refresh request itself.
+final class InterceptingTransport: HTTPTransport {
+    private let inner: FakeAuthorizationServer
+    private let state = Mutex<(actor: AuthActor?, observed: [AuthError.Code])>((nil, []))
+
+    init(inner: FakeAuthorizationServer) {
+        self.inner = inner
+    }
+
+    func attach(_ actor: AuthActor) {
+        state.withLock { $0.actor = actor }
+    }
+
+    var observed: [AuthError.Code] { state.withLock { $0.observed } }
+
+    func send(_ request: HTTPRequestValue) async throws -> HTTPResponseValue {
+        if let actor = state.withLock({ $0.actor }) {
+            do {
+                _ = try await actor.token()
+            } catch let error as AuthError {
+                state.withLock { $0.observed.append(error.code) }
+            }
+        }
+        return try await inner.send(request)
     }
 }
