@@ -55,6 +55,8 @@ public enum GatewayProblem {
             return (make("refresh-not-possible", 401, "the token expired and the session cannot renew it; log in again"), headers)
         case .loginFailed:
             return (make("login-failed", 401, "the login was refused"), headers)
+        case .refreshReentered:
+            return (make("refresh-reentered", 500, "the token request itself asked for a token; check the transport"), headers)
         case .storage:
             return (make("token-store-failed", 500, "the token store failed; see the AuthGate log"), headers)
         }
