@@ -76,6 +76,7 @@ let package = Package(
             name: "authgate",
             dependencies: [
                 "Gateway",
+                "AuthGateTesting",
                 "Runtime",
                 "HTTPWire",
                 "AuthCore",

@@ -13,6 +13,20 @@ public struct FakeAuthorizationServerResponder: HTTPResponder {
 
     public func respond(to request: HTTPRequest, writer: ResponseWriter) {
         guard case .buffered(let body) = request.body else { return }
+        if request.head.path == "/stats" {
+            // The counters, for harnesses that check how many refreshes reached the server.
+            let server = self.server
+            Task(executorPreference: request.loop) {
+                let c = await server.statistics
+                let grants = c.grants.sorted { $0.key < $1.key }.map { "\(Problem.quote($0.key)):\($0.value)" }.joined(separator: ",")
+                let json =
+                    "{\"requests\":\(c.requests),\"refreshes\":\(c.refreshes),\"refresh_attempts\":\(c.refreshAttempts),\"reuse_detections\":\(c.reuseDetections),\"grace_reuses\":\(c.graceReuses),\"injected_failures\":\(c.injectedFailures),\"grants\":{\(grants)}}"
+                var h = HTTPHeaders()
+                h.add(name: "Content-Type", value: "application/json")
+                writer.respond(status: 200, headers: h, body: Array(json.utf8))
+            }
+            return
+        }
         let value = HTTPRequestValue(
             method: request.head.method, url: "http://\(request.head.headers[first: "host"] ?? "localhost")\(request.head.target)",
             headers: request.head.headers.fields, body: body)

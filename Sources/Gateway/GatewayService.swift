@@ -108,7 +108,6 @@ public final class GatewayService: Sendable {
                 case .loggedOut(let reason, _):
                     metrics.logout(reason.code)
                     if case .refreshRejected = reason { metrics.refresh("terminal") }
-                    logger.info("session logged out", metadata: ["auth.reason": "\(reason.code)"])
                 default: break
                 }
             }

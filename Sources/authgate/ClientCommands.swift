@@ -1,0 +1,84 @@
+import ArgumentParser
+import Foundation
+import HTTPWire
+import Runtime
+
+/// Options shared by the client subcommands, which call the admin API.
+struct AdminOptions: ParsableArguments {
+    @Option(help: "The admin API base URL.") var admin = "http://127.0.0.1:8081"
+    @Option(help: "A file holding the admin token (default: $AUTHGATE_ADMIN_TOKEN).") var tokenFile: String?
+
+    func token() throws -> String? {
+        if let f = tokenFile { return try SecretSources.readFile(f, what: "admin token") }
+        return ProcessInfo.processInfo.environment["AUTHGATE_ADMIN_TOKEN"]
+    }
+
+    /// Sends one request to the admin API and prints the answer; non-2xx exits 1.
+    func call(_ method: String, _ path: String, body: String? = nil) throws {
+        var headers = HTTPHeaders()
+        if let t = try token() { headers.add(name: "Authorization", value: "Bearer \(t)") }
+        if body != nil { headers.add(name: "Content-Type", value: "application/json") }
+        let request = UpstreamRequest(
+            method: method, url: admin + path, headers: headers, body: body.map { .bytes(Array($0.utf8)) } ?? .none)
+        let response = try runBlocking {
+            let loop = try EventLoop(name: "authgate-cli")
+            loop.start()
+            defer { loop.shutdown() }
+            let client = await UpstreamClient.make(on: loop)
+            return try await client.send(request)
+        }
+        print(String(decoding: response.body, as: UTF8.self))
+        if !(200..<300).contains(response.status) { throw ExitCode(1) }
+    }
+}
+
+/// `authgate status`.
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show the session (GET /auth/session).")
+    @OptionGroup var options: AdminOptions
+    func run() throws { try options.call("GET", "/auth/session") }
+}
+
+/// `authgate login`.
+struct Login: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Log in (POST /auth/login).")
+    @OptionGroup var options: AdminOptions
+    @Option(help: "password, client_credentials, authorization_code or import.") var grant = "password"
+    @Option(help: "User name (password grant).") var username: String?
+    @Option(help: "A file holding the password (password grant).") var passwordFile: String?
+    @Option(help: "Authorization code (authorization_code grant).") var code: String?
+    @Option(help: "PKCE code verifier (authorization_code grant).") var codeVerifier: String?
+    @Option(help: "Redirect URI (authorization_code grant).") var redirectURI: String?
+    @Option(help: "Scope.") var scope: String?
+
+    func run() throws {
+        var fields: [String: String] = ["grant_type": grant]
+        fields["username"] = username
+        if let f = passwordFile { fields["password"] = try SecretSources.readFile(f, what: "password") }
+        fields["code"] = code
+        fields["code_verifier"] = codeVerifier
+        fields["redirect_uri"] = redirectURI
+        fields["scope"] = scope
+        let body = "{" + fields.sorted { $0.key < $1.key }.map { "\(Problem.quote($0.key)):\(Problem.quote($0.value))" }
+            .joined(separator: ",") + "}"
+        try options.call("POST", "/auth/login", body: body)
+    }
+}
+
+/// `authgate logout`.
+struct Logout: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Log out (POST /auth/logout).")
+    @OptionGroup var options: AdminOptions
+    func run() throws { try options.call("POST", "/auth/logout") }
+}
+
+/// `authgate events`: prints the SSE stream (use curl -N for a long-lived view).
+struct Events: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the session's current state event (GET /auth/events); `curl -N` follows the stream.")
+    @OptionGroup var options: AdminOptions
+    func run() throws {
+        print("Follow the stream with: curl -N -H \"Authorization: Bearer $AUTHGATE_ADMIN_TOKEN\" \(options.admin)/auth/events")
+        try options.call("GET", "/auth/session")
+    }
+}

@@ -1,0 +1,48 @@
+import ArgumentParser
+import Foundation
+import Gateway
+import Glibc
+import Logging
+
+/// `authgate serve --config FILE`: the gateway for real.
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the gateway with a configuration file (see README: Running it for real).")
+
+    @Option(help: "The JSON configuration file.") var config: String
+    @Flag(help: "Check the configuration and the secrets it names, then exit.") var checkConfig = false
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
+
+    func run() throws {
+        let configuration: GatewayConfiguration
+        let secrets: GatewayService.Secrets
+        do {
+            guard let data = FileManager.default.contents(atPath: config) else {
+                throw ConfigurationError("cannot read \(config)")
+            }
+            configuration = try GatewayConfiguration.load(from: data)
+            secrets = try SecretSources.resolve(configuration)
+        } catch {
+            FileHandle.standardError.write(Data("authgate: configuration error: \(error)\n".utf8))
+            throw ExitCode(78)
+        }
+        if checkConfig {
+            print("authgate: configuration OK (\(configuration.routes.count) routes)")
+            return
+        }
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var h = JSONLogHandler(label: label)
+            h.logLevel = level
+            return h
+        }
+        let signals = SignalWaiter(SIGINT, SIGTERM)
+        let logger = Logger(label: "authgate")
+        let service = try runBlocking {
+            try await GatewayService.start(configuration: configuration, secrets: secrets, logger: logger)
+        }
+        let sig = signals.wait()
+        logger.info("shutting down", metadata: ["signal": "\(sig)"])
+        try runBlocking { await service.shutdown(grace: .seconds(10)) }
+    }
+}
