@@ -29,6 +29,17 @@ enum LoginRequest {
     case grant(Grant)
     case imported(TokenResponse)
 
+    /// The longest `expires_in` an import may claim (2^31 − 1 s, about 68 years): beyond it
+    /// the expiry is no longer a four-digit-year date.
+    static let maxExpiresIn = Int(Int32.max)
+
+    /// A JSON number that is an integer; `true` and `false` are not numbers.
+    static func integer(_ value: Any) -> Int? {
+        guard let number = value as? NSNumber, String(cString: number.objCType) != "c" else { return nil }
+        guard let n = value as? Int, number.doubleValue == Double(n) else { return nil }
+        return n
+    }
+
     static func parse(contentType: String?, body: [UInt8]) throws(WireError) -> (LoginRequest, String?) {
         guard let type = contentType?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased(),
             type == "application/json"
@@ -77,8 +88,10 @@ enum LoginRequest {
             let access = try string("access_token", required: true)!
             var expiresIn: Duration?
             if let raw = object["expires_in"] {
-                guard let n = raw as? Int, n > 0 else {
-                    throw WireError(.malformedRequest, status: 400, "the field expires_in must be a positive integer (seconds)")
+                guard let n = integer(raw), (1...maxExpiresIn).contains(n) else {
+                    throw WireError(
+                        .malformedRequest, status: 400,
+                        "the field expires_in must be an integer number of seconds from 1 to \(maxExpiresIn)")
                 }
                 expiresIn = .seconds(n)
             }

@@ -4,9 +4,15 @@ import HTTPWire
 
 /// JSON documents of the admin API. None contains a token.
 enum AdminJSON {
+    /// 9999-12-31T23:59:59Z and 0001-01-01T00:00:00Z: the range an RFC 3339 date-time can write.
+    static let latestDate = Date(timeIntervalSince1970: 253_402_300_799)
+    static let earliestDate = Date(timeIntervalSince1970: -62_135_596_800)
+
+    /// An RFC 3339 date-time, or null. A date outside years 1–9999 (an imported token whose
+    /// `exp` is absurdly far away, say) is written as the nearest end of that range.
     static func date(_ d: Date?) -> String {
-        guard let d else { return "null" }
-        return Problem.quote(d.formatted(.iso8601))
+        guard let d, d.timeIntervalSince1970.isFinite else { return "null" }
+        return Problem.quote(min(max(d, earliestDate), latestDate).formatted(.iso8601))
     }
 
     static func string(_ s: String?) -> String { s.map(Problem.quote) ?? "null" }
