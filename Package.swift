@@ -105,7 +105,12 @@ let package = Package(
         .testTarget(name: "HTTPWireTests", dependencies: ["HTTPWire"], swiftSettings: strict),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "HTTPWire", "TestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "GatewayTests", dependencies: ["Gateway", "Runtime", "HTTPWire", "TestSupport"], swiftSettings: strict),
+            name: "GatewayTests",
+            dependencies: [
+                "Gateway", "Runtime", "HTTPWire", "TestSupport", "AuthCore", "AuthGateTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
         .testTarget(
             name: "AuthCoreTests",
             dependencies: [

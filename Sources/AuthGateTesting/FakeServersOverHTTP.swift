@@ -55,6 +55,7 @@ public final class FakeResourceServer: HTTPResponder {
     /// The authorization server whose tokens are accepted.
     public let authorization: FakeAuthorizationServer
     private let counters = Mutex(Counters())
+    private let tokens = Mutex(Set<String>())
 
     /// What the resource server saw.
     public struct Counters: Sendable, Equatable {
@@ -71,6 +72,9 @@ public final class FakeResourceServer: HTTPResponder {
 
     /// A snapshot of the counters.
     public var statistics: Counters { counters.withLock { $0 } }
+
+    /// Every bearer token presented so far (tests search logs and bodies for them).
+    public var seenTokens: Set<String> { tokens.withLock { $0 } }
 
     public func respond(to request: HTTPRequest, writer: ResponseWriter) {
         let head = request.head
@@ -101,6 +105,7 @@ public final class FakeResourceServer: HTTPResponder {
             return
         }
         let token = String(auth.dropFirst(7))
+        tokens.withLock { _ = $0.insert(token) }
         let server = authorization
         Task(executorPreference: request.loop) { [self] in
             let valid = await server.isValid(accessToken: token)

@@ -79,7 +79,7 @@ public final class RawClient {
 }
 
 /// A parsed response.
-public struct TestResponse {
+public struct TestResponse: Sendable {
     public var status: Int
     public var headers: [(String, String)]
     public var body: [UInt8]

@@ -1,0 +1,147 @@
+import AuthCore
+import AuthGateTesting
+import Foundation
+import Gateway
+import HTTPWire
+import Logging
+import Runtime
+import Synchronization
+import TestSupport
+
+/// Log lines kept in memory, to search them for secrets.
+final class LogCapture: Sendable {
+    let lines = Mutex<[String]>([])
+    var all: String { lines.withLock { $0.joined(separator: "\n") } }
+
+    func logger(_ label: String = "authgate.test") -> Logger {
+        Logger(label: label) { label in CapturingHandler(label: label, sink: self) }
+    }
+}
+
+struct CapturingHandler: LogHandler {
+    let label: String
+    let sink: LogCapture
+    var logLevel: Logger.Level = .trace
+    var metadata: Logger.Metadata = [:]
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(event: LogEvent) {
+        let meta = (metadata.merging(event.metadata ?? [:]) { $1 }).map { "\($0)=\($1)" }.sorted().joined(separator: " ")
+        sink.lines.withLock { $0.append("\(event.level) \(label) \(event.message) \(meta)") }
+    }
+}
+
+/// A fake authorization server and a fake API over real HTTP, and the gateway in front,
+/// all on loopback with ephemeral ports.
+final class Stack: Sendable {
+    static let adminToken = "test-admin-token-0123456789"
+    let fakes: EventLoopGroup
+    let authorization: FakeAuthorizationServer
+    let authServer: HTTPServer
+    let api: FakeResourceServer
+    let apiServer: HTTPServer
+    let stateDirectory: String
+    let keyFile: String
+    let logs = LogCapture()
+    let gateway = Mutex<GatewayService?>(nil)
+
+    init(fake: FakeAuthorizationServer.Configuration = FakeAuthorizationServer.Configuration(), stateDirectory: String? = nil) throws {
+        fakes = try EventLoopGroup(loopCount: 1, name: "fakes")
+        authorization = FakeAuthorizationServer(configuration: fake, clock: SystemAuthClock())
+        authServer = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), group: fakes,
+            responder: FakeAuthorizationServerResponder(server: authorization))
+        api = FakeResourceServer(authorization: authorization)
+        apiServer = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), group: fakes, responder: api)
+        try authServer.start()
+        try apiServer.start()
+        self.stateDirectory = stateDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("ag-\(UUID().uuidString)").path
+        keyFile = self.stateDirectory + "/store.key"
+    }
+
+    var configuration: GatewayConfiguration {
+        GatewayConfiguration(
+            proxy: .init(host: "127.0.0.1", port: 0), admin: .init(host: "127.0.0.1", port: 0),
+            authorization: .init(
+                tokenEndpoint: "http://127.0.0.1:\(authServer.port)/oauth/token", clientID: "authgate", clientAuthentication: "basic"),
+            routes: [
+                .init(prefix: "/public", upstream: "http://127.0.0.1:\(apiServer.port)", requiresAuthentication: false),
+                .init(prefix: "/", upstream: "http://127.0.0.1:\(apiServer.port)", requiresAuthentication: true),
+            ],
+            stateDirectory: stateDirectory, keyFile: keyFile, createKey: true, loops: 2)
+    }
+
+    /// Starts (or restarts) the gateway over the same state directory.
+    @discardableResult
+    func startGateway(
+        key: TokenStoreKey? = nil, session: AuthActor.Configuration = AuthActor.Configuration(skew: .zero, jitter: .zero),
+        configure: (inout GatewayConfiguration) -> Void = { _ in }
+    ) async throws -> GatewayService {
+        var c = configuration
+        configure(&c)
+        try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
+        let storeKey = try key ?? TokenStoreKey.load(fromFile: keyFile, createIfMissing: true)
+        let service = try await GatewayService.start(
+            configuration: c, secrets: .init(clientSecret: "s3cret", adminToken: Stack.adminToken, storeKey: storeKey),
+            logger: logs.logger(), sessionConfiguration: session)
+        gateway.withLock { $0 = service }
+        return service
+    }
+
+    func stopGateway() async {
+        if let g = gateway.withLock({ s -> GatewayService? in
+            let g = s
+            s = nil
+            return g
+        }) {
+            await g.shutdown(grace: .seconds(1))
+        }
+    }
+
+    func stop() async {
+        await stopGateway()
+        authServer.shutdown(grace: .zero)
+        apiServer.shutdown(grace: .zero)
+        fakes.shutdown()
+        try? FileManager.default.removeItem(atPath: stateDirectory)
+    }
+
+    var proxyPort: Int { gateway.withLock { $0!.proxyServer.port } }
+    var adminPort: Int { gateway.withLock { $0!.adminServer.port } }
+
+    /// One request on a fresh connection to the proxy.
+    func proxy(_ method: String = "GET", _ path: String, headers: [String] = [], body: String = "") async throws -> TestResponse {
+        let port = proxyPort
+        return try await onThread { try Stack.request(port: port, method, path, headers: headers, body: body) }
+    }
+
+    /// One request to the admin API with the admin token.
+    func admin(_ method: String, _ path: String, json: String? = nil, token: String? = Stack.adminToken) async throws -> TestResponse {
+        var h: [String] = []
+        if let token { h.append("Authorization: Bearer \(token)") }
+        if json != nil { h.append("Content-Type: application/json") }
+        let port = adminPort
+        let headers = h
+        return try await onThread { try Stack.request(port: port, method, path, headers: headers, body: json ?? "") }
+    }
+
+    func loginAlice() async throws -> TestResponse {
+        try await admin("POST", "/auth/login", json: #"{"grant_type":"password","username":"alice","password":"wonderland"}"#)
+    }
+
+    static func request(port: Int, _ method: String, _ path: String, headers: [String], body: String) throws -> TestResponse {
+        let c = try RawClient(port: port, timeoutSeconds: 10)
+        var text = "\(method) \(path) HTTP/1.1\r\nHost: test\r\nConnection: close\r\n"
+        for h in headers { text += h + "\r\n" }
+        if !body.isEmpty || method == "POST" { text += "Content-Length: \(body.utf8.count)\r\n" }
+        text += "\r\n" + body
+        try c.send(text)
+        return try c.readResponse(headRequest: method == "HEAD")
+    }
+
+    static func json(_ r: TestResponse) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(r.body)) as? [String: Any]) ?? [:]
+    }
+}
