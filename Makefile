@@ -1,13 +1,14 @@
 # AuthGate — the two commands a newcomer needs, and the pieces CI runs.
 #   make dev    run AuthGate in development mode on 127.0.0.1
-#   make test   build and run every test (unit, integration, fuzz, sanitizers)
+#   make test   build and run every test: unit and integration (swift test), the parser
+#               fuzzer, the OpenAPI checks against a live server, then ASan and TSan runs
 
 SWIFT ?= swift
 FUZZ_SECONDS ?= 60
 # Sanitizer runs: set SANITIZERS="" to skip, or to "address" for only ASan.
 SANITIZERS ?= address thread
 
-.PHONY: deps dev build test unit fuzz sanitize bench clean
+.PHONY: deps dev build test unit fuzz openapi sanitize bench clean
 
 deps:
 	@scripts/install-deps
@@ -26,6 +27,10 @@ unit: deps
 fuzz: deps
 	scripts/fuzz $(FUZZ_SECONDS)
 
+openapi: deps
+	scripts/check-openapi
+	scripts/check-deploy
+
 sanitize: deps
 	@for s in $(SANITIZERS); do \
 	  echo "== swift test --sanitize=$$s"; \
@@ -33,10 +38,12 @@ sanitize: deps
 	    $(SWIFT) test --sanitize=$$s --scratch-path .build-$$s || exit 1; \
 	done
 
-test: unit fuzz sanitize
+test: unit fuzz openapi sanitize
 
 bench: deps
 	scripts/bench-server
+	scripts/bench-proxy
+	scripts/bench-storm
 
 clean:
 	rm -rf .build .build-* fuzz-artifacts

@@ -80,6 +80,8 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     public var replayLimitBytes: Int?
     /// A CA bundle for TLS upstreams and the token endpoint.
     public var caFile: String?
+    /// A path the proxy listener answers itself for liveness probes (default `/livez`).
+    public var proxyLivenessPath: String?
     /// Upstream timeouts in seconds.
     public var connectTimeoutSeconds: Int?
     public var upstreamTimeoutSeconds: Int?

@@ -19,13 +19,15 @@ public final class ReverseProxy: HTTPResponder {
     private let fallback: (any HTTPResponder)?
     private let authentication: ProxyAuthentication?
     private let metrics: GatewayMetrics
+    private let livenessPath: String?
 
     /// Creates a proxy; requests matching no route go to `fallback` (or get 404).
     public init(
         routes: [ProxyRoute], clientConfiguration: UpstreamClientConfiguration = UpstreamClientConfiguration(),
         authentication: ProxyAuthentication? = nil, metrics: GatewayMetrics = GatewayMetrics(),
-        fallback: (any HTTPResponder)? = nil
+        livenessPath: String? = nil, fallback: (any HTTPResponder)? = nil
     ) {
+        self.livenessPath = livenessPath
         self.routes = routes.sorted { $0.prefix.count > $1.prefix.count }
         self.clientConfiguration = clientConfiguration
         self.authentication = authentication
@@ -59,6 +61,13 @@ public final class ReverseProxy: HTTPResponder {
             target = try RequestTarget(request.head.target)
         } catch {
             writer.respond(problem: error.problem)
+            return
+        }
+        if let livenessPath, target.path == livenessPath, request.head.method == "GET" || request.head.isHead {
+            // Reserved on the proxy listener too, for probes that only know one port.
+            var h = HTTPHeaders()
+            h.add(name: "Content-Type", value: "application/json")
+            writer.respond(status: 200, headers: h, body: Array(#"{"status":"ok"}"#.utf8))
             return
         }
         guard let route = route(for: target.path) else {
