@@ -84,6 +84,7 @@ final class Connection {
 
     private func startReading() {
         guard !closed else { return }
+        if readingStopped { lastActivity = uv_now(loop.uv) }
         readingStopped = false
         let rc = uv_read_start(
             stream_t,
@@ -298,43 +299,37 @@ final class Connection {
     }
 
     func writeBody(_ seq: Int, _ bytes: [UInt8], continuation: CheckedContinuation<Void, any Error>) {
-        guard current(seq), case .streaming(let chunked, let bodyless) = response else {
+        guard current(seq), case .streaming = response else {
             continuation.resume(throwing: ClientDisconnected())
             return
         }
-        if !bodyless && !bytes.isEmpty {
-            if chunked {
-                var out = ChunkedEncoding.chunkHeader(bytes.count)
-                out.reserveCapacity(out.count + bytes.count + 2)
-                out.append(contentsOf: bytes)
-                out.append(contentsOf: ChunkedEncoding.chunkTrailer)
-                write(out)
-            } else {
-                write(bytes)
-            }
-        }
-        if uv_stream_get_write_queue_size(stream_t) > context.configuration.writeHighWater {
-            drainWaiters.append(continuation)
-        } else {
+        bytes.withUnsafeBytes { writeBodyBytes($0) }
+        if isWritable {
             continuation.resume()
+        } else {
+            drainWaiters.append(continuation)
         }
     }
 
     /// Loop-only: writes body bytes now; false when the write queue is above its high-water mark.
     func writeBodyNow(_ seq: Int, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard current(seq), case .streaming(let chunked, let bodyless) = response else { return true }
-        if !bodyless && !bytes.isEmpty {
-            if chunked {
-                var out = ChunkedEncoding.chunkHeader(bytes.count)
-                out.reserveCapacity(out.count + bytes.count + 2)
-                out.append(contentsOf: bytes)
-                out.append(contentsOf: ChunkedEncoding.chunkTrailer)
-                write(out)
-            } else {
-                write(Array(bytes))
-            }
-        }
+        guard current(seq), case .streaming = response else { return true }
+        writeBodyBytes(bytes)
         return isWritable
+    }
+
+    /// Frames body bytes for the current streamed response (a chunk, or as they are).
+    private func writeBodyBytes(_ bytes: UnsafeRawBufferPointer) {
+        guard case .streaming(let chunked, let bodyless) = response, !bodyless, !bytes.isEmpty else { return }
+        if chunked {
+            var out = ChunkedEncoding.chunkHeader(bytes.count)
+            out.reserveCapacity(out.count + bytes.count + 2)
+            out.append(contentsOf: bytes)
+            out.append(contentsOf: ChunkedEncoding.chunkTrailer)
+            write(out)
+        } else {
+            write(Array(bytes))
+        }
     }
 
     /// Whether the write queue is at or below its high-water mark.
@@ -503,8 +498,14 @@ final class Connection {
         case .head:
             fail(WireError(.headTimeout, status: 408, "the request head did not arrive in time"))
         case .bodyIdle:
-            let idle = uv_now(loop.uv) - lastActivity
             let limit = context.configuration.bodyIdleTimeout.milliseconds
+            if readingStopped {
+                // We stopped reading (the consumer is behind): the client is not idle.
+                lastActivity = uv_now(loop.uv)
+                armTimer(limit)
+                return
+            }
+            let idle = uv_now(loop.uv) - lastActivity
             if idle < limit {
                 armTimer(limit - idle)
             } else {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPWire
 import Logging
 
 /// One JSON object per line on standard error: time, level, label, message, metadata.
@@ -23,19 +24,5 @@ struct JSONLogHandler: LogHandler {
         FileHandle.standardError.write(Data(line.utf8))
     }
 
-    private func quote(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
-            }
-        }
-        return out + "\""
-    }
+    private func quote(_ s: String) -> String { Problem.quote(s) }
 }

@@ -190,7 +190,7 @@ import Testing
         try await TestServer.with(c) { server in
             let client = try RawClient(port: server.port, timeoutSeconds: 20)
             let size = 2 * 1024 * 1024
-            try client.send("POST /stream-slow HTTP/1.1\r\nHost: a\r\nContent-Length: \(size)\r\n\r\n")
+            try client.send("POST /stream-stall HTTP/1.1\r\nHost: a\r\nContent-Length: \(size)\r\n\r\n")
             try client.send([UInt8](repeating: 0x62, count: size))
             let r = try client.readResponse()
             #expect(r.text == String(size))
@@ -220,6 +220,25 @@ import Testing
                 return try await group.reduce(0, +)
             }
             #expect(ok == 1000)
+        }
+    }
+}
+
+@Suite(.serialized) struct BackpressureTimeoutTests {
+    @Test func aConsumerSlowerThanTheBodyIdleTimeoutDoesNotGet408() async throws {
+        var c = HTTPServerConfiguration()
+        c.bodyHighWater = 8 * 1024
+        c.bodyIdleTimeout = .milliseconds(200)
+        try await TestServer.with(c) { server in
+            // /stream-stall stops consuming for 500 ms, longer than the body idle timeout,
+            // and the server stops reading meanwhile. That pause is ours, not the client's.
+            let client = try RawClient(port: server.port, timeoutSeconds: 20)
+            let size = 4 * 1024 * 1024
+            try client.send("POST /stream-stall HTTP/1.1\r\nHost: a\r\nContent-Length: \(size)\r\n\r\n")
+            try client.send([UInt8](repeating: 0x62, count: size))
+            let r = try client.readResponse()
+            #expect(r.status == 200)
+            #expect(r.text == String(size))
         }
     }
 }

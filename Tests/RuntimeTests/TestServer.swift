@@ -76,6 +76,18 @@ struct TestResponder: HTTPResponder {
                 } catch {}
                 writer.respond(status: 200, body: Array(String(total).utf8))
             }
+        case "/stream-stall":
+            // Takes one piece, stalls for 500 ms, then reads the rest.
+            guard case .stream(let stream) = request.body else { return }
+            Task(executorPreference: request.loop) {
+                var total = 0
+                do {
+                    if let first = try await stream.next() { total += first.count }
+                    try await Task.sleep(for: .milliseconds(500))
+                    while let chunk = try await stream.next() { total += chunk.count }
+                } catch {}
+                writer.respond(status: 200, body: Array(String(total).utf8))
+            }
         case "/big":
             // A large streamed response.
             let size = Int(head.headers[first: "x-size"] ?? "") ?? 1 << 20
