@@ -2,27 +2,83 @@ internal import Foundation
 internal import Logging
 
 extension AuthActor {
-    /// Joins the in-flight refresh, starting one when there is none.
-    func joinRefresh() async throws -> AccessToken {
+    /// Joins the in-flight refresh, starting one when there is none, or returns the current
+    /// token when `trigger` no longer calls for a refresh.
+    ///
+    /// The caller read the session before one or more suspension points (each `await` into
+    /// an isolated function can be a real hop, e.g. when the actor runs on an event loop and
+    /// the calling task prefers another loop), so a whole refresh may have committed since.
+    /// Everything is therefore decided again inside the continuation's closure, which runs
+    /// on the actor in one piece together with the registration: a newer token than the one
+    /// the caller saw is returned at once; a refresh in flight is joined; otherwise one is
+    /// started. Only a real cancellation of the caller ends in `CancellationError`.
+    func joinRefresh(_ trigger: RefreshTrigger) async throws -> AccessToken {
         // Called from inside this actor's own refresh request: waiting would wait for itself.
         if RefreshTaskMarker.actor == ObjectIdentifier(self) {
             throw AuthError(.refreshReentered)
-        }
-        if inFlight == nil {
-            try startRefresh()
         }
         let waiterID = nextWaiterID
         nextWaiterID += 1
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AccessToken, any Error>) in
-                if Task.isCancelled || inFlight == nil {
+                if Task.isCancelled {
                     continuation.resume(throwing: CancellationError())
                     return
                 }
-                inFlight?.waiters[waiterID] = continuation
+                switch registerWaiter(waiterID, continuation, for: trigger) {
+                case .waiting:
+                    break
+                case .current(let token):
+                    continuation.resume(returning: token)
+                case .failed(let error):
+                    continuation.resume(throwing: error)
+                }
             }
         } onCancel: {
             Task { await self.cancelWaiter(waiterID) }
+        }
+    }
+
+    enum Registration {
+        case waiting
+        case current(AccessToken)
+        case failed(any Error)
+    }
+
+    /// The synchronous decision of ``joinRefresh(_:)``, on the state as it is now.
+    private func registerWaiter(
+        _ waiterID: UInt64, _ continuation: CheckedContinuation<AccessToken, any Error>,
+        for trigger: RefreshTrigger
+    ) -> Registration {
+        switch phase {
+        case .loggedOut(let reason?):
+            // The caller saw a session; it ended while the caller was suspended.
+            return .failed(AuthError(.sessionEnded, logoutReason: reason))
+        case .loggedOut(nil):
+            return .failed(AuthError.loginRequired)
+        case .active(let session):
+            switch trigger {
+            case .rejected(let generation):
+                // A newer token than the rejected one: the 401 was for a stale token.
+                if session.credentials.generation > generation { return .current(session.token) }
+            case .due(let seen):
+                let now = clock.now
+                // A refresh committed since the caller looked: its token serves this caller,
+                // unless it has already expired.
+                if session.credentials.generation > seen, !session.credentials.isExpired(at: now) {
+                    return .current(session.token)
+                }
+                if !session.isDue(at: now) { return .current(session.token) }
+            }
+            if inFlight == nil {
+                do {
+                    try startRefresh(session)
+                } catch {
+                    return .failed(error)
+                }
+            }
+            inFlight?.waiters[waiterID] = continuation
+            return .waiting
         }
     }
 
@@ -33,9 +89,9 @@ extension AuthActor {
         }
     }
 
-    /// Starts the single refresh task, or throws when the session cannot refresh now.
-    func startRefresh() throws {
-        guard case .active(let session) = phase else { throw AuthError.loginRequired }
+    /// Starts the single refresh task for `session`, or throws when it cannot refresh now.
+    /// Synchronous: the caller has just checked that none is in flight.
+    func startRefresh(_ session: ActiveSession) throws {
         let now = clock.now
         let grant: Grant
         if let refreshToken = session.credentials.refreshToken {
@@ -45,19 +101,31 @@ extension AuthActor {
         } else {
             throw AuthError(.refreshNotPossible)
         }
-        switch gate.admit(at: now) {
+        let current = session.gateToken
+        let alreadyTripped = gate.isLoopGuardTripped
+        switch gate.admit(at: now, replacing: current) {
         case .proceed:
             break
         case .backingOff(let retryAfter, let lastError):
             throw AuthError(.backingOff, retryAfter: retryAfter, endpointError: lastError)
         case .excessive:
-            logger.info(
-                "refresh loop guard tripped",
-                metadata: [
-                    "auth.refresh.limit": "\(gate.window.maximumAttempts)",
-                    "auth.refresh.interval": "\(gate.window.interval)",
-                ])
-            throw AuthError(.excessiveRefresh)
+            let retryAfter = gate.loopGuardRetryAfter(at: now, replacing: current)
+            if !alreadyTripped {
+                // Once per trip, not once per refused caller.
+                logger.warning(
+                    "refresh loop guard tripped",
+                    metadata: [
+                        "auth.refresh.limit": "\(gate.window.maximumAttempts)",
+                        "auth.refresh.interval": "\(gate.window.interval)",
+                        "auth.generation": "\(current.generation)",
+                        "auth.token.age": "\(now - current.obtainedAt)",
+                        "auth.refresh.retry_in": "\(retryAfter)",
+                    ])
+                events.publish(
+                    .refreshFailed(code: AuthError.Code.excessiveRefresh.rawValue, retryAfter: retryAfter),
+                    status: status)
+            }
+            throw AuthError(.excessiveRefresh, retryAfter: retryAfter)
         }
         nextFlightID += 1
         refreshesStarted += 1
@@ -120,9 +188,10 @@ extension AuthActor {
         }
         let generation = lastGeneration.next
         lastGeneration = generation
+        let obtainedAt = clock.now
         let credentials = Credentials(
             response: response, previousRefreshToken: session.credentials.refreshToken,
-            generation: generation, now: clock.now, wallNow: clock.wallNow)
+            generation: generation, now: obtainedAt, wallNow: clock.wallNow)
         var persisted = true
         do {
             try await tokenStore.save(TokenRecord(credentials, grantType: session.grantType), for: account)
@@ -141,7 +210,7 @@ extension AuthActor {
         }
         // The store lock keeps logout and login out while we awaited; re-check anyway.
         guard inFlight?.id == flightID, epoch == flightEpoch, case .active = phase else { return }
-        let newSession = makeSession(credentials, grantType: session.grantType)
+        let newSession = makeSession(credentials, grantType: session.grantType, obtainedAt: obtainedAt)
         phase = .active(newSession)
         gate.recordSuccess()
         refreshCounter.increment()

@@ -36,8 +36,9 @@ extension AuthActor {
             try? await endSessionLocked(reason: .replacedByLogin)
         }
         let generation = lastGeneration.next
+        let obtainedAt = clock.now
         let credentials = Credentials(
-            response: response, previousRefreshToken: nil, generation: generation, now: clock.now,
+            response: response, previousRefreshToken: nil, generation: generation, now: obtainedAt,
             wallNow: clock.wallNow)
         let subject =
             subject ?? JWTClaims(decodingPayloadOf: response.idToken ?? response.accessToken)?.subject
@@ -58,7 +59,7 @@ extension AuthActor {
         lastGeneration = generation
         epoch += 1
         sessionState = newState
-        let session = makeSession(credentials, grantType: grantType)
+        let session = makeSession(credentials, grantType: grantType, obtainedAt: obtainedAt)
         phase = .active(session)
         gate.reset()
         needsPersist = false

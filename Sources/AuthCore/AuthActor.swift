@@ -28,7 +28,8 @@ public actor AuthActor {
         /// A random extra lead in `0..<jitter`, drawn per token, so replicas do not refresh
         /// in lockstep. The total lead never exceeds half the token's lifetime.
         public var jitter: Duration
-        /// The refresh-loop guard.
+        /// The refresh-loop guard. It counts only premature refreshes (a rejected fresh token),
+        /// never expiry-driven ones; see ``RefreshGate/admit(at:replacing:)``.
         public var refreshWindow: RefreshWindow
         /// Backoff after transient failures.
         public var backoff: BackoffPolicy
@@ -50,6 +51,31 @@ public actor AuthActor {
         var token: AccessToken
         var refreshAt: MonotonicInstant?
         var grantType: String?
+        /// When the token was obtained, on the monotonic clock (for the loop guard).
+        var obtainedAt: MonotonicInstant
+
+        /// Whether `token()` must refresh at `now`.
+        func isDue(at now: MonotonicInstant) -> Bool {
+            guard let refreshAt else { return false }
+            return now >= refreshAt
+        }
+
+        /// The token as the loop guard sees it.
+        var gateToken: RefreshGate.CurrentToken {
+            RefreshGate.CurrentToken(
+                generation: credentials.generation, obtainedAt: obtainedAt,
+                lifetime: credentials.deadline.map { $0 - obtainedAt })
+        }
+    }
+
+    /// Why a caller asks for a refresh, with the generation it saw. The decision to join,
+    /// start or skip a refresh is taken from this and the state at the moment the caller
+    /// registers, never from what the caller read before a suspension.
+    enum RefreshTrigger {
+        /// `token()` found the token of this generation due for refresh.
+        case due(seen: TokenGeneration)
+        /// The upstream rejected the token of this generation (`refresh(after:)`).
+        case rejected(TokenGeneration)
     }
 
     enum Phase {
@@ -155,10 +181,12 @@ public actor AuthActor {
     /// token is returned. Throws ``AuthError`` (``AuthError/Code/loginRequired`` when there
     /// is no session).
     public func token() async throws -> AccessToken {
-        guard case .active(let session) = phase else { throw AuthError.loginRequired }
+        guard case .active = phase else { throw AuthError.loginRequired }
         if needsPersist, clock.now >= persistRetryAt { await persistPendingCredentials() }
-        if let refreshAt = session.refreshAt, clock.now >= refreshAt {
-            return try await tokenAfterProactiveRefresh()
+        // Read the session after any suspension above.
+        guard case .active(let session) = phase else { throw AuthError.loginRequired }
+        if session.isDue(at: clock.now) {
+            return try await tokenAfterProactiveRefresh(seen: session.credentials.generation)
         }
         return session.token
     }
@@ -173,7 +201,7 @@ public actor AuthActor {
         if session.credentials.generation > generation {
             return session.token
         }
-        return try await joinRefresh()
+        return try await joinRefresh(.rejected(generation))
     }
 
     /// The session as it stands.
@@ -201,9 +229,9 @@ public actor AuthActor {
     /// How many refreshes this actor started.
     public var refreshCount: Int { refreshesStarted }
 
-    private func tokenAfterProactiveRefresh() async throws -> AccessToken {
+    private func tokenAfterProactiveRefresh(seen generation: TokenGeneration) async throws -> AccessToken {
         do {
-            return try await joinRefresh()
+            return try await joinRefresh(.due(seen: generation))
         } catch let error as AuthError where error.keepsSession {
             if case .active(let session) = phase, !session.credentials.isExpired(at: clock.now) {
                 return session.token
@@ -216,16 +244,22 @@ public actor AuthActor {
         }
     }
 
-    func makeSession(_ credentials: Credentials, grantType: String?) -> ActiveSession {
+    /// The session for `credentials` obtained at `obtainedAt` (monotonic). Without it (restore),
+    /// the instant is derived from the credentials' wall-clock `issuedAt`.
+    func makeSession(_ credentials: Credentials, grantType: String?, obtainedAt: MonotonicInstant? = nil)
+        -> ActiveSession
+    {
+        let now = clock.now
         var refreshAt: MonotonicInstant?
         if let deadline = credentials.deadline {
-            let lifetime = deadline - clock.now
+            let lifetime = deadline - now
             let jitter = configuration.jitter * max(0, min(1, randomFraction()))
             let lead = min(configuration.skew + jitter, lifetime > .zero ? lifetime / 2 : .zero)
             refreshAt = deadline - lead
         }
+        let age = Duration.interval(max(0, clock.wallNow.timeIntervalSince(credentials.issuedAt)))
         return ActiveSession(
             credentials: credentials, token: AccessToken(credentials), refreshAt: refreshAt,
-            grantType: grantType)
+            grantType: grantType, obtainedAt: min(obtainedAt ?? now - age, now))
     }
 }

@@ -21,7 +21,9 @@ struct Harness {
         client clientConfiguration: OAuth2Client.Configuration? = nil,
         tokenStore: InMemoryTokenStore = InMemoryTokenStore(),
         stateStore: InMemorySessionStateStore = InMemorySessionStateStore(),
-        clock: TestClock = TestClock()
+        clock: TestClock = TestClock(),
+        executor: (any SerialExecutor)? = nil,
+        logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.clock = clock
         self.server = FakeAuthorizationServer(configuration: serverConfiguration, clock: clock)
@@ -34,8 +36,7 @@ struct Harness {
             transport: server, clock: clock)
         self.actor = AuthActor(
             client: client, tokenStore: tokenStore, stateStore: stateStore, clock: clock,
-            configuration: configuration, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
-            randomFraction: { 0 })
+            configuration: configuration, logger: logger, executor: executor, randomFraction: { 0 })
     }
 
     /// A new actor over the same stores and server: the process restarted.

@@ -41,4 +41,54 @@ import Testing
         gate.reset()
         #expect(gate.admit(at: t0 + .seconds(2)) == .proceed)
     }
+
+    func token(_ generation: UInt64, obtainedAt: MonotonicInstant, lifetime: Duration?) -> RefreshGate.CurrentToken {
+        RefreshGate.CurrentToken(generation: TokenGeneration(generation), obtainedAt: obtainedAt, lifetime: lifetime)
+    }
+
+    @Test func onlyRefreshesOfTokensYoungerThanHalfTheirLifetimeOrTheIntervalCount() {
+        let gate = RefreshGate(policy: BackoffPolicy(), window: RefreshWindow(interval: .seconds(30), maximumAttempts: 5))
+        let short = token(1, obtainedAt: t0, lifetime: .seconds(2))
+        #expect(gate.prematurityThreshold(for: short) == .seconds(1))
+        #expect(gate.isPremature(short, at: t0 + .milliseconds(999)))
+        #expect(!gate.isPremature(short, at: t0 + .seconds(1)), "a proactive refresh at half-life is not premature")
+        let long = token(1, obtainedAt: t0, lifetime: .seconds(3600))
+        #expect(gate.prematurityThreshold(for: long) == .seconds(30), "capped by the interval")
+        #expect(gate.prematurityThreshold(for: token(1, obtainedAt: t0, lifetime: nil)) == .seconds(30))
+        #expect(gate.prematurityThreshold(for: token(1, obtainedAt: t0, lifetime: .zero)) == .seconds(30), "issued expired")
+    }
+
+    @Test func expiryDrivenRefreshesNeverTripTheGuard() {
+        var gate = RefreshGate(policy: BackoffPolicy(), window: RefreshWindow(interval: .seconds(30), maximumAttempts: 5))
+        var now = t0
+        for generation in 1...100 {
+            // A 2 s token refreshed at its half-life, 100 times in 100 s.
+            let current = token(UInt64(generation), obtainedAt: now, lifetime: .seconds(2))
+            now = now + .seconds(1)
+            #expect(gate.admit(at: now, replacing: current) == .proceed, "refresh \(generation)")
+        }
+        #expect(!gate.isLoopGuardTripped)
+    }
+
+    @Test func rejectedFreshTokensTripTheGuardOnceAndEachGenerationCountsOnce() {
+        var gate = RefreshGate(policy: BackoffPolicy(), window: RefreshWindow(interval: .seconds(30), maximumAttempts: 2))
+        let g1 = token(1, obtainedAt: t0, lifetime: .seconds(3600))
+        #expect(gate.admit(at: t0, replacing: g1) == .proceed)
+        _ = gate.recordTransientFailure(serverError, at: t0)
+        #expect(gate.admit(at: t0 + .seconds(1), replacing: g1) == .proceed, "a retry of the same generation is not counted again")
+        gate.recordSuccess()
+        let g2 = token(2, obtainedAt: t0 + .seconds(2), lifetime: .seconds(3600))
+        #expect(gate.admit(at: t0 + .seconds(2), replacing: g2) == .proceed)
+        let g3 = token(3, obtainedAt: t0 + .seconds(3), lifetime: .seconds(3600))
+        #expect(!gate.isLoopGuardTripped)
+        #expect(gate.admit(at: t0 + .seconds(3), replacing: g3) == .excessive)
+        #expect(gate.isLoopGuardTripped)
+        // The window frees a slot 30 s after the first counted start; g3 ages out of
+        // prematurity 30 s after it was obtained: the earlier of the two.
+        #expect(gate.loopGuardRetryAfter(at: t0 + .seconds(3), replacing: g3) == .seconds(27))
+        #expect(gate.admit(at: t0 + .seconds(29), replacing: g3) == .excessive)
+        #expect(gate.admit(at: t0 + .seconds(30), replacing: g3) == .proceed)
+        #expect(!gate.isLoopGuardTripped, "a counted refresh ends the trip")
+    }
 }
+
