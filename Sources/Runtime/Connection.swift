@@ -8,7 +8,7 @@ import HTTPWire
 /// its response is complete, so pipelined requests are answered in order; bytes that
 /// arrived meanwhile wait in `pending`.
 final class Connection {
-    enum TimerMode { case none, head, bodyIdle, keepAlive }
+    enum TimerMode { case none, head, bodyIdle, keepAlive, linger }
     enum ResponseState { case none, streaming(chunked: Bool, bodyless: Bool), done }
 
     let loop: EventLoop
@@ -39,6 +39,7 @@ final class Connection {
     private var goneHandlers: [@Sendable () -> Void] = []
     private var writableHandlers: [() -> Void] = []
     private var heldHead: [UInt8]?
+    private var lingering = false
 
     // Connection.
     private var processing = false
@@ -106,6 +107,11 @@ final class Connection {
     }
 
     private func onRead(_ nread: Int, _ base: UnsafeMutablePointer<CChar>?) {
+        if lingering {
+            // Discard what the client still sends until it closes or the linger time ends.
+            if nread < 0 { close() }
+            return
+        }
         if nread < 0 {
             // EOF or error: a client that half-closes has nothing more to say.
             abort()
@@ -464,7 +470,24 @@ final class Connection {
     }
 
     private func closeIfFlushed() {
-        if closeAfterFlush && writesInFlight == 0 { close() }
+        if closeAfterFlush && writesInFlight == 0 && !lingering { linger() }
+    }
+
+    /// Closes gracefully after a response: shut down the sending side, then read and
+    /// discard for a moment. Closing at once with unread bytes would send a reset, and a
+    /// reset can destroy the response before the client reads it (a 413 or 431 answered
+    /// while the client is still sending, a pipelined request after `Connection: close`).
+    private func linger() {
+        guard !closed else { return }
+        lingering = true
+        let req = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+        if uv_shutdown(req, stream_t, { req, _ in req!.deallocate() }) != 0 {
+            req.deallocate()
+            close()
+            return
+        }
+        if readingStopped { startReading() }
+        setTimer(.linger)
     }
 
     // MARK: Timers
@@ -483,6 +506,7 @@ final class Connection {
             ms = cfg.bodyIdleTimeout.milliseconds
             lastActivity = uv_now(loop.uv)
         case .keepAlive: ms = cfg.keepAliveTimeout.milliseconds
+        case .linger: ms = 2000
         }
         armTimer(ms)
     }
@@ -511,7 +535,7 @@ final class Connection {
             } else {
                 fail(WireError(.bodyTimeout, status: 408, "the request body stalled"))
             }
-        case .keepAlive:
+        case .keepAlive, .linger:
             close()
         }
     }

@@ -210,5 +210,13 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         uv_idle_stop(idle)
         uv_close(UnsafeMutablePointer<uv_handle_t>(OpaquePointer(idle)), nil)
         uv_close(UnsafeMutablePointer<uv_handle_t>(OpaquePointer(async)), nil)
+        // Whatever is still open now would keep the loop, and `shutdown`, waiting forever:
+        // name it on stderr, so the owner that forgot to close it can be found.
+        uv_walk(uv, { handle, _ in
+            guard let handle, uv_is_closing(handle) == 0 else { return }
+            let type = String(cString: uv_handle_type_name(handle.pointee.type))
+            let line = "authgate: event loop shutdown: a \(type) handle is still open (active: \(uv_is_active(handle)))\n"
+            _ = line.withCString { Glibc.write(2, $0, strlen($0)) }
+        }, nil)
     }
 }
