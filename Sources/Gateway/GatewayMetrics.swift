@@ -36,7 +36,7 @@ public final class GatewayMetrics: Sendable {
 
     /// One proxied request: its route kind (`public`/`authenticated`), final status and duration.
     public func request(kind: String, status: Int, seconds: Double) {
-        let cls = "\(max(1, min(5, status / 100)))xx"
+        let cls = status == 499 ? "client_gone" : "\(max(1, min(5, status / 100)))xx"
         state.withLock { s in
             s.requests["\(kind),\(cls)", default: 0] += 1
             s.latency[kind, default: Histogram()].observe(seconds)

@@ -104,7 +104,8 @@ public final class GatewayService: Sendable {
             for await record in events {
                 switch record.event {
                 case .refreshed: metrics.refresh("success")
-                case .refreshFailed: metrics.refresh("transient")
+                case .refreshFailed(let code, _):
+                    metrics.refresh(code == "excessive_refresh" ? "loop_guard" : "transient")
                 case .loggedOut(let reason, _):
                     metrics.logout(reason.code)
                     if case .refreshRejected = reason { metrics.refresh("terminal") }

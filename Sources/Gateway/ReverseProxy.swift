@@ -140,6 +140,11 @@ public final class ReverseProxy: HTTPResponder {
     }
 
     private func respond(_ error: any Error, _ writer: ResponseWriter) -> Int {
+        if error is CancellationError {
+            // The waiting task was cancelled (the client went away): nobody to answer.
+            writer.abort()
+            return 499
+        }
         let authError = error as? AuthError ?? AuthError.storage(error)
         let (problem, headers) = GatewayProblem.forAuthError(authError)
         writer.respond(problem: problem, headers: headers)
