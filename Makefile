@@ -22,7 +22,7 @@ dev: deps
 
 unit: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	timeout 900 $(SWIFT) test --skip-build
 
 fuzz: deps
 	scripts/fuzz $(FUZZ_SECONDS)
@@ -35,7 +35,8 @@ sanitize: deps
 	@for s in $(SANITIZERS); do \
 	  echo "== swift test --sanitize=$$s"; \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp TSAN_OPTIONS=halt_on_error=1 \
-	    $(SWIFT) test --sanitize=$$s --scratch-path .build-$$s || exit 1; \
+	    SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=handle_abort=1 \
+	    timeout 1800 $(SWIFT) test --sanitize=$$s --scratch-path .build-$$s || exit 1; \
 	done
 
 test: unit fuzz openapi sanitize

@@ -31,6 +31,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     private let state = Mutex(State())
     private let threadID = Atomic<UInt>(0)
     private let dropped = Atomic<Int>(0)
+    private let shutDown = Atomic<Bool>(false)
     private var thread = pthread_t()
     private var spareJobs: [Job] = []
     private var shutdownHooks: [() -> Void] = []
@@ -194,6 +195,8 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     /// the loop thread asserts that `uv_loop_close` succeeds.
     public func shutdown() {
         precondition(!inEventLoop, "shutdown must not be called on the loop itself")
+        // Once only: a second join of the same thread is undefined behaviour.
+        guard !shutDown.exchange(true, ordering: .acquiringAndReleasing) else { return }
         execute { [self] in
             let hooks = shutdownHooks
             shutdownHooks = []
