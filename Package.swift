@@ -33,6 +33,7 @@ let package = Package(
             name: "CCurl",
             linkerSettings: [.linkedLibrary("curl")]
         ),
+        .target(name: "Locking", swiftSettings: strict),
         .target(
             name: "HTTPWire",
             dependencies: ["CHTTPParser"],
@@ -41,6 +42,7 @@ let package = Package(
         .target(
             name: "Runtime",
             dependencies: [
+                "Locking",
                 "CLibUV",
                 "CCurl",
                 "HTTPWire",
@@ -51,6 +53,7 @@ let package = Package(
         .target(
             name: "AuthCore",
             dependencies: [
+                "Locking",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -60,6 +63,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
+                "Locking",
                 "Runtime",
                 "HTTPWire",
                 "AuthCore",
@@ -69,12 +73,13 @@ let package = Package(
         ),
         .target(
             name: "AuthGateTesting",
-            dependencies: ["AuthCore", "Runtime", "HTTPWire"],
+            dependencies: ["Locking", "AuthCore", "Runtime", "HTTPWire"],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "authgate",
             dependencies: [
+                "Locking",
                 "Gateway",
                 "AuthGateTesting",
                 "Runtime",
@@ -91,7 +96,7 @@ let package = Package(
             path: "Benchmarks/BenchServer",
             swiftSettings: strict
         ),
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Locking"], path: "Tests/TestSupport", swiftSettings: strict),
         .executableTarget(
             name: "authcore-bench",
             dependencies: [
@@ -103,10 +108,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "HTTPWireTests", dependencies: ["HTTPWire"], swiftSettings: strict),
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "HTTPWire", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "RuntimeTests", dependencies: ["Locking", "Runtime", "HTTPWire", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "GatewayTests",
             dependencies: [
+                "Locking",
                 "Gateway", "Runtime", "HTTPWire", "TestSupport", "AuthCore", "AuthGateTesting",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -114,6 +120,7 @@ let package = Package(
         .testTarget(
             name: "AuthCoreTests",
             dependencies: [
+                "Locking",
                 "AuthCore",
                 "AuthGateTesting",
                 .product(name: "Logging", package: "swift-log"),

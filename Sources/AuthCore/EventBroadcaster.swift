@@ -1,5 +1,5 @@
 public import Foundation
-internal import Synchronization
+internal import Locking
 
 /// Fans session events out to any number of subscribers, each an `AsyncStream` with a
 /// bounded buffer.
@@ -31,7 +31,7 @@ public final class EventBroadcaster: Sendable {
         var replayed: ArraySlice<AuthEventRecord> { replay[replayStart...] }
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let bufferSize: Int
     private let replayCapacity: Int
     private let wallClock: @Sendable () -> Date
@@ -46,7 +46,7 @@ public final class EventBroadcaster: Sendable {
         initialStatus: SessionStatus, bufferSize: Int = 64, replayCapacity: Int = 256,
         wallClock: @escaping @Sendable () -> Date = { Date() }
     ) {
-        self.state = Mutex(State(current: initialStatus))
+        self.state = Locked(State(current: initialStatus))
         self.bufferSize = max(1, bufferSize)
         self.replayCapacity = max(0, replayCapacity)
         self.wallClock = wallClock

@@ -1,7 +1,7 @@
 import AuthCore
 import HTTPWire
 public import Runtime
-import Synchronization
+import Locking
 
 /// Serves a ``FakeAuthorizationServer`` over real HTTP on the libuv server.
 public struct FakeAuthorizationServerResponder: HTTPResponder {
@@ -54,8 +54,8 @@ public struct FakeAuthorizationServerResponder: HTTPResponder {
 public final class FakeResourceServer: HTTPResponder {
     /// The authorization server whose tokens are accepted.
     public let authorization: FakeAuthorizationServer
-    private let counters = Mutex(Counters())
-    private let tokens = Mutex(Set<String>())
+    private let counters = Locked(Counters())
+    private let tokens = Locked(Set<String>())
 
     /// What the resource server saw.
     public struct Counters: Sendable, Equatable {

@@ -1,5 +1,5 @@
 public import AuthCore
-internal import Synchronization
+internal import Locking
 
 /// A ``SessionStateStore`` in memory, with failure injection.
 public final class InMemorySessionStateStore: SessionStateStore {
@@ -9,7 +9,7 @@ public final class InMemorySessionStateStore: SessionStateStore {
         var loadFailures: [SessionStateStoreError] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Creates an empty store.
     public init() {}

@@ -1,5 +1,5 @@
 public import AuthCore
-internal import Synchronization
+internal import Locking
 
 /// A ``TokenStore`` in memory, with failure injection, for tests and `authgate dev`.
 public final class InMemoryTokenStore: TokenStore {
@@ -15,7 +15,7 @@ public final class InMemoryTokenStore: TokenStore {
         var deletes = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Creates an empty store.
     public init() {}

@@ -1,6 +1,6 @@
 public import AuthCore
 public import Foundation
-internal import Synchronization
+internal import Locking
 
 /// A manual clock for deterministic tests: time moves only when ``advance(by:)`` is called.
 public final class TestClock: AuthClock {
@@ -17,11 +17,11 @@ public final class TestClock: AuthClock {
         var nextID: UInt64 = 0
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Creates a clock at monotonic zero and wall time `wallStart`.
     public init(wallStart: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
-        self.state = Mutex(State(now: MonotonicInstant(offset: .zero), wall: wallStart))
+        self.state = Locked(State(now: MonotonicInstant(offset: .zero), wall: wallStart))
     }
 
     /// The current monotonic instant.

@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Counters and latency histograms of the gateway, rendered as Prometheus text.
 ///
@@ -29,7 +29,7 @@ public final class GatewayMetrics: Sendable {
         var upstreamFailures: [String: Int] = [:]  // kind
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Creates an empty registry.
     public init() {}

@@ -1,9 +1,9 @@
-import Synchronization
+import Locking
 
 /// What `/readyz` reports: ready once the session was restored from the stores and the
 /// stores are writable (SEEDS row 4: the listener opens only after the restore).
 public final class Readiness: Sendable {
-    private let state = Mutex<(restored: Bool, problem: String?)>((false, nil))
+    private let state = Locked<(restored: Bool, problem: String?)>((false, nil))
     private let storesWritable: @Sendable () -> Bool
 
     /// Creates a readiness check; `storesWritable` is asked on every probe.

@@ -1,7 +1,7 @@
 import AuthCore
 public import HTTPWire
 public import Runtime
-import Synchronization
+import Locking
 
 /// Forwards requests under configured prefixes to their upstreams, streaming bodies both
 /// ways. Each loop has its own ``UpstreamClient``, so a request never leaves its loop.
@@ -15,7 +15,7 @@ public final class ReverseProxy: HTTPResponder {
     /// The routes, longest prefix first.
     public let routes: [ProxyRoute]
     private let clientConfiguration: UpstreamClientConfiguration
-    private let clients = Mutex<[ObjectIdentifier: UpstreamClient]>([:])
+    private let clients = Locked<[ObjectIdentifier: UpstreamClient]>([:])
     private let fallback: (any HTTPResponder)?
     private let authentication: ProxyAuthentication?
     private let metrics: GatewayMetrics

@@ -1,5 +1,6 @@
 import CLibUV
 import Glibc
+import Locking
 import Synchronization
 
 /// One libuv loop running on its own thread, and the Swift executor for it.
@@ -28,7 +29,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     let uv: UnsafeMutablePointer<uv_loop_t>
     private let async: UnsafeMutablePointer<uv_async_t>
     private let idle: UnsafeMutablePointer<uv_idle_t>
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let threadID = Atomic<UInt>(0)
     private let dropped = Atomic<Int>(0)
     private let shutDown = Atomic<Bool>(false)
@@ -83,7 +84,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     /// and a peer that closed must give `EPIPE`, not kill the server.
     public func start() {
         _ = EventLoop.ignoreSIGPIPE
-        let started = Mutex(false)
+        let started = Locked(false)
         let box = Unmanaged.passRetained(self).toOpaque()
         let rc = pthread_create(&thread, nil, { arg in
             let loop = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()

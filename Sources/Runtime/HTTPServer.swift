@@ -1,4 +1,5 @@
 import Dispatch
+import Locking
 import Synchronization
 
 /// An HTTP/1.1 server: one listener per loop on the same port (`SO_REUSEPORT`), so the
@@ -17,7 +18,7 @@ public final class HTTPServer: Sendable {
     public let configuration: HTTPServerConfiguration
     private let group: EventLoopGroup
     private let context: ServerContext
-    private let states: Mutex<[LoopBound<ServerLoopState>]> = Mutex([])
+    private let states: Locked<[LoopBound<ServerLoopState>]> = Locked([])
     private let boundPort = Atomic<Int>(0)
 
     /// Creates a server; nothing listens until ``start()``.
@@ -37,7 +38,7 @@ public final class HTTPServer: Sendable {
     public func start() throws(UVError) {
         var port = configuration.port
         for loop in group.loops {
-            let result = Mutex<Result<(Int, LoopBound<ServerLoopState>), UVError>?>(nil)
+            let result = Locked<Result<(Int, LoopBound<ServerLoopState>), UVError>?>(nil)
             let done = DispatchSemaphore(value: 0)
             let host = configuration.host
             let p = port

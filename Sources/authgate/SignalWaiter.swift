@@ -34,10 +34,10 @@ func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) 
 }
 
 final class ResultBox<T: Sendable>: Sendable {
-    private let value = Mutex<Result<T, any Error>?>(nil)
+    private let value = Locked<Result<T, any Error>?>(nil)
     func set(_ r: Result<T, any Error>) { value.withLock { $0 = r } }
     func get() throws -> T { try value.withLock { $0 }!.get() }
 }
 
 import Dispatch
-import Synchronization
+import Locking

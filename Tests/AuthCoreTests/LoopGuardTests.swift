@@ -1,12 +1,12 @@
 import AuthCore
 import AuthGateTesting
 import Logging
-import Synchronization
+import Locking
 import Testing
 
 /// Collects log messages (text and level) for assertions.
 final class CapturedLog: Sendable {
-    private let lines = Mutex<[(Logger.Level, String)]>([])
+    private let lines = Locked<[(Logger.Level, String)]>([])
 
     var logger: Logger {
         Logger(label: "test", factory: { _ in Handler(log: self) })

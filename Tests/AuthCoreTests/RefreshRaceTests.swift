@@ -2,7 +2,7 @@ import AuthCore
 import AuthGateTesting
 import Dispatch
 import Logging
-import Synchronization
+import Locking
 import Testing
 
 /// A serial executor that is also a task executor and runs every job with both (the shape of
@@ -20,7 +20,7 @@ final class LoopLikeExecutor: SerialExecutor, TaskExecutor, @unchecked Sendable 
     }
 
     private let queue: DispatchQueue
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(label: String = "authcore.tests.loop") {
         queue = DispatchQueue(label: label)

@@ -2,7 +2,7 @@ import AuthCore
 import AuthGateTesting
 import Foundation
 import Logging
-import Synchronization
+import Locking
 import Testing
 
 /// REFERENCES.md "What their users keep reporting", items 1, 2, 4, 5, 6, 10.
@@ -231,7 +231,7 @@ import Testing
 /// request, including the refresh request itself.
 final class InterceptingTransport: HTTPTransport {
     private let inner: FakeAuthorizationServer
-    private let state = Mutex<(actor: AuthActor?, observed: [AuthError.Code])>((nil, []))
+    private let state = Locked<(actor: AuthActor?, observed: [AuthError.Code])>((nil, []))
 
     init(inner: FakeAuthorizationServer) {
         self.inner = inner

@@ -5,12 +5,12 @@ import Gateway
 import HTTPWire
 import Logging
 import Runtime
-import Synchronization
+import Locking
 import TestSupport
 
 /// Log lines kept in memory, to search them for secrets.
 final class LogCapture: Sendable {
-    let lines = Mutex<[String]>([])
+    let lines = Locked<[String]>([])
     var all: String { lines.withLock { $0.joined(separator: "\n") } }
 
     func logger(_ label: String = "authgate.test") -> Logger {
@@ -45,7 +45,7 @@ final class Stack: Sendable {
     let stateDirectory: String
     let keyFile: String
     let logs = LogCapture()
-    let gateway = Mutex<GatewayService?>(nil)
+    let gateway = Locked<GatewayService?>(nil)
 
     init(fake: FakeAuthorizationServer.Configuration = FakeAuthorizationServer.Configuration(), stateDirectory: String? = nil) throws {
         fakes = try EventLoopGroup(loopCount: 1, name: "fakes")

@@ -1,5 +1,5 @@
 import Runtime
-import Synchronization
+import Locking
 import Testing
 
 /// An actor whose jobs run on a given loop.
@@ -25,9 +25,9 @@ actor LoopCounter {
 }
 
 final class Tally: Sendable {
-    let total = Mutex(0)
-    let wrong = Mutex(0)
-    let lastSeen = Mutex([Int](repeating: -1, count: 4))
+    let total = Locked(0)
+    let wrong = Locked(0)
+    let lastSeen = Locked([Int](repeating: -1, count: 4))
 }
 
 @Suite struct EventLoopTests {

@@ -1,13 +1,13 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// Runs `body(i)` for i in 0..<count, each on its own thread, and returns the results in
 /// order. Blocking socket clients belong on threads: on the cooperative pool (two threads
 /// on two cores) they would starve the actors the servers under test need.
 public func onThreads<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) -> T) async -> [T] {
-    let results = Mutex<[Int: T]>([:])
+    let results = Locked<[Int: T]>([:])
     await withCheckedContinuation { (cont: CheckedContinuation<Void, Never>) in
-        let remaining = Mutex(count)
+        let remaining = Locked(count)
         for i in 0..<count {
             let t = Thread {
                 let r = body(i)
