@@ -190,8 +190,13 @@ func withProxy(
     }
 
     @Test func hundredMebibytesEachWayWithBoundedMemory() async throws {
-        try await withProxy { proxy, upstream in
-            let size = 100 * 1024 * 1024
+        // Under ASan/TSan (make sanitize sets AUTHGATE_SANITIZER) the run is several times
+        // slower and shadow memory inflates RSS: stream 16 MiB and skip the RSS bound there.
+        let sanitized = ProcessInfo.processInfo.environment["AUTHGATE_SANITIZER"] != nil
+        var unlimited = UpstreamClientConfiguration()
+        unlimited.totalTimeout = nil
+        try await withProxy(client: unlimited) { proxy, upstream in
+            let size = (sanitized ? 16 : 100) * 1024 * 1024
             let before = residentBytes()
             let peak = Atomic<Int>(before)
             let sampling = Task {
@@ -215,8 +220,10 @@ func withProxy(
             sampling.cancel()
             #expect(received > size)
             let growth = peak.load(ordering: .relaxed) - before
-            print("proxy 100 MiB each way: peak RSS growth \(growth / 1024 / 1024) MiB")
-            #expect(growth < 48 * 1024 * 1024, "RSS grew by \(growth / 1024 / 1024) MiB")
+            print("proxy \(size >> 20) MiB each way: peak RSS growth \(growth / 1024 / 1024) MiB")
+            if !sanitized {
+                #expect(growth < 48 * 1024 * 1024, "RSS grew by \(growth / 1024 / 1024) MiB")
+            }
         }
     }
 }
