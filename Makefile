@@ -32,12 +32,7 @@ openapi: deps
 	scripts/check-deploy
 
 sanitize: deps
-	@for s in $(SANITIZERS); do \
-	  echo "== swift test --sanitize=$$s"; \
-	  LSAN_OPTIONS=suppressions=$(CURDIR)/.ci/lsan.supp TSAN_OPTIONS=halt_on_error=1 \
-	    AUTHGATE_SANITIZER=$$s SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=handle_abort=1 \
-	    timeout 1800 $(SWIFT) test --sanitize=$$s --scratch-path .build-$$s || exit 1; \
-	done
+	scripts/sanitize $(SANITIZERS)
 
 test: unit fuzz openapi sanitize
 

@@ -82,10 +82,12 @@ final class UpstreamResponder: HTTPResponder {
             let counter = self
             writer.onClientGone { counter.cancelledExchanges.add(1, ordering: .relaxed) }
         case "/slow":
-            Task(executorPreference: request.loop) {
+            let t = Task(executorPreference: request.loop) {
                 try? await Task.sleep(for: .milliseconds(500))
                 writer.respond(status: 200, body: Array("slow".utf8))
             }
+            // End the task with the connection, so it never outlives the loop.
+            writer.onClientGone { t.cancel() }
         case "/close":
             h.add(name: "Connection", value: "close")
             writer.respond(status: 200, headers: h, body: Array("closing".utf8))

@@ -107,10 +107,11 @@ struct TestResponder: HTTPResponder {
                 } catch {}
             }
         case "/later":
-            Task(executorPreference: request.loop) {
+            let t = Task(executorPreference: request.loop) {
                 try? await Task.sleep(for: .milliseconds(50))
                 writer.respond(status: 200, body: Array("later".utf8))
             }
+            writer.onClientGone { t.cancel() }
         case "/no-content":
             writer.respond(status: 204)
         default:
