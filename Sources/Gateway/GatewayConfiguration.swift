@@ -80,6 +80,9 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     public var replayLimitBytes: Int?
     /// A CA bundle for TLS upstreams and the token endpoint.
     public var caFile: String?
+    /// How upstream 401s are read (e.g. `{"bareUnauthorizedMeansTokenRejected": false}` for
+    /// APIs whose bare 401s are not about the token).
+    public var upstreamRejection: UpstreamRejectionPolicy?
     /// A path the proxy listener answers itself for liveness probes (default `/livez`).
     public var proxyLivenessPath: String?
     /// Upstream timeouts in seconds.

@@ -115,7 +115,9 @@ public final class GatewayService: Sendable {
         }
         let proxyResponder = ReverseProxy(
             routes: c.proxyRoutes, clientConfiguration: upstreamConfig,
-            authentication: ProxyAuthentication(session: session, replayLimit: c.replayLimitBytes ?? 1 << 20),
+            authentication: ProxyAuthentication(
+                session: session, rejectionPolicy: c.upstreamRejection ?? UpstreamRejectionPolicy(),
+                replayLimit: c.replayLimitBytes ?? 1 << 20),
             metrics: metrics, livenessPath: c.proxyLivenessPath ?? "/livez")
         let proxyServer = HTTPServer(
             configuration: HTTPServerConfiguration(host: c.proxy.host, port: c.proxy.port), group: group,

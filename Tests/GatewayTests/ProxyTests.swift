@@ -98,6 +98,17 @@ func withProxy(
         }
     }
 
+    @Test func redirectsAreNeverFollowed() async throws {
+        try await withProxy { proxy, _ in
+            let c = try RawClient(port: proxy.port)
+            try c.send("GET /redirect HTTP/1.1\r\nHost: a\r\n\r\n")
+            let r = try c.readResponse()
+            #expect(r.status == 302)
+            #expect(r.header("location") == "/elsewhere")
+            #expect(r.text == "moved")
+        }
+    }
+
     @Test func bodiesAreForwardedChunkedAndByLength() async throws {
         try await withProxy { proxy, _ in
             let c = try RawClient(port: proxy.port)

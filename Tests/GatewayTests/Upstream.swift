@@ -88,6 +88,9 @@ final class UpstreamResponder: HTTPResponder {
             }
             // End the task with the connection, so it never outlives the loop.
             writer.onClientGone { t.cancel() }
+        case "/redirect":
+            h.add(name: "Location", value: "/elsewhere")
+            writer.respond(status: 302, headers: h, body: Array("moved".utf8))
         case "/close":
             h.add(name: "Connection", value: "close")
             writer.respond(status: 200, headers: h, body: Array("closing".utf8))
