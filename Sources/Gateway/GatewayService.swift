@@ -158,5 +158,7 @@ public final class GatewayService: Sendable {
             }
         }
         eventsTask.cancel()
+        // End every subscription to this session (SSE streams, the metrics feed).
+        session.events.finish()
     }
 }

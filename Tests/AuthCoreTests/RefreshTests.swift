@@ -223,6 +223,7 @@ import Testing
         let third = try await actor.token()
         #expect(third.generation > second.generation)
         #expect(transport.observed == [.loginRequired, .refreshReentered])
+        transport.attach(nil)  // the actor and the transport refer to each other
     }
 
 }
@@ -237,7 +238,7 @@ final class InterceptingTransport: HTTPTransport {
         self.inner = inner
     }
 
-    func attach(_ actor: AuthActor) {
+    func attach(_ actor: AuthActor?) {
         state.withLock { $0.actor = actor }
     }
 
