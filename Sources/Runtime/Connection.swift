@@ -433,8 +433,8 @@ final class Connection {
         req.pointee.data = Unmanaged.passRetained(request).toOpaque()
         var buf = uv_buf_init(request.buffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(request.buffer.count))
         let rc = uv_write(req, stream_t, &buf, 1) { req, status in
-            let request = Unmanaged<WriteRequest>.fromOpaque(req!.pointee.data).takeRetainedValue()
-            _ = request
+            // The write is done: free its buffer.
+            Unmanaged<WriteRequest>.fromOpaque(req!.pointee.data).release()
             let c = Connection.from(req!.pointee.handle.pointee.data)
             req!.deallocate()
             c.writeCompleted(status)

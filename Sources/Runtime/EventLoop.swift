@@ -84,7 +84,6 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     /// and a peer that closed must give `EPIPE`, not kill the server.
     public func start() {
         _ = EventLoop.ignoreSIGPIPE
-        let started = Locked(false)
         let box = Unmanaged.passRetained(self).toOpaque()
         let rc = pthread_create(&thread, nil, { arg in
             let loop = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
@@ -95,7 +94,6 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         while threadID.load(ordering: .acquiring) == 0 {
             sched_yield()
         }
-        _ = started
     }
 
     private func run() {

@@ -7,7 +7,6 @@ public final class UpstreamTransfer {
     unowned let client: UpstreamClient
     let easy: UnsafeMutableRawPointer
     private let request: UpstreamRequest
-    private weak var handlerRef: (any UpstreamResponseHandler)?
     private var handler: (any UpstreamResponseHandler)?
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var url: [CChar] = []
