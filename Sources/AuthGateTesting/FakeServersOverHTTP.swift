@@ -49,13 +49,16 @@ public struct FakeAuthorizationServerResponder: HTTPResponder {
 /// - `/public/…` answers without looking at `Authorization`.
 /// - `/admin/…` answers 403 with `insufficient_scope` to any valid token.
 /// - everything else needs a valid token: 401 `invalid_token` for an expired or unknown
-///   one, 401 with a bare `Bearer` challenge when there is none.
+///   one, 401 with a bare `Bearer` challenge when there is none. The status and the realm
+///   of that answer can be changed (``answerRejectedTokens(status:realm:)``), the way APIs
+///   that answer 419 or name their own realm do.
 /// Every answer is JSON echoing the method, path, body size and whether a token came.
 public final class FakeResourceServer: HTTPResponder {
     /// The authorization server whose tokens are accepted.
     public let authorization: FakeAuthorizationServer
     private let counters = Locked(Counters())
     private let tokens = Locked(Set<String>())
+    private let rejection = Locked((status: 401, realm: "fake"))
 
     /// What the resource server saw.
     public struct Counters: Sendable, Equatable {
@@ -69,6 +72,12 @@ public final class FakeResourceServer: HTTPResponder {
 
     /// Creates the server.
     public init(authorization: FakeAuthorizationServer) { self.authorization = authorization }
+
+    /// Answers a missing, expired or unknown token with this status and `Bearer` realm from
+    /// now on (default 401, realm `fake`).
+    public func answerRejectedTokens(status: Int, realm: String) {
+        rejection.withLock { $0 = (status, realm) }
+    }
 
     /// A snapshot of the counters.
     public var statistics: Counters { counters.withLock { $0 } }
@@ -99,9 +108,10 @@ public final class FakeResourceServer: HTTPResponder {
         }
         guard let auth, auth.hasPrefix("Bearer ") else {
             counters.withLock { $0.anonymous += 1; $0.rejected += 1 }
+            let (status, realm) = rejection.withLock { $0 }
             var h = HTTPHeaders()
-            h.add(name: "WWW-Authenticate", value: "Bearer realm=\"fake\"")
-            answer(401, h)
+            h.add(name: "WWW-Authenticate", value: "Bearer realm=\(Problem.quote(realm))")
+            answer(status, h)
             return
         }
         let token = String(auth.dropFirst(7))
@@ -111,9 +121,10 @@ public final class FakeResourceServer: HTTPResponder {
             let valid = await server.isValid(accessToken: token)
             if !valid {
                 counters.withLock { $0.rejected += 1 }
+                let (status, realm) = rejection.withLock { $0 }
                 var h = HTTPHeaders()
-                h.add(name: "WWW-Authenticate", value: "Bearer realm=\"fake\", error=\"invalid_token\"")
-                answer(401, h)
+                h.add(name: "WWW-Authenticate", value: "Bearer realm=\(Problem.quote(realm)), error=\"invalid_token\"")
+                answer(status, h)
             } else if path.hasPrefix("/admin") {
                 counters.withLock { $0.rejected += 1 }
                 var h = HTTPHeaders()

@@ -80,8 +80,8 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     public var replayLimitBytes: Int?
     /// A CA bundle for TLS upstreams and the token endpoint.
     public var caFile: String?
-    /// How upstream 401s are read (e.g. `{"bareUnauthorizedMeansTokenRejected": false}` for
-    /// APIs whose bare 401s are not about the token).
+    /// Which upstream answers mean "token rejected": `statuses` (default `[401]`), `realms`
+    /// (default any) and `bareUnauthorizedMeansTokenRejected` (default `true`).
     public var upstreamRejection: UpstreamRejectionPolicy?
     /// A path the proxy listener answers itself for liveness probes (default `/livez`).
     public var proxyLivenessPath: String?
@@ -118,10 +118,37 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         } catch let DecodingError.valueNotFound(_, ctx) {
             throw ConfigurationError("null at \(path(ctx.codingPath))")
         } catch let DecodingError.dataCorrupted(ctx) {
-            throw ConfigurationError("invalid JSON at \(path(ctx.codingPath))")
+            if ctx.codingPath.isEmpty { throw ConfigurationError("not valid JSON") }
+            throw ConfigurationError("invalid value at \(path(ctx.codingPath)): \(ctx.debugDescription)")
+        }
+        if let field = try unknownField(in: data, decoded: c) {
+            throw ConfigurationError("unknown field \(field)")
         }
         try c.validate()
         return c
+    }
+
+    /// The first field of `data` that the configuration does not have (a misspelt option
+    /// would otherwise be ignored without a word). Found by encoding what was decoded and
+    /// looking for each input key in the result, so it cannot drift from the types.
+    static func unknownField(in data: Data, decoded: GatewayConfiguration) throws -> String? {
+        let input = try JSONSerialization.jsonObject(with: data)
+        let known = try JSONSerialization.jsonObject(with: JSONEncoder().encode(decoded))
+        func first(_ input: Any, _ known: Any, _ at: String) -> String? {
+            if let object = input as? [String: Any], let knownObject = known as? [String: Any] {
+                for key in object.keys.sorted() where !(object[key] is NSNull) {
+                    let here = at.isEmpty ? key : "\(at).\(key)"
+                    guard let k = knownObject[key] else { return here }
+                    if let found = first(object[key]!, k, here) { return found }
+                }
+            } else if let array = input as? [Any], let knownArray = known as? [Any] {
+                for (i, (element, k)) in zip(array, knownArray).enumerated() {
+                    if let found = first(element, k, "\(at)[\(i)]") { return found }
+                }
+            }
+            return nil
+        }
+        return first(input, known, "")
     }
 
     /// Checks values the types cannot.

@@ -10,11 +10,12 @@ import TestSupport
 @Suite(.serialized) struct SeedsTests {
     func withStack(
         fake: FakeAuthorizationServer.Configuration = FakeAuthorizationServer.Configuration(),
+        configure: (inout GatewayConfiguration) -> Void = { _ in },
         _ body: (Stack) async throws -> Void
     ) async throws {
         let stack = try Stack(fake: fake)
         do {
-            try await stack.startGateway()
+            try await stack.startGateway(configure: configure)
             try await body(stack)
         } catch {
             await stack.stop()
@@ -229,6 +230,42 @@ import TestSupport
             let r = try await stack.proxy("GET", "/admin/panel")
             #expect(r.status == 403)
             #expect(await stack.authorization.statistics.refreshes == 0)
+        }
+    }
+
+    @Test func configuredStatusesCountAsTokenRejections() async throws {
+        // An API that answers an expired token with 419: by default it passes through...
+        try await withStack(fake: silentExpiry) { stack in
+            stack.api.answerRejectedTokens(status: 419, realm: "fake")
+            #expect(try await stack.loginAlice().status == 200)
+            try await Task.sleep(for: .milliseconds(900))
+            #expect(try await stack.proxy("GET", "/api/x").status == 419)
+            #expect(await stack.authorization.statistics.refreshes == 0)
+        }
+        // ...and once 419 is configured, it is refreshed and replayed.
+        try await withStack(fake: silentExpiry, configure: { $0.upstreamRejection = try! UpstreamRejectionPolicy(statuses: [401, 419]) }) {
+            stack in
+            stack.api.answerRejectedTokens(status: 419, realm: "fake")
+            #expect(try await stack.loginAlice().status == 200)
+            try await Task.sleep(for: .milliseconds(900))
+            #expect(try await stack.proxy("GET", "/api/x").status == 200)
+            #expect(await stack.authorization.statistics.refreshes == 1)
+        }
+    }
+
+    @Test func challengesFromAnotherRealmNeverTriggerARefresh() async throws {
+        try await withStack(fake: silentExpiry, configure: { $0.upstreamRejection = try! UpstreamRejectionPolicy(realms: ["api"]) }) {
+            stack in
+            #expect(try await stack.loginAlice().status == 200)
+            try await Task.sleep(for: .milliseconds(900))
+            // The fake API names its realm "fake": not ours, so the 401 passes through.
+            let foreign = try await stack.proxy("GET", "/api/x")
+            #expect(foreign.status == 401)
+            #expect(foreign.header("www-authenticate")?.contains("realm=\"fake\"") == true)
+            #expect(await stack.authorization.statistics.refreshes == 0)
+            stack.api.answerRejectedTokens(status: 401, realm: "api")
+            #expect(try await stack.proxy("GET", "/api/x").status == 200)
+            #expect(await stack.authorization.statistics.refreshes == 1)
         }
     }
 

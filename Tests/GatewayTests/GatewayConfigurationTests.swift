@@ -1,0 +1,90 @@
+import AuthCore
+import Foundation
+import Gateway
+import Testing
+
+/// `authgate serve --config`: every mistake in the file is refused with the field named.
+@Suite struct GatewayConfigurationTests {
+    static let minimal = """
+        {
+          "proxy": { "host": "127.0.0.1", "port": 8080 },
+          "admin": { "host": "127.0.0.1", "port": 8081 },
+          "adminTokenFile": "/run/admin-token",
+          "authorization": { "tokenEndpoint": "https://id.example.com/oauth/token" },
+          "routes": [ { "prefix": "/", "upstream": "https://api.example.com" } ],
+          "stateDirectory": "/var/lib/authgate"
+        }
+        """
+
+    /// The minimal file with `edit` applied to its parsed JSON.
+    func load(_ edit: (inout [String: Any]) -> Void) throws -> GatewayConfiguration {
+        var object = try JSONSerialization.jsonObject(with: Data(Self.minimal.utf8)) as! [String: Any]
+        edit(&object)
+        return try GatewayConfiguration.load(from: JSONSerialization.data(withJSONObject: object))
+    }
+
+    func error(_ edit: (inout [String: Any]) -> Void) -> String? {
+        do {
+            _ = try load(edit)
+            return nil
+        } catch {
+            return String(describing: error)
+        }
+    }
+
+    @Test func theExampleAndTheMinimalFileLoad() throws {
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../deploy/authgate.example.json")
+        let c = try GatewayConfiguration.load(from: Data(contentsOf: example))
+        #expect(c.routes.count == 2)
+        let minimal = try load { _ in }
+        #expect(minimal.upstreamRejection == nil)
+        #expect(minimal.proxyRoutes.first?.requiresAuthentication == true)
+    }
+
+    @Test func misspeltFieldsAreRefusedWithTheirPath() {
+        #expect(error { $0["refreshSkewSecond"] = 30 } == "unknown field refreshSkewSecond")
+        #expect(error { $0["proxy"] = ["host": "127.0.0.1", "port": 8080, "hots": "x"] } == "unknown field proxy.hots")
+        #expect(
+            error {
+                $0["routes"] = [
+                    ["prefix": "/", "upstream": "https://a.example"],
+                    ["prefix": "/b", "upstream": "https://b.example", "requiresAuth": false],
+                ]
+            } == "unknown field routes[1].requiresAuth")
+        #expect(error { $0["upstreamRejection"] = ["status": [419]] } == "unknown field upstreamRejection.status")
+        #expect(
+            error { $0["authorization"] = ["tokenEndpoint": "https://id.example/t", "mapping": ["paths": ["acessToken": "x"]]] }
+                == "unknown field authorization.mapping.paths.acessToken")
+        // Free-form maps keep every key; an explicit null is the same as leaving a field out.
+        #expect(
+            error {
+                $0["authorization"] = ["tokenEndpoint": "https://id.example/t", "mapping": ["extraFields": ["audience": "api"]]]
+            } == nil)
+        #expect(error { $0["loops"] = NSNull() } == nil)
+    }
+
+    @Test func wrongTypesMissingFieldsAndBadValuesNameTheField() {
+        #expect(error { $0["proxy"] = ["host": "127.0.0.1", "port": "8080"] } == "wrong type at proxy.port")
+        #expect(error { $0.removeValue(forKey: "stateDirectory") } == "missing field stateDirectory")
+        #expect(error { $0["admin"] = ["host": "127.0.0.1", "port": 70000] } == "admin.port must be 0…65535")
+        #expect(error { $0["routes"] = [] as [Any] } == "routes must name at least one route")
+        #expect(error { $0.removeValue(forKey: "adminTokenFile") }?.hasPrefix("adminTokenFile is required") == true)
+        #expect(
+            error { $0["upstreamRejection"] = ["statuses": [401, 500]] }
+                == "invalid value at upstreamRejection: statuses: 500 is not a 4xx status")
+        #expect(
+            error { $0["upstreamRejection"] = ["realms": [] as [Any]] }?.hasPrefix("invalid value at upstreamRejection: realms") == true)
+        do {
+            _ = try GatewayConfiguration.load(from: Data("{".utf8))
+            Issue.record("a broken file loaded")
+        } catch {
+            #expect(String(describing: error) == "not valid JSON")
+        }
+    }
+
+    @Test func rejectionStatusesAndRealmsAreRead() throws {
+        let c = try load { $0["upstreamRejection"] = ["statuses": [401, 419], "realms": ["api"]] }
+        #expect(c.upstreamRejection == (try UpstreamRejectionPolicy(statuses: [401, 419], realms: ["api"])))
+    }
+}
