@@ -159,7 +159,8 @@ public final class AdminAPI: HTTPResponder {
         }
         let authError = error as? AuthError ?? AuthError.storage(error)
         if authError.code == .loginFailed, let endpoint = authError.endpointError {
-            writer.respond(problem: AdminJSON.loginFailure(endpoint))
+            let p = AdminJSON.loginFailure(endpoint)
+            writer.respond(problem: p, headers: GatewayProblem.withChallenge(p))
             return
         }
         let (p, h) = GatewayProblem.forAuthError(authError)

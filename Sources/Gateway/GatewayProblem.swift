@@ -16,8 +16,26 @@ public enum GatewayProblem {
     public static let loginRequired = make(
         "login-required", 401, "this route needs a session and there is none; log in through the admin API (POST /auth/login)")
 
+    /// The challenge on every 401 about the session (as RFC 9110 §15.5.2 asks of a 401).
+    /// Its scheme is AuthGate's own, so a client can tell "log in through the admin API"
+    /// from the admin listener's `Bearer realm="authgate-admin"` (a wrong admin token).
+    public static let sessionChallenge = #"AuthGate realm="authgate""#
+
     /// The response for an ``AuthCore/AuthError`` met while serving a request, and any extra headers.
     public static func forAuthError(_ error: AuthError) -> (Problem, HTTPHeaders) {
+        let (problem, headers) = problemAndHeaders(error)
+        return (problem, withChallenge(problem, headers))
+    }
+
+    /// `headers`, plus ``sessionChallenge`` when `problem` is a 401.
+    static func withChallenge(_ problem: Problem, _ headers: HTTPHeaders = HTTPHeaders()) -> HTTPHeaders {
+        guard problem.status == 401 else { return headers }
+        var h = headers
+        h.add(name: "WWW-Authenticate", value: sessionChallenge)
+        return h
+    }
+
+    private static func problemAndHeaders(_ error: AuthError) -> (Problem, HTTPHeaders) {
         var headers = HTTPHeaders()
         func retryAfter() -> Int {
             let seconds = Int((error.retryAfter ?? .seconds(1)).components.seconds)

@@ -127,6 +127,7 @@ import TestSupport
             #expect(r.status == 401)
             #expect(r.header("content-type") == "application/problem+json")
             #expect(r.text.contains("session-ended"))
+            #expect(r.header("www-authenticate") == GatewayProblem.sessionChallenge)
             let state = Stack.json(try await stack.admin("GET", "/auth/session"))
             #expect(state["state"] as? String == "logged_out")
             var logouts = 0
@@ -166,6 +167,7 @@ import TestSupport
             #expect(b.status == 401)
             #expect(a.text == b.text, "one policy point, one body")
             #expect(a.text.contains("login-required"))
+            #expect(a.header("www-authenticate") == GatewayProblem.sessionChallenge, "a 401 names its challenge")
             #expect(stack.api.statistics.accepted + stack.api.statistics.rejected == 0, "nothing reached the API")
         }
     }
@@ -216,8 +218,11 @@ import TestSupport
                 #expect(r.header("content-type") == "application/problem+json")
                 #expect(r.text.contains(mention), "\(r.text)")
                 #expect(!r.text.contains("nope"), "a password is never echoed")
+                if status == 401 { #expect(r.header("www-authenticate") == GatewayProblem.sessionChallenge) }
             }
-            #expect(try await stack.admin("GET", "/auth/session", token: "wrong").status == 401)
+            let wrongToken = try await stack.admin("GET", "/auth/session", token: "wrong")
+            #expect(wrongToken.status == 401)
+            #expect(wrongToken.header("www-authenticate") == #"Bearer realm="authgate-admin""#, "told apart from a refused login")
             #expect(try await stack.admin("GET", "/auth/session", token: nil).status == 401)
             #expect(try await stack.admin("DELETE", "/auth/login").status == 405)
             #expect(try await stack.admin("GET", "/nowhere").status == 404)
