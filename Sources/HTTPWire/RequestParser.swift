@@ -42,6 +42,8 @@ public final class RequestParser {
     private var headBytes = 0
     private var headDone = false
     private var scanner = HeadScanner()
+    /// The method so far, after http-parser refused it (see ``readUnknownMethod``).
+    private var unknownMethod: [UInt8]?
     private var violation: WireError?
 
     // Signals from callbacks to `parse`.
@@ -82,6 +84,7 @@ public final class RequestParser {
     public func parse(_ input: UnsafeRawBufferPointer) -> (ParseEvent, Int) {
         if let failed { return (.error(failed), 0) }
         guard let base = input.baseAddress, input.count > 0 else { return (.needMoreData, 0) }
+        if unknownMethod != nil { return readUnknownMethod(input, consumed: 0) }
         let scanningHead = !headDone
         let n = http_parser_execute(parser, settings, base.assumingMemoryBound(to: CChar.self), input.count)
         if scanningHead {
@@ -119,6 +122,10 @@ public final class RequestParser {
                 return (.end, n)
             }
             return (.needMoreData, n)
+        }
+        if errno == HPE_INVALID_METHOD && violation == nil {
+            unknownMethod = scanner.firstLineSoFar
+            return readUnknownMethod(UnsafeRawBufferPointer(rebasing: input[n...]), consumed: n)
         }
         if errno != HPE_OK {
             return fail(violation ?? mapError(errno), n)
@@ -251,6 +258,33 @@ public final class RequestParser {
         at.withMemoryRebound(to: UInt8.self, capacity: n) { buffer.append(contentsOf: UnsafeBufferPointer(start: $0, count: n)) }
     }
 
+    /// http-parser knows a fixed list of methods and stops at the first byte that leaves it.
+    /// A well-formed method it does not know is 501 (RFC 9110 §9.1); anything else there is
+    /// a malformed request line (400). To tell them apart the method is read on, from the
+    /// request-line bytes already scanned, until its space; however the input is split, the
+    /// answer is the same.
+    private func readUnknownMethod(_ bytes: UnsafeRawBufferPointer, consumed: Int) -> (ParseEvent, Int) {
+        let invalid = WireError(.invalidMethod, status: 400, "the request method is not recognised")
+        guard var method = unknownMethod, method.allSatisfy(FramingRules.isTokenByte) else {
+            return fail(invalid, consumed)
+        }
+        for (i, b) in bytes.enumerated() {
+            if b == 0x20 && !method.isEmpty {
+                let name = String(decoding: method, as: UTF8.self)
+                return fail(WireError(.methodNotImplemented, status: 501, "the method \(name) is not implemented"), consumed + i + 1)
+            }
+            guard FramingRules.isTokenByte(b), method.count < Self.longestUnknownMethod else {
+                return fail(invalid, consumed + i + 1)
+            }
+            method.append(b)
+        }
+        unknownMethod = method
+        return (.needMoreData, consumed + bytes.count)
+    }
+
+    /// Longer methods are refused as malformed rather than named.
+    static let longestUnknownMethod = 20
+
     private func mapError(_ e: http_errno) -> WireError {
         switch e {
         case HPE_INVALID_METHOD:
@@ -292,6 +326,10 @@ struct HeadScanner {
     private var sawLineStart = true
     private var inFirstLine = true
     private var firstLineTail: [UInt8] = []
+    private var firstLineDropped = false
+
+    /// The bytes of the request line seen so far; empty once more than 32 have been seen.
+    var firstLineSoFar: [UInt8] { firstLineDropped ? [] : firstLineTail }
 
     mutating func scan(_ bytes: UnsafeRawBufferPointer) -> WireError? {
         for b in bytes {
@@ -321,7 +359,10 @@ struct HeadScanner {
             if b != 0x0D && b != 0x0A { sawLineStart = false }
             if inFirstLine && !sawLineStart && b != 0x0D {
                 firstLineTail.append(b)
-                if firstLineTail.count > 32 { firstLineTail.removeFirst(16) }
+                if firstLineTail.count > 32 {
+                    firstLineTail.removeFirst(16)
+                    firstLineDropped = true
+                }
             }
             previous = b
         }

@@ -8,6 +8,7 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Code: String, Sendable {
         case malformedRequest = "malformed-request"
         case invalidMethod = "invalid-method"
+        case methodNotImplemented = "method-not-implemented"
         case invalidTarget = "invalid-target"
         case targetTooLong = "target-too-long"
         case headTooLarge = "head-too-large"

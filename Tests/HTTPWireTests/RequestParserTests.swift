@@ -74,4 +74,26 @@ func parseAll(_ input: [UInt8], splitEvery step: Int) -> Parsed {
             #expect(parseAll(bad, splitEvery: step).error?.code == .obsoleteLineFolding, "split \(step)")
         }
     }
+
+    @Test func aWellFormedUnknownMethodIs501HoweverTheInputIsSplit() {
+        let cases: [(String, Int, String?)] = [
+            ("FROB / HTTP/1.1\r\nHost: a\r\n\r\n", 501, "FROB"),
+            ("get / HTTP/1.1\r\nHost: a\r\n\r\n", 501, "get"),
+            ("GETX / HTTP/1.1\r\nHost: a\r\n\r\n", 501, "GETX"),
+            ("PURGEALL / HTTP/1.1\r\nHost: a\r\n\r\n", 501, "PURGEALL"),
+            ("\r\nBREW /pot HTTP/1.1\r\nHost: a\r\n\r\n", 501, "BREW"),
+            ("GET / HTTP/1.1\r\nHost: a\r\n\r\nFROB / HTTP/1.1\r\nHost: a\r\n\r\n", 501, "FROB"),
+            ("G(T / HTTP/1.1\r\nHost: a\r\n\r\n", 400, nil),
+            ("FR\u{7f}B / HTTP/1.1\r\nHost: a\r\n\r\n", 400, nil),
+            ("\(String(repeating: "X", count: 40)) / HTTP/1.1\r\n\r\n", 400, nil),
+        ]
+        for (text, status, method) in cases {
+            let input = Array(text.utf8)
+            for step in [1, 2, 3, 5, input.count] {
+                let p = parseAll(input, splitEvery: step)
+                #expect(p.error?.status == status, "\(text.debugDescription) split \(step)")
+                if let method { #expect(p.error?.detail == "the method \(method) is not implemented") }
+            }
+        }
+    }
 }
