@@ -10,6 +10,9 @@ public enum LogoutReason: Sendable, Equatable, CustomStringConvertible {
     case replacedByLogin
     /// Found at restore: the state said "logged in" but the token store held no tokens.
     case tokensMissing
+    /// The user-info call rejected the session's token even after a refresh (SEEDS row 4:
+    /// on that error the tokens are cleared).
+    case userInfoRejected(status: Int)
 
     /// A stable code for logs, metrics and problem documents.
     public var code: String {
@@ -19,12 +22,14 @@ public enum LogoutReason: Sendable, Equatable, CustomStringConvertible {
         case .expiredWithoutRefreshToken: "expired_without_refresh_token"
         case .replacedByLogin: "replaced_by_login"
         case .tokensMissing: "tokens_missing"
+        case .userInfoRejected: "user_info_rejected"
         }
     }
 
     public var description: String {
         switch self {
         case .refreshRejected(let code): "refresh_rejected(\(code))"
+        case .userInfoRejected(let status): "user_info_rejected(\(status))"
         default: code
         }
     }

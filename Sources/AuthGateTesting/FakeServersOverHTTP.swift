@@ -48,6 +48,8 @@ public struct FakeAuthorizationServerResponder: HTTPResponder {
 ///
 /// - `/public/…` answers without looking at `Authorization`.
 /// - `/admin/…` answers 403 with `insufficient_scope` to any valid token.
+/// - `/userinfo` answers a valid token with the status set by ``answerUserInfo(status:)``
+///   (default 200, `{"sub":…}`), so a test can say "needs sign-up" (404) or fail (503).
 /// - everything else needs a valid token: 401 `invalid_token` for an expired or unknown
 ///   one, 401 with a bare `Bearer` challenge when there is none. The status and the realm
 ///   of that answer can be changed (``answerRejectedTokens(status:realm:)``), the way APIs
@@ -59,6 +61,7 @@ public final class FakeResourceServer: HTTPResponder {
     private let counters = Locked(Counters())
     private let tokens = Locked(Set<String>())
     private let rejection = Locked((status: 401, realm: "fake"))
+    private let userInfoStatus = Locked(200)
 
     /// What the resource server saw.
     public struct Counters: Sendable, Equatable {
@@ -77,6 +80,11 @@ public final class FakeResourceServer: HTTPResponder {
     /// now on (default 401, realm `fake`).
     public func answerRejectedTokens(status: Int, realm: String) {
         rejection.withLock { $0 = (status, realm) }
+    }
+
+    /// Answers `/userinfo` with `status` from now on (default 200).
+    public func answerUserInfo(status: Int) {
+        userInfoStatus.withLock { $0 = status }
     }
 
     /// A snapshot of the counters.
@@ -125,6 +133,10 @@ public final class FakeResourceServer: HTTPResponder {
                 var h = HTTPHeaders()
                 h.add(name: "WWW-Authenticate", value: "Bearer realm=\(Problem.quote(realm)), error=\"invalid_token\"")
                 answer(status, h)
+            } else if path == "/userinfo" {
+                let status = userInfoStatus.withLock { $0 }
+                counters.withLock { if (200..<300).contains(status) { $0.accepted += 1 } else { $0.rejected += 1 } }
+                answer(status)
             } else if path.hasPrefix("/admin") {
                 counters.withLock { $0.rejected += 1 }
                 var h = HTTPHeaders()

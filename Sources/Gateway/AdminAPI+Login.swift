@@ -17,7 +17,7 @@ extension AdminAPI {
             case .grant(let g): try await session.login(g, subject: subject)
             case .imported(let r): try await session.login(importing: r, subject: subject)
             }
-            json(writer, 200, AdminJSON.session(await session.status))
+            json(writer, 200, await sessionDocument())
         } catch {
             problem(writer, error)
         }

@@ -32,17 +32,25 @@ public final class AdminAPI: HTTPResponder {
     let metrics: GatewayMetrics
     let readiness: Readiness
     let proxyConnections: @Sendable () -> Int
+    let userInfo: UserInfoProbe?
 
-    /// Creates the API over `session`.
+    /// Creates the API over `session`; `userInfo` adds its answer to session documents.
     public init(
         configuration: Configuration, session: AuthActor, metrics: GatewayMetrics, readiness: Readiness,
-        proxyConnections: @escaping @Sendable () -> Int = { 0 }
+        proxyConnections: @escaping @Sendable () -> Int = { 0 }, userInfo: UserInfoProbe? = nil
     ) {
         self.configuration = configuration
         self.session = session
         self.metrics = metrics
         self.readiness = readiness
         self.proxyConnections = proxyConnections
+        self.userInfo = userInfo
+    }
+
+    /// The session document, now.
+    func sessionDocument() async -> String {
+        let status = await session.status
+        return AdminJSON.session(status, registration: userInfo?.registration)
     }
 
     public func bodyPolicy(for head: RequestHead, limits: HTTPLimits) -> BodyPolicy {
@@ -86,8 +94,7 @@ public final class AdminAPI: HTTPResponder {
         case "/auth/session":
             guard allow(method, ["GET", "HEAD"], writer) else { return }
             Task(executorPreference: request.loop) {
-                let status = await self.session.status
-                self.json(writer, 200, AdminJSON.session(status))
+                self.json(writer, 200, await self.sessionDocument())
             }
         case "/auth/refresh":
             guard allow(method, ["POST"], writer) else { return }
@@ -119,7 +126,7 @@ public final class AdminAPI: HTTPResponder {
     private func logout(_ writer: ResponseWriter) async {
         do {
             try await session.logout(reason: .userInitiated)
-            json(writer, 200, AdminJSON.session(await session.status))
+            json(writer, 200, await sessionDocument())
         } catch {
             problem(writer, error)
         }
@@ -130,7 +137,7 @@ public final class AdminAPI: HTTPResponder {
             let current = await session.status
             guard current.isLoggedIn, let generation = current.generation else { throw AuthError.loginRequired }
             _ = try await session.refresh(after: generation)
-            json(writer, 200, AdminJSON.session(await session.status))
+            json(writer, 200, await sessionDocument())
         } catch {
             problem(writer, error)
         }
@@ -144,7 +151,7 @@ public final class AdminAPI: HTTPResponder {
                 return
             }
             try await session.setGuestMode(enabled)
-            json(writer, 200, AdminJSON.session(await session.status))
+            json(writer, 200, await sessionDocument())
         } catch {
             problem(writer, error)
         }

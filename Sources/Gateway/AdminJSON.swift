@@ -17,11 +17,13 @@ enum AdminJSON {
 
     static func string(_ s: String?) -> String { s.map(Problem.quote) ?? "null" }
 
-    /// The session document (`GET /auth/session`).
-    static func session(_ s: SessionStatus) -> String {
+    /// The session document (`GET /auth/session`); `registration` (what the user-info call
+    /// said) is there only when it is known to apply to this session.
+    static func session(_ s: SessionStatus, registration: UserInfoProbe.Registration? = nil) -> String {
         let state = s.isLoggedIn ? "logged_in" : (s.isGuest ? "guest" : "logged_out")
+        let extra = registration.map { s.isLoggedIn ? ",\"registration\":\"\($0.rawValue)\"" : "" } ?? ""
         return
-            "{\"account\":\(Problem.quote(s.account.rawValue)),\"state\":\"\(state)\",\"subject\":\(string(s.subject)),\"expires_at\":\(date(s.expiresAt)),\"generation\":\(s.generation.map { String($0.rawValue) } ?? "null"),\"last_login\":\(date(s.lastLogin)),\"guest\":\(s.isGuest),\"epoch\":\(s.epoch)}"
+            "{\"account\":\(Problem.quote(s.account.rawValue)),\"state\":\"\(state)\",\"subject\":\(string(s.subject)),\"expires_at\":\(date(s.expiresAt)),\"generation\":\(s.generation.map { String($0.rawValue) } ?? "null"),\"last_login\":\(date(s.lastLogin)),\"guest\":\(s.isGuest),\"epoch\":\(s.epoch)\(extra)}"
     }
 
     /// One event as the `data:` of an SSE message.

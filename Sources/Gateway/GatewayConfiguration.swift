@@ -83,6 +83,9 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     /// Which upstream answers mean "token rejected": `statuses` (default `[401]`), `realms`
     /// (default any) and `bareUnauthorizedMeansTokenRejected` (default `true`).
     public var upstreamRejection: UpstreamRejectionPolicy?
+    /// The user-info call made once a session exists (SEEDS row 4): `{url,
+    /// needsSignUpStatuses, maxRetrySeconds}`.
+    public var userInfo: UserInfoProbe.Configuration?
     /// A path the proxy listener answers itself for liveness probes (default `/livez`).
     public var proxyLivenessPath: String?
     /// Upstream timeouts in seconds.
@@ -171,6 +174,15 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         }
         if !authorization.tokenEndpoint.hasPrefix("http://") && !authorization.tokenEndpoint.hasPrefix("https://") {
             throw ConfigurationError("authorization.tokenEndpoint must be an http or https URL")
+        }
+        if let u = userInfo {
+            if !u.url.hasPrefix("http://") && !u.url.hasPrefix("https://") {
+                throw ConfigurationError("userInfo.url must be an http or https URL")
+            }
+            if let bad = u.needsSignUpStatuses?.first(where: { !(400...499).contains($0) }) {
+                throw ConfigurationError("userInfo.needsSignUpStatuses: \(bad) is not a 4xx status")
+            }
+            if let r = u.maxRetrySeconds, r < 1 { throw ConfigurationError("userInfo.maxRetrySeconds must be at least 1") }
         }
     }
 

@@ -27,11 +27,14 @@ public final class GatewayService: Sendable {
     public let session: AuthActor
     public let metrics: GatewayMetrics
     public let readiness: Readiness
-    private let eventsTask: Task<Void, Never>
+    /// The user-info call, when configured.
+    public let userInfo: UserInfoProbe?
+    /// Subscribers of the session's events (metrics, user-info) that shutdown waits for.
+    private let eventTasks: [Task<Void, Never>]
 
     private init(
         group: EventLoopGroup, proxyServer: HTTPServer, adminServer: HTTPServer, session: AuthActor, metrics: GatewayMetrics,
-        readiness: Readiness, eventsTask: Task<Void, Never>
+        readiness: Readiness, userInfo: UserInfoProbe?, eventTasks: [Task<Void, Never>]
     ) {
         self.group = group
         self.proxyServer = proxyServer
@@ -39,7 +42,8 @@ public final class GatewayService: Sendable {
         self.session = session
         self.metrics = metrics
         self.readiness = readiness
-        self.eventsTask = eventsTask
+        self.userInfo = userInfo
+        self.eventTasks = eventTasks
     }
 
     /// Starts everything; throws when a store cannot be opened or a port cannot be bound.
@@ -78,6 +82,7 @@ public final class GatewayService: Sendable {
                 clientSecret: secrets.clientSecret, authentication: authentication,
                 mapping: c.authorization.mapping ?? .standard),
             transport: CurlTransport(client: tokenClient), clock: clock)
+        let rejectionPolicy = c.upstreamRejection ?? UpstreamRejectionPolicy()
         try FileManager.default.createDirectory(atPath: c.stateDirectory, withIntermediateDirectories: true)
         let tokenStore = try EncryptedFileTokenStore(directory: c.stateDirectory, key: secrets.storeKey)
         let stateStore = try FileSessionStateStore(directory: c.stateDirectory)
@@ -86,10 +91,16 @@ public final class GatewayService: Sendable {
         let session = AuthActor(
             client: oauth, tokenStore: tokenStore, stateStore: stateStore, clock: clock, configuration: sessionConfig,
             logger: logger, executor: home)
+        let userInfo = c.userInfo.map {
+            UserInfoProbe(
+                configuration: $0, session: session, transport: CurlTransport(client: tokenClient), policy: rejectionPolicy,
+                logger: logger)
+        }
         let directory = c.stateDirectory
-        let readiness = Readiness(storesWritable: { access(directory, W_OK) == 0 })
+        let readiness = Readiness(storesWritable: { access(directory, W_OK) == 0 }, pending: { userInfo?.notReadyReason })
         do {
             let status = try await session.restore()
+            if status.isLoggedIn { userInfo?.expect(epoch: status.epoch) }
             readiness.restored(true)
             logger.info(
                 "session restored", metadata: ["auth.logged_in": "\(status.isLoggedIn)", "auth.epoch": "\(status.epoch)"])
@@ -100,7 +111,12 @@ public final class GatewayService: Sendable {
         }
         let metrics = GatewayMetrics()
         let events = session.events.subscribe()
-        let eventsTask = Task {
+        var eventTasks: [Task<Void, Never>] = []
+        if let userInfo {
+            let events = session.events.subscribe()
+            eventTasks.append(Task { await userInfo.follow(events) })
+        }
+        eventTasks.append(Task {
             for await record in events {
                 switch record.event {
                 case .refreshed: metrics.refresh("success")
@@ -112,11 +128,11 @@ public final class GatewayService: Sendable {
                 default: break
                 }
             }
-        }
+        })
         let proxyResponder = ReverseProxy(
             routes: c.proxyRoutes, clientConfiguration: upstreamConfig,
             authentication: ProxyAuthentication(
-                session: session, rejectionPolicy: c.upstreamRejection ?? UpstreamRejectionPolicy(),
+                session: session, rejectionPolicy: rejectionPolicy,
                 replayLimit: c.replayLimitBytes ?? 1 << 20),
             metrics: metrics, livenessPath: c.proxyLivenessPath ?? "/livez")
         let proxyServer = HTTPServer(
@@ -124,7 +140,8 @@ public final class GatewayService: Sendable {
             responder: proxyResponder)
         let admin = AdminAPI(
             configuration: .init(adminToken: c.adminTokenDisabled == true ? nil : secrets.adminToken), session: session,
-            metrics: metrics, readiness: readiness, proxyConnections: { [weak proxyServer] in proxyServer?.activeConnections ?? 0 })
+            metrics: metrics, readiness: readiness, proxyConnections: { [weak proxyServer] in proxyServer?.activeConnections ?? 0 },
+            userInfo: userInfo)
         let adminServer = HTTPServer(
             configuration: HTTPServerConfiguration(host: c.admin.host, port: c.admin.port), group: group, responder: admin)
         do {
@@ -132,7 +149,8 @@ public final class GatewayService: Sendable {
             try adminServer.start()
         } catch {
             proxyServer.shutdown(grace: .zero)
-            eventsTask.cancel()
+            session.events.finish()
+            for t in eventTasks { await t.value }
             throw error
         }
         logger.info(
@@ -140,7 +158,7 @@ public final class GatewayService: Sendable {
             metadata: ["proxy.port": "\(proxyServer.port)", "admin.port": "\(adminServer.port)", "loops": "\(group.loops.count)"])
         return GatewayService(
             group: group, proxyServer: proxyServer, adminServer: adminServer, session: session, metrics: metrics,
-            readiness: readiness, eventsTask: eventsTask)
+            readiness: readiness, userInfo: userInfo, eventTasks: eventTasks)
     }
 
     /// Stops accepting, lets in-flight exchanges finish for up to `grace`, then stops the loops.
@@ -157,8 +175,9 @@ public final class GatewayService: Sendable {
                 cont.resume()
             }
         }
-        eventsTask.cancel()
-        // End every subscription to this session (SSE streams, the metrics feed).
+        // End every subscription to this session (SSE streams, the metrics feed), then wait
+        // for the metrics feed to drain, so nothing of this gateway outlives its shutdown.
         session.events.finish()
+        for t in eventTasks { await t.value }
     }
 }

@@ -51,7 +51,7 @@ struct Dev: ParsableCommand {
         try authServer.start()
         try api.start()
 
-        let config = GatewayConfiguration(
+        var config = GatewayConfiguration(
             proxy: .init(host: "127.0.0.1", port: port), admin: .init(host: "127.0.0.1", port: adminPort),
             authorization: .init(
                 tokenEndpoint: "http://127.0.0.1:\(authServer.port)/oauth/token", clientID: "authgate",
@@ -61,6 +61,7 @@ struct Dev: ParsableCommand {
                 .init(prefix: "/", upstream: "http://127.0.0.1:\(api.port)", requiresAuthentication: true),
             ],
             stateDirectory: stateDir, keyFile: "\(stateDir)/store.key", createKey: true, loops: loops)
+        config.userInfo = UserInfoProbe.Configuration(url: "http://127.0.0.1:\(api.port)/userinfo")
         try FileManager.default.createDirectory(atPath: stateDir, withIntermediateDirectories: true)
         let key = try TokenStoreKey.load(fromFile: "\(stateDir)/store.key", createIfMissing: true)
         var sessionConfig = AuthActor.Configuration()
@@ -68,9 +69,10 @@ struct Dev: ParsableCommand {
         sessionConfig.jitter = .zero
         let secrets = GatewayService.Secrets(clientSecret: "s3cret", adminToken: adminToken, storeKey: key)
         let sessionSettings = sessionConfig
+        let gatewayConfig = config
         let service = try runBlocking {
             try await GatewayService.start(
-                configuration: config, secrets: secrets, logger: logger, clock: clock, sessionConfiguration: sessionSettings)
+                configuration: gatewayConfig, secrets: secrets, logger: logger, clock: clock, sessionConfiguration: sessionSettings)
         }
         let p = service.proxyServer.port
         let a = service.adminServer.port
@@ -92,7 +94,7 @@ struct Dev: ParsableCommand {
                    -d '{"grant_type":"password","username":"alice","password":"wonderland"}' http://127.0.0.1:\(a)/auth/login
               curl -i http://127.0.0.1:\(p)/api/hello                 # 200: the token was attached
               sleep \(tokenLifetime); curl -i http://127.0.0.1:\(p)/api/hello   # refreshed on the way (see the events)
-              curl -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/auth/session
+              curl -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/auth/session     # "registration": the user-info call's answer
               curl -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/metrics
               curl -X POST -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/auth/logout
               curl http://127.0.0.1:\(authServer.port)/stats           # what the fake authorization server saw

@@ -57,6 +57,100 @@ import TestSupport
         await stack.stop()
     }
 
+    /// Polls `condition` every 20 ms for up to `seconds`.
+    func eventually(_ seconds: Double = 5, _ condition: () async throws -> Bool) async rethrows -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return try await condition()
+    }
+
+    func withUserInfo(_ stack: Stack) -> (inout GatewayConfiguration) -> Void {
+        let url = "http://127.0.0.1:\(stack.apiServer.port)/userinfo"
+        return { $0.userInfo = UserInfoProbe.Configuration(url: url, maxRetrySeconds: 1) }
+    }
+
+    func registration(_ stack: Stack) async throws -> String? {
+        Stack.json(try await stack.admin("GET", "/auth/session"))["registration"] as? String
+    }
+
+    @Test func row4UserInfoTellsSignedUpFromNeedsSignUp() async throws {
+        let stack = try Stack()
+        do {
+            try await stack.startGateway(configure: withUserInfo(stack))
+            #expect(try await registration(stack) == nil, "no session, no registration")
+            #expect(try await stack.loginAlice().status == 200)
+            #expect(try await eventually { try await registration(stack) == "signed_up" })
+            #expect(try await stack.admin("GET", "/readyz", token: nil).status == 200)
+            // Another login, for an account the API does not know yet.
+            stack.api.answerUserInfo(status: 404)
+            #expect(try await stack.loginAlice().status == 200)
+            #expect(try await eventually { try await registration(stack) == "needs_sign_up" })
+            #expect(try await stack.admin("GET", "/readyz", token: nil).status == 200)
+            _ = try await stack.admin("POST", "/auth/logout")
+            #expect(try await registration(stack) == nil)
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+
+    @Test func row4UserInfoOutageKeepsTheSessionAndHoldsReadinessUntilItAnswers() async throws {
+        let stack = try Stack()
+        do {
+            try await stack.startGateway(configure: withUserInfo(stack))
+            #expect(try await stack.loginAlice().status == 200)
+            #expect(try await eventually { try await registration(stack) == "signed_up" })
+            await stack.stopGateway()
+            // Restart during an outage of the API: restored at once, not ready until it answers.
+            stack.api.answerUserInfo(status: 503)
+            try await stack.startGateway(configure: withUserInfo(stack))
+            let ready = try await stack.admin("GET", "/readyz", token: nil)
+            #expect(ready.status == 503, "the first probe already waits for the user-info answer")
+            #expect(try await registration(stack) == "pending")
+            #expect(try await eventually { try await stack.admin("GET", "/readyz", token: nil).text.contains("user-info") })
+            #expect(Stack.json(try await stack.admin("GET", "/auth/session"))["state"] as? String == "logged_in")
+            stack.api.answerUserInfo(status: 200)
+            #expect(try await eventually { try await registration(stack) == "signed_up" }, "retried until it answered")
+            #expect(try await stack.admin("GET", "/readyz", token: nil).status == 200)
+            #expect(await stack.authorization.statistics.refreshes == 0, "an outage is not a token problem")
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+
+    @Test func row4UserInfoRejectingARefreshedTokenClearsTheTokens() async throws {
+        let stack = try Stack()
+        do {
+            try await stack.startGateway(configure: withUserInfo(stack))
+            let events = stack.gateway.withLock { $0! }.session.events.subscribe()
+            stack.api.answerUserInfo(status: 401)
+            #expect(try await stack.loginAlice().status == 200)
+            var reason: String?
+            for await record in events {
+                if case .loggedOut(let r, _) = record.event {
+                    reason = r.code
+                    break
+                }
+            }
+            #expect(reason == "user_info_rejected")
+            #expect(await stack.authorization.statistics.refreshes == 1, "one refresh before giving up")
+            #expect(Stack.json(try await stack.admin("GET", "/auth/session"))["state"] as? String == "logged_out")
+            let files = try FileManager.default.contentsOfDirectory(atPath: stack.stateDirectory)
+            #expect(!files.contains { $0.hasSuffix(".sealed") }, "the tokens were deleted from the store")
+            #expect(try await stack.admin("GET", "/readyz", token: nil).status == 200)
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+
     @Test func row5AuthenticatedRoutesGetTheTokenAndPublicRoutesPassUntouched() async throws {
         try await withStack { stack in
             #expect(try await stack.loginAlice().status == 200)

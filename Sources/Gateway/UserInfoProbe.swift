@@ -1,0 +1,207 @@
+public import AuthCore
+public import Logging
+import Locking
+
+/// The user-info call of SEEDS row 4: once a session exists (restored at start, or a new
+/// login), one authenticated `GET` tells "signed up" from "needs sign-up".
+///
+/// - 2xx: ``Registration/signedUp``.
+/// - a status in ``Configuration/needsSignUpStatuses`` (default 404): ``Registration/needsSignUp``.
+/// - a rejected token (by the gateway's ``UpstreamRejectionPolicy``): refreshed once, as on
+///   the proxy path; rejected again, the session is logged out (`user_info_rejected`) and
+///   its tokens are cleared, as the app clears them.
+/// - anything else (403, 5xx, no answer): ``Registration/pending``; the session is kept,
+///   `/readyz` says why it is not ready, and the call is retried with backoff. A network
+///   error never logs anyone out (REFERENCES.md item 8).
+public final class UserInfoProbe: Sendable {
+    /// Where and how to ask.
+    public struct Configuration: Sendable, Codable, Equatable {
+        /// The user-info URL (http or https).
+        public var url: String
+        /// Statuses that mean "known token, no account yet" (default `[404]`).
+        public var needsSignUpStatuses: [Int]?
+        /// Longest wait between retries, in seconds (default 30; the first is 1 s).
+        public var maxRetrySeconds: Int?
+
+        /// Creates a configuration.
+        public init(url: String, needsSignUpStatuses: [Int]? = nil, maxRetrySeconds: Int? = nil) {
+            self.url = url
+            self.needsSignUpStatuses = needsSignUpStatuses
+            self.maxRetrySeconds = maxRetrySeconds
+        }
+    }
+
+    /// What the user-info call said about the session's account.
+    public enum Registration: String, Sendable, Equatable {
+        /// Asked, not answered yet (or answered with an error and being retried).
+        case pending
+        /// The account exists.
+        case signedUp = "signed_up"
+        /// The token is good but there is no account yet.
+        case needsSignUp = "needs_sign_up"
+    }
+
+    private struct State {
+        var epoch: UInt64?
+        var registration: Registration?
+        var problem: String?
+        var task: Task<Void, Never>?
+    }
+
+    let configuration: Configuration
+    private let session: AuthActor
+    private let transport: any HTTPTransport
+    private let policy: UpstreamRejectionPolicy
+    private let logger: Logger
+    private let state = Locked(State())
+
+    /// Creates a probe for `session`, asking through `transport`.
+    public init(
+        configuration: Configuration, session: AuthActor, transport: any HTTPTransport, policy: UpstreamRejectionPolicy,
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.session = session
+        self.transport = transport
+        self.policy = policy
+        self.logger = logger
+    }
+
+    /// The registration of the current session; `nil` with no session.
+    public var registration: Registration? { state.withLock { $0.registration } }
+
+    /// Why `/readyz` should not say ready yet, or `nil`.
+    public var notReadyReason: String? {
+        state.withLock { s in s.registration == .pending ? s.problem ?? "the user-info call has not answered yet" : nil }
+    }
+
+    /// Follows the session: asks after each login or restore, forgets at logout. Returns
+    /// when `events` ends; the probe in flight is cancelled then.
+    public func follow(_ events: AsyncStream<AuthEventRecord>) async {
+        for await record in events {
+            switch record.event {
+            case .state(let s), .restored(let s), .loggedIn(let s):
+                if s.isLoggedIn { start(epoch: s.epoch) } else { stop() }
+            case .loggedOut:
+                stop()
+            case .refreshed, .refreshFailed:
+                break
+            }
+        }
+        stop()
+    }
+
+    /// Marks the session as pending before anything can read it (called at start, so the
+    /// first `/readyz` already waits for the answer).
+    public func expect(epoch: UInt64) {
+        state.withLock { $0.registration = .pending; $0.epoch = epoch }
+    }
+
+    private func start(epoch: UInt64) {
+        let previous = state.withLock { s -> Task<Void, Never>? in
+            // Already asking, or already answered, for this session: nothing to do.
+            if s.epoch == epoch && (s.task != nil || (s.registration != nil && s.registration != .pending)) { return nil }
+            s.epoch = epoch
+            s.registration = .pending
+            s.problem = nil
+            let t = s.task
+            s.task = Task { [self] in await run(epoch: epoch) }
+            return t
+        }
+        previous?.cancel()
+    }
+
+    private func stop() {
+        let t = state.withLock { s -> Task<Void, Never>? in
+            let t = s.task
+            s = State()
+            return t
+        }
+        t?.cancel()
+    }
+
+    private func settle(epoch: UInt64, _ registration: Registration?, problem: String? = nil) {
+        state.withLock { s in
+            guard s.epoch == epoch else { return }
+            s.registration = registration
+            s.problem = problem
+            if registration != .pending { s.task = nil }
+        }
+    }
+
+    private func run(epoch: UInt64) async {
+        var delay = Duration.seconds(1)
+        let longest = Duration.seconds(max(1, configuration.maxRetrySeconds ?? 30))
+        while !Task.isCancelled {
+            let outcome = await ask()
+            switch outcome {
+            case .answered(let registration):
+                settle(epoch: epoch, registration)
+                logger.info("user-info answered", metadata: ["auth.registration": "\(registration.rawValue)"])
+                return
+            case .rejected(let status):
+                settle(epoch: epoch, nil)
+                logger.warning("user-info rejected the refreshed token; logging out", metadata: ["http.status": "\(status)"])
+                try? await session.logout(reason: .userInfoRejected(status: status))
+                return
+            case .noSession:
+                settle(epoch: epoch, nil)
+                return
+            case .retry(let problem):
+                settle(epoch: epoch, .pending, problem: "the user-info call failed (\(problem)); retrying")
+                logger.notice("user-info call failed; retrying", metadata: ["error": "\(problem)", "retry.seconds": "\(delay.components.seconds)"])
+                do { try await Task.sleep(for: delay) } catch { return }
+                delay = min(delay * 2, longest)
+            }
+        }
+    }
+
+    private enum Outcome {
+        case answered(Registration)
+        case rejected(status: Int)
+        case noSession
+        case retry(String)
+    }
+
+    /// One call, with one refresh and replay when the token is rejected.
+    private func ask() async -> Outcome {
+        var token: AccessToken
+        do {
+            token = try await session.token()
+        } catch {
+            return Self.outcome(of: error)
+        }
+        for attempt in 0..<2 {
+            let response: HTTPResponseValue
+            do {
+                response = try await transport.send(
+                    HTTPRequestValue(
+                        method: "GET", url: configuration.url,
+                        headers: [("Authorization", "\(token.tokenType) \(token.value)"), ("Accept", "application/json")]))
+            } catch {
+                return .retry("no answer")
+            }
+            if (200..<300).contains(response.status) { return .answered(.signedUp) }
+            if (configuration.needsSignUpStatuses ?? [404]).contains(response.status) { return .answered(.needsSignUp) }
+            let challenges = response.headers.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value)
+            guard policy.classify(status: response.status, wwwAuthenticate: challenges) == .tokenRejected else {
+                return .retry("HTTP \(response.status)")
+            }
+            if attempt == 1 { return .rejected(status: response.status) }
+            do {
+                token = try await session.refresh(after: token.generation)
+            } catch {
+                return Self.outcome(of: error)
+            }
+        }
+        return .retry("unreachable")
+    }
+
+    /// A token error: transient ones are retried; the others mean the session is gone.
+    private static func outcome(of error: any Error) -> Outcome {
+        switch (error as? AuthError)?.code {
+        case .refreshFailed?, .backingOff?, .excessiveRefresh?: .retry("the token could not be refreshed")
+        default: .noSession
+        }
+    }
+}
