@@ -8,14 +8,22 @@ public enum ForwardedHeaders {
         "proxy-authenticate", "proxy-authorization",
     ]
 
-    /// `headers` without hop-by-hop fields, the fields named in `Connection`, and `extra`.
-    public static func strip(_ headers: HTTPHeaders, alsoRemoving extra: Set<String> = []) -> HTTPHeaders {
-        let named = FramingRules.connectionTokens(headers)
-        return HTTPHeaders(
-            headers.fields.filter { field in
-                let n = field.name.asciiLowercased
-                return !hopByHop.contains(n) && !named.contains(n) && !extra.contains(n)
-            })
+    /// `hopByHop` as a list, for comparisons that allocate nothing.
+    private static let hopByHopNames = Array(hopByHop)
+
+    /// `headers` without hop-by-hop fields, the fields named in `Connection`, and `extra`
+    /// (lower-case names).
+    public static func strip(_ headers: HTTPHeaders, alsoRemoving extra: [String] = []) -> HTTPHeaders {
+        // Most requests name nothing in `Connection`; only then is a set of tokens built.
+        let named = headers.contains("connection") ? Array(FramingRules.connectionTokens(headers)) : []
+        func removed(_ name: String) -> Bool {
+            hopByHopNames.contains { name.caseInsensitiveEquals($0) } || extra.contains { name.caseInsensitiveEquals($0) }
+                || named.contains { name.caseInsensitiveEquals($0) }
+        }
+        var out = HTTPHeaders()
+        out.reserveCapacity(headers.count + 5)
+        for field in headers.fields where !removed(field.name) { out.add(name: field.name, value: field.value) }
+        return out
     }
 
     /// The header fields sent upstream for a client request.
@@ -27,31 +35,39 @@ public enum ForwardedHeaders {
     public static func upstreamRequest(
         _ headers: HTTPHeaders, clientAddress: String, upstreamAuthority: String, removeAuthorization: Bool
     ) -> HTTPHeaders {
-        var extra: Set<String> = ["content-length", "expect", "host", "x-forwarded-proto", "x-forwarded-host"]
-        if removeAuthorization { extra.insert("authorization") }
-        var out = strip(headers, alsoRemoving: extra)
+        var out = strip(headers, alsoRemoving: removeAuthorization ? requestRemovalsWithAuthorization : requestRemovals)
         out.add(name: "Host", value: upstreamAuthority)
         let ip = clientIP(clientAddress)
         let prior = headers[all: "x-forwarded-for"]
-        out.remove(name: "X-Forwarded-For")
-        out.add(name: "X-Forwarded-For", value: (prior + [ip]).joined(separator: ", "))
+        out.add(name: "X-Forwarded-For", value: prior.isEmpty ? ip : (prior + [ip]).joined(separator: ", "))
         out.add(name: "X-Forwarded-Proto", value: "http")
         if let host = headers[first: "host"] { out.add(name: "X-Forwarded-Host", value: host) }
-        appendVia(&out)
+        appendVia(&out, prior: priorHops(headers))
         return out
     }
+
+    private static let requestRemovals = [
+        "content-length", "expect", "host", "x-forwarded-proto", "x-forwarded-host", "x-forwarded-for", "via",
+    ]
+    private static let requestRemovalsWithAuthorization = requestRemovals + ["authorization"]
 
     /// The header fields sent to the client for an upstream response.
     public static func clientResponse(_ headers: HTTPHeaders) -> HTTPHeaders {
-        var out = strip(headers)
-        appendVia(&out)
+        var out = strip(headers, alsoRemoving: ["via"])
+        appendVia(&out, prior: priorHops(headers))
         return out
     }
 
-    private static func appendVia(_ headers: inout HTTPHeaders) {
+    /// The `Via` values of `headers`, unless `Connection` names `Via` as hop-by-hop.
+    private static func priorHops(_ headers: HTTPHeaders) -> [String] {
         let prior = headers[all: "via"]
-        headers.remove(name: "Via")
-        headers.add(name: "Via", value: (prior + ["1.1 authgate"]).joined(separator: ", "))
+        if prior.isEmpty || !headers.contains("connection") { return prior }
+        return FramingRules.connectionTokens(headers).contains("via") ? [] : prior
+    }
+
+    /// Adds one `Via` holding the earlier hops (already removed from `headers`) and this one.
+    private static func appendVia(_ headers: inout HTTPHeaders, prior: [String]) {
+        headers.add(name: "Via", value: prior.isEmpty ? "1.1 authgate" : (prior + ["1.1 authgate"]).joined(separator: ", "))
     }
 
     /// The IP part of `ip:port` or `[ip]:port`.

@@ -31,18 +31,25 @@ public struct ProxyRoute: Sendable, Equatable {
     }
 
     /// Whether `path` is under this route's prefix (at a segment boundary).
+    /// Compares bytes: paths are matched as sent, with no Unicode normalisation.
     public func matches(_ path: Substring) -> Bool {
-        guard path.hasPrefix(prefix) else { return false }
-        if prefix.hasSuffix("/") || path.count == prefix.count { return true }
-        return path[path.index(path.startIndex, offsetBy: prefix.count)] == "/"
+        let p = path.utf8
+        let prefixBytes = prefix.utf8
+        guard p.starts(with: prefixBytes) else { return false }
+        if prefixBytes.last == UInt8(ascii: "/") || p.count == prefixBytes.count { return true }
+        return p[p.index(p.startIndex, offsetBy: prefixBytes.count)] == UInt8(ascii: "/")
     }
 
     /// The upstream URL for an origin-form `pathAndQuery` that matches this route.
     public func upstreamURL(path: Substring, query: Substring?) -> String {
-        var rest = stripPrefix ? path.dropFirst(prefix.count) : path
-        if !rest.hasPrefix("/") { rest = "/" + rest }
-        var url = upstream.origin + upstream.basePath + rest
-        if let query { url += "?" + query }
+        var url = upstream.urlBase
+        let rest = stripPrefix ? Substring(path.utf8.dropFirst(prefix.utf8.count)) : path
+        if rest.utf8.first != UInt8(ascii: "/") { url += "/" }
+        url += rest
+        if let query {
+            url += "?"
+            url += query
+        }
         return url
     }
 }
@@ -58,6 +65,8 @@ public struct UpstreamBase: Sendable, Equatable {
 
     /// `scheme://authority`.
     public var origin: String { "\(scheme)://\(authority)" }
+    /// `scheme://authority/basePath`, the start of every URL sent to this upstream.
+    public let urlBase: String
 
     /// Parses `http[s]://host[:port][/path]`; nil for anything else.
     public init?(_ text: String) {
@@ -81,5 +90,6 @@ public struct UpstreamBase: Sendable, Equatable {
         self.scheme = scheme
         self.authority = String(authority)
         self.basePath = path
+        self.urlBase = "\(scheme)://\(authority)\(path)"
     }
 }

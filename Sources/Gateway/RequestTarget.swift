@@ -21,10 +21,11 @@ public struct RequestTarget: Sendable, Equatable {
         guard t.hasPrefix("/") else {
             throw WireError(.invalidTarget, status: 400, "the request target must be a path (origin-form) or an absolute URL")
         }
-        if let fragment = t.firstIndex(of: "#") { t = t[..<fragment] }
-        if let q = t.firstIndex(of: "?") {
+        // Scan bytes, not Characters: a target is ASCII on the wire (the parser checked).
+        if let fragment = t.utf8.firstIndex(of: UInt8(ascii: "#")) { t = t[..<fragment] }
+        if let q = t.utf8.firstIndex(of: UInt8(ascii: "?")) {
             path = t[..<q]
-            query = t[t.index(after: q)...]
+            query = t[t.utf8.index(after: q)...]
         } else {
             path = t
             query = nil
@@ -36,9 +37,12 @@ public struct RequestTarget: Sendable, Equatable {
 
     /// Whether a path has a `.` or `..` segment, plain or percent-encoded.
     static func hasDotSegment(_ path: Substring) -> Bool {
+        path.utf8.withContiguousStorageIfAvailable(hasDotSegment) ?? hasDotSegment(Array(path.utf8))
+    }
+
+    private static func hasDotSegment<C: RandomAccessCollection<UInt8>>(_ u: C) -> Bool where C.Index == Int {
         // Walk the bytes once: count the dots of the current segment (`.` or `%2e`) and
         // whether anything else is in it; also refuse an encoded slash.
-        let u = Array(path.utf8)
         var i = 0
         var dots = 0
         var other = false

@@ -181,7 +181,7 @@ public final class ReverseProxy: HTTPResponder {
         var headers = ForwardedHeaders.upstreamRequest(
             request.head.headers, clientAddress: request.remoteAddress, upstreamAuthority: route.upstream.authority,
             removeAuthorization: !route.forwardClientAuthorization || token != nil)
-        for (name, value) in route.injectHeaders { headers.replaceOrAdd(name: name, value: value) }
+        for (name, value) in route.injectHeaders.fields { headers.replaceOrAdd(name: name, value: value) }
         if let token { headers.replaceOrAdd(name: "Authorization", value: token.authorizationHeaderValue) }
         let upstream = UpstreamRequest(
             method: request.head.method, url: route.upstreamURL(path: target.path, query: target.query), headers: headers,

@@ -31,12 +31,14 @@ public enum FramingRules {
     }
 
     /// Whether `name` is a valid field name: one or more `tchar`.
+    @inlinable
     public static func isValidFieldName<C: Collection>(_ name: C) -> Bool where C.Element == UInt8 {
         !name.isEmpty && name.allSatisfy(isTokenByte)
     }
 
     /// Whether `value` is a valid field value: visible characters, SP, HTAB and obs-text;
     /// no other control character, no DEL.
+    @inlinable
     public static func isValidFieldValue<C: Collection>(_ value: C) -> Bool where C.Element == UInt8 {
         value.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
     }

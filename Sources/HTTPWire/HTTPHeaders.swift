@@ -15,6 +15,11 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
     }
 
+    /// Makes room for `n` fields.
+    public mutating func reserveCapacity(_ n: Int) {
+        fields.reserveCapacity(n)
+    }
+
     /// Appends a field.
     public mutating func add(name: String, value: String) {
         fields.append((name, value))
@@ -58,6 +63,8 @@ extension String {
     /// ASCII case-insensitive comparison, as header names need.
     @inlinable
     public func caseInsensitiveEquals(_ other: String) -> Bool {
+        // Lengths first: O(1) for native strings, and most names differ in length.
+        if self.utf8.count != other.utf8.count { return false }
         var a = self.utf8.makeIterator()
         var b = other.utf8.makeIterator()
         while true {

@@ -123,11 +123,15 @@ public final class UpstreamTransfer {
             setMethod(request.method, &ok)
         }
         // libcurl adds Accept and Expect on its own; an empty value suppresses each.
-        var lines = request.headers.map { "\($0.name): \($0.value)" }
-        if !request.headers.contains("Accept") { lines.append("Accept:") }
-        lines.append("Expect:")
-        if chunkedUpload { lines.append("Transfer-Encoding: chunked") }
-        for line in lines { headerList = curl_slist_append(headerList, line) }
+        for field in request.headers.fields {
+            var line = field.name
+            line += ": "
+            line += field.value
+            headerList = curl_slist_append(headerList, line)
+        }
+        if !request.headers.contains("Accept") { headerList = curl_slist_append(headerList, "Accept:") }
+        headerList = curl_slist_append(headerList, "Expect:")
+        if chunkedUpload { headerList = curl_slist_append(headerList, "Transfer-Encoding: chunked") }
         check(ag_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList))
         return ok ? nil : UpstreamError(.invalidRequest, "libcurl refused an option for this request")
     }
@@ -140,40 +144,62 @@ public final class UpstreamTransfer {
     // MARK: Callbacks from libcurl
 
     private func onHeaderLine(_ buf: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
+        // Works on the bytes: one header line arrives per call, and strings are made only
+        // for the name and the value that are kept.
         let raw = UnsafeRawBufferPointer(start: buf, count: count)
-        var line = Substring(String(decoding: raw, as: UTF8.self))
-        while let last = line.last, last == "\r" || last == "\n" || last == "\r\n" { line = line.dropLast() }
-        if line.hasPrefix("HTTP/") {
+        var end = raw.count
+        while end > 0 && (raw[end - 1] == 0x0D || raw[end - 1] == 0x0A) { end -= 1 }
+        let line = raw[0..<end]
+        if line.starts(with: Self.httpSlash) {
             // A status line: a new response (after 1xx) starts.
-            let parts = line.split(separator: " ", maxSplits: 2)
-            status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            status = Self.statusCode(line)
             headers = HTTPHeaders()
             return count
         }
-        if line.isEmpty {
+        guard let first = line.first else {
             if status >= 200 && !headDelivered {
                 headDelivered = true
                 handler?.upstreamHead(status: status, headers: headers)
             }
             return count
         }
-        if let first = line.first, first == " " || first == "\t" {
+        if first == 0x20 || first == 0x09 {
             // obs-fold from the upstream: join to the previous value.
             if var last = headers.fields.last {
-                last.value += " " + FramingRules.trimOWS(String(line))
+                last.value += " " + FramingRules.trimOWS(String(decoding: line, as: UTF8.self))
                 var fields = headers.fields
                 fields[fields.count - 1] = last
                 headers = HTTPHeaders(fields)
             }
             return count
         }
-        guard let colon = line.firstIndex(of: ":") else { return count }
-        let name = String(line[..<colon])
-        let value = FramingRules.trimOWS(String(line[line.index(after: colon)...]))
-        if FramingRules.isValidFieldName(name.utf8) && FramingRules.isValidFieldValue(value.utf8) {
-            headers.add(name: name, value: value)
+        guard let colon = line.firstIndex(of: 0x3A) else { return count }
+        let nameBytes = UnsafeRawBufferPointer(rebasing: raw[..<colon])
+        var lo = colon + 1
+        var hi = end
+        while lo < hi && (raw[lo] == 0x20 || raw[lo] == 0x09) { lo += 1 }
+        while hi > lo && (raw[hi - 1] == 0x20 || raw[hi - 1] == 0x09) { hi -= 1 }
+        let valueBytes = UnsafeRawBufferPointer(rebasing: raw[lo..<hi])
+        if FramingRules.isValidFieldName(nameBytes) && FramingRules.isValidFieldValue(valueBytes) {
+            headers.add(name: String(decoding: nameBytes, as: UTF8.self), value: String(decoding: valueBytes, as: UTF8.self))
         }
         return count
+    }
+
+    private static let httpSlash: [UInt8] = Array("HTTP/".utf8)
+
+    /// The three-digit code after the first space of a status line, or 0.
+    static func statusCode(_ line: Slice<UnsafeRawBufferPointer>) -> Int {
+        guard let space = line.firstIndex(of: 0x20) else { return 0 }
+        var code = 0
+        var digits = 0
+        var i = space + 1
+        while i < line.endIndex, (0x30...0x39).contains(line[i]) {
+            code = code * 10 + Int(line[i] - 0x30)
+            digits += 1
+            i += 1
+        }
+        return digits == 3 && (i == line.endIndex || line[i] == 0x20) ? code : 0
     }
 
     private func onBody(_ buf: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
