@@ -129,7 +129,7 @@ extension AuthActor {
         }
         nextFlightID += 1
         refreshesStarted += 1
-        let flight = InFlightRefresh(id: nextFlightID, epoch: epoch)
+        let flight = InFlightRefresh(id: nextFlightID, epoch: epoch, requestedAt: now, requestedAtWall: clock.wallNow)
         inFlight = flight
         logger.debug(
             "refresh started",
@@ -189,9 +189,13 @@ extension AuthActor {
         let generation = lastGeneration.next
         lastGeneration = generation
         let obtainedAt = clock.now
+        // `expires_in` counts from when the server issued the token, which is after the
+        // request left and before its answer arrived: counting from the request's start
+        // never believes a token valid when the server no longer does (REFERENCES item 10).
         let credentials = Credentials(
             response: response, previousRefreshToken: session.credentials.refreshToken,
-            generation: generation, now: obtainedAt, wallNow: clock.wallNow)
+            generation: generation, now: inFlight?.requestedAt ?? obtainedAt,
+            wallNow: inFlight?.requestedAtWall ?? clock.wallNow)
         var persisted = true
         do {
             try await tokenStore.save(TokenRecord(credentials, grantType: session.grantType), for: account)

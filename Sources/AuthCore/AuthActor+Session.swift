@@ -11,6 +11,7 @@ extension AuthActor {
     @discardableResult
     public func login(_ grant: Grant, subject: String? = nil) async throws -> AccessToken {
         let response: TokenResponse
+        let requestedAt = (clock.now, clock.wallNow)
         do {
             response = try await client.requestToken(grant)
         } catch let error as TokenEndpointError {
@@ -18,7 +19,7 @@ extension AuthActor {
         }
         var subject = subject
         if subject == nil, case .password(let username, _, _) = grant { subject = username }
-        return try await install(response, grantType: grant.grantType, subject: subject)
+        return try await install(response, grantType: grant.grantType, subject: subject, requestedAt: requestedAt)
     }
 
     /// Logs in with tokens obtained elsewhere (no network).
@@ -27,9 +28,12 @@ extension AuthActor {
         try await install(response, grantType: nil, subject: subject)
     }
 
-    private func install(_ response: TokenResponse, grantType: String?, subject: String?) async throws
-        -> AccessToken
-    {
+    /// Installs a new session; `requestedAt` (when the token request left) is where the
+    /// lifetime counts from, as for a refresh.
+    private func install(
+        _ response: TokenResponse, grantType: String?, subject: String?,
+        requestedAt: (MonotonicInstant, Date)? = nil
+    ) async throws -> AccessToken {
         await acquireStoreLock()
         defer { releaseStoreLock() }
         if case .active = phase {
@@ -38,8 +42,8 @@ extension AuthActor {
         let generation = lastGeneration.next
         let obtainedAt = clock.now
         let credentials = Credentials(
-            response: response, previousRefreshToken: nil, generation: generation, now: obtainedAt,
-            wallNow: clock.wallNow)
+            response: response, previousRefreshToken: nil, generation: generation, now: requestedAt?.0 ?? obtainedAt,
+            wallNow: requestedAt?.1 ?? clock.wallNow)
         let subject =
             subject ?? JWTClaims(decodingPayloadOf: response.idToken ?? response.accessToken)?.subject
         do {

@@ -86,6 +86,9 @@ public actor AuthActor {
     struct InFlightRefresh {
         let id: UInt64
         let epoch: UInt64
+        /// When the token request was sent: the new token's lifetime counts from here.
+        let requestedAt: MonotonicInstant
+        let requestedAtWall: Date
         var waiters: [UInt64: CheckedContinuation<AccessToken, any Error>] = [:]
     }
 
