@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Load client of scripts/bench-storm: a paced refresh storm against `authgate dev`.
 
-Standard library only (asyncio streams over raw TCP, HTTP/1.1 keep-alive). It
+asyncio streams over raw TCP, HTTP/1.1 keep-alive; on uvloop when it is installed
+(scripts/bench-storm installs it), so that the client's own event loop adds as little
+as possible to the latencies it measures. It
 
 1. reads the fake authorization server's GET /stats and the admin GET /auth/session,
 2. subscribes to the admin GET /auth/events (Server-Sent Events) to time every refresh,
@@ -12,12 +14,13 @@ Standard library only (asyncio streams over raw TCP, HTTP/1.1 keep-alive). It
 5. reads /stats and /auth/session again and prints a markdown report.
 
 Refresh windows. Refresh k completes when the gateway publishes its `refreshed` event;
-the client stamps it on arrival (monotonic clock, same process as the load). The token
-that refresh installed was issued by the fake server a moment earlier, after its
-configured latency, and expires LIFETIME seconds later; with --refresh-skew 0 the next
-refresh starts at that expiry, when the first request after it gets 401 invalid_token
-from the fake API (or finds the token expired in token()). So refresh k+1 is in flight
-during [end_k + LIFETIME - margin, end_{k+1}], with end_0 the login's completion. A
+the client stamps it on arrival (monotonic clock, same process as the load). The gateway
+counts the lifetime of the token that refresh installed from when its request left, about
+LATENCY before the event; with --refresh-skew 0 the next refresh starts at that expiry,
+when the first request after it finds the token expired in token() (or, should the
+server disagree, gets 401 invalid_token from the fake API). So refresh k+1 is in flight
+during [end_k - LATENCY + LIFETIME - margin, end_{k+1}], with end_0 the login's
+completion. A
 request is "in flight during a refresh" when its [sent, answered] interval overlaps
 such a window. Every expiry that falls while the load runs must cause exactly one
 refresh at the authorization server.
@@ -332,12 +335,15 @@ async def main_async(args):
     # ---- analysis ----
     lifetime = args.lifetime
     margin = args.window_margin_ms / 1000.0
+    # The gateway counts a token's lifetime from when its request left, about one
+    # authorization-server latency before the answer (and the event) arrived.
+    latency = args.auth_latency_ms / 1000.0
     refreshed = [(t, d) for (t, e, d) in watcher.events if e == "refreshed" and t >= login_done]
     other_events = [(t, e, d) for (t, e, d) in watcher.events if e not in ("refreshed", "state", "logged_in") and t >= login_done]
     ends = [login_done] + [t for t, _ in refreshed]
     windows = []  # (start, end) of each refresh that completed
     for k in range(1, len(ends)):
-        start_k = ends[k - 1] + lifetime - margin
+        start_k = ends[k - 1] - latency + lifetime - margin
         if ends[k] < start_k:
             # Not after an expiry (a second refresh right after the previous one): the
             # window runs from the previous refresh's end.
@@ -507,6 +513,13 @@ def main():
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
     except (ValueError, OSError):
         pass
+    try:
+        import uvloop  # a faster event loop for the client; the standard one otherwise
+
+        uvloop.install()
+        print(f"client event loop: uvloop {uvloop.__version__}")
+    except ImportError:
+        print("client event loop: asyncio (uvloop not installed)")
     sys.exit(asyncio.run(main_async(args)))
 
 
