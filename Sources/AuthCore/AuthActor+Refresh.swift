@@ -112,6 +112,7 @@ extension AuthActor {
             let retryAfter = gate.loopGuardRetryAfter(at: now, replacing: current)
             if !alreadyTripped {
                 // Once per trip, not once per refused caller.
+                countRefresh("loop_guard")
                 logger.warning(
                     "refresh loop guard tripped",
                     metadata: [
@@ -166,9 +167,9 @@ extension AuthActor {
                 error as? TokenEndpointError
                 ?? TokenEndpointError(
                     code: .network, disposition: .transient, message: String(describing: type(of: error)))
-            refreshFailureCounter.increment()
             switch endpointError.disposition {
             case .terminal:
+                countRefresh("terminal")
                 logger.info("refresh refused for good; logging out", metadata: ["auth.error": "\(endpointError)"])
                 try? await endSession(
                     reason: .refreshRejected(code: endpointError.oauthError?.error ?? endpointError.code.rawValue),
@@ -217,7 +218,7 @@ extension AuthActor {
         let newSession = makeSession(credentials, grantType: session.grantType, obtainedAt: obtainedAt)
         phase = .active(newSession)
         gate.recordSuccess()
-        refreshCounter.increment()
+        countRefresh("success")
         let waiters = inFlight?.waiters ?? [:]
         inFlight = nil
         logger.debug("refreshed", metadata: ["auth.generation": "\(generation)", "auth.waiters": "\(waiters.count)"])
@@ -228,6 +229,7 @@ extension AuthActor {
     }
 
     private func failTransiently(_ error: TokenEndpointError, flightID: UInt64) {
+        countRefresh("transient")
         let delay = gate.recordTransientFailure(error, at: clock.now)
         let waiters = inFlight?.waiters ?? [:]
         inFlight = nil

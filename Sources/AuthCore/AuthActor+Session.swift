@@ -1,5 +1,6 @@
 internal import Foundation
 internal import Logging
+internal import CoreMetrics
 
 extension AuthActor {
     /// Logs in by presenting `grant` to the token endpoint, then stores the tokens (first)
@@ -95,6 +96,8 @@ extension AuthActor {
         let endedEpoch = epoch
         epoch += 1
         phase = .loggedOut(reason)
+        // Counted before any waiter hears of it, so a client that got its 401 sees it counted.
+        Counter(label: "authgate_logouts_total", dimensions: [("reason", reason.code)], factory: metricsFactory).increment()
         needsPersist = false
         gate.recordSuccess()
         let waiters = inFlight?.waiters ?? [:]
@@ -122,7 +125,6 @@ extension AuthActor {
             storeFailureCounter.increment()
             logger.info("tokens not deleted at logout", metadata: ["auth.store.error": "\(error)"])
         }
-        logoutCounter.increment()
         logger.info("logged out", metadata: ["auth.reason": "\(reason)", "auth.epoch": "\(endedEpoch)"])
         events.publish(.loggedOut(reason: reason, epoch: endedEpoch), status: status)
         if let storeError {

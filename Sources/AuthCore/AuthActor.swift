@@ -1,5 +1,6 @@
 internal import Foundation
 public import Logging
+public import CoreMetrics
 internal import Metrics
 
 /// Owns one account's session: it serialises token storage, refresh and logout.
@@ -122,10 +123,19 @@ public actor AuthActor {
     var storeLockQueue: [CheckedContinuation<Void, Never>] = []
     var refreshesStarted = 0
 
-    let refreshCounter: Counter
-    let refreshFailureCounter: Counter
-    let logoutCounter: Counter
+    /// Where the session's instruments are made (a gateway's own registry, or the
+    /// process-wide `MetricsSystem`).
+    let metricsFactory: any MetricsFactory
+    /// `authgate_refreshes_total`, by outcome: `success`, `transient` (tokens kept, backing
+    /// off), `terminal` (refused for good: logged out), `loop_guard` (refresh loop stopped).
+    let refreshCounters: [String: Counter]
+    /// `authgate_token_store_failures_total`.
     let storeFailureCounter: Counter
+
+    /// Counts one refresh outcome (see ``refreshCounters``).
+    func countRefresh(_ outcome: String) {
+        refreshCounters[outcome]?.increment()
+    }
 
     /// Creates the actor for `account`. Call ``restore()`` before serving.
     ///
@@ -141,12 +151,15 @@ public actor AuthActor {
     ///   - executor: a serial executor to run on (e.g. an event loop's); the default actor
     ///     executor when `nil`.
     ///   - randomFraction: the jitter source, a value in `0..<1`.
+    ///   - metricsFactory: where the session's counters are made; `MetricsSystem.factory`
+    ///     when `nil`.
     public init(
         account: AccountID = .default, client: any TokenGrantClient, tokenStore: any TokenStore,
         stateStore: any SessionStateStore, clock: any AuthClock, events: EventBroadcaster? = nil,
         configuration: Configuration = Configuration(),
         logger: Logger = Logger(label: "authgate.auth"), executor: (any SerialExecutor)? = nil,
-        randomFraction: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+        randomFraction: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        metricsFactory: (any MetricsFactory)? = nil
     ) {
         self.account = account
         self.client = client
@@ -164,11 +177,14 @@ public actor AuthActor {
         self.logger = logger
         self.executor = executor
         self.randomFraction = randomFraction
-        self.refreshCounter = Counter(label: "authgate_refresh_total", dimensions: [("outcome", "success")])
-        self.refreshFailureCounter = Counter(
-            label: "authgate_refresh_total", dimensions: [("outcome", "failure")])
-        self.logoutCounter = Counter(label: "authgate_logout_total")
-        self.storeFailureCounter = Counter(label: "authgate_token_store_failures_total")
+        let factory = metricsFactory ?? MetricsSystem.factory
+        self.metricsFactory = factory
+        var counters: [String: Counter] = [:]
+        for outcome in ["success", "transient", "terminal", "loop_guard"] {
+            counters[outcome] = Counter(label: "authgate_refreshes_total", dimensions: [("outcome", outcome)], factory: factory)
+        }
+        self.refreshCounters = counters
+        self.storeFailureCounter = Counter(label: "authgate_token_store_failures_total", factory: factory)
     }
 
     /// The custom executor when one was given, else a default actor executor.

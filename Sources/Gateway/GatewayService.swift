@@ -29,7 +29,7 @@ public final class GatewayService: Sendable {
     public let readiness: Readiness
     /// The user-info call, when configured.
     public let userInfo: UserInfoProbe?
-    /// Subscribers of the session's events (metrics, user-info) that shutdown waits for.
+    /// Subscribers of the session's events (the user-info call) that shutdown waits for.
     private let eventTasks: [Task<Void, Never>]
 
     private init(
@@ -88,9 +88,10 @@ public final class GatewayService: Sendable {
         let stateStore = try FileSessionStateStore(directory: c.stateDirectory)
         var sessionConfig = sessionConfiguration ?? AuthActor.Configuration()
         if let skew = c.refreshSkewSeconds { sessionConfig.skew = .seconds(skew) }
+        let metrics = GatewayMetrics()
         let session = AuthActor(
             client: oauth, tokenStore: tokenStore, stateStore: stateStore, clock: clock, configuration: sessionConfig,
-            logger: logger, executor: home)
+            logger: logger, executor: home, metricsFactory: metrics.factory)
         let userInfo = c.userInfo.map {
             UserInfoProbe(
                 configuration: $0, session: session, transport: CurlTransport(client: tokenClient), policy: rejectionPolicy,
@@ -109,26 +110,11 @@ public final class GatewayService: Sendable {
             readiness.restored(false, problem: "the session could not be restored: \(error)")
             logger.error("session restore failed; /readyz reports not ready", metadata: ["error": "\(error)"])
         }
-        let metrics = GatewayMetrics()
-        let events = session.events.subscribe()
         var eventTasks: [Task<Void, Never>] = []
         if let userInfo {
             let events = session.events.subscribe()
             eventTasks.append(Task { await userInfo.follow(events) })
         }
-        eventTasks.append(Task {
-            for await record in events {
-                switch record.event {
-                case .refreshed: metrics.refresh("success")
-                case .refreshFailed(let code, _):
-                    metrics.refresh(code == "excessive_refresh" ? "loop_guard" : "transient")
-                case .loggedOut(let reason, _):
-                    metrics.logout(reason.code)
-                    if case .refreshRejected = reason { metrics.refresh("terminal") }
-                default: break
-                }
-            }
-        })
         let proxyResponder = ReverseProxy(
             routes: c.proxyRoutes, clientConfiguration: upstreamConfig,
             authentication: ProxyAuthentication(
@@ -175,8 +161,8 @@ public final class GatewayService: Sendable {
                 cont.resume()
             }
         }
-        // End every subscription to this session (SSE streams, the metrics feed), then wait
-        // for the metrics feed to drain, so nothing of this gateway outlives its shutdown.
+        // End every subscription to this session (SSE streams, the user-info follower), then
+        // wait for its own subscribers to end, so nothing of this gateway outlives it.
         session.events.finish()
         for t in eventTasks { await t.value }
     }

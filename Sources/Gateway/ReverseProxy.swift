@@ -82,7 +82,7 @@ public final class ReverseProxy: HTTPResponder {
         if !route.requiresAuthentication {
             let metrics = self.metrics
             start(request, route, target, writer, token: nil, decide: nil) { outcome in
-                metrics.request(kind: "public", status: outcome.status, seconds: started.secondsSince)
+                metrics.request(kind: "public", status: outcome.status, duration: ContinuousClock.now - started)
             }
             return
         }
@@ -94,7 +94,7 @@ public final class ReverseProxy: HTTPResponder {
         }
         Task(executorPreference: request.loop) {
             let status = await self.authenticated(request, route, target, writer, authentication)
-            self.metrics.request(kind: "authenticated", status: status, seconds: started.secondsSince)
+            self.metrics.request(kind: "authenticated", status: status, duration: ContinuousClock.now - started)
         }
     }
 
@@ -217,13 +217,5 @@ extension ExchangeOutcome {
         case .intercepted: 401
         case .failed(let e): e.status
         }
-    }
-}
-
-extension ContinuousClock.Instant {
-    /// Seconds elapsed since this instant.
-    var secondsSince: Double {
-        let d = ContinuousClock.now - self
-        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 }

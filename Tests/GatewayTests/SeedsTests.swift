@@ -368,6 +368,40 @@ import TestSupport
         }
     }
 
+    @Test func metricsCoverRefreshOutcomesReplaysLogoutsStatusClassesAndLatency() async throws {
+        try await withStack(fake: silentExpiry) { stack in
+            #expect(try await stack.loginAlice().status == 200)
+            #expect(try await stack.proxy("GET", "/public/a").status == 200)
+            #expect(try await stack.proxy("GET", "/admin/panel").status == 403)
+            try await Task.sleep(for: .milliseconds(900))
+            #expect(try await stack.proxy("GET", "/api/after-expiry").status == 200)
+            await stack.authorization.revokeAllSessions()
+            try await Task.sleep(for: .milliseconds(900))
+            #expect(try await stack.proxy("GET", "/api/after-revocation").status == 401)
+            let r = try await stack.admin("GET", "/metrics")
+            #expect(r.header("content-type")?.hasPrefix("text/plain; version=0.0.4") == true)
+            let lines = Set(r.text.split(separator: "\n").map(String.init))
+            for expected in [
+                #"authgate_requests_total{route="public",status_class="2xx"} 1"#,
+                #"authgate_requests_total{route="authenticated",status_class="2xx"} 1"#,
+                #"authgate_requests_total{route="authenticated",status_class="4xx"} 2"#,
+                #"authgate_request_duration_seconds_count{route="authenticated"} 3"#,
+                #"authgate_refreshes_total{outcome="success"} 1"#,
+                #"authgate_refreshes_total{outcome="terminal"} 1"#,
+                #"authgate_refreshes_total{outcome="transient"} 0"#,
+                #"authgate_replays_total{outcome="replayed"} 1"#,
+                #"authgate_replays_total{outcome="refresh_failed"} 1"#,
+                #"authgate_logouts_total{reason="refresh_rejected"} 1"#,
+                "authgate_refreshes_in_flight 0.0",
+                "authgate_session_logged_in 0.0",
+            ] {
+                #expect(lines.contains(expected), "\(expected)\n\(r.text)")
+            }
+            #expect(lines.contains { $0.hasPrefix(#"authgate_request_duration_seconds_bucket{route="public",le="0.001"}"#) })
+            #expect(!r.text.contains("alice"), "no subject in a label")
+        }
+    }
+
     @Test func transientRefreshFailureKeepsTheSessionAndAnswers503WithRetryAfter() async throws {
         try await withStack(fake: silentExpiry) { stack in
             #expect(try await stack.loginAlice().status == 200)
