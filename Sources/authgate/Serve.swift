@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import Glibc
 import Logging
+import ServiceLifecycle
 
 /// `authgate serve --config FILE`: the gateway for real.
 struct Serve: ParsableCommand {
@@ -36,13 +37,17 @@ struct Serve: ParsableCommand {
             h.logLevel = level
             return h
         }
-        let signals = SignalWaiter(SIGINT, SIGTERM)
+        // Blocked in every thread (before any starts), so the service group's signal source
+        // is the only one to see them.
+        _ = SignalWaiter(SIGINT, SIGTERM)
         let logger = Logger(label: "authgate")
-        let service = try runBlocking {
-            try await GatewayService.start(configuration: configuration, secrets: secrets, logger: logger)
+        let runner = GatewayRunner(configuration: configuration, secrets: secrets, logger: logger)
+        try runBlocking {
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: [.init(service: runner)], gracefulShutdownSignals: [.sigterm, .sigint],
+                    cancellationSignals: [], logger: logger))
+            try await group.run()
         }
-        let sig = signals.wait()
-        logger.info("shutting down", metadata: ["signal": "\(sig)"])
-        try runBlocking { await service.shutdown(grace: .seconds(10)) }
     }
 }

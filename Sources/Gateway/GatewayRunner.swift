@@ -1,0 +1,51 @@
+public import Logging
+public import ServiceLifecycle
+
+/// The gateway as a swift-service-lifecycle `Service`, for `authgate serve`.
+///
+/// `run()` restores the session and opens the listeners (``GatewayService/start``), then
+/// waits. On graceful shutdown (SIGTERM or SIGINT, through the `ServiceGroup`) it stops
+/// accepting, lets exchanges in flight finish for up to `grace`, and returns; the session's
+/// files are already durable, since every change is written as it happens. When the task
+/// is cancelled instead (a second signal), it stops at once.
+///
+/// ```swift
+/// let runner = GatewayRunner(configuration: c, secrets: s, logger: logger)
+/// let group = ServiceGroup(configuration: .init(
+///     services: [.init(service: runner)], gracefulShutdownSignals: [.sigterm, .sigint],
+///     cancellationSignals: [], logger: logger))
+/// try await group.run()
+/// ```
+public struct GatewayRunner: Service {
+    let configuration: GatewayConfiguration
+    let secrets: GatewayService.Secrets
+    let logger: Logger
+    let grace: Duration
+    let started: (@Sendable (GatewayService) -> Void)?
+
+    /// Creates the service; `started` is called once the listeners are open.
+    public init(
+        configuration: GatewayConfiguration, secrets: GatewayService.Secrets, logger: Logger,
+        grace: Duration = .seconds(10), started: (@Sendable (GatewayService) -> Void)? = nil
+    ) {
+        self.configuration = configuration
+        self.secrets = secrets
+        self.logger = logger
+        self.grace = grace
+        self.started = started
+    }
+
+    public func run() async throws {
+        let service = try await GatewayService.start(configuration: configuration, secrets: secrets, logger: logger)
+        started?(service)
+        do {
+            try await gracefulShutdown()
+            logger.info("graceful shutdown: draining", metadata: ["shutdown.grace": "\(grace)"])
+            await service.shutdown(grace: grace)
+        } catch {
+            logger.info("cancelled: stopping now")
+            await service.shutdown(grace: .zero)
+        }
+        logger.info("stopped")
+    }
+}
