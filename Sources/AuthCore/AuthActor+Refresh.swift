@@ -171,7 +171,7 @@ extension AuthActor {
             case .terminal:
                 countRefresh("terminal")
                 logger.info("refresh refused for good; logging out", metadata: ["auth.error": "\(endpointError)"])
-                try? await endSession(
+                _ = try? await endSession(
                     reason: .refreshRejected(code: endpointError.oauthError?.error ?? endpointError.code.rawValue),
                     onlyEpoch: flightEpoch)
             case .transient, .ambiguous:

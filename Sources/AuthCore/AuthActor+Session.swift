@@ -38,7 +38,7 @@ extension AuthActor {
         await acquireStoreLock()
         defer { releaseStoreLock() }
         if case .active = phase {
-            try? await endSessionLocked(reason: .replacedByLogin)
+            _ = try? await endSessionLocked(reason: .replacedByLogin)
         }
         let generation = lastGeneration.next
         let obtainedAt = clock.now
@@ -78,21 +78,57 @@ extension AuthActor {
     /// for a refresh get ``AuthError/Code/sessionEnded``. Does nothing when logged out.
     ///
     /// The session ends in memory even when a store fails; the store error is thrown after.
+    ///
+    /// A logout someone asked for (``LogoutReason/userInitiated``) also revokes the ended
+    /// session's tokens at the server when the client can (RFC 7009), in the background: a
+    /// revocation that fails is logged and never undoes or delays the logout. Other
+    /// endings (a refused refresh, a replacing login) revoke nothing, so an outage never
+    /// costs a working session (REFERENCES.md item 8).
     public func logout(reason: LogoutReason = .userInitiated) async throws {
-        try await endSession(reason: reason, onlyEpoch: nil)
+        var ended: Credentials?
+        defer {
+            if reason == .userInitiated, let ended { revokeInBackground(ended) }
+        }
+        ended = try await endSession(reason: reason, onlyEpoch: nil)
+    }
+
+    /// Waits for the revocations logout started (at shutdown, before the transport stops).
+    public func finishRevocations() async {
+        while let task = revocations.first {
+            await task.value
+            revocations.removeFirst()
+        }
+    }
+
+    private func revokeInBackground(_ credentials: Credentials) {
+        let client = self.client
+        let logger = self.logger
+        revocations.append(
+            Task {
+                do {
+                    try await client.revoke(refreshToken: credentials.refreshToken, accessToken: credentials.accessToken)
+                    logger.info("tokens revoked at the authorization server")
+                } catch {
+                    logger.notice("token revocation failed; the session is logged out all the same", metadata: ["auth.error": "\(error)"])
+                }
+            })
     }
 
     /// Ends the session when it is still in `onlyEpoch` (any epoch when `nil`).
-    func endSession(reason: LogoutReason, onlyEpoch: UInt64?) async throws {
+    /// Returns the credentials of the session it ended, if it ended one.
+    @discardableResult
+    func endSession(reason: LogoutReason, onlyEpoch: UInt64?) async throws -> Credentials? {
         await acquireStoreLock()
         defer { releaseStoreLock() }
-        if let onlyEpoch, onlyEpoch != epoch { return }
-        try await endSessionLocked(reason: reason)
+        if let onlyEpoch, onlyEpoch != epoch { return nil }
+        return try await endSessionLocked(reason: reason)
     }
 
-    /// Ends the session; the store lock is held.
-    func endSessionLocked(reason: LogoutReason) async throws {
-        guard case .active = phase else { return }
+    /// Ends the session; the store lock is held. Returns the ended session's credentials.
+    /// When a store fails, the session has ended all the same and the error is thrown.
+    @discardableResult
+    func endSessionLocked(reason: LogoutReason) async throws -> Credentials? {
+        guard case .active(let ending) = phase else { return nil }
         let endedEpoch = epoch
         epoch += 1
         phase = .loggedOut(reason)
@@ -130,6 +166,7 @@ extension AuthActor {
         if let storeError {
             throw AuthError.storage(storeError, logoutReason: reason)
         }
+        return ending.credentials
     }
 
     /// Enters or leaves guest mode (public routes only, no tokens) while logged out. The

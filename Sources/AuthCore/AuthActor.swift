@@ -122,6 +122,8 @@ public actor AuthActor {
     var storeLockHeld = false
     var storeLockQueue: [CheckedContinuation<Void, Never>] = []
     var refreshesStarted = 0
+    /// Revocations started by logout and not yet awaited (``finishRevocations()``).
+    var revocations: [Task<Void, Never>] = []
 
     /// Where the session's instruments are made (a gateway's own registry, or the
     /// process-wide `MetricsSystem`).
@@ -256,7 +258,7 @@ public actor AuthActor {
                 return session.token
             }
             if error.code == .refreshNotPossible, case .active = phase {
-                try? await endSession(reason: .expiredWithoutRefreshToken, onlyEpoch: epoch)
+                _ = try? await endSession(reason: .expiredWithoutRefreshToken, onlyEpoch: epoch)
                 throw AuthError(.sessionEnded, logoutReason: .expiredWithoutRefreshToken)
             }
             throw error

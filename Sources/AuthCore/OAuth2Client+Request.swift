@@ -31,23 +31,7 @@ extension OAuth2Client {
             }
         }
 
-        switch configuration.authentication {
-        case .basic:
-            guard let clientID = configuration.clientID else { break }
-            if headers.contains(where: { $0.name == "Authorization" }) {
-                throw TokenEndpointError(
-                    code: .invalidConfiguration, disposition: .terminal,
-                    message: "basic client authentication conflicts with refreshSendsExpiredAccessToken; use post")
-            }
-            let pair =
-                "\(FormURLEncoding.encode(clientID)):\(FormURLEncoding.encode(configuration.clientSecret ?? ""))"
-            headers.append(("Authorization", "Basic \(Data(pair.utf8).base64EncodedString())"))
-        case .post:
-            if let clientID = configuration.clientID { fields.append(("client_id", clientID)) }
-            if let secret = configuration.clientSecret { fields.append(("client_secret", secret)) }
-        case .none:
-            if let clientID = configuration.clientID { fields.append(("client_id", clientID)) }
-        }
+        try authenticate(&headers, &fields)
 
         fields = fields.map { (mapping.fieldName($0.0), $0.1) }
         for (name, value) in mapping.extraFields.sorted(by: { $0.key < $1.key }) {
@@ -67,5 +51,37 @@ extension OAuth2Client {
             body = Array(data)
         }
         return HTTPRequestValue(method: "POST", url: url, headers: headers, body: body)
+    }
+
+    /// Adds the client's authentication (RFC 6749 §2.3) to a token or revocation request.
+    func authenticate(_ headers: inout [(name: String, value: String)], _ fields: inout [(String, String)]) throws {
+        switch configuration.authentication {
+        case .basic:
+            guard let clientID = configuration.clientID else { break }
+            if headers.contains(where: { $0.name == "Authorization" }) {
+                throw TokenEndpointError(
+                    code: .invalidConfiguration, disposition: .terminal,
+                    message: "basic client authentication conflicts with refreshSendsExpiredAccessToken; use post")
+            }
+            let pair =
+                "\(FormURLEncoding.encode(clientID)):\(FormURLEncoding.encode(configuration.clientSecret ?? ""))"
+            headers.append(("Authorization", "Basic \(Data(pair.utf8).base64EncodedString())"))
+        case .post:
+            if let clientID = configuration.clientID { fields.append(("client_id", clientID)) }
+            if let secret = configuration.clientSecret { fields.append(("client_secret", secret)) }
+        case .none:
+            if let clientID = configuration.clientID { fields.append(("client_id", clientID)) }
+        }
+    }
+
+    /// Builds the RFC 7009 revocation request for `token` (pure; no I/O); `nil` when no
+    /// revocation endpoint is configured.
+    public func makeRevocationRequest(token: String, hint: String) throws -> HTTPRequestValue? {
+        guard let endpoint = configuration.revocationEndpoint else { return nil }
+        var headers: [(name: String, value: String)] = [("Accept", "application/json")]
+        var fields: [(String, String)] = [("token", token), ("token_type_hint", hint)]
+        try authenticate(&headers, &fields)
+        headers.append(("Content-Type", "application/x-www-form-urlencoded"))
+        return HTTPRequestValue(method: "POST", url: endpoint, headers: headers, body: Array(FormURLEncoding.encode(fields).utf8))
     }
 }

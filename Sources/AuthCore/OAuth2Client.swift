@@ -20,13 +20,16 @@ public struct OAuth2Client: TokenGrantClient {
         public var authentication: ClientAuthentication
         /// Deviations from RFC 6749.
         public var mapping: TokenEndpointMapping
+        /// The RFC 7009 revocation endpoint; tokens are revoked at logout when it is set.
+        public var revocationEndpoint: String?
 
         /// Creates a configuration.
         public init(
             tokenEndpoint: String, clientID: String? = nil, clientSecret: String? = nil,
             authentication: ClientAuthentication = .basic,
-            mapping: TokenEndpointMapping = .standard
+            mapping: TokenEndpointMapping = .standard, revocationEndpoint: String? = nil
         ) {
+            self.revocationEndpoint = revocationEndpoint
             self.tokenEndpoint = tokenEndpoint
             self.clientID = clientID
             self.clientSecret = clientSecret
@@ -71,5 +74,25 @@ public struct OAuth2Client: TokenGrantClient {
                 code: .network, disposition: .transient, message: String(describing: type(of: error)))
         }
         return try parse(response, for: grant, now: clock.wallNow)
+    }
+
+    /// Revokes the session's tokens (RFC 7009): the refresh token when there is one (the
+    /// server ends its access tokens with it), else the access token. Does nothing without
+    /// a revocation endpoint. Throws ``TokenEndpointError`` when the server refuses or
+    /// cannot be reached.
+    public func revoke(refreshToken: String?, accessToken: String) async throws {
+        let (token, hint) = refreshToken.map { ($0, "refresh_token") } ?? (accessToken, "access_token")
+        guard let request = try makeRevocationRequest(token: token, hint: hint) else { return }
+        let response: HTTPResponseValue
+        do {
+            response = try await transport.send(request)
+        } catch {
+            throw TokenEndpointError(code: .network, disposition: .transient, message: "the revocation endpoint did not answer")
+        }
+        guard (200..<300).contains(response.status) else {
+            throw TokenEndpointError(
+                code: .unexpectedStatus, disposition: .terminal,
+                message: "the revocation endpoint answered HTTP \(response.status)")
+        }
     }
 }

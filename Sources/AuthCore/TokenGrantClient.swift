@@ -4,4 +4,12 @@
 public protocol TokenGrantClient: Sendable {
     /// Presents `grant` to the token endpoint. Throws ``TokenEndpointError``.
     func requestToken(_ grant: Grant) async throws -> TokenResponse
+    /// Revokes a session's tokens at the server (RFC 7009). Throws ``TokenEndpointError``.
+    func revoke(refreshToken: String?, accessToken: String) async throws
+}
+
+extension TokenGrantClient {
+    /// Revokes the session's tokens at the server (RFC 7009), if the client can; the
+    /// default does nothing.
+    public func revoke(refreshToken: String?, accessToken: String) async throws {}
 }

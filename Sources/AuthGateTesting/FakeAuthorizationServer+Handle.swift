@@ -9,6 +9,7 @@ extension FakeAuthorizationServer {
         }
         switch configuration.profile {
         case .standard:
+            if path(of: request).hasSuffix("/revoke") { return handleRevocation(request) }
             guard path(of: request).hasSuffix("/token") else { return HTTPResponseValue(status: 404) }
             return handleStandard(request)
         case .headerToken:
@@ -40,6 +41,34 @@ extension FakeAuthorizationServer {
         var fields: [String: String] = [:]
         for (name, value) in FormURLEncoding.decodePairs(text) ?? [] { fields[name] = value }
         return fields
+    }
+
+    // MARK: - RFC 7009
+
+    /// Token revocation: the client authenticates; a refresh or access token it was issued
+    /// ends its whole family (a revoked refresh token takes its access tokens with it). An
+    /// unknown token is answered 200 all the same (RFC 7009 §2.2).
+    private func handleRevocation(_ request: HTTPRequestValue) -> HTTPResponseValue {
+        let fields = formFields(request)
+        let clientID: String?
+        switch authenticateClient(request, fields) {
+        case .success(let id): clientID = id
+        case .failure(let box): return box.response
+        }
+        guard let token = fields["token"], !token.isEmpty else {
+            return oauthError(400, "invalid_request", "token missing")
+        }
+        if let hint = fields["token_type_hint"], hint != "refresh_token" && hint != "access_token" {
+            return oauthError(400, "unsupported_token_type", "token_type_hint must be refresh_token or access_token")
+        }
+        if let id = refreshIndex[token] ?? accessIndex[token]?.family, let family = families[id] {
+            guard family.clientID == clientID else {
+                return oauthError(400, "unauthorized_client", "the token was issued to another client")
+            }
+            families[id]?.revoked = true
+            counters.revocations += 1
+        }
+        return HTTPResponseValue(status: 200)
     }
 
     // MARK: - RFC 6749

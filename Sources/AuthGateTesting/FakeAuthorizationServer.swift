@@ -93,6 +93,8 @@ public actor FakeAuthorizationServer: HTTPTransport {
         public var graceReuses = 0
         /// Failures injected.
         public var injectedFailures = 0
+        /// Token families ended by a revocation request (RFC 7009).
+        public var revocations = 0
 
         /// Successful refreshes.
         public var refreshes: Int { grants["refresh_token", default: 0] }

@@ -46,10 +46,13 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         public var clientAuthentication: String?
         /// A declarative mapping for a non-standard token endpoint.
         public var mapping: TokenEndpointMapping?
+        /// The RFC 7009 revocation endpoint: a logout someone asked for revokes the tokens.
+        public var revocationEndpoint: String?
         public init(
             tokenEndpoint: String, clientID: String? = nil, clientSecretFile: String? = nil,
-            clientAuthentication: String? = nil, mapping: TokenEndpointMapping? = nil
+            clientAuthentication: String? = nil, mapping: TokenEndpointMapping? = nil, revocationEndpoint: String? = nil
         ) {
+            self.revocationEndpoint = revocationEndpoint
             self.tokenEndpoint = tokenEndpoint
             self.clientID = clientID
             self.clientSecretFile = clientSecretFile
@@ -174,6 +177,9 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         }
         if !authorization.tokenEndpoint.hasPrefix("http://") && !authorization.tokenEndpoint.hasPrefix("https://") {
             throw ConfigurationError("authorization.tokenEndpoint must be an http or https URL")
+        }
+        if let r = authorization.revocationEndpoint, !r.hasPrefix("http://") && !r.hasPrefix("https://") {
+            throw ConfigurationError("authorization.revocationEndpoint must be an http or https URL")
         }
         if let u = userInfo {
             if !u.url.hasPrefix("http://") && !u.url.hasPrefix("https://") {

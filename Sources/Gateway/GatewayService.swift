@@ -80,7 +80,7 @@ public final class GatewayService: Sendable {
             configuration: .init(
                 tokenEndpoint: c.authorization.tokenEndpoint, clientID: c.authorization.clientID,
                 clientSecret: secrets.clientSecret, authentication: authentication,
-                mapping: c.authorization.mapping ?? .standard),
+                mapping: c.authorization.mapping ?? .standard, revocationEndpoint: c.authorization.revocationEndpoint),
             transport: CurlTransport(client: tokenClient), clock: clock)
         let rejectionPolicy = c.upstreamRejection ?? UpstreamRejectionPolicy()
         try FileManager.default.createDirectory(atPath: c.stateDirectory, withIntermediateDirectories: true)
@@ -150,6 +150,8 @@ public final class GatewayService: Sendable {
     /// Stops accepting, lets in-flight exchanges finish for up to `grace`, then stops the loops.
     /// The session's files are already durable (every change is written as it happens).
     public func shutdown(grace: Duration = .seconds(10)) async {
+        // A logout's revocation still on its way goes out before the loops stop.
+        await session.finishRevocations()
         let proxy = proxyServer
         let admin = adminServer
         let group = group

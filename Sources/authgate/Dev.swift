@@ -55,7 +55,7 @@ struct Dev: ParsableCommand {
             proxy: .init(host: "127.0.0.1", port: port), admin: .init(host: "127.0.0.1", port: adminPort),
             authorization: .init(
                 tokenEndpoint: "http://127.0.0.1:\(authServer.port)/oauth/token", clientID: "authgate",
-                clientAuthentication: "basic"),
+                clientAuthentication: "basic", revocationEndpoint: "http://127.0.0.1:\(authServer.port)/oauth/revoke"),
             routes: [
                 .init(prefix: "/public", upstream: "http://127.0.0.1:\(api.port)", requiresAuthentication: false),
                 .init(prefix: "/", upstream: "http://127.0.0.1:\(api.port)", requiresAuthentication: true),

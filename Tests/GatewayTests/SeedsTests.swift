@@ -378,7 +378,13 @@ import TestSupport
             await stack.authorization.revokeAllSessions()
             try await Task.sleep(for: .milliseconds(900))
             #expect(try await stack.proxy("GET", "/api/after-revocation").status == 401)
-            let r = try await stack.admin("GET", "/metrics")
+            // A request is counted when its exchange has ended, just after the client has
+            // its answer: wait for the third.
+            var r = try await stack.admin("GET", "/metrics")
+            _ = try await eventually {
+                r = try await stack.admin("GET", "/metrics")
+                return r.text.contains(#"authgate_request_duration_seconds_count{route="authenticated"} 3"#)
+            }
             #expect(r.header("content-type")?.hasPrefix("text/plain; version=0.0.4") == true)
             let lines = Set(r.text.split(separator: "\n").map(String.init))
             for expected in [
@@ -400,6 +406,25 @@ import TestSupport
             #expect(lines.contains { $0.hasPrefix(#"authgate_request_duration_seconds_bucket{route="public",le="0.001"}"#) })
             #expect(!r.text.contains("alice"), "no subject in a label")
         }
+    }
+
+    @Test func adminLogoutRevokesTheTokensAtTheAuthorizationServer() async throws {
+        let stack = try Stack()
+        do {
+            let endpoint = "http://127.0.0.1:\(stack.authServer.port)/oauth/revoke"
+            try await stack.startGateway(configure: { $0.authorization.revocationEndpoint = endpoint })
+            #expect(try await stack.loginAlice().status == 200)
+            #expect(try await stack.proxy("GET", "/api/x").status == 200)
+            let token = try #require(stack.api.seenTokens.first)
+            #expect(await stack.authorization.isValid(accessToken: token))
+            #expect(Stack.json(try await stack.admin("POST", "/auth/logout"))["state"] as? String == "logged_out")
+            #expect(await eventually { await stack.authorization.statistics.revocations == 1 })
+            #expect(await !stack.authorization.isValid(accessToken: token), "revoked at the server, not only forgotten")
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
     }
 
     @Test func transientRefreshFailureKeepsTheSessionAndAnswers503WithRetryAfter() async throws {
