@@ -133,7 +133,10 @@ extension AuthActor {
         epoch += 1
         phase = .loggedOut(reason)
         // Counted before any waiter hears of it, so a client that got its 401 sees it counted.
-        Counter(label: "authgate_logouts_total", dimensions: [("reason", reason.code)], factory: metricsFactory).increment()
+        Counter(
+            label: "authgate_logouts_total", dimensions: [("session", account.rawValue), ("reason", reason.code)],
+            factory: metricsFactory
+        ).increment()
         needsPersist = false
         gate.recordSuccess()
         let waiters = inFlight?.waiters ?? [:]

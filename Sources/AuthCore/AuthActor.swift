@@ -183,10 +183,13 @@ public actor AuthActor {
         self.metricsFactory = factory
         var counters: [String: Counter] = [:]
         for outcome in ["success", "transient", "terminal", "loop_guard"] {
-            counters[outcome] = Counter(label: "authgate_refreshes_total", dimensions: [("outcome", outcome)], factory: factory)
+            counters[outcome] = Counter(
+                label: "authgate_refreshes_total", dimensions: [("session", account.rawValue), ("outcome", outcome)],
+                factory: factory)
         }
         self.refreshCounters = counters
-        self.storeFailureCounter = Counter(label: "authgate_token_store_failures_total", factory: factory)
+        self.storeFailureCounter = Counter(
+            label: "authgate_token_store_failures_total", dimensions: [("session", account.rawValue)], factory: factory)
     }
 
     /// The custom executor when one was given, else a default actor executor.

@@ -10,14 +10,14 @@ extension AdminAPI {
     /// - `{"grant_type":"authorization_code","code":…,"redirect_uri":…,"code_verifier":…}`
     /// - `{"grant_type":"client_credentials","scope":…}`
     /// - `{"grant_type":"import","access_token":…,"refresh_token":…,"expires_in":…,"token_type":…}`
-    func login(_ head: RequestHead, _ body: [UInt8], _ writer: ResponseWriter) async {
+    func login(_ session: GatewaySession, _ head: RequestHead, _ body: [UInt8], _ writer: ResponseWriter) async {
         do {
             let (grant, subject) = try LoginRequest.parse(contentType: head.headers[first: "content-type"], body: body)
             switch grant {
-            case .grant(let g): try await session.login(g, subject: subject)
-            case .imported(let r): try await session.login(importing: r, subject: subject)
+            case .grant(let g): try await session.actor.login(g, subject: subject)
+            case .imported(let r): try await session.actor.login(importing: r, subject: subject)
             }
-            json(writer, 200, await sessionDocument())
+            json(writer, 200, await sessionDocument(session))
         } catch {
             problem(writer, error)
         }

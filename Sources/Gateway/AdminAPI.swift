@@ -1,4 +1,4 @@
-public import AuthCore
+import AuthCore
 import Foundation
 public import HTTPWire
 public import Runtime
@@ -28,29 +28,40 @@ public final class AdminAPI: HTTPResponder {
     }
 
     let configuration: Configuration
-    let session: AuthActor
+    let sessions: [String: GatewaySession]
     let metrics: GatewayMetrics
     let readiness: Readiness
     let proxyConnections: @Sendable () -> Int
-    let userInfo: UserInfoProbe?
 
-    /// Creates the API over `session`; `userInfo` adds its answer to session documents.
+    /// Creates the API over `sessions` (which must include `default`).
     public init(
-        configuration: Configuration, session: AuthActor, metrics: GatewayMetrics, readiness: Readiness,
-        proxyConnections: @escaping @Sendable () -> Int = { 0 }, userInfo: UserInfoProbe? = nil
+        configuration: Configuration, sessions: [String: GatewaySession], metrics: GatewayMetrics, readiness: Readiness,
+        proxyConnections: @escaping @Sendable () -> Int = { 0 }
     ) {
         self.configuration = configuration
-        self.session = session
+        self.sessions = sessions
         self.metrics = metrics
         self.readiness = readiness
         self.proxyConnections = proxyConnections
-        self.userInfo = userInfo
     }
 
-    /// The session document, now.
-    func sessionDocument() async -> String {
-        let status = await session.status
-        return AdminJSON.session(status, registration: userInfo?.registration)
+    /// The session document of `session`, now.
+    func sessionDocument(_ session: GatewaySession) async -> String {
+        let status = await session.actor.status
+        return AdminJSON.session(status, registration: session.userInfo?.registration)
+    }
+
+    /// The session a request addresses with `?session=` (default `default`), or an answer
+    /// saying there is none by that name.
+    func addressedSession(_ request: HTTPRequest, _ writer: ResponseWriter) -> GatewaySession? {
+        let name = AdminAPI.queryValue(request.head.target, "session") ?? GatewayConfiguration.defaultSession
+        if let session = sessions[name] { return session }
+        let shown = GatewayConfiguration.isValidSessionName(name) ? name : "(not a session name)"
+        writer.respond(
+            problem: GatewayProblem.make(
+                "unknown-session", 404,
+                "there is no session \(shown); configured: \(sessions.keys.sorted().joined(separator: ", "))"))
+        return nil
     }
 
     public func bodyPolicy(for head: RequestHead, limits: HTTPLimits) -> BodyPolicy {
@@ -86,32 +97,45 @@ public final class AdminAPI: HTTPResponder {
         if case .buffered(let b) = request.body { body = b } else { body = [] }
         switch path {
         case "/auth/login":
-            guard allow(method, ["POST"], writer) else { return }
-            Task(executorPreference: request.loop) { await self.login(request.head, body, writer) }
+            guard allow(method, ["POST"], writer), let session = addressedSession(request, writer) else { return }
+            Task(executorPreference: request.loop) { await self.login(session, request.head, body, writer) }
         case "/auth/logout":
-            guard allow(method, ["POST"], writer) else { return }
-            Task(executorPreference: request.loop) { await self.logout(writer) }
+            guard allow(method, ["POST"], writer), let session = addressedSession(request, writer) else { return }
+            Task(executorPreference: request.loop) { await self.logout(session, writer) }
         case "/auth/session":
+            guard allow(method, ["GET", "HEAD"], writer), let session = addressedSession(request, writer) else { return }
+            Task(executorPreference: request.loop) {
+                self.json(writer, 200, await self.sessionDocument(session))
+            }
+        case "/auth/sessions":
             guard allow(method, ["GET", "HEAD"], writer) else { return }
             Task(executorPreference: request.loop) {
-                self.json(writer, 200, await self.sessionDocument())
+                var documents: [String] = []
+                for session in self.sessions.values.sorted(by: { $0.name < $1.name }) {
+                    documents.append(await self.sessionDocument(session))
+                }
+                self.json(writer, 200, "{\"sessions\":[\(documents.joined(separator: ","))]}")
             }
         case "/auth/refresh":
-            guard allow(method, ["POST"], writer) else { return }
-            Task(executorPreference: request.loop) { await self.refresh(writer) }
+            guard allow(method, ["POST"], writer), let session = addressedSession(request, writer) else { return }
+            Task(executorPreference: request.loop) { await self.refresh(session, writer) }
         case "/auth/guest":
-            guard allow(method, ["POST", "DELETE"], writer) else { return }
-            Task(executorPreference: request.loop) { await self.guest(method == "POST", writer) }
+            guard allow(method, ["POST", "DELETE"], writer), let session = addressedSession(request, writer) else { return }
+            Task(executorPreference: request.loop) { await self.guest(session, method == "POST", writer) }
         case "/auth/events":
-            guard allow(method, ["GET"], writer) else { return }
-            streamEvents(request, writer)
+            guard allow(method, ["GET"], writer), let session = addressedSession(request, writer) else { return }
+            streamEvents(session, request, writer)
         case "/metrics":
             guard allow(method, ["GET"], writer) else { return }
             Task(executorPreference: request.loop) {
-                let inFlight = await self.session.isRefreshing ? 1 : 0
-                let status = await self.session.status
-                let text = self.metrics.render(
-                    refreshesInFlight: inFlight, loggedIn: status.isLoggedIn, activeConnections: self.proxyConnections())
+                var states: [GatewayMetrics.SessionGauges] = []
+                for session in self.sessions.values {
+                    states.append(
+                        .init(
+                            name: session.name, refreshing: await session.actor.isRefreshing,
+                            loggedIn: await session.actor.status.isLoggedIn))
+                }
+                let text = self.metrics.render(sessions: states, activeConnections: self.proxyConnections())
                 var h = HTTPHeaders()
                 h.add(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
                 writer.respond(status: 200, headers: h, body: Array(text.utf8))
@@ -123,35 +147,35 @@ public final class AdminAPI: HTTPResponder {
 
     // MARK: Endpoints
 
-    private func logout(_ writer: ResponseWriter) async {
+    private func logout(_ session: GatewaySession, _ writer: ResponseWriter) async {
         do {
-            try await session.logout(reason: .userInitiated)
-            json(writer, 200, await sessionDocument())
+            try await session.actor.logout(reason: .userInitiated)
+            json(writer, 200, await sessionDocument(session))
         } catch {
             problem(writer, error)
         }
     }
 
-    private func refresh(_ writer: ResponseWriter) async {
+    private func refresh(_ session: GatewaySession, _ writer: ResponseWriter) async {
         do {
-            let current = await session.status
+            let current = await session.actor.status
             guard current.isLoggedIn, let generation = current.generation else { throw AuthError.loginRequired }
-            _ = try await session.refresh(after: generation)
-            json(writer, 200, await sessionDocument())
+            _ = try await session.actor.refresh(after: generation)
+            json(writer, 200, await sessionDocument(session))
         } catch {
             problem(writer, error)
         }
     }
 
-    private func guest(_ enabled: Bool, _ writer: ResponseWriter) async {
+    private func guest(_ session: GatewaySession, _ enabled: Bool, _ writer: ResponseWriter) async {
         do {
-            if enabled, await session.status.isLoggedIn {
+            if enabled, await session.actor.status.isLoggedIn {
                 writer.respond(
                     problem: GatewayProblem.make("logged-in", 409, "guest mode is only for a logged-out session; log out first"))
                 return
             }
-            try await session.setGuestMode(enabled)
-            json(writer, 200, await sessionDocument())
+            try await session.actor.setGuestMode(enabled)
+            json(writer, 200, await sessionDocument(session))
         } catch {
             problem(writer, error)
         }

@@ -24,10 +24,14 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         public var stripPrefix: Bool?
         public var requiresAuthentication: Bool?
         public var forwardClientAuthorization: Bool?
+        /// The session whose token this route gets (default `default`: the top-level
+        /// `authorization`).
+        public var session: String?
         public init(
             prefix: String, upstream: String, stripPrefix: Bool? = nil, requiresAuthentication: Bool? = nil,
-            forwardClientAuthorization: Bool? = nil
+            forwardClientAuthorization: Bool? = nil, session: String? = nil
         ) {
+            self.session = session
             self.prefix = prefix
             self.upstream = upstream
             self.stripPrefix = stripPrefix
@@ -61,6 +65,25 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         }
     }
 
+    /// A session besides the default one: its own identity at its own (or the same)
+    /// authorization server, its own tokens and events.
+    public struct Session: Sendable, Codable, Equatable {
+        /// The name routes and the admin API (`?session=`) use; also the account name in
+        /// the stores. Lower-case letters, digits, `-` and `_`; not `default`.
+        public var name: String
+        public var authorization: Authorization
+        /// The user-info call for this session.
+        public var userInfo: UserInfoProbe.Configuration?
+        public init(name: String, authorization: Authorization, userInfo: UserInfoProbe.Configuration? = nil) {
+            self.name = name
+            self.authorization = authorization
+            self.userInfo = userInfo
+        }
+    }
+
+    /// The name of the session the top-level `authorization` defines.
+    public static let defaultSession = "default"
+
     public var proxy: Listener
     public var admin: Listener
     /// A file holding the admin token.
@@ -68,6 +91,8 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     /// Must be true to run the admin API without a token.
     public var adminTokenDisabled: Bool?
     public var authorization: Authorization
+    /// More sessions, each named; routes choose one with `session`.
+    public var sessions: [Session]?
     public var routes: [Route]
     /// Where the encrypted tokens and the session state live.
     public var stateDirectory: String
@@ -166,34 +191,70 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
             throw ConfigurationError("adminTokenFile is required (or set adminTokenDisabled: true explicitly)")
         }
         if routes.isEmpty { throw ConfigurationError("routes must name at least one route") }
+        var names: Set<String> = [Self.defaultSession]
+        for (i, session) in (sessions ?? []).enumerated() {
+            guard Self.isValidSessionName(session.name), session.name != Self.defaultSession else {
+                throw ConfigurationError(
+                    "sessions[\(i)].name must be 1–63 lower-case letters, digits, - or _, and not \(Self.defaultSession)")
+            }
+            guard names.insert(session.name).inserted else {
+                throw ConfigurationError("sessions[\(i)].name \(session.name) is used twice")
+            }
+            try Self.validate(session.authorization, at: "sessions[\(i)].authorization")
+            try Self.validate(session.userInfo, at: "sessions[\(i)].userInfo")
+        }
         for (i, r) in routes.enumerated() {
+            if let name = r.session, !names.contains(name) {
+                throw ConfigurationError("routes[\(i)].session names no session: \(name)")
+            }
             guard r.prefix.hasPrefix("/") else { throw ConfigurationError("routes[\(i)].prefix must start with /") }
             guard UpstreamBase(r.upstream) != nil else {
                 throw ConfigurationError("routes[\(i)].upstream must be an http or https URL without query or credentials")
             }
         }
-        if let a = authorization.clientAuthentication, !["basic", "post", "none"].contains(a) {
-            throw ConfigurationError("authorization.clientAuthentication must be basic, post or none")
+        try Self.validate(authorization, at: "authorization")
+        try Self.validate(userInfo, at: "userInfo")
+    }
+
+    /// Whether `name` can name a session: 1–63 of `a-z`, `0-9`, `-`, `_`, starting with a
+    /// letter or digit (it appears in metrics labels and admin URLs).
+    public static func isValidSessionName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard (1...63).contains(bytes.count) else { return false }
+        func ok(_ b: UInt8) -> Bool { (0x61...0x7A).contains(b) || (0x30...0x39).contains(b) || b == 0x2D || b == 0x5F }
+        return bytes.allSatisfy(ok) && bytes[0] != 0x2D && bytes[0] != 0x5F
+    }
+
+    static func validate(_ a: Authorization, at field: String) throws {
+        if let method = a.clientAuthentication, !["basic", "post", "none"].contains(method) {
+            throw ConfigurationError("\(field).clientAuthentication must be basic, post or none")
         }
-        if !authorization.tokenEndpoint.hasPrefix("http://") && !authorization.tokenEndpoint.hasPrefix("https://") {
-            throw ConfigurationError("authorization.tokenEndpoint must be an http or https URL")
+        if !a.tokenEndpoint.hasPrefix("http://") && !a.tokenEndpoint.hasPrefix("https://") {
+            throw ConfigurationError("\(field).tokenEndpoint must be an http or https URL")
         }
-        if let r = authorization.revocationEndpoint, !r.hasPrefix("http://") && !r.hasPrefix("https://") {
-            throw ConfigurationError("authorization.revocationEndpoint must be an http or https URL")
+        if let r = a.revocationEndpoint, !r.hasPrefix("http://") && !r.hasPrefix("https://") {
+            throw ConfigurationError("\(field).revocationEndpoint must be an http or https URL")
         }
-        if let u = userInfo {
-            if !u.url.hasPrefix("http://") && !u.url.hasPrefix("https://") {
-                throw ConfigurationError("userInfo.url must be an http or https URL")
-            }
-            if let bad = u.needsSignUpStatuses?.first(where: { !(400...499).contains($0) }) {
-                throw ConfigurationError("userInfo.needsSignUpStatuses: \(bad) is not a 4xx status")
-            }
-            if let r = u.maxRetrySeconds, r < 1 { throw ConfigurationError("userInfo.maxRetrySeconds must be at least 1") }
+    }
+
+    static func validate(_ u: UserInfoProbe.Configuration?, at field: String) throws {
+        guard let u else { return }
+        if !u.url.hasPrefix("http://") && !u.url.hasPrefix("https://") {
+            throw ConfigurationError("\(field).url must be an http or https URL")
         }
+        if let bad = u.needsSignUpStatuses?.first(where: { !(400...499).contains($0) }) {
+            throw ConfigurationError("\(field).needsSignUpStatuses: \(bad) is not a 4xx status")
+        }
+        if let r = u.maxRetrySeconds, r < 1 { throw ConfigurationError("\(field).maxRetrySeconds must be at least 1") }
     }
 
     static func path(_ keys: [any CodingKey]) -> String {
         keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().trimmingCharacters(in: ["."])
+    }
+
+    /// Every session: the default one (top-level `authorization` and `userInfo`) first.
+    public var allSessions: [Session] {
+        [Session(name: Self.defaultSession, authorization: authorization, userInfo: userInfo)] + (sessions ?? [])
     }
 
     /// The gateway routes.
@@ -202,7 +263,7 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
             ProxyRoute(
                 prefix: $0.prefix, upstream: UpstreamBase($0.upstream)!, stripPrefix: $0.stripPrefix ?? false,
                 requiresAuthentication: $0.requiresAuthentication ?? true,
-                forwardClientAuthorization: $0.forwardClientAuthorization)
+                forwardClientAuthorization: $0.forwardClientAuthorization, session: $0.session ?? Self.defaultSession)
         }
     }
 }

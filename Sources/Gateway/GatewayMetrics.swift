@@ -28,9 +28,19 @@ public final class GatewayMetrics: Sendable {
 
     private let requests: [[CoreMetrics.Counter]]  // [kind][class], indexed as `kinds` and `classes`
     private let latency: [CoreMetrics.Timer]  // [kind]
-    private let refreshesInFlight: CoreMetrics.Gauge
-    private let loggedIn: CoreMetrics.Gauge
     private let openConnections: CoreMetrics.Gauge
+
+    /// What `/metrics` reads of one session when it renders.
+    public struct SessionGauges: Sendable {
+        public var name: String
+        public var refreshing: Bool
+        public var loggedIn: Bool
+        public init(name: String, refreshing: Bool, loggedIn: Bool) {
+            self.name = name
+            self.refreshing = refreshing
+            self.loggedIn = loggedIn
+        }
+    }
 
     /// Creates an empty registry with the gateway's instruments.
     public init() {
@@ -47,8 +57,6 @@ public final class GatewayMetrics: Sendable {
         latency = Self.kinds.map { kind in
             CoreMetrics.Timer(label: "authgate_request_duration_seconds", dimensions: [("route", kind)], factory: factory)
         }
-        refreshesInFlight = CoreMetrics.Gauge(label: "authgate_refreshes_in_flight", factory: factory)
-        loggedIn = CoreMetrics.Gauge(label: "authgate_session_logged_in", factory: factory)
         openConnections = CoreMetrics.Gauge(label: "authgate_open_connections", factory: factory)
     }
 
@@ -70,10 +78,16 @@ public final class GatewayMetrics: Sendable {
         CoreMetrics.Counter(label: "authgate_upstream_failures_total", dimensions: [("kind", kind)], factory: factory).increment()
     }
 
-    /// The Prometheus text exposition (version 0.0.4), with the gauges read now.
-    public func render(refreshesInFlight: Int, loggedIn: Bool, activeConnections: Int) -> String {
-        self.refreshesInFlight.record(refreshesInFlight)
-        self.loggedIn.record(loggedIn ? 1 : 0)
+    /// The Prometheus text exposition (version 0.0.4), with the gauges read now:
+    /// `authgate_refreshes_in_flight{session}`, `authgate_session_logged_in{session}` and
+    /// `authgate_open_connections`.
+    public func render(sessions: [SessionGauges], activeConnections: Int) -> String {
+        for s in sessions {
+            CoreMetrics.Gauge(label: "authgate_refreshes_in_flight", dimensions: [("session", s.name)], factory: factory)
+                .record(s.refreshing ? 1 : 0)
+            CoreMetrics.Gauge(label: "authgate_session_logged_in", dimensions: [("session", s.name)], factory: factory)
+                .record(s.loggedIn ? 1 : 0)
+        }
         openConnections.record(activeConnections)
         return registry.emitToString()
     }

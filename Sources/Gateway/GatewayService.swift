@@ -4,45 +4,58 @@ public import Logging
 public import Runtime
 
 /// The whole gateway, running: event loops, the proxy listener, the admin listener,
-/// the session and its stores.
+/// the sessions and their stores.
 ///
-/// `start` restores the session from the stores before either listener opens (SEEDS
-/// row 4), so the first request already sees the restored session.
+/// `start` restores every session from the stores before either listener opens (SEEDS
+/// row 4), so the first request already sees the restored sessions.
 public final class GatewayService: Sendable {
     /// Secrets resolved by `main` (from files or the environment).
     public struct Secrets: Sendable {
+        /// The default session's client secret.
         public var clientSecret: String?
         public var adminToken: String?
         public var storeKey: TokenStoreKey
-        public init(clientSecret: String?, adminToken: String?, storeKey: TokenStoreKey) {
+        /// The client secrets of the other sessions, by session name.
+        public var sessionClientSecrets: [String: String]
+        public init(
+            clientSecret: String?, adminToken: String?, storeKey: TokenStoreKey, sessionClientSecrets: [String: String] = [:]
+        ) {
             self.clientSecret = clientSecret
             self.adminToken = adminToken
             self.storeKey = storeKey
+            self.sessionClientSecrets = sessionClientSecrets
+        }
+
+        /// The client secret of the session called `name`.
+        func clientSecret(for name: String) -> String? {
+            name == GatewayConfiguration.defaultSession ? clientSecret : sessionClientSecrets[name]
         }
     }
 
     public let group: EventLoopGroup
     public let proxyServer: HTTPServer
     public let adminServer: HTTPServer
-    public let session: AuthActor
+    /// Every session by name; `default` is always there.
+    public let sessions: [String: GatewaySession]
     public let metrics: GatewayMetrics
     public let readiness: Readiness
-    /// The user-info call, when configured.
-    public let userInfo: UserInfoProbe?
+    /// The default session.
+    public var session: AuthActor { sessions[GatewayConfiguration.defaultSession]!.actor }
+    /// The default session's user-info call, when configured.
+    public var userInfo: UserInfoProbe? { sessions[GatewayConfiguration.defaultSession]!.userInfo }
     /// Subscribers of the session's events (the user-info call) that shutdown waits for.
     private let eventTasks: [Task<Void, Never>]
 
     private init(
-        group: EventLoopGroup, proxyServer: HTTPServer, adminServer: HTTPServer, session: AuthActor, metrics: GatewayMetrics,
-        readiness: Readiness, userInfo: UserInfoProbe?, eventTasks: [Task<Void, Never>]
+        group: EventLoopGroup, proxyServer: HTTPServer, adminServer: HTTPServer, sessions: [String: GatewaySession],
+        metrics: GatewayMetrics, readiness: Readiness, eventTasks: [Task<Void, Never>]
     ) {
         self.group = group
         self.proxyServer = proxyServer
         self.adminServer = adminServer
-        self.session = session
+        self.sessions = sessions
         self.metrics = metrics
         self.readiness = readiness
-        self.userInfo = userInfo
         self.eventTasks = eventTasks
     }
 
@@ -70,18 +83,6 @@ public final class GatewayService: Sendable {
         if let s = c.upstreamTimeoutSeconds { upstreamConfig.totalTimeout = .seconds(s) }
         let home = group.loops[0]
         let tokenClient = await UpstreamClient.make(on: home, configuration: upstreamConfig)
-        let authentication: ClientAuthentication =
-            switch c.authorization.clientAuthentication ?? "basic" {
-            case "post": .post
-            case "none": .none
-            default: .basic
-            }
-        let oauth = OAuth2Client(
-            configuration: .init(
-                tokenEndpoint: c.authorization.tokenEndpoint, clientID: c.authorization.clientID,
-                clientSecret: secrets.clientSecret, authentication: authentication,
-                mapping: c.authorization.mapping ?? .standard, revocationEndpoint: c.authorization.revocationEndpoint),
-            transport: CurlTransport(client: tokenClient), clock: clock)
         let rejectionPolicy = c.upstreamRejection ?? UpstreamRejectionPolicy()
         try FileManager.default.createDirectory(atPath: c.stateDirectory, withIntermediateDirectories: true)
         let tokenStore = try EncryptedFileTokenStore(directory: c.stateDirectory, key: secrets.storeKey)
@@ -89,45 +90,74 @@ public final class GatewayService: Sendable {
         var sessionConfig = sessionConfiguration ?? AuthActor.Configuration()
         if let skew = c.refreshSkewSeconds { sessionConfig.skew = .seconds(skew) }
         let metrics = GatewayMetrics()
-        let session = AuthActor(
-            client: oauth, tokenStore: tokenStore, stateStore: stateStore, clock: clock, configuration: sessionConfig,
-            logger: logger, executor: home, metricsFactory: metrics.factory)
-        let userInfo = c.userInfo.map {
-            UserInfoProbe(
-                configuration: $0, session: session, transport: CurlTransport(client: tokenClient), policy: rejectionPolicy,
-                logger: logger)
+        var sessions: [String: GatewaySession] = [:]
+        for s in c.allSessions {
+            let authentication: ClientAuthentication =
+                switch s.authorization.clientAuthentication ?? "basic" {
+                case "post": .post
+                case "none": .none
+                default: .basic
+                }
+            let oauth = OAuth2Client(
+                configuration: .init(
+                    tokenEndpoint: s.authorization.tokenEndpoint, clientID: s.authorization.clientID,
+                    clientSecret: secrets.clientSecret(for: s.name), authentication: authentication,
+                    mapping: s.authorization.mapping ?? .standard, revocationEndpoint: s.authorization.revocationEndpoint),
+                transport: CurlTransport(client: tokenClient), clock: clock)
+            var sessionLogger = logger
+            sessionLogger[metadataKey: "auth.session"] = "\(s.name)"
+            let actor = AuthActor(
+                account: AccountID(s.name), client: oauth, tokenStore: tokenStore, stateStore: stateStore, clock: clock,
+                configuration: sessionConfig, logger: sessionLogger, executor: home, metricsFactory: metrics.factory)
+            let userInfo = s.userInfo.map {
+                UserInfoProbe(
+                    configuration: $0, session: actor, transport: CurlTransport(client: tokenClient), policy: rejectionPolicy,
+                    logger: sessionLogger)
+            }
+            sessions[s.name] = GatewaySession(name: s.name, actor: actor, userInfo: userInfo)
         }
         let directory = c.stateDirectory
-        let readiness = Readiness(storesWritable: { access(directory, W_OK) == 0 }, pending: { userInfo?.notReadyReason })
-        do {
-            let status = try await session.restore()
-            if status.isLoggedIn { userInfo?.expect(epoch: status.epoch) }
-            readiness.restored(true)
-            logger.info(
-                "session restored", metadata: ["auth.logged_in": "\(status.isLoggedIn)", "auth.epoch": "\(status.epoch)"])
-        } catch {
-            // Never a silently empty session: not ready, and the reason is logged.
-            readiness.restored(false, problem: "the session could not be restored: \(error)")
-            logger.error("session restore failed; /readyz reports not ready", metadata: ["error": "\(error)"])
+        let probes = sessions.values.sorted { $0.name < $1.name }.compactMap(\.userInfo)
+        let readiness = Readiness(
+            storesWritable: { access(directory, W_OK) == 0 },
+            pending: { probes.lazy.compactMap(\.notReadyReason).first })
+        var restoreProblems: [String] = []
+        for s in sessions.values.sorted(by: { $0.name < $1.name }) {
+            do {
+                let status = try await s.actor.restore()
+                if status.isLoggedIn { s.userInfo?.expect(epoch: status.epoch) }
+                logger.info(
+                    "session restored",
+                    metadata: [
+                        "auth.session": "\(s.name)", "auth.logged_in": "\(status.isLoggedIn)", "auth.epoch": "\(status.epoch)",
+                    ])
+            } catch {
+                // Never a silently empty session: not ready, and the reason is logged.
+                restoreProblems.append("the session \(s.name) could not be restored: \(error)")
+                logger.error(
+                    "session restore failed; /readyz reports not ready",
+                    metadata: ["auth.session": "\(s.name)", "error": "\(error)"])
+            }
         }
+        readiness.restored(restoreProblems.isEmpty, problem: restoreProblems.first)
         var eventTasks: [Task<Void, Never>] = []
-        if let userInfo {
-            let events = session.events.subscribe()
+        for s in sessions.values {
+            guard let userInfo = s.userInfo else { continue }
+            let events = s.actor.events.subscribe()
             eventTasks.append(Task { await userInfo.follow(events) })
         }
         let proxyResponder = ReverseProxy(
             routes: c.proxyRoutes, clientConfiguration: upstreamConfig,
             authentication: ProxyAuthentication(
-                session: session, rejectionPolicy: rejectionPolicy,
+                sessions: sessions.mapValues(\.actor), rejectionPolicy: rejectionPolicy,
                 replayLimit: c.replayLimitBytes ?? 1 << 20),
             metrics: metrics, livenessPath: c.proxyLivenessPath ?? "/livez")
         let proxyServer = HTTPServer(
             configuration: HTTPServerConfiguration(host: c.proxy.host, port: c.proxy.port), group: group,
             responder: proxyResponder)
         let admin = AdminAPI(
-            configuration: .init(adminToken: c.adminTokenDisabled == true ? nil : secrets.adminToken), session: session,
-            metrics: metrics, readiness: readiness, proxyConnections: { [weak proxyServer] in proxyServer?.activeConnections ?? 0 },
-            userInfo: userInfo)
+            configuration: .init(adminToken: c.adminTokenDisabled == true ? nil : secrets.adminToken), sessions: sessions,
+            metrics: metrics, readiness: readiness, proxyConnections: { [weak proxyServer] in proxyServer?.activeConnections ?? 0 })
         let adminServer = HTTPServer(
             configuration: HTTPServerConfiguration(host: c.admin.host, port: c.admin.port), group: group, responder: admin)
         do {
@@ -135,7 +165,7 @@ public final class GatewayService: Sendable {
             try adminServer.start()
         } catch {
             proxyServer.shutdown(grace: .zero)
-            session.events.finish()
+            for s in sessions.values { s.actor.events.finish() }
             for t in eventTasks { await t.value }
             throw error
         }
@@ -143,15 +173,15 @@ public final class GatewayService: Sendable {
             "listening",
             metadata: ["proxy.port": "\(proxyServer.port)", "admin.port": "\(adminServer.port)", "loops": "\(group.loops.count)"])
         return GatewayService(
-            group: group, proxyServer: proxyServer, adminServer: adminServer, session: session, metrics: metrics,
-            readiness: readiness, userInfo: userInfo, eventTasks: eventTasks)
+            group: group, proxyServer: proxyServer, adminServer: adminServer, sessions: sessions, metrics: metrics,
+            readiness: readiness, eventTasks: eventTasks)
     }
 
     /// Stops accepting, lets in-flight exchanges finish for up to `grace`, then stops the loops.
     /// The session's files are already durable (every change is written as it happens).
     public func shutdown(grace: Duration = .seconds(10)) async {
         // A logout's revocation still on its way goes out before the loops stop.
-        await session.finishRevocations()
+        for s in sessions.values { await s.actor.finishRevocations() }
         let proxy = proxyServer
         let admin = adminServer
         let group = group
@@ -163,9 +193,9 @@ public final class GatewayService: Sendable {
                 cont.resume()
             }
         }
-        // End every subscription to this session (SSE streams, the user-info follower), then
-        // wait for its own subscribers to end, so nothing of this gateway outlives it.
-        session.events.finish()
+        // End every subscription to the sessions (SSE streams, the user-info followers), then
+        // wait for the gateway's own subscribers to end, so nothing of it outlives it.
+        for s in sessions.values { s.actor.events.finish() }
         for t in eventTasks { await t.value }
     }
 }

@@ -1,10 +1,12 @@
 public import AuthCore
 
-/// What authenticated routes need: the session, the rules for reading upstream 401s, and
+/// What authenticated routes need: the sessions, the rules for reading upstream 401s, and
 /// how much of a request body is kept for a replay.
 public struct ProxyAuthentication: Sendable {
-    /// The session whose token is attached.
-    public let session: AuthActor
+    /// The sessions by name; each authenticated route names the one whose token it gets.
+    public let sessions: [String: AuthActor]
+    /// The `default` session.
+    public var session: AuthActor? { sessions["default"] }
     /// Tells a rejected token (refresh and replay) from `insufficient_scope`, 403 or a
     /// downstream service's 401 (passed through).
     public var rejectionPolicy: UpstreamRejectionPolicy
@@ -14,7 +16,15 @@ public struct ProxyAuthentication: Sendable {
 
     /// Creates the settings.
     public init(session: AuthActor, rejectionPolicy: UpstreamRejectionPolicy = UpstreamRejectionPolicy(), replayLimit: Int = 1 << 20) {
-        self.session = session
+        self.init(sessions: ["default": session], rejectionPolicy: rejectionPolicy, replayLimit: replayLimit)
+    }
+
+    /// Creates the settings for several named sessions.
+    public init(
+        sessions: [String: AuthActor], rejectionPolicy: UpstreamRejectionPolicy = UpstreamRejectionPolicy(),
+        replayLimit: Int = 1 << 20
+    ) {
+        self.sessions = sessions
         self.rejectionPolicy = rejectionPolicy
         self.replayLimit = replayLimit
     }

@@ -16,12 +16,15 @@ public struct ProxyRoute: Sendable, Equatable {
     /// Whether a client's own `Authorization` goes upstream. Default: stripped on
     /// authenticated routes (the session's token replaces it), passed on public ones.
     public var forwardClientAuthorization: Bool
+    /// The session whose token an authenticated route gets.
+    public var session: String
 
     /// Creates a route.
     public init(
         prefix: String, upstream: UpstreamBase, stripPrefix: Bool = false, injectHeaders: HTTPHeaders = HTTPHeaders(),
-        requiresAuthentication: Bool = false, forwardClientAuthorization: Bool? = nil
+        requiresAuthentication: Bool = false, forwardClientAuthorization: Bool? = nil, session: String = "default"
     ) {
+        self.session = session
         self.prefix = prefix
         self.upstream = upstream
         self.stripPrefix = stripPrefix

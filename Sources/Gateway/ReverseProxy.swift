@@ -103,7 +103,11 @@ public final class ReverseProxy: HTTPResponder {
         _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
         _ auth: ProxyAuthentication
     ) async -> Int {
-        let session = auth.session
+        guard let session = auth.sessions[route.session] else {
+            writer.respond(
+                problem: GatewayProblem.make("no-session-configured", 500, "this route's session is not configured"))
+            return 500
+        }
         let token: AccessToken
         do {
             token = try await session.token()

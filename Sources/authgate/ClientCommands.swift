@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Gateway
 import HTTPWire
 import Runtime
 
@@ -7,6 +8,7 @@ import Runtime
 struct AdminOptions: ParsableArguments {
     @Option(help: "The admin API base URL.") var admin = "http://127.0.0.1:8081"
     @Option(help: "A file holding the admin token (default: $AUTHGATE_ADMIN_TOKEN).") var tokenFile: String?
+    @Option(help: "The session to address (default: the default session).") var session: String?
 
     func token() throws -> String? {
         if let f = tokenFile { return try SecretSources.readFile(f, what: "admin token") }
@@ -18,6 +20,14 @@ struct AdminOptions: ParsableArguments {
         var headers = HTTPHeaders()
         if let t = try token() { headers.add(name: "Authorization", value: "Bearer \(t)") }
         if body != nil { headers.add(name: "Content-Type", value: "application/json") }
+        var path = path
+        if let session {
+            // Session names are restricted to characters that need no escaping in a query.
+            guard GatewayConfiguration.isValidSessionName(session) else {
+                throw ValidationError("--session: 1–63 lower-case letters, digits, - or _")
+            }
+            path += (path.contains("?") ? "&" : "?") + "session=" + session
+        }
         let request = UpstreamRequest(
             method: method, url: admin + path, headers: headers, body: body.map { .bytes(Array($0.utf8)) } ?? .none)
         let response = try runBlocking {

@@ -45,6 +45,13 @@ enum SecretSources {
     static func resolve(_ c: GatewayConfiguration) throws -> GatewayService.Secrets {
         let clientSecret = try c.authorization.clientSecretFile.map { try readFile($0, what: "client secret") }
         let adminToken = try c.adminTokenFile.map { try readFile($0, what: "admin token") }
-        return GatewayService.Secrets(clientSecret: clientSecret, adminToken: adminToken, storeKey: try storeKey(c))
+        var sessionSecrets: [String: String] = [:]
+        for s in c.sessions ?? [] {
+            if let file = s.authorization.clientSecretFile {
+                sessionSecrets[s.name] = try readFile(file, what: "client secret of the session \(s.name)")
+            }
+        }
+        return GatewayService.Secrets(
+            clientSecret: clientSecret, adminToken: adminToken, storeKey: try storeKey(c), sessionClientSecrets: sessionSecrets)
     }
 }

@@ -87,4 +87,25 @@ import Testing
         let c = try load { $0["upstreamRejection"] = ["statuses": [401, 419], "realms": ["api"]] }
         #expect(c.upstreamRejection == (try UpstreamRejectionPolicy(statuses: [401, 419], realms: ["api"])))
     }
+
+    @Test func sessionsAreNamedOnceAndRoutesNameOnlySessionsThatExist() {
+        let billing: [String: Any] = ["name": "billing", "authorization": ["tokenEndpoint": "https://id.example/t"]]
+        #expect(error { $0["sessions"] = [billing] } == nil)
+        #expect(error { $0["sessions"] = [billing, billing] } == "sessions[1].name billing is used twice")
+        #expect(error { $0["sessions"] = [["name": "default", "authorization": ["tokenEndpoint": "https://id.example/t"]]] }?
+            .hasPrefix("sessions[0].name must be") == true)
+        #expect(error { $0["sessions"] = [["name": "Bad Name", "authorization": ["tokenEndpoint": "https://id.example/t"]]] }?
+            .hasPrefix("sessions[0].name must be") == true)
+        #expect(
+            error { $0["sessions"] = [["name": "b", "authorization": ["tokenEndpoint": "ftp://x"]]] }
+                == "sessions[0].authorization.tokenEndpoint must be an http or https URL")
+        #expect(
+            error { $0["routes"] = [["prefix": "/", "upstream": "https://a.example", "session": "billing"]] }
+                == "routes[0].session names no session: billing")
+        #expect(
+            error {
+                $0["sessions"] = [billing]
+                $0["routes"] = [["prefix": "/", "upstream": "https://a.example", "session": "billing"]]
+            } == nil)
+    }
 }

@@ -392,14 +392,14 @@ import TestSupport
                 #"authgate_requests_total{route="authenticated",status_class="2xx"} 1"#,
                 #"authgate_requests_total{route="authenticated",status_class="4xx"} 2"#,
                 #"authgate_request_duration_seconds_count{route="authenticated"} 3"#,
-                #"authgate_refreshes_total{outcome="success"} 1"#,
-                #"authgate_refreshes_total{outcome="terminal"} 1"#,
-                #"authgate_refreshes_total{outcome="transient"} 0"#,
+                #"authgate_refreshes_total{session="default",outcome="success"} 1"#,
+                #"authgate_refreshes_total{session="default",outcome="terminal"} 1"#,
+                #"authgate_refreshes_total{session="default",outcome="transient"} 0"#,
                 #"authgate_replays_total{outcome="replayed"} 1"#,
                 #"authgate_replays_total{outcome="refresh_failed"} 1"#,
-                #"authgate_logouts_total{reason="refresh_rejected"} 1"#,
-                "authgate_refreshes_in_flight 0.0",
-                "authgate_session_logged_in 0.0",
+                #"authgate_logouts_total{session="default",reason="refresh_rejected"} 1"#,
+                #"authgate_refreshes_in_flight{session="default"} 0.0"#,
+                #"authgate_session_logged_in{session="default"} 0.0"#,
             ] {
                 #expect(lines.contains(expected), "\(expected)\n\(r.text)")
             }

@@ -77,14 +77,16 @@ final class Stack: Sendable {
     @discardableResult
     func startGateway(
         key: TokenStoreKey? = nil, session: AuthActor.Configuration = AuthActor.Configuration(skew: .zero, jitter: .zero),
-        configure: (inout GatewayConfiguration) -> Void = { _ in }
+        sessionSecrets: [String: String] = [:], configure: (inout GatewayConfiguration) -> Void = { _ in }
     ) async throws -> GatewayService {
         var c = configuration
         configure(&c)
         try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
         let storeKey = try key ?? TokenStoreKey.load(fromFile: keyFile, createIfMissing: true)
         let service = try await GatewayService.start(
-            configuration: c, secrets: .init(clientSecret: "s3cret", adminToken: Stack.adminToken, storeKey: storeKey),
+            configuration: c,
+            secrets: .init(
+                clientSecret: "s3cret", adminToken: Stack.adminToken, storeKey: storeKey, sessionClientSecrets: sessionSecrets),
             logger: logs.logger(), sessionConfiguration: session)
         gateway.withLock { $0 = service }
         return service
