@@ -137,7 +137,7 @@ extension AuthActor {
             metadata: ["auth.generation": "\(session.credentials.generation)", "auth.epoch": "\(epoch)"])
         let client = self.client
         let marker = ObjectIdentifier(self)
-        Task {
+        refreshTask = Task {
             let result: Result<TokenResponse, any Error>
             do {
                 let response = try await RefreshTaskMarker.$actor.withValue(marker) {

@@ -92,6 +92,17 @@ extension AuthActor {
         ended = try await endSession(reason: reason, onlyEpoch: nil)
     }
 
+    /// Waits for the work the actor started in the background: the refresh in flight, if
+    /// any, and the revocations logout started. Call at shutdown, before the transport and
+    /// the executor stop, so that nothing is left waiting on them.
+    public func finishBackgroundWork() async {
+        await finishRevocations()
+        while let task = refreshTask {
+            await task.value
+            if refreshTask == task { refreshTask = nil }
+        }
+    }
+
     /// Waits for the revocations logout started (at shutdown, before the transport stops).
     public func finishRevocations() async {
         while let task = revocations.first {

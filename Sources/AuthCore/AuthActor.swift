@@ -124,6 +124,8 @@ public actor AuthActor {
     var refreshesStarted = 0
     /// Revocations started by logout and not yet awaited (``finishRevocations()``).
     var revocations: [Task<Void, Never>] = []
+    /// The task of the latest refresh (``finishBackgroundWork()`` waits for it).
+    var refreshTask: Task<Void, Never>?
 
     /// Where the session's instruments are made (a gateway's own registry, or the
     /// process-wide `MetricsSystem`).

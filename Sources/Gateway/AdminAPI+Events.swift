@@ -16,7 +16,7 @@ extension AdminAPI {
         writer.writeHead(status: 200, headers: h)
         let stream = session.actor.events.subscribe(resumingAfter: lastID)
         let heartbeat = configuration.heartbeat
-        let events = Task(executorPreference: request.loop) {
+        let events = tasks.start(on: request.loop) {
             do {
                 try await writer.writeBody(Array("retry: 2000\n\n".utf8))
                 for await record in stream {
@@ -26,7 +26,7 @@ extension AdminAPI {
                 writer.end()
             } catch {}
         }
-        let beats = Task(executorPreference: request.loop) {
+        let beats = tasks.start(on: request.loop) {
             while !Task.isCancelled {
                 try? await Task.sleep(for: heartbeat)
                 if Task.isCancelled { break }

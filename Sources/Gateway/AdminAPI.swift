@@ -32,6 +32,8 @@ public final class AdminAPI: HTTPResponder {
     let metrics: GatewayMetrics
     let readiness: Readiness
     let proxyConnections: @Sendable () -> Int
+    /// The tasks serving admin requests and event streams (shutdown waits for them).
+    public let tasks = TaskTracker()
 
     /// Creates the API over `sessions` (which must include `default`).
     public init(
@@ -98,18 +100,18 @@ public final class AdminAPI: HTTPResponder {
         switch path {
         case "/auth/login":
             guard allow(method, ["POST"], writer), let session = addressedSession(request, writer) else { return }
-            Task(executorPreference: request.loop) { await self.login(session, request.head, body, writer) }
+            tasks.start(on: request.loop) { await self.login(session, request.head, body, writer) }
         case "/auth/logout":
             guard allow(method, ["POST"], writer), let session = addressedSession(request, writer) else { return }
-            Task(executorPreference: request.loop) { await self.logout(session, writer) }
+            tasks.start(on: request.loop) { await self.logout(session, writer) }
         case "/auth/session":
             guard allow(method, ["GET", "HEAD"], writer), let session = addressedSession(request, writer) else { return }
-            Task(executorPreference: request.loop) {
+            tasks.start(on: request.loop) {
                 self.json(writer, 200, await self.sessionDocument(session))
             }
         case "/auth/sessions":
             guard allow(method, ["GET", "HEAD"], writer) else { return }
-            Task(executorPreference: request.loop) {
+            tasks.start(on: request.loop) {
                 var documents: [String] = []
                 for session in self.sessions.values.sorted(by: { $0.name < $1.name }) {
                     documents.append(await self.sessionDocument(session))
@@ -118,16 +120,16 @@ public final class AdminAPI: HTTPResponder {
             }
         case "/auth/refresh":
             guard allow(method, ["POST"], writer), let session = addressedSession(request, writer) else { return }
-            Task(executorPreference: request.loop) { await self.refresh(session, writer) }
+            tasks.start(on: request.loop) { await self.refresh(session, writer) }
         case "/auth/guest":
             guard allow(method, ["POST", "DELETE"], writer), let session = addressedSession(request, writer) else { return }
-            Task(executorPreference: request.loop) { await self.guest(session, method == "POST", writer) }
+            tasks.start(on: request.loop) { await self.guest(session, method == "POST", writer) }
         case "/auth/events":
             guard allow(method, ["GET"], writer), let session = addressedSession(request, writer) else { return }
             streamEvents(session, request, writer)
         case "/metrics":
             guard allow(method, ["GET"], writer) else { return }
-            Task(executorPreference: request.loop) {
+            tasks.start(on: request.loop) {
                 var states: [GatewayMetrics.SessionGauges] = []
                 for session in self.sessions.values {
                     states.append(

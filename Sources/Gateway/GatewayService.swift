@@ -45,11 +45,18 @@ public final class GatewayService: Sendable {
     public var userInfo: UserInfoProbe? { sessions[GatewayConfiguration.defaultSession]!.userInfo }
     /// Subscribers of the session's events (the user-info call) that shutdown waits for.
     private let eventTasks: [Task<Void, Never>]
+    private let proxyTasks: TaskTracker
+    private let adminTasks: TaskTracker
+    private let logger: Logger
 
     private init(
         group: EventLoopGroup, proxyServer: HTTPServer, adminServer: HTTPServer, sessions: [String: GatewaySession],
-        metrics: GatewayMetrics, readiness: Readiness, eventTasks: [Task<Void, Never>]
+        metrics: GatewayMetrics, readiness: Readiness, eventTasks: [Task<Void, Never>], proxyTasks: TaskTracker,
+        adminTasks: TaskTracker, logger: Logger
     ) {
+        self.proxyTasks = proxyTasks
+        self.adminTasks = adminTasks
+        self.logger = logger
         self.group = group
         self.proxyServer = proxyServer
         self.adminServer = adminServer
@@ -174,28 +181,46 @@ public final class GatewayService: Sendable {
             metadata: ["proxy.port": "\(proxyServer.port)", "admin.port": "\(adminServer.port)", "loops": "\(group.loops.count)"])
         return GatewayService(
             group: group, proxyServer: proxyServer, adminServer: adminServer, sessions: sessions, metrics: metrics,
-            readiness: readiness, eventTasks: eventTasks)
+            readiness: readiness, eventTasks: eventTasks, proxyTasks: proxyResponder.tasks, adminTasks: admin.tasks,
+            logger: logger)
     }
 
     /// Stops accepting, lets in-flight exchanges finish for up to `grace`, then stops the loops.
     /// The session's files are already durable (every change is written as it happens).
+    ///
+    /// The loops stop last: first the listeners close, the event streams end, and the
+    /// tasks serving requests, the refreshes in flight and the logout revocations finish,
+    /// so that none of them is left waiting on a loop that no longer runs.
     public func shutdown(grace: Duration = .seconds(10)) async {
-        // A logout's revocation still on its way goes out before the loops stop.
-        for s in sessions.values { await s.actor.finishRevocations() }
         let proxy = proxyServer
         let admin = adminServer
         let group = group
+        await Self.onThread {
+            admin.shutdown(grace: .zero)
+            proxy.shutdown(grace: grace)
+        }
+        // End every subscription to the sessions (SSE streams, the user-info followers),
+        // and wait for the gateway's own subscribers to end.
+        for s in sessions.values { s.actor.events.finish() }
+        for t in eventTasks { await t.value }
+        let drained = await proxyTasks.idle(timeout: .seconds(5))
+        let adminDrained = await adminTasks.idle(timeout: .seconds(1))
+        for s in sessions.values { await s.actor.finishBackgroundWork() }
+        if !drained || !adminDrained {
+            logger.warning(
+                "tasks still running at shutdown",
+                metadata: ["proxy.tasks": "\(proxyTasks.count)", "admin.tasks": "\(adminTasks.count)"])
+        }
+        await Self.onThread { group.shutdown() }
+    }
+
+    /// Runs blocking work on a thread of its own (never on a loop or the cooperative pool).
+    private static func onThread(_ work: @escaping @Sendable () -> Void) async {
         await withCheckedContinuation { (cont: CheckedContinuation<Void, Never>) in
             Thread.detachNewThread {
-                admin.shutdown(grace: .zero)
-                proxy.shutdown(grace: grace)
-                group.shutdown()
+                work()
                 cont.resume()
             }
         }
-        // End every subscription to the sessions (SSE streams, the user-info followers), then
-        // wait for the gateway's own subscribers to end, so nothing of it outlives it.
-        for s in sessions.values { s.actor.events.finish() }
-        for t in eventTasks { await t.value }
     }
 }

@@ -20,6 +20,8 @@ public final class ReverseProxy: HTTPResponder {
     private let authentication: ProxyAuthentication?
     private let metrics: GatewayMetrics
     private let livenessPath: String?
+    /// The tasks serving authenticated requests (shutdown waits for them).
+    public let tasks = TaskTracker()
 
     /// Creates a proxy; requests matching no route go to `fallback` (or get 404).
     public init(
@@ -92,7 +94,7 @@ public final class ReverseProxy: HTTPResponder {
                     "no-session-configured", 500, "this route requires authentication but no session is configured"))
             return
         }
-        Task(executorPreference: request.loop) {
+        tasks.start(on: request.loop) {
             let status = await self.authenticated(request, route, target, writer, authentication)
             self.metrics.request(kind: "authenticated", status: status, duration: ContinuousClock.now - started)
         }
@@ -118,6 +120,7 @@ public final class ReverseProxy: HTTPResponder {
         if case .buffered = request.body { replayable = true } else { replayable = false }
         let policy = auth.rejectionPolicy
         let metrics = self.metrics
+        let tasks = self.tasks
         let first = await exchange(request, route, target, writer, token: token) { status, headers in
             guard policy.classify(status: status, wwwAuthenticate: headers[all: "www-authenticate"]) == .tokenRejected else {
                 return .forward(HTTPHeaders())
@@ -126,7 +129,7 @@ public final class ReverseProxy: HTTPResponder {
             // The body went upstream as it arrived and cannot be sent again: pass the
             // 401 on, say why, and still refresh so the next request gets a new token.
             metrics.replay("skipped_body_streamed")
-            Task { _ = try? await session.refresh(after: token.generation) }
+            tasks.start(on: nil) { _ = try? await session.refresh(after: token.generation) }
             var extra = HTTPHeaders()
             extra.add(name: "AuthGate-Replay", value: "skipped; the request body was streamed and cannot be replayed")
             return .forward(extra)

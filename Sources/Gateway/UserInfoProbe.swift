@@ -76,7 +76,7 @@ public final class UserInfoProbe: Sendable {
     }
 
     /// Follows the session: asks after each login or restore, forgets at logout. Returns
-    /// when `events` ends; the probe in flight is cancelled then.
+    /// when `events` ends, once the call in flight (cancelled then) has returned.
     public func follow(_ events: AsyncStream<AuthEventRecord>) async {
         for await record in events {
             switch record.event {
@@ -88,7 +88,7 @@ public final class UserInfoProbe: Sendable {
                 break
             }
         }
-        stop()
+        await stop()?.value
     }
 
     /// Marks the session as pending before anything can read it (called at start, so the
@@ -111,13 +111,16 @@ public final class UserInfoProbe: Sendable {
         previous?.cancel()
     }
 
-    private func stop() {
+    /// Forgets the session; returns the call it cancelled, if one was running.
+    @discardableResult
+    private func stop() -> Task<Void, Never>? {
         let t = state.withLock { s -> Task<Void, Never>? in
             let t = s.task
             s = State()
             return t
         }
         t?.cancel()
+        return t
     }
 
     private func settle(epoch: UInt64, _ registration: Registration?, problem: String? = nil) {

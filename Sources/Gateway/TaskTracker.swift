@@ -1,0 +1,45 @@
+import Locking
+public import Runtime
+
+/// Counts the tasks a responder starts for its requests, so that shutdown can wait for
+/// them before it stops the event loops: a task that resumed after its loop had stopped
+/// would never run again, and everything it holds would be lost with it.
+public final class TaskTracker: Sendable {
+    private let running = Locked(0)
+
+    /// Creates a tracker.
+    public init() {}
+
+    /// Tasks started and not yet finished.
+    public var count: Int { running.withLock { $0 } }
+
+    /// Starts `body` in a task that prefers `loop` (any executor when `nil`), counted until
+    /// it returns.
+    @discardableResult
+    public func start(on loop: EventLoop?, _ body: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        running.withLock { $0 += 1 }
+        let done: @Sendable () -> Void = { [running] in running.withLock { $0 -= 1 } }
+        if let loop {
+            return Task(executorPreference: loop) {
+                await body()
+                done()
+            }
+        }
+        return Task {
+            await body()
+            done()
+        }
+    }
+
+    /// Waits until every task has finished, or `timeout` has passed; returns whether they
+    /// all finished.
+    @discardableResult
+    public func idle(timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while count > 0 {
+            if ContinuousClock.now >= deadline { return false }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+}
