@@ -13,15 +13,10 @@ import TestSupport
         configure: (inout GatewayConfiguration) -> Void = { _ in },
         _ body: (Stack) async throws -> Void
     ) async throws {
-        let stack = try Stack(fake: fake)
-        do {
+        try await Stack.run(fake: fake) { stack in
             try await stack.startGateway(configure: configure)
             try await body(stack)
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 
     /// A fake server whose tokens carry no expiry: AuthGate learns a token expired only
@@ -77,8 +72,7 @@ import TestSupport
     }
 
     @Test func row4UserInfoTellsSignedUpFromNeedsSignUp() async throws {
-        let stack = try Stack()
-        do {
+        try await Stack.run { stack in
             try await stack.startGateway(configure: withUserInfo(stack))
             #expect(try await registration(stack) == nil, "no session, no registration")
             #expect(try await stack.loginAlice().status == 200)
@@ -91,16 +85,11 @@ import TestSupport
             #expect(try await stack.admin("GET", "/readyz", token: nil).status == 200)
             _ = try await stack.admin("POST", "/auth/logout")
             #expect(try await registration(stack) == nil)
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 
     @Test func row4UserInfoOutageKeepsTheSessionAndHoldsReadinessUntilItAnswers() async throws {
-        let stack = try Stack()
-        do {
+        try await Stack.run { stack in
             try await stack.startGateway(configure: withUserInfo(stack))
             #expect(try await stack.loginAlice().status == 200)
             #expect(try await eventually { try await registration(stack) == "signed_up" })
@@ -117,16 +106,11 @@ import TestSupport
             #expect(try await eventually { try await registration(stack) == "signed_up" }, "retried until it answered")
             #expect(try await stack.admin("GET", "/readyz", token: nil).status == 200)
             #expect(await stack.authorization.statistics.refreshes == 0, "an outage is not a token problem")
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 
     @Test func row4UserInfoRejectingARefreshedTokenClearsTheTokens() async throws {
-        let stack = try Stack()
-        do {
+        try await Stack.run { stack in
             try await stack.startGateway(configure: withUserInfo(stack))
             let events = stack.gateway.withLock { $0! }.session.events.subscribe()
             stack.api.answerUserInfo(status: 401)
@@ -144,11 +128,7 @@ import TestSupport
             let files = try FileManager.default.contentsOfDirectory(atPath: stack.stateDirectory)
             #expect(!files.contains { $0.hasSuffix(".sealed") }, "the tokens were deleted from the store")
             #expect(try await stack.admin("GET", "/readyz", token: nil).status == 200)
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 
     @Test func row5AuthenticatedRoutesGetTheTokenAndPublicRoutesPassUntouched() async throws {
@@ -409,8 +389,7 @@ import TestSupport
     }
 
     @Test func adminLogoutRevokesTheTokensAtTheAuthorizationServer() async throws {
-        let stack = try Stack()
-        do {
+        try await Stack.run { stack in
             let endpoint = "http://127.0.0.1:\(stack.authServer.port)/oauth/revoke"
             try await stack.startGateway(configure: { $0.authorization.revocationEndpoint = endpoint })
             #expect(try await stack.loginAlice().status == 200)
@@ -420,11 +399,7 @@ import TestSupport
             #expect(Stack.json(try await stack.admin("POST", "/auth/logout"))["state"] as? String == "logged_out")
             #expect(await eventually { await stack.authorization.statistics.revocations == 1 })
             #expect(await !stack.authorization.isValid(accessToken: token), "revoked at the server, not only forgotten")
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 
     @Test func transientRefreshFailureKeepsTheSessionAndAnswers503WithRetryAfter() async throws {

@@ -31,8 +31,7 @@ import TestSupport
     }
 
     @Test func eachRouteGetsItsOwnSessionsTokenAndSessionsLiveApart() async throws {
-        let stack = try Stack(fake: Self.fake)
-        do {
+        try await Stack.run(fake: Self.fake) { stack in
             try await start(stack)
             #expect(try await stack.loginAlice().status == 200)
             #expect(try await stack.proxy("GET", "/api/x").status == 200)
@@ -61,16 +60,11 @@ import TestSupport
             #expect(metrics.contains(#"authgate_session_logged_in{session="billing"} 0.0"#))
             #expect(metrics.contains(#"authgate_session_logged_in{session="default"} 1.0"#))
             #expect(metrics.contains(#"authgate_logouts_total{session="billing",reason="user_initiated"} 1"#))
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 
     @Test func everySessionIsRestoredAtStartAndEventsAreKeptApart() async throws {
-        let stack = try Stack(fake: Self.fake)
-        do {
+        try await Stack.run(fake: Self.fake) { stack in
             try await start(stack)
             let billingEvents = stack.gateway.withLock { $0! }.sessions["billing"]!.actor.events.subscribe()
             #expect(try await loginBob(stack).status == 200)
@@ -87,16 +81,11 @@ import TestSupport
             #expect(all.map { $0["state"] as? String } == ["logged_in", "logged_in"])
             #expect(try await stack.proxy("GET", "/billing/after-restart").status == 200)
             #expect(try await stack.admin("GET", "/readyz", token: nil).status == 200)
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 
     @Test func anUnknownSessionIsA404NamingTheSessionsThereAre() async throws {
-        let stack = try Stack(fake: Self.fake)
-        do {
+        try await Stack.run(fake: Self.fake) { stack in
             try await start(stack)
             for path in ["/auth/session?session=nope", "/auth/events?session=nope"] {
                 let r = try await stack.admin("GET", path)
@@ -111,10 +100,6 @@ import TestSupport
             let odd = try await stack.admin("POST", "/auth/logout?session=%3Cscript%3E")
             #expect(odd.status == 404)
             #expect(!odd.text.contains("script"), "a name that cannot be a session is not echoed")
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 }

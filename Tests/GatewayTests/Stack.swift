@@ -73,6 +73,22 @@ final class Stack: Sendable {
             stateDirectory: stateDirectory, keyFile: keyFile, createKey: true, loops: 2)
     }
 
+    /// Runs `body` with a stack of fakes (no gateway started yet), and stops everything after,
+    /// whether `body` throws or not.
+    static func run(
+        fake: FakeAuthorizationServer.Configuration = FakeAuthorizationServer.Configuration(),
+        _ body: (Stack) async throws -> Void
+    ) async throws {
+        let stack = try Stack(fake: fake)
+        do {
+            try await body(stack)
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+
     /// Starts (or restarts) the gateway over the same state directory.
     @discardableResult
     func startGateway(
