@@ -432,7 +432,7 @@ async def main_async(args):
     def mdelta(name):
         return int(metrics_after.get(name, 0) - metrics_before.get(name, 0))
 
-    replayed = mdelta('authgate_replays_total{outcome="replayed"}')
+    replayed = mdelta('authgate_replays_total{session="default",outcome="replayed"}')
     p("| requests replayed after 401 invalid_token (gateway metric) | %d |" % replayed)
     edges = ["0.01", "0.025", "0.05"]
     hist = 'authgate_request_duration_seconds_bucket{route="authenticated",le="%s"}'

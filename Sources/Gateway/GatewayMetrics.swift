@@ -68,9 +68,12 @@ public final class GatewayMetrics: Sendable {
         latency[k].record(duration: duration)
     }
 
-    /// A refresh-and-replay: `replayed`, `refresh_failed`, or `skipped_body_streamed`.
-    public func replay(_ outcome: String) {
-        CoreMetrics.Counter(label: "authgate_replays_total", dimensions: [("outcome", outcome)], factory: factory).increment()
+    /// A refresh-and-replay of a request on `session`'s route: `replayed`, `refresh_failed`,
+    /// or `skipped_body_streamed`.
+    public func replay(_ outcome: String, session: String = "default") {
+        CoreMetrics.Counter(
+            label: "authgate_replays_total", dimensions: [("session", session), ("outcome", outcome)], factory: factory
+        ).increment()
     }
 
     /// An upstream failure, by kind.

@@ -205,11 +205,21 @@ public final class GatewayService: Sendable {
         for t in eventTasks { await t.value }
         let drained = await proxyTasks.idle(timeout: .seconds(5))
         let adminDrained = await adminTasks.idle(timeout: .seconds(1))
-        for s in sessions.values { await s.actor.finishBackgroundWork() }
-        if !drained || !adminDrained {
+        // A refresh or revocation waits at most this long; past it, the loops stop anyway and
+        // the upstream client cancels the transfer (logged: what waited on it is lost).
+        let background = TaskTracker()
+        for s in sessions.values {
+            let actor = s.actor
+            background.start(on: nil) { await actor.finishBackgroundWork() }
+        }
+        let backgroundDone = await background.idle(timeout: .seconds(5))
+        if !drained || !adminDrained || !backgroundDone {
             logger.warning(
-                "tasks still running at shutdown",
-                metadata: ["proxy.tasks": "\(proxyTasks.count)", "admin.tasks": "\(adminTasks.count)"])
+                "work still running at shutdown; stopping the loops anyway",
+                metadata: [
+                    "proxy.tasks": "\(proxyTasks.count)", "admin.tasks": "\(adminTasks.count)",
+                    "session.background": "\(background.count)",
+                ])
         }
         await Self.onThread { group.shutdown() }
     }

@@ -128,7 +128,7 @@ public final class ReverseProxy: HTTPResponder {
             if replayable { return .intercept }
             // The body went upstream as it arrived and cannot be sent again: pass the
             // 401 on, say why, and still refresh so the next request gets a new token.
-            metrics.replay("skipped_body_streamed")
+            metrics.replay("skipped_body_streamed", session: route.session)
             tasks.start(on: nil) { _ = try? await session.refresh(after: token.generation) }
             var extra = HTTPHeaders()
             extra.add(name: "AuthGate-Replay", value: "skipped; the request body was streamed and cannot be replayed")
@@ -139,10 +139,10 @@ public final class ReverseProxy: HTTPResponder {
         do {
             fresh = try await session.refresh(after: token.generation)
         } catch {
-            metrics.replay("refresh_failed")
+            metrics.replay("refresh_failed", session: route.session)
             return respond(error, writer)
         }
-        metrics.replay("replayed")
+        metrics.replay("replayed", session: route.session)
         return await exchange(request, route, target, writer, token: fresh, decide: nil).status
     }
 

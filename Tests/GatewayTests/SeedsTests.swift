@@ -155,7 +155,7 @@ import TestSupport
             #expect(await stack.authorization.statistics.refreshes == 1)
             #expect(stack.api.statistics.rejected == 1, "exactly one 401 before the replay")
             let metrics = try await stack.admin("GET", "/metrics").text
-            #expect(metrics.contains("authgate_replays_total{outcome=\"replayed\"} 1"))
+            #expect(metrics.contains("authgate_replays_total{session=\"default\",outcome=\"replayed\"} 1"))
         }
     }
 
@@ -375,8 +375,8 @@ import TestSupport
                 #"authgate_refreshes_total{session="default",outcome="success"} 1"#,
                 #"authgate_refreshes_total{session="default",outcome="terminal"} 1"#,
                 #"authgate_refreshes_total{session="default",outcome="transient"} 0"#,
-                #"authgate_replays_total{outcome="replayed"} 1"#,
-                #"authgate_replays_total{outcome="refresh_failed"} 1"#,
+                #"authgate_replays_total{session="default",outcome="replayed"} 1"#,
+                #"authgate_replays_total{session="default",outcome="refresh_failed"} 1"#,
                 #"authgate_logouts_total{session="default",reason="refresh_rejected"} 1"#,
                 #"authgate_refreshes_in_flight{session="default"} 0.0"#,
                 #"authgate_session_logged_in{session="default"} 0.0"#,
