@@ -92,6 +92,13 @@ extension AuthActor {
         ended = try await endSession(reason: reason, onlyEpoch: nil)
     }
 
+    /// Ends the session of `epoch` only: a newer session (a login since) is left alone.
+    /// For callers that decided on what they saw of one session, such as the user-info
+    /// call. Does nothing when that session has already ended.
+    public func logout(reason: LogoutReason, ifEpoch epoch: UInt64) async throws {
+        try await endSession(reason: reason, onlyEpoch: epoch)
+    }
+
     /// Waits for the work the actor started in the background: the refresh in flight, if
     /// any, and the revocations logout started. Call at shutdown, before the transport and
     /// the executor stop, so that nothing is left waiting on them.

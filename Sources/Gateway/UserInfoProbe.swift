@@ -145,7 +145,7 @@ public final class UserInfoProbe: Sendable {
             case .rejected(let status):
                 settle(epoch: epoch, nil)
                 logger.warning("user-info rejected the refreshed token; logging out", metadata: ["http.status": "\(status)"])
-                try? await session.logout(reason: .userInfoRejected(status: status))
+                try? await session.logout(reason: .userInfoRejected(status: status), ifEpoch: epoch)
                 return
             case .noSession:
                 settle(epoch: epoch, nil)

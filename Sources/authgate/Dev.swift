@@ -22,6 +22,8 @@ struct Dev: ParsableCommand {
     @Option(help: "Where the dev session's encrypted tokens and state live.") var stateDir = ".authgate-dev"
     @Option(help: "Event loops (default: one per core).") var loops = EventLoopGroup.coreCount
     @Option(help: "Fake authorization server latency in milliseconds.") var authLatencyMs = 0
+    @Flag(help: "Make the user-info call (GET /userinfo on the fake API) after each login and restore.")
+    var userInfo = false
 
     func run() throws {
         LoggingSystem.bootstrap { label in
@@ -61,7 +63,7 @@ struct Dev: ParsableCommand {
                 .init(prefix: "/", upstream: "http://127.0.0.1:\(api.port)", requiresAuthentication: true),
             ],
             stateDirectory: stateDir, keyFile: "\(stateDir)/store.key", createKey: true, loops: loops)
-        config.userInfo = UserInfoProbe.Configuration(url: "http://127.0.0.1:\(api.port)/userinfo")
+        if userInfo { config.userInfo = UserInfoProbe.Configuration(url: "http://127.0.0.1:\(api.port)/userinfo") }
         try FileManager.default.createDirectory(atPath: stateDir, withIntermediateDirectories: true)
         let key = try TokenStoreKey.load(fromFile: "\(stateDir)/store.key", createIfMissing: true)
         var sessionConfig = AuthActor.Configuration()
@@ -94,7 +96,7 @@ struct Dev: ParsableCommand {
                    -d '{"grant_type":"password","username":"alice","password":"wonderland"}' http://127.0.0.1:\(a)/auth/login
               curl -i http://127.0.0.1:\(p)/api/hello                 # 200: the token was attached
               sleep \(tokenLifetime); curl -i http://127.0.0.1:\(p)/api/hello   # refreshed on the way (see the events)
-              curl -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/auth/session     # "registration": the user-info call's answer
+              curl -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/auth/session     # with --user-info: "registration"
               curl -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/metrics
               curl -X POST -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/auth/logout
               curl http://127.0.0.1:\(authServer.port)/stats           # what the fake authorization server saw
