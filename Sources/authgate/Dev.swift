@@ -22,6 +22,8 @@ struct Dev: ParsableCommand {
     @Option(help: "Where the dev session's encrypted tokens and state live.") var stateDir = ".authgate-dev"
     @Option(help: "Event loops (default: one per core).") var loops = EventLoopGroup.coreCount
     @Option(help: "Fake authorization server latency in milliseconds.") var authLatencyMs = 0
+    @Option(help: "Refreshes that may replace a young token within 30 s before the refresh-loop guard stops them.")
+    var refreshLoopLimit = 5
     @Flag(help: "Make the user-info call (GET /userinfo on the fake API) after each login and restore.")
     var userInfo = false
 
@@ -69,6 +71,7 @@ struct Dev: ParsableCommand {
         var sessionConfig = AuthActor.Configuration()
         sessionConfig.skew = .seconds(refreshSkew)
         sessionConfig.jitter = .zero
+        sessionConfig.refreshWindow = RefreshWindow(interval: .seconds(30), maximumAttempts: max(1, refreshLoopLimit))
         let secrets = GatewayService.Secrets(clientSecret: "s3cret", adminToken: adminToken, storeKey: key)
         let sessionSettings = sessionConfig
         let gatewayConfig = config
