@@ -225,21 +225,25 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         return bytes.allSatisfy(ok) && bytes[0] != 0x2D && bytes[0] != 0x5F
     }
 
+    private static func isHTTPURL(_ text: String) -> Bool {
+        text.hasPrefix("http://") || text.hasPrefix("https://")
+    }
+
     static func validate(_ a: Authorization, at field: String) throws {
         if let method = a.clientAuthentication, !["basic", "post", "none"].contains(method) {
             throw ConfigurationError("\(field).clientAuthentication must be basic, post or none")
         }
-        if !a.tokenEndpoint.hasPrefix("http://") && !a.tokenEndpoint.hasPrefix("https://") {
+        if !isHTTPURL(a.tokenEndpoint) {
             throw ConfigurationError("\(field).tokenEndpoint must be an http or https URL")
         }
-        if let r = a.revocationEndpoint, !r.hasPrefix("http://") && !r.hasPrefix("https://") {
+        if let r = a.revocationEndpoint, !isHTTPURL(r) {
             throw ConfigurationError("\(field).revocationEndpoint must be an http or https URL")
         }
     }
 
     static func validate(_ u: UserInfoProbe.Configuration?, at field: String) throws {
         guard let u else { return }
-        if !u.url.hasPrefix("http://") && !u.url.hasPrefix("https://") {
+        if !isHTTPURL(u.url) {
             throw ConfigurationError("\(field).url must be an http or https URL")
         }
         if let bad = u.needsSignUpStatuses?.first(where: { !(400...499).contains($0) }) {
