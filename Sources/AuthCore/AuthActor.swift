@@ -1,4 +1,5 @@
 internal import Foundation
+internal import Locking
 public import Logging
 public import CoreMetrics
 internal import Metrics
@@ -34,12 +35,18 @@ public actor AuthActor {
         public var refreshWindow: RefreshWindow
         /// Backoff after transient failures.
         public var backoff: BackoffPolicy
+        /// When set (in `0 < f < 1`), refresh when this fraction of a token's lifetime is
+        /// left, instead of ``skew`` before expiry (`0.5`: at half-life). Jitter still
+        /// applies, at most a tenth of the lifetime.
+        public var leadFraction: Double?
 
         /// Creates a configuration.
         public init(
             skew: Duration = .seconds(30), jitter: Duration = .seconds(5),
-            refreshWindow: RefreshWindow = RefreshWindow(), backoff: BackoffPolicy = BackoffPolicy()
+            refreshWindow: RefreshWindow = RefreshWindow(), backoff: BackoffPolicy = BackoffPolicy(),
+            leadFraction: Double? = nil
         ) {
+            self.leadFraction = leadFraction
             self.skew = skew
             self.jitter = jitter
             self.refreshWindow = refreshWindow
@@ -108,7 +115,9 @@ public actor AuthActor {
     private let executor: (any SerialExecutor)?
     private let executorHost = ExecutorHost()
 
-    var phase: Phase = .loggedOut(nil)
+    var phase: Phase = .loggedOut(nil) {
+        didSet { publishSnapshot() }
+    }
     var sessionState = SessionState.loggedOut
     var epoch: UInt64 = 0
     var lastGeneration = TokenGeneration.zero
@@ -192,6 +201,26 @@ public actor AuthActor {
         self.refreshCounters = counters
         self.storeFailureCounter = Counter(
             label: "authgate_token_store_failures_total", dimensions: [("session", account.rawValue)], factory: factory)
+    }
+
+    private nonisolated let snapshot = Locked<TokenSnapshot?>(nil)
+
+    /// The current token's generation and refresh deadline, read without a hop onto the
+    /// actor; `nil` when logged out. It can be stale by the time the caller acts on it, so
+    /// it serves decisions that the actor checks again (``refresh(after:)``).
+    public nonisolated var tokenSnapshot: TokenSnapshot? { snapshot.withLock { $0 } }
+
+    /// The current instant on the session's monotonic clock (to compare with
+    /// ``tokenSnapshot``).
+    public nonisolated var now: MonotonicInstant { clock.now }
+
+    private func publishSnapshot() {
+        let value: TokenSnapshot? =
+            switch phase {
+            case .active(let s): TokenSnapshot(generation: s.credentials.generation, refreshAt: s.refreshAt)
+            case .loggedOut: nil
+            }
+        snapshot.withLock { $0 = value }
     }
 
     /// The custom executor when one was given, else a default actor executor.
@@ -279,13 +308,21 @@ public actor AuthActor {
         var refreshAt: MonotonicInstant?
         if let deadline = credentials.deadline {
             let lifetime = deadline - now
-            let jitter = configuration.jitter * max(0, min(1, randomFraction()))
-            let lead = min(configuration.skew + jitter, lifetime > .zero ? lifetime / 2 : .zero)
-            refreshAt = deadline - lead
+            refreshAt = deadline - refreshLead(lifetime: lifetime)
         }
         let age = Duration.interval(max(0, clock.wallNow.timeIntervalSince(credentials.issuedAt)))
         return ActiveSession(
             credentials: credentials, token: AccessToken(credentials), refreshAt: refreshAt,
             grantType: grantType, obtainedAt: min(obtainedAt ?? now - age, now))
+    }
+
+    /// How long before expiry a token of `lifetime` (what is left of it) is refreshed.
+    func refreshLead(lifetime: Duration) -> Duration {
+        guard lifetime > .zero else { return .zero }
+        let r = max(0, min(1, randomFraction()))
+        if let f = configuration.leadFraction {
+            return lifetime * f + min(configuration.jitter, lifetime / 10) * r
+        }
+        return min(configuration.skew + configuration.jitter * r, lifetime / 2)
     }
 }

@@ -50,6 +50,10 @@ extension FakeAuthorizationServer {
             }
             return .failure(RefreshRefusal(message: "refresh token superseded"))
         }
+        if configuration.revokesPreviousAccessTokens {
+            for old in family.accessTokens { accessIndex[old] = nil }
+            family.accessTokens.removeAll()
+        }
         if configuration.rotatesRefreshTokens {
             let next = "rt_" + randomHex(16)
             family.retired[token] = now
@@ -82,6 +86,7 @@ extension FakeAuthorizationServer {
             token = "\(header).\(Base64URL.encode(payload)).\(Base64URL.encode(Array(randomHex(16).utf8)))"
         }
         accessIndex[token] = (family, clock.now + configuration.accessTokenLifetime)
+        families[family]?.accessTokens.append(token)
         return token
     }
 }

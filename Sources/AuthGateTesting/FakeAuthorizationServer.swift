@@ -46,6 +46,10 @@ public actor FakeAuthorizationServer: HTTPTransport {
         public var rotatesRefreshTokens = true
         /// Whether presenting a rotated refresh token revokes its whole family.
         public var reuseDetection = true
+        /// Whether a rotation revokes the access tokens issued before it in the family, at
+        /// once (RFC 9700 allows it, and several widely used servers do it by default): a
+        /// request still in flight with the previous token is then rejected.
+        public var revokesPreviousAccessTokens = false
         /// A rotated refresh token presented within this time after its rotation is answered
         /// with the family's current refresh token instead of being treated as reuse.
         public var reuseGraceWindow: Duration?
@@ -107,6 +111,8 @@ public actor FakeAuthorizationServer: HTTPTransport {
         var currentRefreshToken: String
         var retired: [String: MonotonicInstant] = [:]
         var revoked = false
+        /// Access tokens issued in this family, oldest first.
+        var accessTokens: [String] = []
     }
 
     struct AuthorizationCode {
@@ -161,6 +167,13 @@ public actor FakeAuthorizationServer: HTTPTransport {
     /// Revokes every token family (as if every refresh token expired).
     public func revokeAllSessions() {
         for id in families.keys { families[id]?.revoked = true }
+    }
+
+    /// Revokes every access token issued so far, keeping the refresh tokens (as an
+    /// administrator revoking access tokens, or a resource server's key rotation, would).
+    public func revokeAccessTokens() {
+        accessIndex.removeAll()
+        for id in families.keys { families[id]?.accessTokens.removeAll() }
     }
 
     /// Whether `accessToken` is one this server issued, unexpired and not revoked (what a

@@ -13,6 +13,19 @@ public struct FakeAuthorizationServerResponder: HTTPResponder {
 
     public func respond(to request: HTTPRequest, writer: ResponseWriter) {
         guard case .buffered(let body) = request.body else { return }
+        if request.head.path == "/.well-known/openid-configuration", request.head.method == "GET" {
+            // OpenID Connect discovery: the issuer is this server's origin as the client named it.
+            let issuer = "http://\(request.head.headers[first: "host"] ?? "localhost")"
+            let json =
+                "{\"issuer\":\(Problem.quote(issuer)),\"token_endpoint\":\(Problem.quote(issuer + "/oauth/token")),"
+                + "\"revocation_endpoint\":\(Problem.quote(issuer + "/oauth/revoke")),"
+                + "\"grant_types_supported\":[\"password\",\"client_credentials\",\"authorization_code\",\"refresh_token\"],"
+                + "\"code_challenge_methods_supported\":[\"S256\"]}"
+            var h = HTTPHeaders()
+            h.add(name: "Content-Type", value: "application/json")
+            writer.respond(status: 200, headers: h, body: Array(json.utf8))
+            return
+        }
         if request.head.path == "/stats" {
             // The counters, for harnesses that check how many refreshes reached the server.
             let server = self.server
@@ -62,6 +75,8 @@ public final class FakeResourceServer: HTTPResponder {
     private let tokens = Locked(Set<String>())
     private let rejection = Locked((status: 401, realm: "fake"))
     private let userInfoStatus = Locked(200)
+    private let beforeCheck = Locked<(@Sendable (Int) async -> Void)?>(nil)
+    private let authenticatedRequests = Locked(0)
 
     /// What the resource server saw.
     public struct Counters: Sendable, Equatable {
@@ -80,6 +95,13 @@ public final class FakeResourceServer: HTTPResponder {
     /// now on (default 401, realm `fake`).
     public func answerRejectedTokens(status: Int, realm: String) {
         rejection.withLock { $0 = (status, realm) }
+    }
+
+    /// Runs `hook` with the request's number (1, 2, …, counting requests that carry a bearer
+    /// token) before the token of each such request is checked: the answer waits for it, as
+    /// a slow API's would, and the hook can change the world meanwhile (rotate the token).
+    public func beforeCheckingTokens(_ hook: (@Sendable (Int) async -> Void)?) {
+        beforeCheck.withLock { $0 = hook }
     }
 
     /// Answers `/userinfo` with `status` from now on (default 200).
@@ -125,7 +147,13 @@ public final class FakeResourceServer: HTTPResponder {
         let token = String(auth.dropFirst(7))
         tokens.withLock { _ = $0.insert(token) }
         let server = authorization
+        let number = authenticatedRequests.withLock { n -> Int in
+            n += 1
+            return n
+        }
+        let hook = beforeCheck.withLock { $0 }
         Task(executorPreference: request.loop) { [self] in
+            await hook?(number)
             let valid = await server.isValid(accessToken: token)
             if !valid {
                 counters.withLock { $0.rejected += 1 }

@@ -42,7 +42,11 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
 
     /// The authorization server.
     public struct Authorization: Sendable, Codable, Equatable {
-        public var tokenEndpoint: String
+        /// The OpenID Connect issuer: at start, `tokenEndpoint` and `revocationEndpoint`
+        /// that are not set here are read from `{issuer}/.well-known/openid-configuration`.
+        public var issuer: String?
+        /// The token endpoint; required unless `issuer` is set.
+        public var tokenEndpoint: String?
         public var clientID: String?
         /// A file holding the client secret.
         public var clientSecretFile: String?
@@ -53,9 +57,11 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         /// The RFC 7009 revocation endpoint: a logout someone asked for revokes the tokens.
         public var revocationEndpoint: String?
         public init(
-            tokenEndpoint: String, clientID: String? = nil, clientSecretFile: String? = nil,
-            clientAuthentication: String? = nil, mapping: TokenEndpointMapping? = nil, revocationEndpoint: String? = nil
+            tokenEndpoint: String?, clientID: String? = nil, clientSecretFile: String? = nil,
+            clientAuthentication: String? = nil, mapping: TokenEndpointMapping? = nil, revocationEndpoint: String? = nil,
+            issuer: String? = nil
         ) {
+            self.issuer = issuer
             self.revocationEndpoint = revocationEndpoint
             self.tokenEndpoint = tokenEndpoint
             self.clientID = clientID
@@ -104,6 +110,15 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     public var loops: Int?
     /// Refresh this many seconds before expiry (default 30).
     public var refreshSkewSeconds: Int?
+    /// When to refresh before expiry: seconds (`30`) or a share of the lifetime (`"50%"`).
+    /// Takes the place of `refreshSkewSeconds`; set one of them.
+    public var refreshLead: RefreshLead?
+    /// The most times one request is replayed after its token was rejected (default 3;
+    /// 0 turns replays off).
+    public var maxReplays: Int?
+    /// How long a call to the token endpoint may take, in seconds (default 10): a request
+    /// waiting on a refresh waits at most this long before the replay.
+    public var tokenEndpointTimeoutSeconds: Int?
     /// Request bodies up to this size are kept for a replay (default 1 MiB).
     public var replayLimitBytes: Int?
     /// A CA bundle for TLS upstreams and the token endpoint.
@@ -191,6 +206,17 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
             throw ConfigurationError("adminTokenFile is required (or set adminTokenDisabled: true explicitly)")
         }
         if routes.isEmpty { throw ConfigurationError("routes must name at least one route") }
+        if let lead = refreshLead {
+            if refreshSkewSeconds != nil { throw ConfigurationError("refreshLead and refreshSkewSeconds: set only one") }
+            if let problem = lead.problem { throw ConfigurationError("refreshLead \(problem)") }
+        }
+        if let n = refreshSkewSeconds, !(0...86_400).contains(n) {
+            throw ConfigurationError("refreshSkewSeconds must be 0…86400")
+        }
+        if let n = maxReplays, !(0...10).contains(n) { throw ConfigurationError("maxReplays must be 0…10") }
+        if let n = tokenEndpointTimeoutSeconds, !(1...300).contains(n) {
+            throw ConfigurationError("tokenEndpointTimeoutSeconds must be 1…300")
+        }
         var names: Set<String> = [Self.defaultSession]
         for (i, session) in (sessions ?? []).enumerated() {
             guard Self.isValidSessionName(session.name), session.name != Self.defaultSession else {
@@ -233,8 +259,13 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         if let method = a.clientAuthentication, !["basic", "post", "none"].contains(method) {
             throw ConfigurationError("\(field).clientAuthentication must be basic, post or none")
         }
-        if !isHTTPURL(a.tokenEndpoint) {
-            throw ConfigurationError("\(field).tokenEndpoint must be an http or https URL")
+        if let issuer = a.issuer, !OIDCDiscovery.isValidIssuer(issuer) {
+            throw ConfigurationError("\(field).issuer must be an http or https URL without query or fragment")
+        }
+        if let t = a.tokenEndpoint {
+            if !isHTTPURL(t) { throw ConfigurationError("\(field).tokenEndpoint must be an http or https URL") }
+        } else if a.issuer == nil {
+            throw ConfigurationError("\(field).tokenEndpoint is required (or set \(field).issuer to discover it)")
         }
         if let r = a.revocationEndpoint, !isHTTPURL(r) {
             throw ConfigurationError("\(field).revocationEndpoint must be an http or https URL")

@@ -89,27 +89,40 @@ public final class GatewayService: Sendable {
         if let s = c.connectTimeoutSeconds { upstreamConfig.connectTimeout = .seconds(s) }
         if let s = c.upstreamTimeoutSeconds { upstreamConfig.totalTimeout = .seconds(s) }
         let home = group.loops[0]
-        let tokenClient = await UpstreamClient.make(on: home, configuration: upstreamConfig)
+        // The token endpoint has its own, shorter timeout: a request waiting on a refresh
+        // waits at most this long, then is replayed or answered.
+        var tokenConfig = upstreamConfig
+        tokenConfig.totalTimeout = .seconds(c.tokenEndpointTimeoutSeconds ?? 10)
+        let tokenClient = await UpstreamClient.make(on: home, configuration: tokenConfig)
+        let replayRule = ReplayRule(maxReplays: c.maxReplays ?? 3)
+        let discovery = IssuerDiscovery(transport: CurlTransport(client: tokenClient), logger: logger)
         let rejectionPolicy = c.upstreamRejection ?? UpstreamRejectionPolicy()
         try FileManager.default.createDirectory(atPath: c.stateDirectory, withIntermediateDirectories: true)
         let tokenStore = try EncryptedFileTokenStore(directory: c.stateDirectory, key: secrets.storeKey)
         let stateStore = try FileSessionStateStore(directory: c.stateDirectory)
         var sessionConfig = sessionConfiguration ?? AuthActor.Configuration()
         if let skew = c.refreshSkewSeconds { sessionConfig.skew = .seconds(skew) }
+        switch c.refreshLead {
+        case .seconds(let s)?: sessionConfig.skew = .seconds(s)
+        case .percent(let p)?: sessionConfig.leadFraction = Double(p) / 100
+        case nil: break
+        }
         let metrics = GatewayMetrics()
         var sessions: [String: GatewaySession] = [:]
         for s in c.allSessions {
+            let field = s.name == GatewayConfiguration.defaultSession ? "authorization" : "sessions[\(s.name)].authorization"
+            let authorization = try await discovery.resolve(s.authorization, field: field)
             let authentication: ClientAuthentication =
-                switch s.authorization.clientAuthentication ?? "basic" {
+                switch authorization.clientAuthentication ?? "basic" {
                 case "post": .post
                 case "none": .none
                 default: .basic
                 }
             let oauth = OAuth2Client(
                 configuration: .init(
-                    tokenEndpoint: s.authorization.tokenEndpoint, clientID: s.authorization.clientID,
+                    tokenEndpoint: authorization.tokenEndpoint ?? "", clientID: authorization.clientID,
                     clientSecret: secrets.clientSecret(for: s.name), authentication: authentication,
-                    mapping: s.authorization.mapping ?? .standard, revocationEndpoint: s.authorization.revocationEndpoint),
+                    mapping: authorization.mapping ?? .standard, revocationEndpoint: authorization.revocationEndpoint),
                 transport: CurlTransport(client: tokenClient), clock: clock)
             var sessionLogger = logger
             sessionLogger[metadataKey: "auth.session"] = "\(s.name)"
@@ -119,7 +132,7 @@ public final class GatewayService: Sendable {
             let userInfo = s.userInfo.map {
                 UserInfoProbe(
                     configuration: $0, session: actor, transport: CurlTransport(client: tokenClient), policy: rejectionPolicy,
-                    logger: sessionLogger)
+                    rule: replayRule, logger: sessionLogger)
             }
             sessions[s.name] = GatewaySession(name: s.name, actor: actor, userInfo: userInfo)
         }
@@ -157,7 +170,7 @@ public final class GatewayService: Sendable {
             routes: c.proxyRoutes, clientConfiguration: upstreamConfig,
             authentication: ProxyAuthentication(
                 sessions: sessions.mapValues(\.actor), rejectionPolicy: rejectionPolicy,
-                replayLimit: c.replayLimitBytes ?? 1 << 20),
+                replayLimit: c.replayLimitBytes ?? 1 << 20, replayRule: replayRule),
             metrics: metrics, livenessPath: c.proxyLivenessPath ?? "/livez")
         let proxyServer = HTTPServer(
             configuration: HTTPServerConfiguration(host: c.proxy.host, port: c.proxy.port), group: group,

@@ -13,17 +13,24 @@ public struct ProxyAuthentication: Sendable {
     /// Request bodies up to this size are buffered so they can be replayed after a
     /// refresh; larger (or chunked) bodies are streamed and never replayed.
     public var replayLimit: Int
+    /// When a rejected request is sent again (default: at most 3 replays).
+    public var replayRule: ReplayRule
 
     /// Creates the settings.
-    public init(session: AuthActor, rejectionPolicy: UpstreamRejectionPolicy = UpstreamRejectionPolicy(), replayLimit: Int = 1 << 20) {
-        self.init(sessions: ["default": session], rejectionPolicy: rejectionPolicy, replayLimit: replayLimit)
+    public init(
+        session: AuthActor, rejectionPolicy: UpstreamRejectionPolicy = UpstreamRejectionPolicy(), replayLimit: Int = 1 << 20,
+        replayRule: ReplayRule = ReplayRule()
+    ) {
+        self.init(
+            sessions: ["default": session], rejectionPolicy: rejectionPolicy, replayLimit: replayLimit, replayRule: replayRule)
     }
 
     /// Creates the settings for several named sessions.
     public init(
         sessions: [String: AuthActor], rejectionPolicy: UpstreamRejectionPolicy = UpstreamRejectionPolicy(),
-        replayLimit: Int = 1 << 20
+        replayLimit: Int = 1 << 20, replayRule: ReplayRule = ReplayRule()
     ) {
+        self.replayRule = replayRule
         self.sessions = sessions
         self.rejectionPolicy = rejectionPolicy
         self.replayLimit = replayLimit

@@ -9,8 +9,10 @@ import Locking
 /// On an authenticated route it is the one policy point (SEEDS rows 5, 10, 11): it
 /// attaches the session's token of generation g; when the upstream rejects that token
 /// (401 with `error="invalid_token"` or no error), it calls `refresh(after: g)` — one
-/// refresh however many requests wait — and replays the request once with the new
-/// token and its buffered body (rows 6, 9). 403 and `insufficient_scope` pass through.
+/// refresh however many requests wait — and replays the request with the new token and its
+/// buffered body (rows 6, 9), under the ``ReplayRule``: again while the token it carried has
+/// been superseded meanwhile, never twice with one generation, at most `maxReplays` times.
+/// 403 and `insufficient_scope` pass through. ``AuthenticatedExchange`` holds that path.
 public final class ReverseProxy: HTTPResponder {
     /// The routes, longest prefix first.
     public let routes: [ProxyRoute]
@@ -110,40 +112,45 @@ public final class ReverseProxy: HTTPResponder {
                 problem: GatewayProblem.make("no-session-configured", 500, "this route's session is not configured"))
             return 500
         }
-        let token: AccessToken
-        do {
-            token = try await session.token()
-        } catch {
-            return respond(error, writer)
-        }
         let replayable: Bool
         if case .buffered = request.body { replayable = true } else { replayable = false }
-        let policy = auth.rejectionPolicy
+        let path = AuthenticatedExchange(session: session, policy: auth.rejectionPolicy, rule: auth.replayRule)
         let metrics = self.metrics
         let tasks = self.tasks
-        let first = await exchange(request, route, target, writer, token: token) { status, headers in
-            guard policy.classify(status: status, wwwAuthenticate: headers[all: "www-authenticate"]) == .tokenRejected else {
-                return .forward(HTTPHeaders())
+        let name = route.session
+        do throws(AuthenticatedExchange.Failure) {
+            return try await path.run(bodyReplayable: replayable) { token, attempt in
+                if attempt.replaysSoFar > 0 { metrics.replay("replayed", session: name) }
+                let outcome = await exchange(request, route, target, writer, token: token) { status, headers in
+                    switch path.verdict(status: status, wwwAuthenticate: headers[all: "www-authenticate"], attempt: attempt) {
+                    case .deliver:
+                        return .forward(HTTPHeaders())
+                    case .replay:
+                        return .intercept
+                    case .passThrough(let reason):
+                        metrics.replay(reason.rawValue, session: name)
+                        if reason == .bodyStreamed {
+                            // The body went upstream as it arrived and cannot be sent again:
+                            // still refresh, so the next request gets a new token.
+                            tasks.start(on: nil) { _ = try? await session.refresh(after: attempt.generation) }
+                        }
+                        var extra = HTTPHeaders()
+                        extra.add(name: "AuthGate-Replay", value: reason.headerValue)
+                        return .forward(extra)
+                    }
+                }
+                if case .intercepted = outcome { return .replay }
+                return .done(outcome.status)
             }
-            if replayable { return .intercept }
-            // The body went upstream as it arrived and cannot be sent again: pass the
-            // 401 on, say why, and still refresh so the next request gets a new token.
-            metrics.replay("skipped_body_streamed", session: route.session)
-            tasks.start(on: nil) { _ = try? await session.refresh(after: token.generation) }
-            var extra = HTTPHeaders()
-            extra.add(name: "AuthGate-Replay", value: "skipped; the request body was streamed and cannot be replayed")
-            return .forward(extra)
-        }
-        guard case .intercepted = first else { return first.status }
-        let fresh: AccessToken
-        do {
-            fresh = try await session.refresh(after: token.generation)
         } catch {
-            metrics.replay("refresh_failed", session: route.session)
-            return respond(error, writer)
+            switch error {
+            case .token(let error):
+                return respond(error, writer)
+            case .refresh(let error):
+                metrics.replay("refresh_failed", session: name)
+                return respond(error, writer)
+            }
         }
-        metrics.replay("replayed", session: route.session)
-        return await exchange(request, route, target, writer, token: fresh, decide: nil).status
     }
 
     private func respond(_ error: any Error, _ writer: ResponseWriter) -> Int {

@@ -7,9 +7,10 @@ import Locking
 ///
 /// - 2xx: ``Registration/signedUp``.
 /// - a status in ``Configuration/needsSignUpStatuses`` (default 404): ``Registration/needsSignUp``.
-/// - a rejected token (by the gateway's ``UpstreamRejectionPolicy``): refreshed once, as on
-///   the proxy path; rejected again, the session is logged out (`user_info_rejected`) and
-///   its tokens are cleared, as the app clears them.
+/// - a rejected token (by the gateway's ``UpstreamRejectionPolicy``): refreshed and replayed
+///   on the proxy's own path (``AuthenticatedExchange``, ``ReplayRule``); a freshly refreshed
+///   token rejected again logs the session out (`user_info_rejected`) and clears its
+///   tokens, as the app clears them.
 /// - anything else (403, 5xx, no answer): ``Registration/pending``; the session is kept,
 ///   `/readyz` says why it is not ready, and the call is retried with backoff. A network
 ///   error never logs anyone out (REFERENCES.md item 8).
@@ -52,14 +53,16 @@ public final class UserInfoProbe: Sendable {
     private let session: AuthActor
     private let transport: any HTTPTransport
     private let policy: UpstreamRejectionPolicy
+    private let rule: ReplayRule
     private let logger: Logger
     private let state = Locked(State())
 
     /// Creates a probe for `session`, asking through `transport`.
     public init(
         configuration: Configuration, session: AuthActor, transport: any HTTPTransport, policy: UpstreamRejectionPolicy,
-        logger: Logger
+        rule: ReplayRule = ReplayRule(), logger: Logger
     ) {
+        self.rule = rule
         self.configuration = configuration
         self.session = session
         self.transport = transport
@@ -166,38 +169,41 @@ public final class UserInfoProbe: Sendable {
         case retry(String)
     }
 
-    /// One call, with one refresh and replay when the token is rejected.
+    /// One call, made on the proxy's path (``AuthenticatedExchange``): a rejected token is
+    /// refreshed and the call replayed under the same ``ReplayRule``; the current, freshly
+    /// refreshed token rejected again means the account's token is refused.
     private func ask() async -> Outcome {
-        var token: AccessToken
-        do {
-            token = try await session.token()
+        let path = AuthenticatedExchange(session: session, policy: policy, rule: rule)
+        let transport = self.transport
+        let configuration = self.configuration
+        do throws(AuthenticatedExchange.Failure) {
+            return try await path.run(bodyReplayable: true) { token, attempt -> AuthenticatedExchange.Step<Outcome> in
+                let response: HTTPResponseValue
+                do {
+                    response = try await transport.send(
+                        HTTPRequestValue(
+                            method: "GET", url: configuration.url,
+                            headers: [("Authorization", token.authorizationHeaderValue), ("Accept", "application/json")]))
+                } catch {
+                    return .done(.retry("no answer"))
+                }
+                if (200..<300).contains(response.status) { return .done(.answered(.signedUp)) }
+                if (configuration.needsSignUpStatuses ?? [404]).contains(response.status) {
+                    return .done(.answered(.needsSignUp))
+                }
+                let challenges = response.headers.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value)
+                switch path.verdict(status: response.status, wwwAuthenticate: challenges, attempt: attempt) {
+                case .replay: return .replay
+                case .passThrough(.currentTokenRejected): return .done(.rejected(status: response.status))
+                case .passThrough(.noSession): return .done(.noSession)
+                case .deliver, .passThrough: return .done(.retry("HTTP \(response.status)"))
+                }
+            }
         } catch {
-            return Self.outcome(of: error)
-        }
-        for attempt in 0..<2 {
-            let response: HTTPResponseValue
-            do {
-                response = try await transport.send(
-                    HTTPRequestValue(
-                        method: "GET", url: configuration.url,
-                        headers: [("Authorization", "\(token.tokenType) \(token.value)"), ("Accept", "application/json")]))
-            } catch {
-                return .retry("no answer")
-            }
-            if (200..<300).contains(response.status) { return .answered(.signedUp) }
-            if (configuration.needsSignUpStatuses ?? [404]).contains(response.status) { return .answered(.needsSignUp) }
-            let challenges = response.headers.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value)
-            guard policy.classify(status: response.status, wwwAuthenticate: challenges) == .tokenRejected else {
-                return .retry("HTTP \(response.status)")
-            }
-            if attempt == 1 { return .rejected(status: response.status) }
-            do {
-                token = try await session.refresh(after: token.generation)
-            } catch {
-                return Self.outcome(of: error)
+            switch error {
+            case .token(let error), .refresh(let error): return Self.outcome(of: error)
             }
         }
-        return .retry("unreachable")
     }
 
     /// A token error: transient ones are retried; the others mean the session is gone.

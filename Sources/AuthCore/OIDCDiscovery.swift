@@ -1,0 +1,101 @@
+internal import Foundation
+
+/// The endpoints an OpenID Connect provider publishes at
+/// `{issuer}/.well-known/openid-configuration` (OpenID Connect Discovery 1.0 §4, and
+/// RFC 8414 for the OAuth 2 metadata it shares).
+///
+/// Parsing is pure: ``parse(_:expectedIssuer:)`` checks the document the way §4.3 asks —
+/// the `issuer` it names must be exactly the one configured — and that every endpoint it
+/// gives is an absolute http(s) URL.
+public struct OIDCDiscovery: Sendable, Equatable {
+    /// The issuer, exactly as configured.
+    public var issuer: String
+    /// `token_endpoint`.
+    public var tokenEndpoint: String
+    /// `revocation_endpoint` (RFC 7009), when the provider has one.
+    public var revocationEndpoint: String?
+    /// `introspection_endpoint` (RFC 7662), when the provider has one.
+    public var introspectionEndpoint: String?
+    /// `userinfo_endpoint`, when the provider has one.
+    public var userInfoEndpoint: String?
+    /// `authorization_endpoint`, when the provider has one.
+    public var authorizationEndpoint: String?
+
+    /// Creates a document.
+    public init(
+        issuer: String, tokenEndpoint: String, revocationEndpoint: String? = nil, introspectionEndpoint: String? = nil,
+        userInfoEndpoint: String? = nil, authorizationEndpoint: String? = nil
+    ) {
+        self.issuer = issuer
+        self.tokenEndpoint = tokenEndpoint
+        self.revocationEndpoint = revocationEndpoint
+        self.introspectionEndpoint = introspectionEndpoint
+        self.userInfoEndpoint = userInfoEndpoint
+        self.authorizationEndpoint = authorizationEndpoint
+    }
+
+    /// Why a discovery document cannot be used; the message names the field at fault and
+    /// never quotes more of the document than the issuer.
+    public struct Failure: Error, Equatable, CustomStringConvertible {
+        /// What was wrong.
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// Where the document of `issuer` lives: the issuer without a trailing `/`, then
+    /// `/.well-known/openid-configuration`.
+    public static func documentURL(forIssuer issuer: String) -> String {
+        var base = Substring(issuer)
+        while base.hasSuffix("/") { base = base.dropLast() }
+        return base + "/.well-known/openid-configuration"
+    }
+
+    /// Whether `text` can be an issuer: an absolute http(s) URL with a host and no query or
+    /// fragment (§2 of OpenID Connect Discovery).
+    public static func isValidIssuer(_ text: String) -> Bool {
+        guard isEndpoint(text), let c = URLComponents(string: text) else { return false }
+        return c.query == nil && c.fragment == nil
+    }
+
+    /// Parses the document served for `expectedIssuer`.
+    public static func parse(_ body: [UInt8], expectedIssuer: String) throws(Failure) -> OIDCDiscovery {
+        let object: [String: Any]
+        do {
+            guard let o = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+                throw Failure("the discovery document is not a JSON object")
+            }
+            object = o
+        } catch let e as Failure {
+            throw e
+        } catch {
+            throw Failure("the discovery document is not valid JSON")
+        }
+        guard let issuer = object["issuer"] as? String else { throw Failure("the discovery document has no issuer") }
+        guard issuer == expectedIssuer else {
+            throw Failure("the discovery document names another issuer (\(issuer.prefix(200))) than the one configured")
+        }
+        func endpoint(_ key: String, required: Bool) throws(Failure) -> String? {
+            guard let value = object[key], !(value is NSNull) else {
+                if required { throw Failure("the discovery document has no \(key)") }
+                return nil
+            }
+            guard let text = value as? String, isEndpoint(text) else {
+                throw Failure("the discovery document's \(key) is not an http or https URL")
+            }
+            return text
+        }
+        return OIDCDiscovery(
+            issuer: issuer, tokenEndpoint: try endpoint("token_endpoint", required: true)!,
+            revocationEndpoint: try endpoint("revocation_endpoint", required: false),
+            introspectionEndpoint: try endpoint("introspection_endpoint", required: false),
+            userInfoEndpoint: try endpoint("userinfo_endpoint", required: false),
+            authorizationEndpoint: try endpoint("authorization_endpoint", required: false))
+    }
+
+    private static func isEndpoint(_ text: String) -> Bool {
+        guard text.hasPrefix("http://") || text.hasPrefix("https://"), let c = URLComponents(string: text),
+            let host = c.host, !host.isEmpty
+        else { return false }
+        return text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+    }
+}

@@ -1,0 +1,74 @@
+public import AuthCore
+
+/// The one path of an exchange made with a session's token: token → send → classify →
+/// refresh → replay, under the ``ReplayRule``. The proxy and the user-info call both run it;
+/// only how one attempt is sent differs.
+public struct AuthenticatedExchange: Sendable {
+    /// What one attempt came to.
+    public enum Step<Result: Sendable>: Sendable {
+        /// The answer went to its caller (delivered or passed through).
+        case done(Result)
+        /// The answer was held back: send again with the token ``AuthActor/refresh(after:)``
+        /// gives for the attempt's generation.
+        case replay
+    }
+
+    /// Why ``run(bodyReplayable:send:)`` stopped without an answer.
+    public enum Failure: Error {
+        /// No token to start with (no session, or it could not be refreshed).
+        case token(any Error)
+        /// The refresh a replay needed failed (refused, unreachable, or the session ended).
+        case refresh(any Error)
+    }
+
+    /// The session whose token the exchange carries.
+    public let session: AuthActor
+    /// What counts as a rejected token.
+    public let policy: UpstreamRejectionPolicy
+    /// When a rejected exchange is sent again.
+    public let rule: ReplayRule
+
+    /// Creates the path for `session`.
+    public init(session: AuthActor, policy: UpstreamRejectionPolicy, rule: ReplayRule) {
+        self.session = session
+        self.policy = policy
+        self.rule = rule
+    }
+
+    /// The verdict on the head of an answer to `attempt`; synchronous, so it can be taken in
+    /// an upstream client's head callback before any byte of the body reaches the client.
+    public func verdict(status: Int, wwwAuthenticate: [String], attempt: ReplayRule.Attempt) -> ReplayRule.Verdict {
+        let rejected = policy.classify(status: status, wwwAuthenticate: wwwAuthenticate) == .tokenRejected
+        guard rejected else { return .deliver }
+        return rule.verdict(tokenRejected: true, attempt: attempt, current: session.tokenSnapshot, now: session.now)
+    }
+
+    /// Sends attempts until one is answered; each replay carries a newer token than the try
+    /// before it. Throws ``Failure``.
+    public func run<Result: Sendable>(
+        bodyReplayable: Bool, send: (AccessToken, ReplayRule.Attempt) async -> Step<Result>
+    ) async throws(Failure) -> Result {
+        var token: AccessToken
+        do {
+            token = try await session.token()
+        } catch {
+            throw .token(error)
+        }
+        var replays = 0
+        while true {
+            let attempt = ReplayRule.Attempt(
+                generation: token.generation, replaysSoFar: replays, bodyReplayable: bodyReplayable)
+            switch await send(token, attempt) {
+            case .done(let result):
+                return result
+            case .replay:
+                do {
+                    token = try await session.refresh(after: attempt.generation)
+                } catch {
+                    throw .refresh(error)
+                }
+                replays += 1
+            }
+        }
+    }
+}

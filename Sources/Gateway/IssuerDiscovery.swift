@@ -1,0 +1,89 @@
+public import AuthCore
+public import Logging
+
+/// Fills in an ``GatewayConfiguration/Authorization`` that names an `issuer` from the
+/// issuer's OpenID Connect discovery document, at start, before any session is restored.
+///
+/// Endpoints set explicitly in the configuration win over discovered ones. An unreachable
+/// provider (no answer, 5xx) is asked again with backoff until `patience` runs out; a
+/// document that answers but cannot be used (another issuer, no token endpoint, not JSON,
+/// 4xx) fails at once.
+public struct IssuerDiscovery: Sendable {
+    /// Why discovery failed; names the configuration field.
+    public struct Failure: Error, CustomStringConvertible {
+        /// What went wrong, with the field at fault.
+        public let description: String
+        /// Whether the provider answered with something unusable (a configuration error),
+        /// rather than not answering.
+        public let isConfigurationError: Bool
+    }
+
+    let transport: any HTTPTransport
+    let logger: Logger
+    let patience: Duration
+
+    /// Creates a resolver that asks through `transport`.
+    public init(transport: any HTTPTransport, logger: Logger, patience: Duration = .seconds(30)) {
+        self.transport = transport
+        self.logger = logger
+        self.patience = patience
+    }
+
+    /// `authorization` with its endpoints filled in; unchanged when it names no issuer.
+    public func resolve(
+        _ authorization: GatewayConfiguration.Authorization, field: String
+    ) async throws -> GatewayConfiguration.Authorization {
+        guard let issuer = authorization.issuer else { return authorization }
+        let document = try await fetch(issuer: issuer, field: field)
+        var resolved = authorization
+        if resolved.tokenEndpoint == nil { resolved.tokenEndpoint = document.tokenEndpoint }
+        if resolved.revocationEndpoint == nil { resolved.revocationEndpoint = document.revocationEndpoint }
+        logger.info(
+            "issuer discovered",
+            metadata: [
+                "auth.issuer": "\(issuer)", "auth.token_endpoint": "\(resolved.tokenEndpoint ?? "")",
+                "auth.revocation_endpoint": "\(resolved.revocationEndpoint ?? "none")",
+            ])
+        return resolved
+    }
+
+    private func fetch(issuer: String, field: String) async throws -> OIDCDiscovery {
+        let url = OIDCDiscovery.documentURL(forIssuer: issuer)
+        let deadline = ContinuousClock.now + patience
+        var delay = Duration.milliseconds(250)
+        while true {
+            let problem: String
+            do {
+                let response = try await transport.send(
+                    HTTPRequestValue(method: "GET", url: url, headers: [("Accept", "application/json")]))
+                switch response.status {
+                case 200:
+                    do {
+                        return try OIDCDiscovery.parse(response.body, expectedIssuer: issuer)
+                    } catch {
+                        throw Failure(description: "\(field).issuer: \(error) (\(url))", isConfigurationError: true)
+                    }
+                case 500...599, 429:
+                    problem = "HTTP \(response.status)"
+                default:
+                    throw Failure(
+                        description: "\(field).issuer: \(url) answered HTTP \(response.status)", isConfigurationError: true)
+                }
+            } catch let failure as Failure {
+                throw failure
+            } catch {
+                problem = "no answer"
+            }
+            guard ContinuousClock.now + delay < deadline else {
+                throw Failure(
+                    description: "\(field).issuer: the discovery document at \(url) could not be fetched (\(problem))",
+                    isConfigurationError: false)
+            }
+            logger.notice(
+                "issuer discovery failed; retrying",
+                metadata: ["auth.issuer": "\(issuer)", "error": "\(problem)", "retry.ms": "\(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)"])
+            try await Task.sleep(for: delay)
+            delay = min(delay * 2, .seconds(4))
+        }
+    }
+}

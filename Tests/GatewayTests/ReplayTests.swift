@@ -1,0 +1,111 @@
+import AuthCore
+import AuthGateTesting
+import Foundation
+import Gateway
+import Testing
+
+/// The replay rule end to end, against a fake authorization server that revokes the
+/// previous access token when it rotates (as real servers do) and an API whose answer waits
+/// on a hook, so that rotations happen while a request is at the API — deterministically.
+@Suite struct ReplayTests {
+    var revoking: FakeAuthorizationServer.Configuration {
+        var c = FakeAuthorizationServer.Configuration()
+        c.revokesPreviousAccessTokens = true
+        return c
+    }
+
+    /// Rotates the gateway's session (one refresh at the authorization server).
+    static func rotate(_ stack: Stack) async {
+        guard let session = stack.gateway.withLock({ $0?.session }), let g = session.tokenSnapshot?.generation else { return }
+        _ = try? await session.refresh(after: g)
+    }
+
+    @Test func aReplayRejectedBecauseItsTokenWasRotatedMeanwhileIsReplayedAgain() async throws {
+        try await Stack.run(fake: revoking) { stack in
+            try await stack.startGateway()
+            #expect(try await stack.loginAlice().status == 200)
+            // The first try and the first replay each meet a rotation while at the API.
+            stack.api.beforeCheckingTokens { n in if n <= 2 { await Self.rotate(stack) } }
+            let r = try await stack.proxy("POST", "/api/orders", headers: ["Content-Type: text/plain"], body: "twelve bytes")
+            #expect(r.status == 200, "\(r.status) \(r.text)")
+            #expect(Stack.json(r)["body_bytes"] as? Int == 12)
+            #expect(stack.api.statistics.rejected == 2)
+            let stats = await stack.authorization.statistics
+            #expect(stats.refreshes == 2, "only the two rotations: the stale 401s refreshed nothing")
+            #expect(stats.reuseDetections == 0)
+            let metrics = try await stack.admin("GET", "/metrics").text
+            #expect(metrics.contains(#"authgate_replays_total{session="default",outcome="replayed"} 2"#))
+        }
+    }
+
+    @Test func replaysStopAtMaxReplaysAndTheClientIsToldWhy() async throws {
+        try await Stack.run(fake: revoking) { stack in
+            try await stack.startGateway { $0.maxReplays = 2 }
+            #expect(try await stack.loginAlice().status == 200)
+            stack.api.beforeCheckingTokens { _ in await Self.rotate(stack) }
+            let r = try await stack.proxy("GET", "/api/orders")
+            #expect(r.status == 401)
+            #expect(r.header("AuthGate-Replay")?.hasPrefix("exhausted") == true)
+            #expect(stack.api.statistics.rejected == 3, "the first try and two replays")
+            let metrics = try await stack.admin("GET", "/metrics").text
+            #expect(metrics.contains(#"authgate_replays_total{session="default",outcome="replay_limit"} 1"#))
+        }
+    }
+
+    @Test func aFreshlyRefreshedTokenRejectedAgainPassesThroughWithoutAnotherRefresh() async throws {
+        try await Stack.run(fake: revoking) { stack in
+            try await stack.startGateway()
+            #expect(try await stack.loginAlice().status == 200)
+            // The API revokes every access token before checking: even a just-refreshed one.
+            let authorization = stack.authorization
+            stack.api.beforeCheckingTokens { _ in await authorization.revokeAccessTokens() }
+            let r = try await stack.proxy("GET", "/api/orders")
+            #expect(r.status == 401)
+            #expect(r.header("AuthGate-Replay")?.contains("freshly refreshed") == true)
+            #expect(await stack.authorization.statistics.refreshes == 1, "one refresh, never a loop")
+            #expect(stack.api.statistics.rejected == 2)
+            let status = Stack.json(try await stack.admin("GET", "/auth/session"))
+            #expect(status["state"] as? String == "logged_in", "a rejected fresh token is not a reason to log out")
+        }
+    }
+
+    @Test func aProactiveRefreshAtHalfLifeFailsNoRequestInFlightWithTheOldToken() async throws {
+        var fake = revoking
+        fake.accessTokenLifetime = .seconds(2)
+        try await Stack.run(fake: fake) { stack in
+            try await stack.startGateway(session: AuthActor.Configuration(jitter: .zero, leadFraction: 0.5))
+            #expect(try await stack.loginAlice().status == 200)
+            // The first request waits at the API until its token is due, then a second request
+            // takes the token (refreshing it early, which revokes the first one's).
+            stack.api.beforeCheckingTokens { n in
+                guard n == 1, let session = stack.gateway.withLock({ $0?.session }) else { return }
+                while let s = session.tokenSnapshot, !s.isDue(at: session.now) { try? await Task.sleep(for: .milliseconds(20)) }
+                _ = try? await session.token()
+            }
+            let r = try await stack.proxy("GET", "/api/orders")
+            #expect(r.status == 200, "\(r.status) \(r.text)")
+            let stats = await stack.authorization.statistics
+            #expect(stats.refreshes == 1)
+            #expect(stats.reuseDetections == 0)
+            #expect(stack.api.statistics.rejected == 1, "the in-flight request met the revocation and was replayed")
+        }
+    }
+
+    @Test func theUserInfoCallReplaysASupersededTokenLikeTheProxy() async throws {
+        try await Stack.run(fake: revoking) { stack in
+            let port = stack.apiServer.port
+            try await stack.startGateway { $0.userInfo = .init(url: "http://127.0.0.1:\(port)/userinfo") }
+            stack.api.beforeCheckingTokens { n in if n <= 2 { await Self.rotate(stack) } }
+            #expect(try await stack.loginAlice().status == 200)
+            var registration: String?
+            for _ in 0..<200 {
+                registration = Stack.json(try await stack.admin("GET", "/auth/session"))["registration"] as? String
+                if registration != "pending" && registration != nil { break }
+                try await Task.sleep(for: .milliseconds(25))
+            }
+            #expect(registration == "signed_up")
+            #expect(stack.api.statistics.rejected == 2)
+            #expect(Stack.json(try await stack.admin("GET", "/auth/session"))["state"] as? String == "logged_in")
+        }
+    }
+}
