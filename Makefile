@@ -1,14 +1,15 @@
 # AuthGate — the two commands a newcomer needs, and the pieces CI runs.
 #   make dev    run AuthGate in development mode on 127.0.0.1
 #   make test   build and run every test: unit and integration (swift test), the parser
-#               fuzzer, the OpenAPI checks against a live server, then ASan and TSan runs
+#               fuzzer, the OpenAPI checks against a live server, the interop suite against
+#               real authorization servers, then ASan and TSan runs
 
 SWIFT ?= swift
 FUZZ_SECONDS ?= 60
 # Sanitizer runs: set SANITIZERS="" to skip, or to "address" for only ASan.
 SANITIZERS ?= address thread
 
-.PHONY: deps dev build test unit fuzz openapi sanitize bench clean
+.PHONY: deps dev build test unit fuzz openapi interop sanitize bench clean
 
 deps:
 	@scripts/install-deps
@@ -31,10 +32,13 @@ openapi: deps
 	scripts/check-openapi
 	scripts/check-deploy
 
+interop: deps
+	scripts/interop/suite
+
 sanitize: deps
 	scripts/sanitize $(SANITIZERS)
 
-test: unit fuzz openapi sanitize
+test: unit fuzz openapi interop sanitize
 
 bench: deps
 	scripts/bench-server

@@ -42,12 +42,20 @@ struct Serve: ParsableCommand {
         _ = SignalWaiter(SIGINT, SIGTERM)
         let logger = Logger(label: "authgate")
         let runner = GatewayRunner(configuration: configuration, secrets: secrets, logger: logger)
-        try runBlocking {
-            let group = ServiceGroup(
-                configuration: .init(
-                    services: [.init(service: runner)], gracefulShutdownSignals: [.sigterm, .sigint],
-                    cancellationSignals: [], logger: logger))
-            try await group.run()
+        do {
+            try runBlocking {
+                let group = ServiceGroup(
+                    configuration: .init(
+                        services: [.init(service: runner)], gracefulShutdownSignals: [.sigterm, .sigint],
+                        cancellationSignals: [], logger: logger))
+                try await group.run()
+            }
+        } catch let failure as IssuerDiscovery.Failure {
+            // A provider that answered with something unusable is a configuration error (78);
+            // one that did not answer in time is unavailable (69, EX_UNAVAILABLE).
+            let kind = failure.isConfigurationError ? "configuration error" : "unavailable"
+            FileHandle.standardError.write(Data("authgate: \(kind): \(failure)\n".utf8))
+            throw ExitCode(failure.isConfigurationError ? 78 : 69)
         }
     }
 }

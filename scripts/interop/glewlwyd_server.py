@@ -1,0 +1,690 @@
+#!/usr/bin/env python3
+"""Drive a real glewlwyd (Debian package `glewlwyd`, 2.7.x) OAuth2/OIDC
+authorization server unattended on loopback, for the interop suite.
+
+Usage:
+  glewlwyd_server.py start --dir DIR --port PORT [--access-ttl S] [--refresh-ttl S]
+      writes DIR/glewlwyd.conf + DIR/glewlwyd.sqlite3 (from the schema the
+      package ships), starts glewlwyd bound to 127.0.0.1:PORT (pid in
+      DIR/glewlwyd.pid, log in DIR/glewlwyd.log), configures it through its
+      admin REST API and prints ONE JSON object describing it on stdout
+      (also saved as DIR/info.json).
+  glewlwyd_server.py code --dir DIR --verifier V
+      logs alice in (cookie jar), grants consent, GETs the authorization
+      endpoint with the S256 challenge of V and prints the `code`.
+  glewlwyd_server.py stop --dir DIR
+      TERM, then KILL after a few seconds; always exits 0.
+
+Importable: start(dir, port, access_ttl=4, refresh_ttl=...) -> dict,
+code(info, verifier) -> str, stop(dir).
+
+Stdlib only.  Needs the Debian packages `glewlwyd` (which pulls `sqlite3`)
+and `openssl` (RSA signing key; falls back to HS256 when absent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import gzip
+import hashlib
+import http.cookiejar
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+GLEWLWYD_BIN = "/usr/bin/glewlwyd"
+LIB_DIR = "/usr/lib/glewlwyd"
+SCHEMA_CANDIDATES = [
+    # Full init: all tables + default admin/password user, scopes, modules.
+    "/usr/share/doc/glewlwyd/database/init.sqlite3.sql.gz",
+    "/usr/share/doc/glewlwyd/database/init.sqlite3.sql",
+]
+
+ADMIN_USER = "admin"
+ADMIN_PASSWORD = "password"  # set by the package's init.sqlite3.sql
+PLUGIN_NAME = "oidc"
+CLIENT_ID = "authgate"
+RS_CLIENT_ID = "resource-server"
+USERNAME = "alice"
+PASSWORD = "wonderland"
+SCOPE = "api"
+INTROSPECT_SCOPE = "introspect"
+REDIRECT_URI = "http://127.0.0.1/callback"
+
+HTTP_TIMEOUT = 10.0
+START_TIMEOUT = 20.0
+
+
+class GlewlwydError(RuntimeError):
+    pass
+
+
+def _log(msg: str) -> None:
+    print(f"[glewlwyd_server] {msg}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------
+# HTTP helpers (stdlib). Redirects are never followed.
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+def _opener(jar: http.cookiejar.CookieJar | None = None):
+    handlers = [_NoRedirect()]
+    if jar is not None:
+        handlers.append(urllib.request.HTTPCookieProcessor(jar))
+    # Never use a proxy for loopback.
+    handlers.append(urllib.request.ProxyHandler({}))
+    return urllib.request.build_opener(*handlers)
+
+
+def _request(opener, method: str, url: str, *, json_body=None, form=None,
+             basic: tuple[str, str] | None = None, headers=None,
+             timeout: float = HTTP_TIMEOUT):
+    """Returns (status, headers, body_bytes). Never raises on HTTP status."""
+    data = None
+    hdrs = dict(headers or {})
+    if json_body is not None:
+        data = json.dumps(json_body).encode()
+        hdrs["Content-Type"] = "application/json"
+    elif form is not None:
+        data = urllib.parse.urlencode(form).encode()
+        hdrs["Content-Type"] = "application/x-www-form-urlencoded"
+    if basic is not None:
+        tok = base64.b64encode(f"{basic[0]}:{basic[1]}".encode()).decode()
+        hdrs["Authorization"] = f"Basic {tok}"
+    req = urllib.request.Request(url, data=data, method=method, headers=hdrs)
+    try:
+        with opener.open(req, timeout=timeout) as resp:
+            return resp.status, resp.headers, resp.read()
+    except urllib.error.HTTPError as e:
+        body = e.read() if e.fp is not None else b""
+        return e.code, e.headers, body
+
+
+def _expect(status, body, ok, what):
+    if status not in ok:
+        raise GlewlwydError(
+            f"{what}: HTTP {status}: {body[:500].decode('utf-8', 'replace')}")
+
+
+# --------------------------------------------------------------------------
+# Process management
+
+
+def _paths(d: str) -> dict:
+    d = os.path.abspath(d)
+    return {
+        "dir": d,
+        "conf": os.path.join(d, "glewlwyd.conf"),
+        "db": os.path.join(d, "glewlwyd.sqlite3"),
+        "pid": os.path.join(d, "glewlwyd.pid"),
+        "log": os.path.join(d, "glewlwyd.log"),
+        "stdout": os.path.join(d, "glewlwyd.stdout.log"),
+        "info": os.path.join(d, "info.json"),
+        "key": os.path.join(d, "signing-key.pem"),
+        "pub": os.path.join(d, "signing-pub.pem"),
+    }
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # Zombie? (our own child not yet reaped)
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().split(")")[-1].split()[0] == "Z":
+                return False
+    except OSError:
+        pass
+    return True
+
+
+def _read_pid(d: str) -> int | None:
+    try:
+        with open(_paths(d)["pid"]) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def stop(dir: str, timeout: float = 5.0) -> None:  # noqa: A002 - interface name
+    """TERM, then KILL after `timeout` seconds. Never raises."""
+    p = _paths(dir)
+    pid = _read_pid(dir)
+    if pid is None:
+        return
+    try:
+        # Only signal it if it is really glewlwyd (pid reuse guard).
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            comm = None
+        if comm is not None and comm != "glewlwyd":
+            _log(f"pid {pid} is '{comm}', not glewlwyd; not signalling it")
+        elif _pid_alive(pid):
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and _pid_alive(pid):
+                _reap(pid)
+                time.sleep(0.05)
+            if _pid_alive(pid):
+                _log(f"glewlwyd pid {pid} ignored SIGTERM, sending SIGKILL")
+                os.kill(pid, signal.SIGKILL)
+                deadline = time.monotonic() + 3
+                while time.monotonic() < deadline and _pid_alive(pid):
+                    _reap(pid)
+                    time.sleep(0.05)
+    except (ProcessLookupError, PermissionError):
+        pass
+    except Exception as e:  # stop must always succeed
+        _log(f"stop: {e}")
+    finally:
+        try:
+            os.unlink(p["pid"])
+        except OSError:
+            pass
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    except OSError:
+        pass
+
+
+def _port_free(port: int) -> bool:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+# --------------------------------------------------------------------------
+# Setup
+
+
+def _load_schema() -> str:
+    for path in SCHEMA_CANDIDATES:
+        if os.path.exists(path):
+            if path.endswith(".gz"):
+                with gzip.open(path, "rt", encoding="utf-8") as f:
+                    return f.read()
+            with open(path, encoding="utf-8") as f:
+                return f.read()
+    raise GlewlwydError(
+        "glewlwyd sqlite schema not found (looked for "
+        + ", ".join(SCHEMA_CANDIDATES)
+        + "); is the Debian package `glewlwyd` installed?")
+
+
+def _create_db(path: str) -> None:
+    if os.path.exists(path):
+        os.unlink(path)
+    con = sqlite3.connect(path)
+    try:
+        # One transaction and no fsync per statement: ~3 s -> ~0.05 s.
+        con.execute("PRAGMA synchronous=OFF")
+        con.executescript("BEGIN;\n" + _load_schema() + "\nCOMMIT;")
+        con.execute("PRAGMA synchronous=FULL")
+        n = con.execute("SELECT COUNT(*) FROM g_user WHERE gu_username=?",
+                        (ADMIN_USER,)).fetchone()[0]
+        if n != 1:
+            raise GlewlwydError("schema did not create the default admin user")
+    finally:
+        con.close()
+
+
+def _write_conf(p: dict, port: int) -> str:
+    external = f"http://127.0.0.1:{port}"
+    # NB: do NOT write `use_secure_connection=false`: glewlwyd 2.7.5 then
+    # insists on secure_connection_*_file and exits. Omitted == plain HTTP.
+    conf = f"""# generated by scripts/interop/glewlwyd_server.py -- loopback only
+port={port}
+bind_address="127.0.0.1"
+external_url="{external}"
+login_url="login.html"
+api_prefix="api"
+allow_origin="*"
+log_mode="file"
+log_level="INFO"
+log_file="{p['log']}"
+cookie_secure=0
+cookie_same_site="empty"
+session_expiration=86400
+session_key="GLEWLWYD2_SESSION_ID"
+admin_session_authentication="cookie"
+profile_session_authentication="cookie"
+allow_multiple_user_per_session=true
+login_api_enabled=true
+plugin_api_run_enabled=""
+add_x_frame_option_header_deny=true
+admin_scope="g_admin"
+profile_scope="g_profile"
+user_module_path="{LIB_DIR}/user"
+client_module_path="{LIB_DIR}/client"
+user_auth_scheme_module_path="{LIB_DIR}/scheme"
+plugin_module_path="{LIB_DIR}/plugin"
+hash_algorithm="SHA512"
+database =
+{{
+  type = "sqlite3"
+  path = "{p['db']}"
+}};
+"""
+    with open(p["conf"], "w") as f:
+        f.write(conf)
+    return external
+
+
+def _make_rsa_key(p: dict) -> tuple[str, str] | None:
+    openssl = shutil.which("openssl")
+    if not openssl:
+        return None
+    try:
+        subprocess.run([openssl, "genpkey", "-algorithm", "RSA", "-pkeyopt",
+                        "rsa_keygen_bits:2048", "-out", p["key"]],
+                       check=True, capture_output=True, timeout=60)
+        subprocess.run([openssl, "pkey", "-in", p["key"], "-pubout",
+                        "-out", p["pub"]],
+                       check=True, capture_output=True, timeout=60)
+        with open(p["key"]) as f:
+            key = f.read()
+        with open(p["pub"]) as f:
+            pub = f.read()
+        return key, pub
+    except (subprocess.SubprocessError, OSError) as e:
+        _log(f"openssl key generation failed ({e}); falling back to HS256")
+        return None
+
+
+def _wait_ready(base: str, pid: int, p: dict, timeout: float) -> None:
+    op = _opener()
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        if not _pid_alive(pid):
+            _reap(pid)
+            raise GlewlwydError(
+                "glewlwyd exited during startup; stdout/stderr:\n"
+                + _tail(p["stdout"]) + "\nlog:\n" + _tail(p["log"]))
+        try:
+            st, _, _ = _request(op, "GET", f"{base}/config/", timeout=2)
+            if st == 200:
+                return
+            last = f"HTTP {st}"
+        except (urllib.error.URLError, OSError) as e:
+            last = str(e)
+        time.sleep(0.05)
+    raise GlewlwydError(
+        f"glewlwyd did not answer on {base}/config/ within {timeout}s "
+        f"(last: {last}); log:\n" + _tail(p["log"]))
+
+
+def _tail(path: str, n: int = 30) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+    except OSError:
+        return "(no file)"
+
+
+def _admin_session(api: str):
+    jar = http.cookiejar.CookieJar()
+    op = _opener(jar)
+    st, _, body = _request(op, "POST", f"{api}/auth/",
+                           json_body={"username": ADMIN_USER,
+                                      "password": ADMIN_PASSWORD})
+    _expect(st, body, (200,), "admin login")
+    return op
+
+
+def _configure(api: str, issuer_port: int, access_ttl: int, refresh_ttl: int,
+               p: dict) -> dict:
+    op = _admin_session(api)
+    client_secret = "authgate-" + secrets.token_hex(12)
+    rs_secret = "rs-" + secrets.token_hex(12)
+    issuer = f"http://127.0.0.1:{issuer_port}/api/{PLUGIN_NAME}"
+
+    def call(method, path, body, what, ok=(200,)):
+        st, _, resp = _request(op, method, f"{api}{path}", json_body=body)
+        _expect(st, resp, ok, what)
+        return resp
+
+    for name, desc in ((SCOPE, "Interop API scope"),
+                       (INTROSPECT_SCOPE, "Token introspection/revocation")):
+        call("POST", "/scope/", {
+            "name": name, "display_name": name, "description": desc,
+            "password_required": True, "password_max_age": 0, "scheme": {},
+        }, f"create scope {name}")
+
+    key = _make_rsa_key(p)
+    if key is not None:
+        sign = {"jwt-type": "rsa", "jwt-key-size": "256",
+                "key": key[0], "cert": key[1]}
+        alg = "RS256"
+    else:
+        sign = {"jwt-type": "sha", "jwt-key-size": "256",
+                "key": secrets.token_hex(32)}
+        alg = "HS256"
+
+    params = {
+        "iss": issuer,
+        **sign,
+        "access-token-duration": access_ttl,
+        "refresh-token-duration": refresh_ttl,
+        "code-duration": 600,
+        # Rotation: every refresh_token grant disables the presented refresh
+        # token and returns a new one; reuse of a disabled one breaks the
+        # chain (the newest refresh token of the chain is disabled too).
+        "refresh-token-one-use": "always",
+        "refresh-token-rolling": True,
+        "allow-non-oidc": True,  # password / client_credentials / no openid
+        "auth-type-code-enabled": True,
+        "auth-type-code-revoke-replayed": True,
+        "auth-type-token-enabled": False,
+        "auth-type-password-enabled": True,
+        "auth-type-client-enabled": True,
+        "auth-type-refresh-enabled": True,
+        "auth-type-device-enabled": False,
+        "pkce-allowed": True,
+        "pkce-method-plain-allowed": False,
+        "introspection-revocation-allowed": True,
+        # client_id/secret (HTTP Basic) may call /introspect and /revoke ...
+        "introspection-revocation-allow-target-client": True,
+        # ... and so may a Bearer access token carrying scope `introspect`.
+        "introspection-revocation-auth-scope": [INTROSPECT_SCOPE],
+        "jwks-show": True,
+        "subject-type": "public",
+        "scope": [],
+        "claims": [],
+        "name-claim": "on-demand",
+        "email-claim": "no",
+        "address-claim": {"type": "no"},
+    }
+    call("POST", "/mod/plugin/", {
+        "module": "oidc", "name": PLUGIN_NAME, "display_name": "Interop OIDC",
+        "enabled": True, "parameters": params,
+    }, "create oidc plugin instance")
+
+    call("POST", "/user/", {
+        "username": USERNAME, "name": "Alice", "email": "",
+        "password": PASSWORD, "scope": [SCOPE, "openid"], "enabled": True,
+    }, f"create user {USERNAME}")
+
+    call("POST", "/client/", {
+        "client_id": CLIENT_ID, "name": "AuthGate", "description": "interop",
+        "client_secret": client_secret, "confidential": True, "enabled": True,
+        "redirect_uri": [REDIRECT_URI],
+        "authorization_type": ["code", "password", "client_credentials",
+                               "refresh_token", "delete_token"],
+        "token_endpoint_auth_method": ["client_secret_basic",
+                                       "client_secret_post"],
+        "scope": [SCOPE],
+    }, f"create client {CLIENT_ID}")
+
+    call("POST", "/client/", {
+        "client_id": RS_CLIENT_ID, "name": "Resource server",
+        "description": "introspection", "client_secret": rs_secret,
+        "confidential": True, "enabled": True, "redirect_uri": [],
+        "authorization_type": ["client_credentials"],
+        "token_endpoint_auth_method": ["client_secret_basic"],
+        "scope": [INTROSPECT_SCOPE],
+    }, f"create client {RS_CLIENT_ID}")
+
+    return {"issuer": issuer, "client_secret": client_secret,
+            "rs_secret": rs_secret, "alg": alg}
+
+
+def _check_discovery(url: str) -> dict:
+    st, _, body = _request(_opener(), "GET", url)
+    _expect(st, body, (200,), "discovery")
+    doc = json.loads(body)
+    for k in ("token_endpoint", "authorization_endpoint",
+              "revocation_endpoint", "introspection_endpoint", "jwks_uri"):
+        if k not in doc:
+            raise GlewlwydError(f"discovery document lacks {k}: {doc}")
+    return doc
+
+
+def start(dir: str, port: int, access_ttl: int = 4,  # noqa: A002
+          refresh_ttl: int = 1209600) -> dict:
+    """Create config + db in `dir`, start glewlwyd on 127.0.0.1:`port`,
+    configure it and return the info dict (also written to dir/info.json)."""
+    if access_ttl < 1:
+        raise GlewlwydError("access_ttl must be >= 1 (glewlwyd minimum)")
+    if refresh_ttl < 1:
+        raise GlewlwydError("refresh_ttl must be >= 1")
+    if not os.access(GLEWLWYD_BIN, os.X_OK):
+        raise GlewlwydError(
+            f"{GLEWLWYD_BIN} not found: install the Debian package `glewlwyd`")
+    t0 = time.monotonic()
+    os.makedirs(dir, exist_ok=True)
+    p = _paths(dir)
+    old = _read_pid(dir)
+    if old is not None and _pid_alive(old):
+        raise GlewlwydError(f"a glewlwyd (pid {old}) already runs for {dir}; "
+                            "stop it first")
+    if not _port_free(port):
+        raise GlewlwydError(f"127.0.0.1:{port} is already in use")
+    for k in ("log", "stdout", "info"):
+        try:
+            os.unlink(p[k])
+        except OSError:
+            pass
+
+    _create_db(p["db"])
+    base = _write_conf(p, port)
+    api = f"{base}/api"
+
+    with open(p["stdout"], "wb") as out:
+        proc = subprocess.Popen(
+            [GLEWLWYD_BIN, "-c", p["conf"]],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            cwd=p["dir"], start_new_session=True, close_fds=True)
+    with open(p["pid"], "w") as f:
+        f.write(f"{proc.pid}\n")
+    try:
+        _wait_ready(base, proc.pid, p, START_TIMEOUT)
+        cfg = _configure(api, port, access_ttl, refresh_ttl, p)
+        oidc = f"{api}/{PLUGIN_NAME}"
+        discovery = f"{oidc}/.well-known/openid-configuration"
+        doc = _check_discovery(discovery)
+    except BaseException:
+        stop(dir)
+        raise
+
+    info = {
+        "server": "glewlwyd",
+        "version": _version(),
+        "base_url": base,
+        "issuer": doc.get("issuer", cfg["issuer"]),
+        "discovery": discovery,
+        "token_endpoint": doc["token_endpoint"],
+        "authorization_endpoint": doc["authorization_endpoint"],
+        "revocation_endpoint": doc["revocation_endpoint"],
+        "introspection_endpoint": doc["introspection_endpoint"],
+        "userinfo_endpoint": doc.get("userinfo_endpoint"),
+        "jwks_uri": doc["jwks_uri"],
+        "signing_alg": cfg["alg"],
+        # HTTP Basic with the resource-server client can introspect any
+        # token of this instance: because a Bearer scope is configured too,
+        # glewlwyd 2.7.5 does not restrict Basic callers to their own tokens
+        # (get_client_id_for_introspection returns NULL when an
+        # Authorization header is present and an auth scope is set).
+        "introspection_auth": {"type": "basic", "client_id": RS_CLIENT_ID,
+                               "client_secret": cfg["rs_secret"]},
+        "introspection_auth_alternatives": [
+            {"type": "basic", "client_id": CLIENT_ID,
+             "client_secret": cfg["client_secret"],
+             "note": "works too (any token of this instance)"},
+            {"type": "bearer_client_credentials", "client_id": RS_CLIENT_ID,
+             "client_secret": cfg["rs_secret"], "scope": INTROSPECT_SCOPE,
+             "note": "Authorization: Bearer <client_credentials token with "
+                     "scope introspect>; token lives access_ttl seconds"},
+        ],
+        "revocation_auth": {"type": "basic", "client_id": CLIENT_ID,
+                            "client_secret": cfg["client_secret"]},
+        "client_id": CLIENT_ID,
+        "client_secret": cfg["client_secret"],
+        "token_endpoint_auth_method": "client_secret_basic",
+        "username": USERNAME,
+        "password": PASSWORD,
+        "scope": SCOPE,
+        "redirect_uri": REDIRECT_URI,
+        "access_ttl": access_ttl,
+        "refresh_ttl": refresh_ttl,
+        "rotation": True,
+        "reuse_detection": True,
+        "revokes_previous_access_token": False,
+        "pkce_methods": doc.get("code_challenge_methods_supported", ["S256"]),
+        "pid": proc.pid,
+        "dir": p["dir"],
+        "log": p["log"],
+        "startup_seconds": round(time.monotonic() - t0, 3),
+    }
+    with open(p["info"], "w") as f:
+        json.dump(info, f, indent=2)
+    return info
+
+
+def _version() -> str | None:
+    try:
+        r = subprocess.run([GLEWLWYD_BIN, "--version"], capture_output=True,
+                           text=True, timeout=10)
+        return (r.stdout.strip().splitlines() or [None])[-1]
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+# --------------------------------------------------------------------------
+# Authorization code + PKCE, non-interactively
+
+
+def pkce_challenge(verifier: str) -> str:
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def code(info: dict, verifier: str, scope: str | None = None,
+         state: str | None = None) -> str:
+    """Log `alice` in through glewlwyd's auth API, grant consent, and return
+    an authorization code bound to the S256 challenge of `verifier`."""
+    scope = scope or info["scope"]
+    state = state or secrets.token_urlsafe(8)
+    api = info["base_url"].rstrip("/") + "/api"
+    jar = http.cookiejar.CookieJar()
+    op = _opener(jar)
+    st, _, body = _request(op, "POST", f"{api}/auth/", json_body={
+        "username": info["username"], "password": info["password"]})
+    _expect(st, body, (200,), "user login")
+    st, _, body = _request(op, "PUT", f"{api}/auth/grant/{info['client_id']}",
+                           json_body={"scope": " ".join(scope.split())})
+    _expect(st, body, (200,), "grant consent")
+    q = urllib.parse.urlencode({
+        "response_type": "code",
+        "client_id": info["client_id"],
+        "redirect_uri": info["redirect_uri"],
+        "scope": scope,
+        "state": state,
+        # glewlwyd requires a nonce whenever `openid` is requested.
+        "nonce": secrets.token_urlsafe(12),
+        "code_challenge": pkce_challenge(verifier),
+        "code_challenge_method": "S256",
+        # glewlwyd's login page appends g_continue once login+consent are
+        # done; without it /auth always redirects to login.html.
+        "g_continue": "",
+    })
+    st, hdrs, body = _request(op, "GET", f"{info['authorization_endpoint']}?{q}")
+    loc = hdrs.get("Location") if hdrs is not None else None
+    if st not in (301, 302, 303, 307) or not loc:
+        raise GlewlwydError(f"authorization endpoint: HTTP {st}, Location="
+                            f"{loc!r}: {body[:300]!r}")
+    parsed = urllib.parse.urlparse(loc)
+    params = urllib.parse.parse_qs(parsed.query)
+    if "error" in params:
+        raise GlewlwydError(f"authorization endpoint returned error: {loc}")
+    if not loc.startswith(info["redirect_uri"]):
+        raise GlewlwydError(f"authorization endpoint redirected elsewhere "
+                            f"(login/consent needed?): {loc}")
+    if params.get("state", [None])[0] != state:
+        raise GlewlwydError(f"state mismatch in {loc}")
+    codes = params.get("code")
+    if not codes:
+        raise GlewlwydError(f"no code in redirect: {loc}")
+    return codes[0]
+
+
+def _load_info(d: str) -> dict:
+    try:
+        with open(_paths(d)["info"]) as f:
+            return json.load(f)
+    except OSError as e:
+        raise GlewlwydError(f"no info.json in {d}: was `start` run? ({e})")
+
+
+# --------------------------------------------------------------------------
+# CLI
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("start")
+    s.add_argument("--dir", required=True)
+    s.add_argument("--port", type=int, required=True)
+    s.add_argument("--access-ttl", type=int, default=4)
+    s.add_argument("--refresh-ttl", type=int, default=1209600)
+    c = sub.add_parser("code")
+    c.add_argument("--dir", required=True)
+    c.add_argument("--verifier", required=True)
+    c.add_argument("--scope")
+    t = sub.add_parser("stop")
+    t.add_argument("--dir", required=True)
+    args = ap.parse_args(argv)
+
+    if args.cmd == "stop":
+        stop(args.dir)
+        return 0
+    try:
+        if args.cmd == "start":
+            info = start(args.dir, args.port, args.access_ttl, args.refresh_ttl)
+            print(json.dumps(info), flush=True)
+        else:
+            print(code(_load_info(args.dir), args.verifier, args.scope),
+                  flush=True)
+        return 0
+    except (GlewlwydError, OSError, ValueError, urllib.error.URLError) as e:
+        _log(f"error: {e}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""A resource server for AuthGate's interop suite (stdlib only).
+
+Every request but `GET /stats` must carry `Authorization: Bearer <token>`; the token is
+checked by RFC 7662 introspection at the authorization server on EVERY request (no
+cache: a revocation is seen at once).
+
+    python3 resource_server.py --as-info as.json [--port 0] [--delay-min-ms 0]
+        [--delay-max-ms 0] [--workers 8] [--fast] [--echo-token]
+    python3 resource_server.py --introspection-url URL --client-id ID --client-secret S ...
+
+- active token  → 200 JSON {"sub", "username", "path", "method", "body_sha256",
+  "token_sha256", "client_id", "scope"} (sub/username/client_id/scope as introspected) (`access_token` too with --echo-token: TEST ONLY, lets the
+  driver revoke exactly the token AuthGate attached);
+- no token      → 401, `WWW-Authenticate: Bearer realm="interop"` (RFC 6750 3.1: no
+  error code when the request has no credentials);
+- inactive one  → 401, `WWW-Authenticate: Bearer realm="interop", error="invalid_token"`;
+- introspection failed (AS down, bad answer) → 503.
+
+Connections: one thread per connection (ThreadingHTTPServer, HTTP/1.1 keep-alive), so a
+hundred keep-alive connections are held at once; the WORK (introspection + the random
+delay of --delay-min-ms..--delay-max-ms) runs under a semaphore of --workers slots, so
+requests queue when more arrive than workers — a realistically slow API. --fast: no
+delay and 1024 workers.
+
+GET /stats (no auth): requests, by status, max in flight, max queued, distinct tokens.
+Prints one JSON line {"url", "port", "stats"} on stdout once it listens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import http.client
+import json
+import random
+import signal
+import socketserver
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Introspector:
+    """RFC 7662 client: one keep-alive connection per thread."""
+
+    def __init__(self, url, client_id, client_secret, auth="basic"):
+        self.url = urllib.parse.urlsplit(url)
+        self.client_id, self.client_secret, self.auth = client_id, client_secret, auth
+        self.local = threading.local()
+        basic = base64.b64encode(f"{client_id}:{client_secret}".encode()).decode()
+        self.basic = "Basic " + basic
+
+    def _conn(self, fresh=False):
+        c = getattr(self.local, "conn", None)
+        if c is None or fresh:
+            if c is not None:
+                c.close()
+            c = http.client.HTTPConnection(self.url.hostname, self.url.port or 80, timeout=10)
+            self.local.conn = c
+        return c
+
+    def introspect(self, token):
+        form = {"token": token, "token_type_hint": "access_token"}
+        headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}
+        if self.auth == "post":
+            form.update(client_id=self.client_id, client_secret=self.client_secret)
+        else:
+            headers["Authorization"] = self.basic
+        body = urllib.parse.urlencode(form)
+        for attempt in range(2):  # a kept-alive connection the AS closed meanwhile: retry once
+            conn = self._conn(fresh=attempt > 0)
+            try:
+                conn.request("POST", self.url.path or "/", body=body, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                if resp.status != 200:
+                    raise RuntimeError(f"introspection answered {resp.status}")
+                return json.loads(data)
+            except (http.client.HTTPException, OSError):
+                if attempt:
+                    raise
+        raise RuntimeError("unreachable")
+
+
+class Stats:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.by_status = {}
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.queued = 0
+        self.max_queued = 0
+        self.connections = 0
+        self.open_connections = 0
+        self.max_open_connections = 0
+        self.tokens = set()
+        self.introspection_errors = 0
+
+    def snapshot(self):
+        with self.lock:
+            return {"requests": self.requests, "ok": self.by_status.get(200, 0),
+                    "unauthorized": self.by_status.get(401, 0),
+                    "by_status": {str(k): v for k, v in self.by_status.items()},
+                    "in_flight": self.in_flight, "max_in_flight": self.max_in_flight,
+                    "queued": self.queued, "max_queued": self.max_queued,
+                    "connections": self.connections, "open_connections": self.open_connections,
+                    "max_open_connections": self.max_open_connections,
+                    "distinct_tokens": len(self.tokens), "introspection_errors": self.introspection_errors}
+
+
+def make_handler(introspector, stats, slots, delay_min, delay_max, echo_token):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "interop-rs/1"
+
+        def log_message(self, *a):
+            pass
+
+        def setup(self):
+            super().setup()
+            with stats.lock:
+                stats.connections += 1
+                stats.open_connections += 1
+                stats.max_open_connections = max(stats.max_open_connections, stats.open_connections)
+
+        def finish(self):
+            try:
+                super().finish()
+            finally:
+                with stats.lock:
+                    stats.open_connections -= 1
+
+        def _body(self):
+            te = (self.headers.get("Transfer-Encoding") or "").lower()
+            if "chunked" in te:
+                chunks = []
+                while True:
+                    line = self.rfile.readline(65537)
+                    size = int(line.split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                            pass
+                        break
+                    chunks.append(self.rfile.read(size))
+                    self.rfile.readline(3)
+                return b"".join(chunks)
+            n = int(self.headers.get("Content-Length") or 0)
+            return self.rfile.read(n) if n else b""
+
+        def _send(self, status, obj, extra=()):
+            data = json.dumps(obj).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Cache-Control", "no-store")
+            for k, v in extra:
+                self.send_header(k, v)
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+            with stats.lock:
+                stats.requests += 1
+                stats.by_status[status] = stats.by_status.get(status, 0) + 1
+
+        def _handle(self):
+            body = self._body()
+            path = self.path
+            if path == "/stats" and self.command == "GET":
+                data = json.dumps(stats.snapshot()).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
+            with stats.lock:
+                stats.queued += 1
+                stats.max_queued = max(stats.max_queued, stats.queued)
+            slots.acquire()
+            try:
+                with stats.lock:
+                    stats.queued -= 1
+                    stats.in_flight += 1
+                    stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+                self._work(path, body)
+            finally:
+                with stats.lock:
+                    stats.in_flight -= 1
+                slots.release()
+
+        def _work(self, path, body):
+            if delay_max > 0:
+                time.sleep(random.uniform(delay_min, delay_max) / 1000.0)
+            auth = self.headers.get("Authorization") or ""
+            scheme, _, token = auth.partition(" ")
+            token = token.strip()
+            if scheme.lower() != "bearer" or not token:
+                self._send(401, {"error": "no bearer token"},
+                           [("WWW-Authenticate", 'Bearer realm="interop"')])
+                return
+            try:
+                result = introspector.introspect(token)
+            except Exception as e:  # the AS is down or answered nonsense
+                with stats.lock:
+                    stats.introspection_errors += 1
+                self._send(503, {"error": "introspection failed", "detail": str(e)[:200]})
+                return
+            token_sha = hashlib.sha256(token.encode()).hexdigest()
+            if not result.get("active"):
+                self._send(401, {"error": "invalid_token", "token_sha256": token_sha},
+                           [("WWW-Authenticate",
+                             'Bearer realm="interop", error="invalid_token", '
+                             'error_description="the access token is not active"')])
+                return
+            with stats.lock:
+                stats.tokens.add(token_sha)
+            out = {"sub": result.get("sub"), "username": result.get("username"), "client_id": result.get("client_id"),
+                   "scope": result.get("scope"), "path": path, "method": self.command,
+                   "body_sha256": hashlib.sha256(body).hexdigest(), "body_length": len(body),
+                   "token_sha256": token_sha}
+            if echo_token:
+                out["access_token"] = token
+            self._send(200, out)
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _handle
+
+    return Handler
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512
+    allow_reuse_address = True
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="RFC 7662 resource server for the AuthGate interop suite")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--as-info", help="the JSON line the authorization server printed, in a file")
+    p.add_argument("--introspection-url")
+    p.add_argument("--client-id")
+    p.add_argument("--client-secret")
+    p.add_argument("--client-auth", choices=["basic", "post"], default=None)
+    p.add_argument("--delay-min-ms", type=float, default=0)
+    p.add_argument("--delay-max-ms", type=float, default=0)
+    p.add_argument("--workers", type=int, default=8)
+    p.add_argument("--fast", action="store_true", help="no delay, 1024 workers")
+    p.add_argument("--echo-token", action="store_true", help="TEST ONLY: echo the access token in 200 answers")
+    a = p.parse_args(argv)
+    url, cid, secret, auth = a.introspection_url, a.client_id, a.client_secret, a.client_auth or "basic"
+    if a.as_info:
+        with open(a.as_info) as f:
+            info = json.loads(f.read().strip().splitlines()[0])
+        ia = info.get("introspection_auth") or {}
+        url = url or info["introspection_endpoint"]
+        cid = cid or ia.get("client_id")
+        secret = secret or ia.get("client_secret")
+        auth = a.client_auth or ia.get("type", "basic")
+    if not (url and cid and secret):
+        p.error("give --as-info, or --introspection-url, --client-id and --client-secret")
+    if a.fast:
+        a.delay_min_ms = a.delay_max_ms = 0
+        a.workers = 1024
+    if a.delay_max_ms < a.delay_min_ms:
+        a.delay_max_ms = a.delay_min_ms
+    stats = Stats()
+    handler = make_handler(Introspector(url, cid, secret, auth), stats, threading.BoundedSemaphore(max(1, a.workers)),
+                           a.delay_min_ms, a.delay_max_ms, a.echo_token)
+    httpd = Server(("127.0.0.1", a.port), handler)
+    port = httpd.server_address[1]
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=httpd.shutdown, daemon=True).start())
+    print(json.dumps({"url": f"http://127.0.0.1:{port}", "port": port,
+                      "stats": f"http://127.0.0.1:{port}/stats", "workers": a.workers,
+                      "delay_ms": [a.delay_min_ms, a.delay_max_ms]}), flush=True)
+    try:
+        httpd.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        httpd.server_close()
+
+
+if __name__ == "__main__":
+    main()

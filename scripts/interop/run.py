@@ -1,0 +1,781 @@
+#!/usr/bin/env python3
+"""AuthGate interop driver: real authorization servers, a real resource server, the
+real `authgate serve` binary. Standard library only.
+
+    AUTHGATE_BIN=/path/to/authgate python3 scripts/interop/run.py [--servers authlib,glewlwyd]
+        [--only SCENARIO,...] [--keep] [--access-ttl 4] [-v]
+
+For each authorization server kind it starts the AS (through the kind's module:
+start(dir, port, access_ttl) -> info, code(info, verifier) -> str, stop(dir)), the
+resource server (resource_server.py, RFC 7662 introspection on every request), writes
+an AuthGate configuration and its secret files into a temporary directory, starts
+`$AUTHGATE_BIN serve --config FILE`, waits for the admin /readyz and runs the
+scenarios. Each scenario prints exactly one line on stdout:
+
+    PASS <server> <scenario> <detail>
+    FAIL <server> <scenario> <reason>
+
+and the run ends with `N passed, N failed`; the exit status is 1 when anything failed
+(2 on a usage error). Diagnostics (log tails of failing scenarios) go to stderr.
+Every child runs in its own process group and is killed on the way out (finally +
+atexit + SIGINT/SIGTERM), and the temporary directory is removed unless --keep.
+
+Adding a server kind: put a module next to this file with start/code/stop and add a
+line to KINDS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import base64
+import hashlib
+import http.client
+import importlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import urllib.parse
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+# kind → (module name, extra keyword arguments for its start()).
+KINDS = {
+    # A little latency on the token endpoint widens the single-flight window the storm probes.
+    "authlib": ("authlib_server", {"latency_ms": 100}),
+    "glewlwyd": ("glewlwyd_server", {}),
+}
+
+VERBOSE = False
+
+
+def log(msg):
+    if VERBOSE:
+        print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------
+# Processes: every child in its own process group, all killed on the way out.
+# --------------------------------------------------------------------------------------
+
+_children: list[subprocess.Popen] = []
+_kind_stops: list = []  # (module, dir) whose stop(dir) is still owed
+
+
+def spawn(cmd, log_path, stdout=None, env=None):
+    logf = open(log_path, "ab")
+    p = subprocess.Popen(cmd, stdout=stdout if stdout is not None else logf, stderr=logf,
+                         stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+    logf.close()
+    _children.append(p)
+    return p
+
+
+def kill_group(p: subprocess.Popen, sig=signal.SIGTERM, timeout=5.0):
+    """Signals p's process group, waits up to `timeout`, then SIGKILLs the group.
+    Returns p's exit status."""
+    if p.poll() is None:
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(p.pid, signal.SIGKILL)  # stragglers in the group, if any
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        p.wait(5)
+    except subprocess.TimeoutExpired:
+        pass
+    if p in _children:
+        _children.remove(p)
+    return p.returncode
+
+
+def cleanup_all():
+    for mod, d in list(_kind_stops):
+        try:
+            mod.stop(d)
+        except Exception:
+            pass
+        _kind_stops.remove((mod, d))
+    for p in list(_children):
+        kill_group(p, timeout=3)
+
+
+atexit.register(cleanup_all)
+
+
+def _on_signal(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, _on_signal)
+signal.signal(signal.SIGINT, _on_signal)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def read_json_line(p: subprocess.Popen, timeout):
+    box = []
+    t = threading.Thread(target=lambda: box.append(p.stdout.readline()), daemon=True)
+    t.start()
+    t.join(timeout)
+    if not box or not box[0]:
+        return None
+    threading.Thread(target=lambda: [None for _ in p.stdout], daemon=True).start()
+    return json.loads(box[0])
+
+
+def tail(path, lines=8):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()[-6000:].decode(errors="replace")
+        return "\n".join(data.strip().splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+# --------------------------------------------------------------------------------------
+# HTTP (http.client: no redirects, no proxies from the environment).
+# --------------------------------------------------------------------------------------
+
+class Resp:
+    def __init__(self, status, headers, body):
+        self.status, self.headers, self.body = status, headers, body
+
+    def json(self):
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            return None
+
+    def header(self, name):
+        for k, v in self.headers:
+            if k.lower() == name.lower():
+                return v
+        return None
+
+    def __repr__(self):
+        return f"{self.status} {self.body[:200]!r}"
+
+
+def request(method, url, body=None, headers=None, timeout=15.0) -> Resp:
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    try:
+        path = u.path or "/"
+        if u.query:
+            path += "?" + u.query
+        if isinstance(body, str):
+            body = body.encode()
+        conn.request(method, path, body=body, headers=headers or {})
+        r = conn.getresponse()
+        return Resp(r.status, r.getheaders(), r.read())
+    finally:
+        conn.close()
+
+
+def basic(user, password):
+    return "Basic " + base64.b64encode(f"{urllib.parse.quote(user, safe='')}:{urllib.parse.quote(password, safe='')}"
+                                       .encode()).decode()
+
+
+def wait_until(pred, timeout, interval=0.1):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(interval)
+    return last
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+# --------------------------------------------------------------------------------------
+# AuthGate.
+# --------------------------------------------------------------------------------------
+
+class AuthGate:
+    def __init__(self, binary, workdir, name, config):
+        self.binary, self.workdir, self.name, self.config = binary, workdir, name, config
+        self.config_path = os.path.join(workdir, f"{name}.json")
+        self.log_path = os.path.join(workdir, f"{name}.log")
+        self.proxy = f"http://127.0.0.1:{config['proxy']['port']}"
+        self.admin = f"http://127.0.0.1:{config['admin']['port']}"
+        with open(config["adminTokenFile"]) as f:
+            self.admin_token = f.read().strip()
+        self.proc = None
+        with open(self.config_path, "w") as f:
+            json.dump(config, f, indent=2)
+
+    def start(self, timeout=30.0):
+        with open(self.log_path, "ab") as f:
+            f.write(f"--- start {time.strftime('%H:%M:%S')} ---\n".encode())
+        self.proc = spawn([self.binary, "serve", "--config", self.config_path], self.log_path)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise Fail(f"authgate exited {self.proc.returncode} at start: {self.last_log_line()}")
+            try:
+                if request("GET", self.admin + "/readyz", timeout=2).status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise Fail(f"authgate not ready within {timeout}s: {self.last_log_line()}")
+
+    def last_log_line(self):
+        lines = [l for l in tail(self.log_path, 20).splitlines() if l.strip() and not l.startswith("---")]
+        return lines[-1][:400] if lines else "(no output)"
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout=15.0):
+        if self.proc is None:
+            return None
+        code = kill_group(self.proc, signal.SIGTERM, timeout)
+        self.proc = None
+        return code
+
+    def admin_call(self, method, path, body=None) -> Resp:
+        h = {"Authorization": "Bearer " + self.admin_token}
+        if body is not None:
+            h["Content-Type"] = "application/json"
+            body = json.dumps(body)
+        return request(method, self.admin + path, body=body, headers=h)
+
+    def login(self, body):
+        r = self.admin_call("POST", "/auth/login", body)
+        check(r.status == 200, f"POST /auth/login ({body.get('grant_type')}) → {r.status} {r.body[:300]!r}")
+        s = r.json() or {}
+        check(s.get("state") == "logged_in", f"login answered state={s.get('state')!r}")
+        return s
+
+    def session(self):
+        r = self.admin_call("GET", "/auth/session")
+        check(r.status == 200, f"GET /auth/session → {r.status}")
+        return r.json()
+
+    def get(self, path, method="GET", body=None, headers=None) -> Resp:
+        return request(method, self.proxy + path, body=body, headers=headers or {})
+
+
+def authgate_config(ctx, name, discovery=False):
+    state = os.path.join(ctx.dir, f"{name}-state")
+    os.makedirs(state, exist_ok=True)
+    info = ctx.info
+    authz = {"clientID": info["client_id"], "clientSecretFile": ctx.secret_file, "clientAuthentication": "basic"}
+    if discovery:
+        authz["issuer"] = info["issuer"]
+    else:
+        authz["tokenEndpoint"] = info["token_endpoint"]
+        if info.get("revocation_endpoint"):
+            authz["revocationEndpoint"] = info["revocation_endpoint"]
+    return {
+        "proxy": {"host": "127.0.0.1", "port": free_port()},
+        "admin": {"host": "127.0.0.1", "port": free_port()},
+        "adminTokenFile": ctx.admin_token_file,
+        "authorization": authz,
+        "routes": [{"prefix": "/api", "upstream": ctx.rs["url"], "requiresAuthentication": True}],
+        "stateDirectory": state,
+        "createKey": True,
+        "keyFile": os.path.join(state, "key"),
+        "refreshSkewSeconds": 1,
+        "loops": 2,
+    }
+
+
+# --------------------------------------------------------------------------------------
+# The context of one server kind.
+# --------------------------------------------------------------------------------------
+
+class Ctx:
+    def __init__(self, kind, mod, info, rs, dir, binary, ag):
+        self.kind, self.mod, self.info, self.rs, self.dir, self.binary, self.ag = kind, mod, info, rs, dir, binary, ag
+        self.secret_file = self.admin_token_file = None
+        self.extra_logs = []
+
+    @property
+    def ttl(self):
+        return float(self.info.get("access_ttl", 4))
+
+    def as_stats(self):
+        url = self.info.get("stats")
+        if not url:
+            return None
+        r = request("GET", url, timeout=5)
+        return r.json() if r.status == 200 else None
+
+    def rs_stats(self):
+        return request("GET", self.rs["url"] + "/stats", timeout=5).json()
+
+    def introspect(self, token, hint=None):
+        ia = self.info.get("introspection_auth") or {}
+        form = {"token": token}
+        if hint:
+            form["token_type_hint"] = hint
+        h = {"Content-Type": "application/x-www-form-urlencoded"}
+        if ia.get("type", "basic") == "post":
+            form.update(client_id=ia["client_id"], client_secret=ia["client_secret"])
+        else:
+            h["Authorization"] = basic(ia["client_id"], ia["client_secret"])
+        r = request("POST", self.info["introspection_endpoint"], body=urllib.parse.urlencode(form), headers=h)
+        if r.status != 200:
+            raise Fail(f"introspection → {r.status} {r.body[:200]!r}")
+        return r.json()
+
+    def revoke(self, token, hint):
+        r = request("POST", self.info["revocation_endpoint"],
+                    body=urllib.parse.urlencode({"token": token, "token_type_hint": hint}),
+                    headers={"Content-Type": "application/x-www-form-urlencoded",
+                             "Authorization": basic(self.info["client_id"], self.info["client_secret"])})
+        check(r.status == 200, f"revocation → {r.status} {r.body[:200]!r}")
+
+    def password_login(self):
+        body = {"grant_type": "password", "username": self.info["username"], "password": self.info["password"]}
+        if self.info.get("scope"):
+            body["scope"] = self.info["scope"]
+        return self.ag.login(body)
+
+    def api(self, path, method="GET", body=None, expect=200):
+        r = self.ag.get(path, method=method, body=body)
+        if expect is not None:
+            check(r.status == expect, f"{method} {path} through authgate → {r.status} {r.body[:300]!r}, wanted {expect}")
+        return r
+
+
+def delta(a, b, key):
+    if a is None or b is None:
+        return None
+    return (b.get(key) or 0) - (a.get(key) or 0)
+
+
+def check_user(ctx, j):
+    """The RS saw the resource owner: introspection's `sub` is the username at some servers
+    and an opaque (pairwise) id with `username` beside it at others (Glewlwyd)."""
+    who = ctx.info["username"]
+    check(who in (j.get("sub"), j.get("username")),
+          f"RS saw sub={j.get('sub')!r} username={j.get('username')!r}, wanted {who!r}")
+    return j.get("username") or j.get("sub")
+
+
+def logins_issued(stats):
+    t = (stats or {}).get("tokens_issued") or {}
+    return sum(v for k, v in t.items() if k != "refresh_token")
+
+
+# --------------------------------------------------------------------------------------
+# Scenarios: each returns its detail or raises Fail.
+# --------------------------------------------------------------------------------------
+
+def sc_password(ctx):
+    s = ctx.password_login()
+    payload = secrets.token_bytes(300)
+    r = ctx.api("/api/password?x=1", method="POST", body=payload)
+    j = r.json() or {}
+    check_user(ctx, j)
+    check(j.get("path") == "/api/password?x=1", f"RS saw path {j.get('path')!r}")
+    check(j.get("body_sha256") == hashlib.sha256(payload).hexdigest(), "RS saw another body")
+    return f"user={j.get('username') or j.get('sub')} generation={s.get('generation')} body forwarded intact"
+
+
+def sc_client_credentials(ctx):
+    body = {"grant_type": "client_credentials"}
+    if ctx.info.get("scope"):
+        body["scope"] = ctx.info["scope"]
+    ctx.ag.login(body)
+    j = ctx.api("/api/cc").json() or {}
+    cid = j.get("client_id")
+    check(cid in (None, ctx.info["client_id"]), f"RS saw client_id={cid!r}")
+    return f"sub={j.get('sub')} client_id={cid}"
+
+
+def sc_authorization_code(ctx):
+    verifier = secrets.token_urlsafe(48)  # 64 characters of [A-Za-z0-9_-]
+    code = ctx.mod.code(ctx.info, verifier)
+    ctx.ag.login({"grant_type": "authorization_code", "code": code, "redirect_uri": ctx.info["redirect_uri"],
+                  "code_verifier": verifier})
+    j = ctx.api("/api/code").json() or {}
+    return f"user={check_user(ctx, j)} (PKCE S256)"
+
+
+def sc_refresh_on_expiry(ctx):
+    ctx.password_login()
+    t1 = (ctx.api("/api/expiry/1").json() or {}).get("token_sha256")
+    a0, r0 = ctx.as_stats(), ctx.rs_stats()
+    time.sleep(ctx.ttl + 1.5)
+    t2 = (ctx.api("/api/expiry/2").json() or {}).get("token_sha256")
+    a1, r1 = ctx.as_stats(), ctx.rs_stats()
+    check(t1 and t2 and t1 != t2, "the RS saw the same access token after expiry")
+    refreshes, reuse = delta(a0, a1, "refreshes"), delta(a0, a1, "reuse_detections")
+    if a0 is not None:
+        check(refreshes >= 1, f"AS counted {refreshes} refreshes")
+        check(reuse == 0, f"AS detected refresh-token reuse {reuse} time(s)")
+    return (f"new token after {ctx.ttl + 1.5:.1f}s; AS refreshes+{refreshes} reuse+{reuse}; "
+            f"RS 401s+{delta(r0, r1, 'unauthorized')}")
+
+
+def sc_refresh_after_401(ctx):
+    ctx.password_login()  # a fresh token: no proactive refresh can hide the 401 path
+    j = ctx.api("/api/revoked/1").json() or {}
+    token = j.get("access_token")
+    check(token, "the RS did not echo the token (run it with --echo-token)")
+    ctx.revoke(token, "access_token")
+    check(not ctx.introspect(token, "access_token").get("active"), "revoked access token still active at the AS")
+    a0, r0 = ctx.as_stats(), ctx.rs_stats()
+    j2 = ctx.api("/api/revoked/2").json() or {}
+    a1, r1 = ctx.as_stats(), ctx.rs_stats()
+    check(j2.get("access_token") and j2["access_token"] != token, "the replay carried the revoked token")
+    rs401 = delta(r0, r1, "unauthorized")
+    check(rs401 >= 1, f"the RS answered no 401 ({rs401}): the revoked token was never sent")
+    refreshes, reuse = delta(a0, a1, "refreshes"), delta(a0, a1, "reuse_detections")
+    if a0 is not None:
+        check(refreshes == 1, f"AS counted {refreshes} refreshes, wanted 1")
+        check(reuse == 0, f"AS detected refresh-token reuse {reuse} time(s)")
+    return f"401 → refresh → replay 200; RS 401s+{rs401}; AS refreshes+{refreshes} reuse+{reuse}"
+
+
+def sc_refresh_storm(ctx, n=48):
+    ctx.password_login()
+    ctx.api("/api/storm/warm")
+    time.sleep(ctx.ttl + 1.5)
+    a0, r0 = ctx.as_stats(), ctx.rs_stats()
+    results = [None] * n
+
+    def one(i):
+        try:
+            r = ctx.ag.get(f"/api/storm/{i}")
+            results[i] = (r.status, (r.json() or {}).get("token_sha256"))
+        except Exception as e:  # noqa: BLE001
+            results[i] = (0, repr(e))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    a1, r1 = ctx.as_stats(), ctx.rs_stats()
+    bad = [r for r in results if not r or r[0] != 200]
+    check(not bad, f"{len(bad)}/{n} requests failed, e.g. {bad[:3]}")
+    tokens = {r[1] for r in results}
+    refreshes, reuse = delta(a0, a1, "refreshes"), delta(a0, a1, "reuse_detections")
+    if a0 is not None:
+        check(refreshes == 1, f"AS counted {refreshes} refreshes for one expiry (wanted 1: single-flight)")
+        check(reuse == 0, f"AS detected refresh-token reuse {reuse} time(s)")
+    return (f"{n} concurrent requests after expiry all 200; {len(tokens)} distinct token(s); "
+            f"AS refreshes+{refreshes} reuse+{reuse}; RS 401s+{delta(r0, r1, 'unauthorized')}")
+
+
+def sc_logout_revokes(ctx):
+    ctx.password_login()
+    j = ctx.api("/api/logout/1").json() or {}
+    access = j.get("access_token")
+    refresh = None
+    if ctx.info.get("debug_families"):
+        fams = request("GET", ctx.info["debug_families"]).json()["families"]
+        refresh = next((f["refresh_token"] for f in fams if f["access_token"] == access), None)
+        check(refresh, "could not find the session's refresh token at the AS")
+        check(ctx.introspect(refresh, "refresh_token").get("active"), "refresh token inactive before logout")
+    a0 = ctx.as_stats()
+    r = ctx.ag.admin_call("POST", "/auth/logout")
+    check(r.status == 200, f"POST /auth/logout → {r.status} {r.body[:200]!r}")
+    check((r.json() or {}).get("state") == "logged_out", f"logout answered {r.body[:200]!r}")
+    what = "refresh token" if refresh else "access token"
+    probe = refresh or access
+    hint = "refresh_token" if refresh else "access_token"
+    ok = wait_until(lambda: not ctx.introspect(probe, hint).get("active"), timeout=5, interval=0.2)
+    check(ok, f"the {what} is still active at the AS 5 s after logout (revocation not sent?)")
+    r0 = ctx.rs_stats()
+    resp = ctx.ag.get("/api/logout/2")
+    r1 = ctx.rs_stats()
+    check(resp.status == 401, f"after logout the proxy answered {resp.status}, wanted 401")
+    ptype = (resp.json() or {}).get("type", "")
+    check(ptype.endswith("/login-required"), f"after logout the problem type is {ptype!r}, wanted login-required")
+    check(delta(r0, r1, "requests") == 0, "a request reached the RS after logout")
+    a1 = ctx.as_stats()
+    return (f"{what} inactive at the AS after logout; proxy 401 login-required, RS untouched; "
+            f"AS revocations+{delta(a0, a1, 'revocations')}")
+
+
+def sc_restart(ctx):
+    ctx.password_login()
+    r = ctx.ag.admin_call("POST", "/auth/refresh")  # rotate once before the restart
+    check(r.status == 200, f"POST /auth/refresh → {r.status} {r.body[:200]!r}")
+    t1 = (ctx.api("/api/restart/1").json() or {}).get("token_sha256")
+    a0 = ctx.as_stats()
+    code = ctx.ag.stop(timeout=15)
+    check(code == 0, f"authgate exited {code} on SIGTERM, wanted 0")
+    ctx.ag.start()
+    s = ctx.ag.session()
+    check(s.get("state") == "logged_in", f"after restart the session is {s.get('state')!r}")
+    t2 = (ctx.api("/api/restart/2").json() or {}).get("token_sha256")
+    # The refresh token restored from the store must be the rotated one: refresh with it.
+    r = ctx.ag.admin_call("POST", "/auth/refresh")
+    check(r.status == 200, f"POST /auth/refresh after restart → {r.status} {r.body[:200]!r}")
+    t3 = (ctx.api("/api/restart/3").json() or {}).get("token_sha256")
+    a1 = ctx.as_stats()
+    check(t3 != t2, "the refresh after restart did not change the access token")
+    if a0 is not None:
+        new = logins_issued(a1) - logins_issued(a0)
+        check(new == 0, f"{new} new login(s) at the AS across the restart")
+        check(delta(a0, a1, "reuse_detections") == 0, "the restored refresh token was a spent one (reuse detected)")
+    return (f"exit 0 on SIGTERM; session restored ({'same token' if t1 == t2 else 'token refreshed'}), no new login; "
+            f"the restored rotated refresh token refreshes (AS refreshes+{delta(a0, a1, 'refreshes')} reuse+0)")
+
+
+def sc_refresh_rejected(ctx):
+    """The AS refuses the refresh token for good (revoked): AuthGate logs out, no loop."""
+    if not ctx.info.get("debug_families"):
+        return "skipped: the AS does not expose the session's refresh token"
+    ctx.password_login()
+    access = (ctx.api("/api/rejected/1").json() or {}).get("access_token")
+    fams = request("GET", ctx.info["debug_families"]).json()["families"]
+    refresh = next((f["refresh_token"] for f in fams if f["access_token"] == access), None)
+    check(refresh, "could not find the session's refresh token at the AS")
+    ctx.revoke(refresh, "refresh_token")  # revokes the family: the access token dies too
+    a0, r0 = ctx.as_stats(), ctx.rs_stats()
+    resp = ctx.ag.get("/api/rejected/2")
+    a1, r1 = ctx.as_stats(), ctx.rs_stats()
+    check(resp.status == 401, f"with the grant revoked the proxy answered {resp.status}, wanted 401")
+    s = ctx.ag.session()
+    check(s.get("state") == "logged_out", f"the session is {s.get('state')!r} after invalid_grant, wanted logged_out")
+    ptype = (resp.json() or {}).get("type", "")
+    refreshes = delta(a0, a1, "token_requests")
+    check(refreshes is None or refreshes == 1, f"{refreshes} token requests for one rejection (wanted 1)")
+    return (f"revoked grant → proxy 401 {ptype.rsplit('/', 1)[-1] or '(no problem type)'}, session logged_out; "
+            f"AS token requests+{refreshes}; RS 401s+{delta(r0, r1, 'unauthorized')}")
+
+
+def sc_discovery(ctx):
+    cfg = authgate_config(ctx, "authgate-discovery", discovery=True)
+    ag = AuthGate(ctx.binary, ctx.dir, "authgate-discovery", cfg)
+    main = ctx.ag
+    ctx.extra_logs.append(ag.log_path)
+    try:
+        ag.start()
+        ctx.ag = ag
+        ctx.password_login()
+        j = ctx.api("/api/discovery").json() or {}
+        check_user(ctx, j)
+        refresh = None
+        if ctx.info.get("debug_families") and ctx.info.get("revocation_endpoint"):
+            fams = request("GET", ctx.info["debug_families"]).json()["families"]
+            refresh = next((f["refresh_token"] for f in fams if f["access_token"] == j.get("access_token")), None)
+        r = ag.admin_call("POST", "/auth/logout")
+        check(r.status == 200, f"logout → {r.status}")
+        extra = ""
+        if refresh:
+            ok = wait_until(lambda: not ctx.introspect(refresh, "refresh_token").get("active"), timeout=5, interval=0.2)
+            check(ok, "logout did not revoke: the discovered revocation_endpoint was not used")
+            extra = "; logout revoked through the discovered revocation_endpoint"
+        return (f"token endpoint discovered from {ctx.info['issuer']}/.well-known/openid-configuration; "
+                f"login + request 200{extra}")
+    finally:
+        ctx.ag = main
+        ag.stop()
+
+
+def sc_no_reuse(ctx):
+    a = ctx.as_stats()
+    if a is None:
+        return "skipped: the AS publishes no stats"
+    check(a.get("reuse_detections") == 0, f"the AS detected refresh-token reuse {a.get('reuse_detections')} time(s)")
+    errs = a.get("token_errors") or {}
+    return f"0 reuse detections over the run; AS refreshes={a.get('refreshes')} token errors={errs}"
+
+
+SCENARIOS = [
+    ("password", sc_password),
+    ("client-credentials", sc_client_credentials),
+    ("authorization-code-pkce", sc_authorization_code),
+    ("refresh-on-expiry", sc_refresh_on_expiry),
+    ("refresh-after-401", sc_refresh_after_401),
+    ("refresh-storm", sc_refresh_storm),
+    ("logout-revokes", sc_logout_revokes),
+    ("refresh-rejected-logs-out", sc_refresh_rejected),
+    ("restart-keeps-session", sc_restart),
+    ("oidc-discovery", sc_discovery),
+    ("no-reuse-detected", sc_no_reuse),
+]
+
+
+# --------------------------------------------------------------------------------------
+# One server kind.
+# --------------------------------------------------------------------------------------
+
+def run_kind(kind, args, binary, results):
+    modname, opts = KINDS[kind]
+    wanted = [(n, f) for n, f in SCENARIOS if not args.only or n in args.only]
+
+    def fail_all(reason):
+        for n, _ in wanted:
+            print(f"FAIL {kind} {n} {reason}", flush=True)
+            results.append(False)
+
+    try:
+        mod = importlib.import_module(modname)
+    except Exception as e:  # noqa: BLE001
+        fail_all(f"cannot load {modname}.py: {e!r}")
+        return
+    d = tempfile.mkdtemp(prefix=f"authgate-interop-{kind}-")
+    log(f"{kind}: work directory {d}")
+    as_dir = os.path.join(d, "as")
+    os.makedirs(as_dir)
+    ag = None
+    try:
+        try:
+            _kind_stops.append((mod, as_dir))
+            info = mod.start(as_dir, free_port(), args.access_ttl, **opts)
+            with open(os.path.join(d, "as-info.json"), "w") as f:
+                json.dump(info, f)
+            log(f"{kind}: AS at {info['issuer']}")
+            rs_cmd = [sys.executable, "-u", os.path.join(HERE, "resource_server.py"), "--port", "0",
+                      "--as-info", os.path.join(d, "as-info.json"), "--echo-token",
+                      "--workers", "32", "--delay-min-ms", "0", "--delay-max-ms", "20"]
+            rsp = spawn(rs_cmd, os.path.join(d, "rs.log"), stdout=subprocess.PIPE)
+            rs = read_json_line(rsp, 15)
+            if rs is None:
+                raise Fail(f"resource server did not start: {tail(os.path.join(d, 'rs.log'), 3)}")
+            ctx = Ctx(kind, mod, info, rs, d, binary, None)
+            ctx.secret_file = os.path.join(d, "client-secret")
+            ctx.admin_token_file = os.path.join(d, "admin-token")
+            for path, value in ((ctx.secret_file, info["client_secret"]),
+                                (ctx.admin_token_file, secrets.token_urlsafe(32))):
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.write(fd, value.encode())
+                os.close(fd)
+            ag = AuthGate(binary, d, "authgate", authgate_config(ctx, "authgate"))
+            ctx.ag = ag
+            ag.start()
+        except Exception as e:  # noqa: BLE001
+            fail_all(f"setup failed: {e}")
+            if VERBOSE:
+                traceback.print_exc()
+            return
+        for name, fn in wanted:
+            t0 = time.monotonic()
+            log_size = os.path.getsize(ag.log_path) if os.path.exists(ag.log_path) else 0
+            try:
+                if not ag.alive():
+                    ag.start()  # a previous scenario left it dead: the line above it said so
+                detail = fn(ctx)
+                print(f"PASS {kind} {name} {detail} ({time.monotonic() - t0:.1f}s)", flush=True)
+                results.append(True)
+            except Exception as e:  # noqa: BLE001
+                reason = str(e) if isinstance(e, Fail) else f"{type(e).__name__}: {e}"
+                print(f"FAIL {kind} {name} {reason} ({time.monotonic() - t0:.1f}s)", flush=True)
+                results.append(False)
+                _diagnose(ctx, name, log_size)
+                if VERBOSE and not isinstance(e, Fail):
+                    traceback.print_exc()
+    finally:
+        if ag is not None:
+            ag.stop()
+        for m, dd in list(_kind_stops):
+            if dd == as_dir:
+                try:
+                    m.stop(dd)
+                finally:
+                    _kind_stops.remove((m, dd))
+        for p in list(_children):
+            kill_group(p, timeout=3)
+        if args.keep:
+            print(f"(kept {d})", file=sys.stderr)
+        else:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _diagnose(ctx, name, log_offset):
+    """The AuthGate and AS log lines of a failing scenario, on stderr."""
+    try:
+        with open(ctx.ag.log_path, "rb") as f:
+            f.seek(log_offset)
+            lines = f.read().decode(errors="replace").strip().splitlines()
+        print(f"--- {ctx.kind} {name}: authgate log (last {min(len(lines), 12)} lines) ---", file=sys.stderr)
+        for l in lines[-12:]:
+            print("  " + l[:400], file=sys.stderr)
+        for path in ctx.extra_logs:
+            print(f"--- {ctx.kind} {name}: {os.path.basename(path)} (last 6 lines) ---", file=sys.stderr)
+            for l in tail(path, 6).splitlines():
+                print("  " + l[:400], file=sys.stderr)
+        ctx.extra_logs.clear()
+        as_err = os.path.join(ctx.dir, "as", "authlib-as.stderr")
+        if os.path.exists(as_err):
+            print(f"--- {ctx.kind} {name}: AS log (last 6 lines) ---", file=sys.stderr)
+            for l in tail(as_err, 6).splitlines():
+                print("  " + l[:300], file=sys.stderr)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def main(argv=None):
+    global VERBOSE
+    p = argparse.ArgumentParser(description="AuthGate interop suite driver")
+    p.add_argument("--servers", default="authlib", help="comma-separated: " + ",".join(KINDS))
+    p.add_argument("--only", default="", help="comma-separated scenario names: " + ",".join(n for n, _ in SCENARIOS))
+    p.add_argument("--access-ttl", type=int, default=4)
+    p.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, configs)")
+    p.add_argument("-v", "--verbose", action="store_true")
+    args = p.parse_args(argv)
+    VERBOSE = args.verbose
+    args.only = [s for s in args.only.split(",") if s]
+    unknown = [s for s in args.only if s not in dict(SCENARIOS)]
+    kinds = [s for s in args.servers.split(",") if s]
+    bad = [k for k in kinds if k not in KINDS]
+    if unknown or bad or not kinds:
+        p.error(f"unknown scenario(s) {unknown} or server kind(s) {bad}")
+    binary = os.environ.get("AUTHGATE_BIN")
+    if not binary or not os.access(binary, os.X_OK):
+        print("AUTHGATE_BIN must name the authgate executable", file=sys.stderr)
+        return 2
+    results: list[bool] = []
+    t0 = time.monotonic()
+    interrupted = None
+    try:
+        for kind in kinds:
+            run_kind(kind, args, binary, results)
+    except SystemExit as e:  # SIGINT/SIGTERM: everything was stopped on the way out
+        interrupted = e.code
+        print(f"interrupted (signal {int(e.code or 128) - 128}); children stopped", file=sys.stderr)
+    finally:
+        cleanup_all()
+    passed = sum(results)
+    failed = len(results) - passed
+    log(f"total {time.monotonic() - t0:.1f}s")
+    print(f"{passed} passed, {failed} failed", flush=True)
+    if interrupted is not None:
+        return interrupted
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
