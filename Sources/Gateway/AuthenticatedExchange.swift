@@ -21,18 +21,34 @@ public struct AuthenticatedExchange: Sendable {
         case refresh(any Error)
     }
 
+    /// Where an exchange spends its time.
+    public enum Phase: String, Sendable, CaseIterable {
+        /// Waiting for the session's token (a proactive refresh included).
+        case token
+        /// Waiting for the refresh (or the newer token) a replay needs.
+        case refresh
+        /// One try at the upstream, from sending to the end of its answer.
+        case upstream
+    }
+
     /// The session whose token the exchange carries.
     public let session: AuthActor
     /// What counts as a rejected token.
     public let policy: UpstreamRejectionPolicy
     /// When a rejected exchange is sent again.
     public let rule: ReplayRule
+    /// Told how long each phase took, when set.
+    public let observe: (@Sendable (Phase, Duration) -> Void)?
 
     /// Creates the path for `session`.
-    public init(session: AuthActor, policy: UpstreamRejectionPolicy, rule: ReplayRule) {
+    public init(
+        session: AuthActor, policy: UpstreamRejectionPolicy, rule: ReplayRule,
+        observe: (@Sendable (Phase, Duration) -> Void)? = nil
+    ) {
         self.session = session
         self.policy = policy
         self.rule = rule
+        self.observe = observe
     }
 
     /// The verdict on the head of an answer to `attempt`; synchronous, so it can be taken in
@@ -48,17 +64,28 @@ public struct AuthenticatedExchange: Sendable {
     public func run<Result: Sendable>(
         bodyReplayable: Bool, send: (AccessToken, ReplayRule.Attempt) async -> Step<Result>
     ) async throws(Failure) -> Result {
+        let clock = ContinuousClock()
+        var started = clock.now
+        func lap(_ phase: Phase) {
+            guard let observe else { return }
+            let now = clock.now
+            observe(phase, now - started)
+            started = now
+        }
         var token: AccessToken
         do {
             token = try await session.token()
         } catch {
             throw .token(error)
         }
+        lap(.token)
         var replays = 0
         while true {
             let attempt = ReplayRule.Attempt(
                 generation: token.generation, replaysSoFar: replays, bodyReplayable: bodyReplayable)
-            switch await send(token, attempt) {
+            let step = await send(token, attempt)
+            lap(.upstream)
+            switch step {
             case .done(let result):
                 return result
             case .replay:
@@ -67,6 +94,7 @@ public struct AuthenticatedExchange: Sendable {
                 } catch {
                     throw .refresh(error)
                 }
+                lap(.refresh)
                 replays += 1
             }
         }

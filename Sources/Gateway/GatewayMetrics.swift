@@ -29,6 +29,7 @@ public final class GatewayMetrics: Sendable {
     private let requests: [[CoreMetrics.Counter]]  // [kind][class], indexed as `kinds` and `classes`
     private let latency: [CoreMetrics.Timer]  // [kind]
     private let openConnections: CoreMetrics.Gauge
+    private let phases: [CoreMetrics.Timer]  // indexed as `AuthenticatedExchange.Phase.allCases`
 
     /// What `/metrics` reads of one session when it renders.
     public struct SessionGauges: Sendable {
@@ -47,6 +48,7 @@ public final class GatewayMetrics: Sendable {
         registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.durationHistogramBuckets["authgate_request_duration_seconds"] = Self.latencyBuckets
+        factory.durationHistogramBuckets["authgate_exchange_phase_seconds"] = Self.latencyBuckets
         self.factory = factory
         requests = Self.kinds.map { kind in
             Self.classes.map { cls in
@@ -58,6 +60,15 @@ public final class GatewayMetrics: Sendable {
             CoreMetrics.Timer(label: "authgate_request_duration_seconds", dimensions: [("route", kind)], factory: factory)
         }
         openConnections = CoreMetrics.Gauge(label: "authgate_open_connections", factory: factory)
+        phases = AuthenticatedExchange.Phase.allCases.map {
+            CoreMetrics.Timer(label: "authgate_exchange_phase_seconds", dimensions: [("phase", $0.rawValue)], factory: factory)
+        }
+    }
+
+    /// Where an authenticated request spent its time: `authgate_exchange_phase_seconds{phase}`
+    /// (``AuthenticatedExchange/Phase``), to find where requests wait.
+    public func phase(_ phase: AuthenticatedExchange.Phase, _ duration: Duration) {
+        phases[AuthenticatedExchange.Phase.allCases.firstIndex(of: phase)!].record(duration: duration)
     }
 
     /// One proxied request: its route kind (`public`/`authenticated`), final status and duration.
@@ -69,7 +80,8 @@ public final class GatewayMetrics: Sendable {
     }
 
     /// A refresh-and-replay of a request on `session`'s route: `replayed`, `refresh_failed`,
-    /// or `skipped_body_streamed`.
+    /// or a ``AuthCore/ReplayRule/PassReason`` (`skipped_body_streamed`, `replay_limit`,
+    /// `current_token_rejected`, `no_session`).
     public func replay(_ outcome: String, session: String = "default") {
         CoreMetrics.Counter(
             label: "authgate_replays_total", dimensions: [("session", session), ("outcome", outcome)], factory: factory

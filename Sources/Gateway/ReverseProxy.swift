@@ -114,8 +114,9 @@ public final class ReverseProxy: HTTPResponder {
         }
         let replayable: Bool
         if case .buffered = request.body { replayable = true } else { replayable = false }
-        let path = AuthenticatedExchange(session: session, policy: auth.rejectionPolicy, rule: auth.replayRule)
         let metrics = self.metrics
+        let path = AuthenticatedExchange(
+            session: session, policy: auth.rejectionPolicy, rule: auth.replayRule, observe: metrics.phase)
         let tasks = self.tasks
         let name = route.session
         do throws(AuthenticatedExchange.Failure) {

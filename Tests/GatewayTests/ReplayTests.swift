@@ -35,6 +35,10 @@ import Testing
             #expect(stats.reuseDetections == 0)
             let metrics = try await stack.admin("GET", "/metrics").text
             #expect(metrics.contains(#"authgate_replays_total{session="default",outcome="replayed"} 2"#))
+            // Where the request spent its time: one token read, three tries, two waits for a token.
+            #expect(metrics.contains(#"authgate_exchange_phase_seconds_count{phase="token"} 1"#))
+            #expect(metrics.contains(#"authgate_exchange_phase_seconds_count{phase="upstream"} 3"#))
+            #expect(metrics.contains(#"authgate_exchange_phase_seconds_count{phase="refresh"} 2"#))
         }
     }
 

@@ -1,0 +1,67 @@
+import AuthCore
+import AuthGateTesting
+import Foundation
+import Gateway
+import Locking
+import Logging
+import Testing
+
+/// `authorization.issuer`: the endpoints come from the provider's discovery document.
+@Suite struct DiscoveryTests {
+    @Test func anIssuerAloneIsEnoughToLogInRefreshAndRevoke() async throws {
+        try await Stack.run { stack in
+            let issuer = "http://127.0.0.1:\(stack.authServer.port)"
+            try await stack.startGateway { $0.authorization = .init(tokenEndpoint: nil, clientID: "authgate", issuer: issuer) }
+            #expect(try await stack.loginAlice().status == 200)
+            #expect(try await stack.proxy("GET", "/api/orders").status == 200)
+            #expect(try await stack.admin("POST", "/auth/refresh").status == 200)
+            #expect(await stack.authorization.statistics.refreshes == 1)
+            #expect(try await stack.admin("POST", "/auth/logout").status == 200)
+            // The revocation endpoint was discovered too: the logout revokes in the background.
+            var revoked = 0
+            for _ in 0..<200 where revoked == 0 {
+                revoked = await stack.authorization.statistics.revocations
+                if revoked == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            #expect(revoked == 1)
+        }
+    }
+
+    @Test func aDocumentNamingAnotherIssuerStopsTheStartNamingTheField() async throws {
+        try await Stack.run { stack in
+            // The fake names itself by the Host it was asked with, "127.0.0.1:port"; this
+            // issuer differs from it only by a trailing path.
+            let issuer = "http://127.0.0.1:\(stack.authServer.port)/tenant"
+            await #expect {
+                try await stack.startGateway { $0.authorization = .init(tokenEndpoint: nil, issuer: issuer) }
+            } throws: { error in
+                let failure = error as? IssuerDiscovery.Failure
+                return failure?.isConfigurationError == true && failure?.description.hasPrefix("authorization.issuer:") == true
+            }
+        }
+    }
+
+    @Test func anUnreachableProviderIsRetriedThenReportedAsUnavailable() async throws {
+        let transport = CountingRefusals()
+        let discovery = IssuerDiscovery(
+            transport: transport, logger: .init(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
+            patience: .milliseconds(600))
+        await #expect {
+            _ = try await discovery.resolve(.init(tokenEndpoint: nil, issuer: "http://127.0.0.1:9"), field: "authorization")
+        } throws: { error in
+            let failure = error as? IssuerDiscovery.Failure
+            return failure?.isConfigurationError == false && failure?.description.contains("could not be fetched") == true
+        }
+        #expect(transport.count >= 2, "asked again before giving up")
+    }
+}
+
+/// A transport whose every request fails to connect, counting them.
+final class CountingRefusals: HTTPTransport {
+    private let calls = Locked(0)
+    var count: Int { calls.withLock { $0 } }
+    func send(_ request: HTTPRequestValue) async throws -> HTTPResponseValue {
+        calls.withLock { $0 += 1 }
+        throw HTTPTransportError(.connectFailed, "refused")
+    }
+}
