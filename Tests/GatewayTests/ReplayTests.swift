@@ -113,3 +113,23 @@ import Testing
         }
     }
 }
+
+/// The token endpoint's own timeout bounds how long a request waits on a refresh.
+@Suite struct TokenEndpointTimeoutTests {
+    @Test func aRequestWaitingOnAHungRefreshIsAnsweredWhenTheTokenEndpointTimesOut() async throws {
+        try await Stack.run { stack in
+            try await stack.startGateway { $0.tokenEndpointTimeoutSeconds = 1 }
+            #expect(try await stack.loginAlice().status == 200)
+            await stack.authorization.revokeAccessTokens()
+            await stack.authorization.inject(.slow(.seconds(8)))
+            // The upstream rejects the token; the refresh hangs at the authorization server;
+            // the client's own read timeout is 10 s, the upstream's 60 s.
+            let r = try await stack.proxy("GET", "/api/orders")
+            #expect(r.status == 503, "\(r.status) \(r.text)")
+            #expect(r.header("Content-Type") == "application/problem+json")
+            #expect(r.header("Retry-After") != nil)
+            let status = Stack.json(try await stack.admin("GET", "/auth/session"))
+            #expect(status["state"] as? String == "logged_in", "a refresh that timed out keeps the session")
+        }
+    }
+}
