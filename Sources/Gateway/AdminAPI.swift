@@ -81,7 +81,9 @@ public final class AdminAPI: HTTPResponder {
         case "/readyz":
             guard allow(method, ["GET", "HEAD"], writer) else { return }
             let (ready, reason) = readiness.check()
-            json(writer, ready ? 200 : 503, ready ? #"{"status":"ready"}"# : #"{"status":"not_ready","reason":\#(Problem.quote(reason))}"#)
+            json(
+                writer, ready ? 200 : 503,
+                ready ? #"{"status":"ready"}"# : #"{"status":"not_ready","reason":"\#(reason?.rawValue ?? "")"}"#)
             return
         default:
             break

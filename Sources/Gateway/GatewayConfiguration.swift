@@ -134,6 +134,10 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     /// Upstream timeouts in seconds.
     public var connectTimeoutSeconds: Int?
     public var upstreamTimeoutSeconds: Int?
+    /// Accept `http://` for the token, revocation and user-info endpoints, the issuer and
+    /// authenticated routes' upstreams on hosts other than loopback (default `false`: a
+    /// token or a client secret never crosses a network in the clear by accident).
+    public var allowInsecureHTTP: Bool?
 
     public init(
         proxy: Listener, admin: Listener, adminTokenFile: String? = nil, adminTokenDisabled: Bool? = nil,
@@ -214,9 +218,23 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
             throw ConfigurationError("refreshSkewSeconds must be 0…86400")
         }
         if let n = maxReplays, !(0...10).contains(n) { throw ConfigurationError("maxReplays must be 0…10") }
+        for (field, value, range) in [
+            ("loops", loops, 1...256), ("replayLimitBytes", replayLimitBytes, 0...(64 << 20)),
+            ("connectTimeoutSeconds", connectTimeoutSeconds, 1...300),
+            ("upstreamTimeoutSeconds", upstreamTimeoutSeconds, 1...86_400),
+        ] {
+            if let value, !range.contains(value) {
+                throw ConfigurationError("\(field) must be \(range.lowerBound)…\(range.upperBound)")
+            }
+        }
+        if adminTokenDisabled == true && !Self.isLoopback(host: admin.host) {
+            throw ConfigurationError(
+                "adminTokenDisabled: true is allowed only with admin.host on loopback (127.0.0.1, ::1, localhost)")
+        }
         if let n = tokenEndpointTimeoutSeconds, !(1...300).contains(n) {
             throw ConfigurationError("tokenEndpointTimeoutSeconds must be 1…300")
         }
+        let insecure = allowInsecureHTTP == true
         var names: Set<String> = [Self.defaultSession]
         for (i, session) in (sessions ?? []).enumerated() {
             guard Self.isValidSessionName(session.name), session.name != Self.defaultSession else {
@@ -226,8 +244,8 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
             guard names.insert(session.name).inserted else {
                 throw ConfigurationError("sessions[\(i)].name \(session.name) is used twice")
             }
-            try Self.validate(session.authorization, at: "sessions[\(i)].authorization")
-            try Self.validate(session.userInfo, at: "sessions[\(i)].userInfo")
+            try Self.validate(session.authorization, at: "sessions[\(i)].authorization", insecure: insecure)
+            try Self.validate(session.userInfo, at: "sessions[\(i)].userInfo", insecure: insecure)
         }
         for (i, r) in routes.enumerated() {
             if let name = r.session, !names.contains(name) {
@@ -237,9 +255,12 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
             guard UpstreamBase(r.upstream) != nil else {
                 throw ConfigurationError("routes[\(i)].upstream must be an http or https URL without query or credentials")
             }
+            if r.requiresAuthentication ?? true {
+                try Self.requireTLS(r.upstream, at: "routes[\(i)].upstream", insecure: insecure)
+            }
         }
-        try Self.validate(authorization, at: "authorization")
-        try Self.validate(userInfo, at: "userInfo")
+        try Self.validate(authorization, at: "authorization", insecure: insecure)
+        try Self.validate(userInfo, at: "userInfo", insecure: insecure)
     }
 
     /// Whether `name` can name a session: 1–63 of `a-z`, `0-9`, `-`, `_`, starting with a
@@ -255,7 +276,24 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         text.hasPrefix("http://") || text.hasPrefix("https://")
     }
 
-    static func validate(_ a: Authorization, at field: String) throws {
+    /// Whether `host` is a loopback address or name.
+    static func isLoopback(host: String) -> Bool {
+        let h = host.lowercased()
+        if h == "localhost" || h == "::1" || h == "[::1]" { return true }
+        let parts = h.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+
+    /// Refuses an `http://` URL to a host other than loopback, unless `insecure`.
+    static func requireTLS(_ url: String, at field: String, insecure: Bool) throws {
+        guard !insecure, url.lowercased().hasPrefix("http://"), let host = URLComponents(string: url)?.host,
+            !isLoopback(host: host)
+        else { return }
+        throw ConfigurationError(
+            "\(field) must be https unless its host is loopback (or set allowInsecureHTTP: true)")
+    }
+
+    static func validate(_ a: Authorization, at field: String, insecure: Bool = false) throws {
         if let method = a.clientAuthentication, !["basic", "post", "none"].contains(method) {
             throw ConfigurationError("\(field).clientAuthentication must be basic, post or none")
         }
@@ -270,13 +308,18 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         if let r = a.revocationEndpoint, !isHTTPURL(r) {
             throw ConfigurationError("\(field).revocationEndpoint must be an http or https URL")
         }
+        for (name, url) in [("issuer", a.issuer), ("tokenEndpoint", a.tokenEndpoint), ("revocationEndpoint", a.revocationEndpoint)] {
+            if let url { try requireTLS(url, at: "\(field).\(name)", insecure: insecure) }
+        }
     }
 
-    static func validate(_ u: UserInfoProbe.Configuration?, at field: String) throws {
+    static func validate(_ u: UserInfoProbe.Configuration?, at field: String, insecure: Bool = false) throws {
         guard let u else { return }
         if !isHTTPURL(u.url) {
             throw ConfigurationError("\(field).url must be an http or https URL")
         }
+        try requireTLS(u.url, at: "\(field).url", insecure: insecure)
+        if let r = u.maxRetrySeconds, r > 3600 { throw ConfigurationError("\(field).maxRetrySeconds must be 1…3600") }
         if let bad = u.needsSignUpStatuses?.first(where: { !(400...499).contains($0) }) {
             throw ConfigurationError("\(field).needsSignUpStatuses: \(bad) is not a 4xx status")
         }

@@ -95,7 +95,8 @@ public final class GatewayService: Sendable {
         tokenConfig.totalTimeout = .seconds(c.tokenEndpointTimeoutSeconds ?? 10)
         let tokenClient = await UpstreamClient.make(on: home, configuration: tokenConfig)
         let replayRule = ReplayRule(maxReplays: c.maxReplays ?? 3)
-        let discovery = IssuerDiscovery(transport: CurlTransport(client: tokenClient), logger: logger)
+        let discovery = IssuerDiscovery(
+            transport: CurlTransport(client: tokenClient), logger: logger, allowInsecureHTTP: c.allowInsecureHTTP == true)
         let rejectionPolicy = c.upstreamRejection ?? UpstreamRejectionPolicy()
         try FileManager.default.createDirectory(atPath: c.stateDirectory, withIntermediateDirectories: true)
         let tokenStore = try EncryptedFileTokenStore(directory: c.stateDirectory, key: secrets.storeKey)

@@ -21,12 +21,17 @@ public struct IssuerDiscovery: Sendable {
     let transport: any HTTPTransport
     let logger: Logger
     let patience: Duration
+    let allowInsecureHTTP: Bool
 
-    /// Creates a resolver that asks through `transport`.
-    public init(transport: any HTTPTransport, logger: Logger, patience: Duration = .seconds(30)) {
+    /// Creates a resolver that asks through `transport`; discovered endpoints must be https
+    /// unless on loopback or `allowInsecureHTTP`.
+    public init(
+        transport: any HTTPTransport, logger: Logger, patience: Duration = .seconds(30), allowInsecureHTTP: Bool = false
+    ) {
         self.transport = transport
         self.logger = logger
         self.patience = patience
+        self.allowInsecureHTTP = allowInsecureHTTP
     }
 
     /// `authorization` with its endpoints filled in; unchanged when it names no issuer.
@@ -38,6 +43,11 @@ public struct IssuerDiscovery: Sendable {
         var resolved = authorization
         if resolved.tokenEndpoint == nil { resolved.tokenEndpoint = document.tokenEndpoint }
         if resolved.revocationEndpoint == nil { resolved.revocationEndpoint = document.revocationEndpoint }
+        do {
+            try GatewayConfiguration.validate(resolved, at: field, insecure: allowInsecureHTTP)
+        } catch {
+            throw Failure(description: "\(error) (as discovered from \(issuer))", isConfigurationError: true)
+        }
         logger.info(
             "issuer discovered",
             metadata: [

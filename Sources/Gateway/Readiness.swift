@@ -20,12 +20,23 @@ public final class Readiness: Sendable {
         state.withLock { $0 = (ok, problem) }
     }
 
+    /// Why the gateway is not ready. `/readyz` needs no token, so it says only this code;
+    /// the details (which session, which error) are in the log.
+    public enum Reason: String, Sendable {
+        /// A session could not be restored from the stores (or is not restored yet).
+        case sessionNotRestored = "session_not_restored"
+        /// The state directory cannot be written.
+        case stateDirectoryNotWritable = "state_directory_not_writable"
+        /// The user-info call has not answered yet.
+        case userInfoPending = "user_info_pending"
+    }
+
     /// Whether the gateway is ready, and why not.
-    public func check() -> (Bool, String) {
+    public func check() -> (ready: Bool, reason: Reason?) {
         let s = state.withLock { $0 }
-        if !s.restored { return (false, s.problem ?? "the session is not restored yet") }
-        if !storesWritable() { return (false, "the state directory is not writable") }
-        if let reason = pending() { return (false, reason) }
-        return (true, "")
+        if !s.restored { return (false, .sessionNotRestored) }
+        if !storesWritable() { return (false, .stateDirectoryNotWritable) }
+        if pending() != nil { return (false, .userInfoPending) }
+        return (true, nil)
     }
 }

@@ -42,3 +42,64 @@ import Testing
                 == "authorization.issuer must be an http or https URL without query or fragment")
     }
 }
+
+/// Values that cross a trust boundary in the configuration: every number in range, no
+/// cleartext endpoint off loopback, no admin API without a token off loopback.
+@Suite struct ConfigurationBoundsTests {
+    let base = GatewayConfigurationTests()
+
+    @Test(arguments: [
+        ("replayLimitBytes", -1, "replayLimitBytes must be 0…67108864"),
+        ("replayLimitBytes", 1 << 30, "replayLimitBytes must be 0…67108864"),
+        ("loops", 0, "loops must be 1…256"),
+        ("connectTimeoutSeconds", 0, "connectTimeoutSeconds must be 1…300"),
+        ("upstreamTimeoutSeconds", 0, "upstreamTimeoutSeconds must be 1…86400"),
+        ("upstreamTimeoutSeconds", -30, "upstreamTimeoutSeconds must be 1…86400"),
+    ])
+    func numbersOutOfRangeAreRefusedNamingTheField(field: String, value: Int, message: String) {
+        #expect(base.error { $0[field] = value } == message)
+    }
+
+    @Test func cleartextEndpointsAreRefusedOffLoopbackUnlessAllowed() throws {
+        #expect(
+            base.error { $0["authorization"] = ["tokenEndpoint": "http://id.example.com/token"] }
+                == "authorization.tokenEndpoint must be https unless its host is loopback (or set allowInsecureHTTP: true)")
+        #expect(
+            base.error {
+                $0["authorization"] = ["tokenEndpoint": "https://id.example.com/t", "revocationEndpoint": "http://10.0.0.1/r"]
+            } == "authorization.revocationEndpoint must be https unless its host is loopback (or set allowInsecureHTTP: true)")
+        #expect(
+            base.error { $0["authorization"] = ["issuer": "http://id.example.com"] }
+                == "authorization.issuer must be https unless its host is loopback (or set allowInsecureHTTP: true)")
+        #expect(
+            base.error { $0["userInfo"] = ["url": "http://api.example.com/me"] }
+                == "userInfo.url must be https unless its host is loopback (or set allowInsecureHTTP: true)")
+        #expect(
+            base.error { $0["routes"] = [["prefix": "/", "upstream": "http://api.example.com"]] }
+                == "routes[0].upstream must be https unless its host is loopback (or set allowInsecureHTTP: true)")
+        // A public route carries no token: plain HTTP is its own business.
+        _ = try base.load { $0["routes"] = [["prefix": "/", "upstream": "http://api.example.com", "requiresAuthentication": false]] }
+        // Loopback, in every spelling, and the explicit opt-in.
+        for host in ["127.0.0.1:8080", "127.1.2.3", "localhost:9000", "[::1]:8080"] {
+            _ = try base.load { $0["authorization"] = ["tokenEndpoint": "http://\(host)/token"] }
+        }
+        _ = try base.load {
+            $0["authorization"] = ["tokenEndpoint": "http://id.example.com/token"]
+            $0["allowInsecureHTTP"] = true
+        }
+    }
+
+    @Test func theAdminTokenCanBeTurnedOffOnlyOnLoopback() throws {
+        let off: (inout [String: Any], String) -> Void = { c, host in
+            c["admin"] = ["host": host, "port": 8081]
+            c["adminTokenFile"] = nil
+            c["adminTokenDisabled"] = true
+        }
+        _ = try base.load { off(&$0, "127.0.0.1") }
+        _ = try base.load { off(&$0, "::1") }
+        #expect(
+            base.error { off(&$0, "0.0.0.0") }
+                == "adminTokenDisabled: true is allowed only with admin.host on loopback (127.0.0.1, ::1, localhost)")
+        #expect(base.error { off(&$0, "10.1.2.3") }?.hasPrefix("adminTokenDisabled") == true)
+    }
+}

@@ -48,7 +48,9 @@ import TestSupport
         try await stack.startGateway(key: try TokenStoreKey(rawBytes: [UInt8](repeating: 7, count: 32)))
         let ready = try await stack.admin("GET", "/readyz", token: nil)
         #expect(ready.status == 503)
-        #expect(ready.text.contains("could not be restored"))
+        #expect(ready.text.contains(#""reason":"session_not_restored""#))
+        #expect(!ready.text.contains("could not be restored"), "the unauthenticated probe says a code, not the error")
+        #expect(stack.logs.all.contains("could not be restored") || stack.logs.all.contains("session restore failed"))
         await stack.stop()
     }
 
@@ -100,7 +102,7 @@ import TestSupport
             let ready = try await stack.admin("GET", "/readyz", token: nil)
             #expect(ready.status == 503, "the first probe already waits for the user-info answer")
             #expect(try await registration(stack) == "pending")
-            #expect(try await eventually { try await stack.admin("GET", "/readyz", token: nil).text.contains("user-info") })
+            #expect(try await eventually { try await stack.admin("GET", "/readyz", token: nil).text.contains(#""reason":"user_info_pending""#) })
             #expect(Stack.json(try await stack.admin("GET", "/auth/session"))["state"] as? String == "logged_in")
             stack.api.answerUserInfo(status: 200)
             #expect(try await eventually { try await registration(stack) == "signed_up" }, "retried until it answered")
