@@ -1,0 +1,130 @@
+import AuthCore
+import Foundation
+
+/// The checks of values the types cannot express; every error names the field at fault.
+extension GatewayConfiguration {
+    /// Checks values the types cannot.
+    public func validate() throws {
+        for (name, l) in [("proxy", proxy), ("admin", admin)] where !(0...65535).contains(l.port) {
+            throw ConfigurationError("\(name).port must be 0…65535")
+        }
+        if adminTokenFile == nil && adminTokenDisabled != true {
+            throw ConfigurationError("adminTokenFile is required (or set adminTokenDisabled: true explicitly)")
+        }
+        if routes.isEmpty { throw ConfigurationError("routes must name at least one route") }
+        if let lead = refreshLead {
+            if refreshSkewSeconds != nil { throw ConfigurationError("refreshLead and refreshSkewSeconds: set only one") }
+            if let problem = lead.problem { throw ConfigurationError("refreshLead \(problem)") }
+        }
+        if let n = refreshSkewSeconds, !(0...86_400).contains(n) {
+            throw ConfigurationError("refreshSkewSeconds must be 0…86400")
+        }
+        if let n = maxReplays, !(0...10).contains(n) { throw ConfigurationError("maxReplays must be 0…10") }
+        for (field, value, range) in [
+            ("loops", loops, 1...256), ("replayLimitBytes", replayLimitBytes, 0...(64 << 20)),
+            ("connectTimeoutSeconds", connectTimeoutSeconds, 1...300),
+            ("upstreamTimeoutSeconds", upstreamTimeoutSeconds, 1...86_400),
+        ] {
+            if let value, !range.contains(value) {
+                throw ConfigurationError("\(field) must be \(range.lowerBound)…\(range.upperBound)")
+            }
+        }
+        if adminTokenDisabled == true && !Self.isLoopback(host: admin.host) {
+            throw ConfigurationError(
+                "adminTokenDisabled: true is allowed only with admin.host on loopback (127.0.0.1, ::1, localhost)")
+        }
+        if let n = tokenEndpointTimeoutSeconds, !(1...300).contains(n) {
+            throw ConfigurationError("tokenEndpointTimeoutSeconds must be 1…300")
+        }
+        let insecure = allowInsecureHTTP == true
+        var names: Set<String> = [Self.defaultSession]
+        for (i, session) in (sessions ?? []).enumerated() {
+            guard Self.isValidSessionName(session.name), session.name != Self.defaultSession else {
+                throw ConfigurationError(
+                    "sessions[\(i)].name must be 1–63 lower-case letters, digits, - or _, and not \(Self.defaultSession)")
+            }
+            guard names.insert(session.name).inserted else {
+                throw ConfigurationError("sessions[\(i)].name \(session.name) is used twice")
+            }
+            try Self.validate(session.authorization, at: "sessions[\(i)].authorization", insecure: insecure)
+            try Self.validate(session.userInfo, at: "sessions[\(i)].userInfo", insecure: insecure)
+        }
+        for (i, r) in routes.enumerated() {
+            if let name = r.session, !names.contains(name) {
+                throw ConfigurationError("routes[\(i)].session names no session: \(name)")
+            }
+            guard r.prefix.hasPrefix("/") else { throw ConfigurationError("routes[\(i)].prefix must start with /") }
+            guard UpstreamBase(r.upstream) != nil else {
+                throw ConfigurationError("routes[\(i)].upstream must be an http or https URL without query or credentials")
+            }
+            if r.requiresAuthentication ?? true {
+                try Self.requireTLS(r.upstream, at: "routes[\(i)].upstream", insecure: insecure)
+            }
+        }
+        try Self.validate(authorization, at: "authorization", insecure: insecure)
+        try Self.validate(userInfo, at: "userInfo", insecure: insecure)
+    }
+
+    /// Whether `name` can name a session: 1–63 of `a-z`, `0-9`, `-`, `_`, starting with a
+    /// letter or digit (it appears in metrics labels and admin URLs).
+    public static func isValidSessionName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard (1...63).contains(bytes.count) else { return false }
+        func ok(_ b: UInt8) -> Bool { (0x61...0x7A).contains(b) || (0x30...0x39).contains(b) || b == 0x2D || b == 0x5F }
+        return bytes.allSatisfy(ok) && bytes[0] != 0x2D && bytes[0] != 0x5F
+    }
+
+    static func isHTTPURL(_ text: String) -> Bool {
+        text.hasPrefix("http://") || text.hasPrefix("https://")
+    }
+
+    /// Whether `host` is a loopback address or name.
+    static func isLoopback(host: String) -> Bool {
+        let h = host.lowercased()
+        if h == "localhost" || h == "::1" || h == "[::1]" { return true }
+        let parts = h.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+
+    /// Refuses an `http://` URL to a host other than loopback, unless `insecure`.
+    static func requireTLS(_ url: String, at field: String, insecure: Bool) throws {
+        guard !insecure, url.lowercased().hasPrefix("http://"), let host = URLComponents(string: url)?.host,
+            !isLoopback(host: host)
+        else { return }
+        throw ConfigurationError(
+            "\(field) must be https unless its host is loopback (or set allowInsecureHTTP: true)")
+    }
+
+    static func validate(_ a: Authorization, at field: String, insecure: Bool = false) throws {
+        if let method = a.clientAuthentication, !["basic", "post", "none"].contains(method) {
+            throw ConfigurationError("\(field).clientAuthentication must be basic, post or none")
+        }
+        if let issuer = a.issuer, !OIDCDiscovery.isValidIssuer(issuer) {
+            throw ConfigurationError("\(field).issuer must be an http or https URL without query or fragment")
+        }
+        if let t = a.tokenEndpoint {
+            if !isHTTPURL(t) { throw ConfigurationError("\(field).tokenEndpoint must be an http or https URL") }
+        } else if a.issuer == nil {
+            throw ConfigurationError("\(field).tokenEndpoint is required (or set \(field).issuer to discover it)")
+        }
+        if let r = a.revocationEndpoint, !isHTTPURL(r) {
+            throw ConfigurationError("\(field).revocationEndpoint must be an http or https URL")
+        }
+        for (name, url) in [("issuer", a.issuer), ("tokenEndpoint", a.tokenEndpoint), ("revocationEndpoint", a.revocationEndpoint)] {
+            if let url { try requireTLS(url, at: "\(field).\(name)", insecure: insecure) }
+        }
+    }
+
+    static func validate(_ u: UserInfoProbe.Configuration?, at field: String, insecure: Bool = false) throws {
+        guard let u else { return }
+        if !isHTTPURL(u.url) {
+            throw ConfigurationError("\(field).url must be an http or https URL")
+        }
+        try requireTLS(u.url, at: "\(field).url", insecure: insecure)
+        if let r = u.maxRetrySeconds, r > 3600 { throw ConfigurationError("\(field).maxRetrySeconds must be 1…3600") }
+        if let bad = u.needsSignUpStatuses?.first(where: { !(400...499).contains($0) }) {
+            throw ConfigurationError("\(field).needsSignUpStatuses: \(bad) is not a 4xx status")
+        }
+        if let r = u.maxRetrySeconds, r < 1 { throw ConfigurationError("\(field).maxRetrySeconds must be at least 1") }
+    }
+}
