@@ -108,7 +108,29 @@ extension AuthActor {
             await task.value
             if refreshTask == task { refreshTask = nil }
         }
+        await flushPendingCredentials()
     }
+
+    /// Saves a pair held only in memory (its save failed after a rotation: the previous
+    /// refresh token is already spent at the server), whatever the retry backoff says — at
+    /// shutdown there is no later. Returns whether nothing is left unsaved; a failure is
+    /// logged as an error, since the next start will present a spent refresh token.
+    @discardableResult
+    public func flushPendingCredentials() async -> Bool {
+        guard needsPersist else { return true }
+        persistRetryAt = clock.now
+        await persistPendingCredentials()
+        if needsPersist {
+            logger.error(
+                "rotated tokens could not be saved before stopping; the next start has only the spent refresh token",
+                metadata: ["auth.generation": "\(status.generation.map { "\($0)" } ?? "none")"])
+            return false
+        }
+        return true
+    }
+
+    /// Whether a rotated pair is held only in memory (its save failed and is being retried).
+    public var hasUnsavedCredentials: Bool { needsPersist }
 
     /// Waits for the revocations logout started (at shutdown, before the transport stops).
     public func finishRevocations() async {

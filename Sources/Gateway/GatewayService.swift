@@ -205,7 +205,17 @@ public final class GatewayService: Sendable {
     /// The loops stop last: first the listeners close, the event streams end, and the
     /// tasks serving requests, the refreshes in flight and the logout revocations finish,
     /// so that none of them is left waiting on a loop that no longer runs.
+    ///
+    /// The whole drain takes at most `grace` + 3 s (13 s by default, inside the systemd unit's
+    /// `TimeoutStopSec=15`): whatever is left of that after the exchanges, at least 1 s, goes
+    /// to the refreshes and revocations in flight and to saving a rotated pair whose save
+    /// had failed (``AuthCore/AuthActor/flushPendingCredentials()``).
     public func shutdown(grace: Duration = .seconds(10)) async {
+        let clock = ContinuousClock()
+        let deadline = clock.now + grace + .seconds(3)
+        func left(atMost cap: Duration, atLeast floor: Duration = .zero) -> Duration {
+            max(floor, min(cap, deadline - clock.now))
+        }
         let proxy = proxyServer
         let admin = adminServer
         let group = group
@@ -217,8 +227,8 @@ public final class GatewayService: Sendable {
         // and wait for the gateway's own subscribers to end.
         for s in sessions.values { s.actor.events.finish() }
         for t in eventTasks { await t.value }
-        let drained = await proxyTasks.idle(timeout: .seconds(5))
-        let adminDrained = await adminTasks.idle(timeout: .seconds(1))
+        let drained = await proxyTasks.idle(timeout: left(atMost: .seconds(5)))
+        let adminDrained = await adminTasks.idle(timeout: left(atMost: .seconds(1)))
         // A refresh or revocation waits at most this long; past it, the loops stop anyway and
         // the upstream client cancels the transfer (logged: what waited on it is lost).
         let background = TaskTracker()
@@ -226,7 +236,7 @@ public final class GatewayService: Sendable {
             let actor = s.actor
             background.start(on: nil) { await actor.finishBackgroundWork() }
         }
-        let backgroundDone = await background.idle(timeout: .seconds(5))
+        let backgroundDone = await background.idle(timeout: left(atMost: .seconds(5), atLeast: .seconds(1)))
         if !drained || !adminDrained || !backgroundDone {
             logger.warning(
                 "work still running at shutdown; stopping the loops anyway",

@@ -203,3 +203,29 @@ import Testing
         #expect(await h.server.statistics.reuseDetections == 0)
     }
 }
+
+@Suite struct ShutdownFlushTests {
+    @Test func aRotatedPairHeldOnlyInMemoryIsSavedAtShutdownDespiteTheBackoff() async throws {
+        let h = Harness()
+        let first = try await h.login()
+        h.tokenStore.failNext(.save, with: TokenStoreError.io(28, operation: "write"))
+        let second = try await h.actor.refresh(after: first.generation)
+        #expect(await h.actor.hasUnsavedCredentials)
+        #expect(h.tokenStore.record(for: .default)?.generation == first.generation)
+        // The disk has room again; the backoff would wait a second, shutdown does not.
+        await h.actor.finishBackgroundWork()
+        #expect(await !h.actor.hasUnsavedCredentials)
+        #expect(h.tokenStore.record(for: .default)?.generation == second.generation)
+        let restarted = h.restarted()
+        #expect(try await restarted.restore().generation == second.generation)
+    }
+
+    @Test func aFlushThatFailsSaysSo() async throws {
+        let h = Harness()
+        let first = try await h.login()
+        h.tokenStore.failNext(.save, with: TokenStoreError.io(28, operation: "write"), count: 2)
+        _ = try await h.actor.refresh(after: first.generation)
+        #expect(await h.actor.flushPendingCredentials() == false)
+        #expect(await h.actor.hasUnsavedCredentials)
+    }
+}
