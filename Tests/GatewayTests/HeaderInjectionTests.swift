@@ -61,7 +61,8 @@ import TestSupport
         try await Stack.run { stack in
             // Tokens written before the syntax checks existed: the last line, the upstream
             // client, refuses the header line.
-            try FileManager.default.createDirectory(atPath: stack.stateDirectory, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: stack.stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let key = try TokenStoreKey.load(fromFile: stack.keyFile, createIfMissing: true)
             let tokens = try EncryptedFileTokenStore(directory: stack.stateDirectory, key: key)
             try await tokens.save(
