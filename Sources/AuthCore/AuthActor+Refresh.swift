@@ -230,7 +230,7 @@ extension AuthActor {
 
     private func failTransiently(_ error: TokenEndpointError, flightID: UInt64) {
         countRefresh("transient")
-        let delay = gate.recordTransientFailure(error, at: clock.now)
+        let delay = gate.recordTransientFailure(error, at: clock.now, randomFraction: randomFraction())
         let waiters = inFlight?.waiters ?? [:]
         inFlight = nil
         logger.info(

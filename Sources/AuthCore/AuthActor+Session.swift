@@ -23,10 +23,18 @@ extension AuthActor {
         return try await install(response, grantType: grant.grantType, subject: subject, requestedAt: requestedAt)
     }
 
-    /// Logs in with tokens obtained elsewhere (no network).
+    /// Logs in with tokens obtained elsewhere (no network). Tokens that break their syntax
+    /// (``TokenSyntax``) are refused with ``AuthError/Code/loginFailed``.
     @discardableResult
     public func login(importing response: TokenResponse, subject: String? = nil) async throws -> AccessToken {
-        try await install(response, grantType: nil, subject: subject)
+        if let field = TokenSyntax.violation(in: response) {
+            throw AuthError(
+                .loginFailed,
+                endpointError: TokenEndpointError(
+                    code: .invalidTokenSyntax, disposition: .terminal, message: TokenSyntax.requirement(for: field),
+                    field: field))
+        }
+        return try await install(response, grantType: nil, subject: subject)
     }
 
     /// Installs a new session; `requestedAt` (when the token request left) is where the

@@ -163,7 +163,7 @@ public actor AuthActor {
     ///   - logger: where to log (secrets are never logged).
     ///   - executor: a serial executor to run on (e.g. an event loop's); the default actor
     ///     executor when `nil`.
-    ///   - randomFraction: the jitter source, a value in `0..<1`.
+    ///   - randomFraction: the jitter source (refresh lead and backoff), a value in `0..<1`.
     ///   - metricsFactory: where the session's counters are made; `MetricsSystem.factory`
     ///     when `nil`.
     public init(

@@ -9,6 +9,10 @@ extension OAuth2Client {
     /// - 400/401 with an RFC 6749 §5.2 error body: terminal (for the standard codes).
     /// - A status listed in ``TokenEndpointMapping/terminalStatuses``: terminal.
     /// - Anything else (a proxy's HTML page, a bare 403): transient.
+    ///
+    /// A success whose `access_token`, `token_type` or `refresh_token` breaks its syntax
+    /// (``TokenSyntax``; such a token could split the header line it goes into) is
+    /// ``TokenEndpointError/Code/invalidTokenSyntax``, ambiguous, naming the field only.
     public func parse(_ response: HTTPResponseValue, for grant: Grant, now: Date) throws
         -> TokenResponse
     {
@@ -65,6 +69,11 @@ extension OAuth2Client {
             result.tokenType = JSONPath.string(at: paths.tokenType, in: json) ?? "Bearer"
             result.scope = JSONPath.string(at: paths.scope, in: json)
             result.idToken = JSONPath.string(at: paths.idToken, in: json)
+        }
+        if let field = TokenSyntax.violation(in: result) {
+            throw TokenEndpointError(
+                code: .invalidTokenSyntax, disposition: .ambiguous, status: response.status,
+                message: "\(TokenSyntax.requirement(for: field)); the response was not used", field: field)
         }
         return result
     }

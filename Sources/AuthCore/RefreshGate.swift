@@ -103,10 +103,16 @@ public struct RefreshGate: Sendable, Equatable {
     }
 
     /// Records a transient failure at `now` and returns the backoff it starts: the server's
-    /// `Retry-After` when sent, otherwise the policy's exponential delay.
-    public mutating func recordTransientFailure(_ error: TokenEndpointError, at now: MonotonicInstant) -> Duration {
+    /// `Retry-After` when sent, otherwise the policy's exponential delay, with jitter.
+    ///
+    /// `Retry-After` is clamped to [the step, the maximum]; `randomFraction` (in `0..<1`)
+    /// draws the jitter (see ``BackoffPolicy``).
+    public mutating func recordTransientFailure(
+        _ error: TokenEndpointError, at now: MonotonicInstant, randomFraction: Double = 0
+    ) -> Duration {
         consecutiveFailures += 1
-        let delay = policy.delay(afterConsecutiveFailures: consecutiveFailures, retryAfter: error.retryAfter)
+        let delay = policy.delay(
+            afterConsecutiveFailures: consecutiveFailures, retryAfter: error.retryAfter, randomFraction: randomFraction)
         notBefore = now + delay
         lastError = error
         return delay

@@ -14,6 +14,9 @@ public struct TokenEndpointError: Error, Sendable, Equatable, CustomStringConver
         case unexpectedStatus = "unexpected_status"
         /// A success status whose body could not be understood.
         case malformedResponse = "malformed_response"
+        /// A success whose token could not be used safely (see ``TokenSyntax``); the field
+        /// at fault is ``TokenEndpointError/field``.
+        case invalidTokenSyntax = "invalid_token_syntax"
         /// No response: the request never reached the server.
         case network
         /// No response after the request was sent: the server may have acted on it.
@@ -45,11 +48,15 @@ public struct TokenEndpointError: Error, Sendable, Equatable, CustomStringConver
     public var retryAfter: Duration?
     /// A human message (never a token).
     public var message: String
+    /// The response field at fault (`access_token`, `token_type`, `refresh_token`), for
+    /// ``Code/invalidTokenSyntax``. Its value is never kept.
+    public var field: String?
 
     /// Creates an error.
     public init(
         code: Code, disposition: Disposition, status: Int? = nil,
-        oauthError: OAuthErrorResponse? = nil, retryAfter: Duration? = nil, message: String = ""
+        oauthError: OAuthErrorResponse? = nil, retryAfter: Duration? = nil, message: String = "",
+        field: String? = nil
     ) {
         self.code = code
         self.disposition = disposition
@@ -57,6 +64,7 @@ public struct TokenEndpointError: Error, Sendable, Equatable, CustomStringConver
         self.oauthError = oauthError
         self.retryAfter = retryAfter
         self.message = message
+        self.field = field
     }
 
     public var description: String {
@@ -64,6 +72,7 @@ public struct TokenEndpointError: Error, Sendable, Equatable, CustomStringConver
         if let status { parts.append("status \(status)") }
         if let oauthError { parts.append("\(oauthError)") }
         if let retryAfter { parts.append("retry after \(retryAfter)") }
+        if let field { parts.append("field \(field)") }
         if !message.isEmpty { parts.append(message) }
         return parts.joined(separator: ", ")
     }

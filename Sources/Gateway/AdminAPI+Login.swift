@@ -98,6 +98,10 @@ enum LoginRequest {
             let response = TokenResponse(
                 accessToken: access, tokenType: try string("token_type", required: false) ?? "Bearer", expiresIn: expiresIn,
                 refreshToken: try string("refresh_token", required: false), scope: try string("scope", required: false))
+            if let field = TokenSyntax.violation(in: response) {
+                throw WireError(
+                    .malformedRequest, status: 400, "the field \(field) is not acceptable: \(TokenSyntax.requirement(for: field))")
+            }
             return (.imported(response), subject)
         default:
             throw WireError(

@@ -44,6 +44,12 @@ enum AdminJSON {
 
     /// The problem for a refused or failed login.
     static func loginFailure(_ e: TokenEndpointError) -> Problem {
+        if e.code == .invalidTokenSyntax, let field = e.field {
+            return GatewayProblem.make(
+                "authorization-server-unavailable", 502,
+                "the authorization server answered with an unusable \(field) (\(TokenSyntax.requirement(for: field))); "
+                    + "the login was not completed", [("field", Problem.quote(field))])
+        }
         switch e.disposition {
         case .terminal:
             let code = e.oauthError?.error ?? "rejected"

@@ -66,7 +66,9 @@ public final class GatewayService: Sendable {
         self.eventTasks = eventTasks
     }
 
-    /// Starts everything; throws when a store cannot be opened or a port cannot be bound.
+    /// Starts everything; throws when a store cannot be opened or a port cannot be bound, and
+    /// a ``ConfigurationError`` when the state directory or the key file is not owner-only
+    /// (see ``StateDirectory``).
     public static func start(
         configuration c: GatewayConfiguration, secrets: Secrets, logger: Logger,
         clock: any AuthClock = SystemAuthClock(), sessionConfiguration: AuthActor.Configuration? = nil
@@ -98,7 +100,8 @@ public final class GatewayService: Sendable {
         let discovery = IssuerDiscovery(
             transport: CurlTransport(client: tokenClient), logger: logger, allowInsecureHTTP: c.allowInsecureHTTP == true)
         let rejectionPolicy = c.upstreamRejection ?? UpstreamRejectionPolicy()
-        try FileManager.default.createDirectory(atPath: c.stateDirectory, withIntermediateDirectories: true)
+        try StateDirectory.prepare(c.stateDirectory)
+        if let keyFile = c.keyFile { try StateDirectory.checkKeyFile(keyFile) }
         let tokenStore = try EncryptedFileTokenStore(directory: c.stateDirectory, key: secrets.storeKey)
         let stateStore = try FileSessionStateStore(directory: c.stateDirectory)
         var sessionConfig = sessionConfiguration ?? AuthActor.Configuration()

@@ -122,16 +122,28 @@ public final class UpstreamTransfer {
         default:
             setMethod(request.method, &ok)
         }
-        // libcurl adds Accept and Expect on its own; an empty value suppresses each.
+        // The last line against header injection: libcurl sends each line as given, so a
+        // value with CR or LF would start a header (or a request) of its own.
         for field in request.headers.fields {
-            var line = field.name
-            line += ": "
-            line += field.value
-            headerList = curl_slist_append(headerList, line)
+            guard FramingRules.isValidFieldName(field.name.utf8) else {
+                return UpstreamError(.invalidRequest, "a request header name is not an HTTP token; nothing was sent")
+            }
+            guard FramingRules.isValidFieldValue(field.value.utf8) else {
+                return UpstreamError(
+                    .invalidRequest, "the value of the request header \(field.name) contains a control character; nothing was sent")
+            }
         }
-        if !request.headers.contains("Accept") { headerList = curl_slist_append(headerList, "Accept:") }
-        headerList = curl_slist_append(headerList, "Expect:")
-        if chunkedUpload { headerList = curl_slist_append(headerList, "Transfer-Encoding: chunked") }
+        // libcurl adds Accept and Expect on its own; an empty value suppresses each.
+        var lines = request.headers.fields.map { $0.name + ": " + $0.value }
+        if !request.headers.contains("Accept") { lines.append("Accept:") }
+        lines.append("Expect:")
+        if chunkedUpload { lines.append("Transfer-Encoding: chunked") }
+        for line in lines {
+            guard let appended = curl_slist_append(headerList, line) else {
+                return UpstreamError(.other, "curl_slist_append failed (out of memory)")
+            }
+            headerList = appended
+        }
         check(ag_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList))
         return ok ? nil : UpstreamError(.invalidRequest, "libcurl refused an option for this request")
     }

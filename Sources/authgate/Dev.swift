@@ -66,7 +66,10 @@ struct Dev: ParsableCommand {
             ],
             stateDirectory: stateDir, keyFile: "\(stateDir)/store.key", createKey: true, loops: loops)
         if userInfo { config.userInfo = UserInfoProbe.Configuration(url: "http://127.0.0.1:\(api.port)/userinfo") }
-        try FileManager.default.createDirectory(atPath: stateDir, withIntermediateDirectories: true)
+        // Dev mode's own scratch directory: made owner-only rather than refused.
+        try FileManager.default.createDirectory(
+            atPath: stateDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: stateDir)
         let key = try TokenStoreKey.load(fromFile: "\(stateDir)/store.key", createIfMissing: true)
         var sessionConfig = AuthActor.Configuration()
         sessionConfig.skew = .seconds(refreshSkew)

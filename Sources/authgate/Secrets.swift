@@ -37,6 +37,7 @@ enum SecretSources {
     }
 
     private static func loadKey(_ path: String, create: Bool) throws -> TokenStoreKey {
+        try StateDirectory.checkKeyFile(path)
         do { return try TokenStoreKey.load(fromFile: path, createIfMissing: create) } catch {
             throw ConfigurationError("cannot use the store key file \(path): \(error)")
         }

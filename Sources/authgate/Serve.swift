@@ -23,6 +23,8 @@ struct Serve: ParsableCommand {
             }
             configuration = try GatewayConfiguration.load(from: data)
             secrets = try SecretSources.resolve(configuration)
+            // Created owner-only by `serve`; `--check-config` only checks one that exists.
+            try StateDirectory.prepare(configuration.stateDirectory, create: !checkConfig)
         } catch {
             FileHandle.standardError.write(Data("authgate: configuration error: \(error)\n".utf8))
             throw ExitCode(78)

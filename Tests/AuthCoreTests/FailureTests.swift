@@ -1,6 +1,7 @@
 import AuthCore
 import AuthGateTesting
 import Foundation
+import Logging
 import Testing
 
 /// REFERENCES.md items 3, 4, 8, 11: failures, backoff, logout semantics.
@@ -33,6 +34,36 @@ import Testing
         })
         #expect(await log.loggedOutCount == 0)
         log.stop()
+    }
+
+    @Test func absurdRetryAfterBacksOffForTheMaximumOnlyAndZeroStillBacksOff() async throws {
+        let h = Harness()
+        let first = try await h.login()
+        await h.server.inject(.tooManyRequests(retryAfterSeconds: 99_999_999))
+        let error = await #expect(throws: AuthError.self) { try await h.actor.refresh(after: first.generation) }
+        #expect(error?.retryAfter == .seconds(300))
+        h.clock.advance(by: .seconds(300))
+        let second = try await h.actor.refresh(after: first.generation)
+        #expect(second.generation > first.generation, "refreshing resumes without a new login")
+
+        await h.server.inject(.tooManyRequests(retryAfterSeconds: 0))
+        let zero = await #expect(throws: AuthError.self) { try await h.actor.refresh(after: second.generation) }
+        #expect(zero?.retryAfter == .seconds(1))
+        let attempts = await h.server.statistics.refreshAttempts
+        let backingOff = await #expect(throws: AuthError.self) { try await h.actor.refresh(after: second.generation) }
+        #expect(backingOff?.code == .backingOff)
+        #expect(await h.server.statistics.refreshAttempts == attempts, "no request during the backoff")
+    }
+
+    @Test func backoffJitterComesFromTheInjectedRandomness() async throws {
+        let h = Harness(actor: .init(skew: .seconds(30), jitter: .zero, backoff: BackoffPolicy(jitter: 0.5)))
+        let actor = AuthActor(
+            client: h.client, tokenStore: h.tokenStore, stateStore: h.stateStore, clock: h.clock, configuration: h.configuration,
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), randomFraction: { 0.5 })
+        let first = try await actor.login(.password(username: "alice", password: "wonderland"))
+        await h.server.inject(.serverError(status: 503))
+        let error = await #expect(throws: AuthError.self) { try await actor.refresh(after: first.generation) }
+        #expect(error?.retryAfter == .milliseconds(1250), "1 s plus half of the 50 % jitter share")
     }
 
     @Test func backoffGrowsExponentiallyWithoutRetryAfter() async throws {

@@ -31,6 +31,31 @@ import Testing
         #expect(gate.admit(at: t0 + .seconds(90)) == .proceed)
     }
 
+    @Test func retryAfterIsClampedBetweenTheBackoffStepAndTheMaximum() {
+        var gate = RefreshGate(policy: BackoffPolicy(), window: RefreshWindow(interval: .seconds(1), maximumAttempts: 100))
+        var limited = TokenEndpointError(code: .rateLimited, disposition: .transient, status: 429)
+        limited.retryAfter = .seconds(99_999_999)
+        #expect(gate.recordTransientFailure(limited, at: t0) == .seconds(300), "never longer than the maximum backoff")
+        #expect(gate.admit(at: t0 + .seconds(300)) == .proceed)
+        gate.recordSuccess()
+        limited.retryAfter = .zero
+        #expect(gate.recordTransientFailure(limited, at: t0) == .seconds(1), "never shorter than the backoff step")
+        #expect(gate.recordTransientFailure(limited, at: t0) == .seconds(2))
+        #expect(gate.recordTransientFailure(limited, at: t0) == .seconds(4))
+        #expect(gate.admit(at: t0 + .seconds(3)) != .proceed, "Retry-After: 0 does not disable the backoff")
+    }
+
+    @Test func backoffJitterIsInjectedAndStaysWithinTheStepAndTheMaximum() {
+        let policy = BackoffPolicy(jitter: 0.5)
+        #expect(policy.delay(afterConsecutiveFailures: 3, retryAfter: nil, randomFraction: 0) == .seconds(4))
+        #expect(policy.delay(afterConsecutiveFailures: 3, retryAfter: nil, randomFraction: 0.5) == .seconds(5))
+        #expect(policy.delay(afterConsecutiveFailures: 3, retryAfter: nil, randomFraction: 7) == .seconds(6), "fraction clamped to 0...1")
+        #expect(policy.delay(afterConsecutiveFailures: 20, retryAfter: nil, randomFraction: 0.9) == .seconds(300), "never past the maximum")
+        #expect(policy.delay(afterConsecutiveFailures: 1, retryAfter: .seconds(10), randomFraction: 0.5) == .milliseconds(12_500))
+        var gate = RefreshGate(policy: policy, window: RefreshWindow(interval: .seconds(1), maximumAttempts: 100))
+        #expect(gate.recordTransientFailure(serverError, at: t0, randomFraction: 0.5) == .milliseconds(1250))
+    }
+
     @Test func loopGuardCountsOnlyAdmittedRefreshes() {
         var gate = RefreshGate(policy: BackoffPolicy(), window: RefreshWindow(interval: .seconds(30), maximumAttempts: 2))
         #expect(gate.admit(at: t0) == .proceed)

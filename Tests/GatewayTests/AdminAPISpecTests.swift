@@ -33,6 +33,31 @@ import Testing
         }
     }
 
+    func detail(_ json: String) -> String? {
+        do {
+            _ = try parse(json)
+            return nil
+        } catch {
+            return error.detail
+        }
+    }
+
+    @Test func importedTokensThatCouldSplitAHeaderAreRefusedNamingTheField() {
+        let evil = #"abc\r\nX-Evil: 1"#
+        let cases = [
+            (#"{"grant_type":"import","access_token":"\#(evil)"}"#, "access_token"),
+            (#"{"grant_type":"import","access_token":"a b"}"#, "access_token"),
+            (#"{"grant_type":"import","access_token":"a","token_type":"Bearer\#(evil)"}"#, "token_type"),
+            (#"{"grant_type":"import","access_token":"a","refresh_token":"\#(evil)"}"#, "refresh_token"),
+        ]
+        for (body, field) in cases {
+            #expect(status(body) == 400, "\(body)")
+            let text = detail(body) ?? ""
+            #expect(text.contains(field) && !text.contains("Evil") && !text.contains("abc"), "\(text)")
+        }
+        #expect(status(#"{"grant_type":"import","access_token":"a.b-c_d~e+f/g==","token_type":"DPoP","refresh_token":"r s"}"#) == nil)
+    }
+
     @Test func refusalsNameTheProblem() {
         #expect(status("{}", contentType: "text/plain") == 415)
         #expect(status("{}", contentType: nil) == 415)

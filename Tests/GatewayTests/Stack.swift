@@ -97,7 +97,8 @@ final class Stack: Sendable {
     ) async throws -> GatewayService {
         var c = configuration
         configure(&c)
-        try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let storeKey = try key ?? TokenStoreKey.load(fromFile: keyFile, createIfMissing: true)
         let service = try await GatewayService.start(
             configuration: c,

@@ -85,6 +85,32 @@ import Testing
         }
     }
 
+    @Test func headerLinesThatCouldSplitTheRequestAreRefusedBeforeAnythingIsSent() async throws {
+        let bad: [(String, String)] = [
+            ("X-Token", "a\r\nX-Evil: 1"), ("X-Token", "a\nb"), ("X-Token", "a\rb"), ("X-Token", "a\u{0}b"),
+            ("X-Token", "a\u{1}b"), ("X-Token", "a\u{7F}"), ("X Evil", "1"), ("X-Evil:", "1"), ("", "1"), ("X-É", "1"),
+        ]
+        try await withClient { client, server in
+            for (name, value) in bad {
+                var h = HTTPHeaders()
+                h.add(name: name, value: value)
+                do throws(UpstreamError) {
+                    _ = try await client.send(UpstreamRequest(method: "GET", url: "http://127.0.0.1:\(server.port)/echo", headers: h))
+                    Issue.record("sent \(name.debugDescription): \(value.debugDescription)")
+                } catch {
+                    #expect(error.kind == .invalidRequest, "\(name.debugDescription)")
+                    #expect(error.status == 502)
+                    #expect(!error.message.contains("Evil") && !error.message.contains("a\u{1}"), "\(error)")
+                }
+            }
+            var fine = HTTPHeaders()
+            fine.add(name: "X-Tab", value: "a\tb")
+            fine.add(name: "X-Obs-Text", value: "caf\u{E9}")
+            let r = try await client.send(UpstreamRequest(method: "GET", url: "http://127.0.0.1:\(server.port)/echo", headers: fine))
+            #expect(r.status == 200, "HTAB and obs-text are valid in a field value")
+        }
+    }
+
     @Test func slowUpstreamTimesOutWith504() async throws {
         var c = UpstreamClientConfiguration()
         c.totalTimeout = .milliseconds(20)

@@ -1,0 +1,79 @@
+import Foundation
+import Glibc
+
+/// The state directory holds the sealed tokens and the key file the key that opens them:
+/// both must be the owner's alone. The directory is created owner-only (0700), and AuthGate
+/// refuses to start when either lets the group or others in, naming the path and its mode.
+///
+/// ```swift
+/// try StateDirectory.prepare(configuration.stateDirectory)   // mkdir -p, then 0700 or refuse
+/// try StateDirectory.checkKeyFile("/etc/authgate/store.key")  // 0600 / 0400 or refuse
+/// ```
+public enum StateDirectory {
+    /// Whether `mode` gives the group or others no permission at all.
+    public static func isOwnerOnly(_ mode: UInt32) -> Bool {
+        mode & 0o077 == 0
+    }
+
+    /// Creates `path` (mode 0700; missing parents with the usual mode) when `create` is true
+    /// and it is absent, then checks that it is a directory only its owner can enter.
+    /// Throws a ``ConfigurationError`` naming the path otherwise.
+    public static func prepare(_ path: String, create: Bool = true) throws(ConfigurationError) {
+        var st = stat()
+        if stat(path, &st) != 0 {
+            let e = errno
+            guard e == ENOENT, create else {
+                if e == ENOENT { return }
+                throw ConfigurationError("cannot use the state directory \(path): \(String(cString: strerror(e)))")
+            }
+            try makeDirectory(path)
+            guard stat(path, &st) == 0 else {
+                throw ConfigurationError("cannot use the state directory \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+        guard st.st_mode & S_IFMT == S_IFDIR else {
+            throw ConfigurationError("the state directory \(path) is not a directory")
+        }
+        guard isOwnerOnly(st.st_mode) else {
+            throw ConfigurationError(
+                "the state directory \(path) is accessible to its group or others (mode \(octal(st.st_mode))); "
+                    + "it holds the sealed tokens: chmod 700 \(path)")
+        }
+    }
+
+    /// Checks that the key file at `path`, when it exists, is a file only its owner can
+    /// read (0600 or 0400). Throws a ``ConfigurationError`` naming the path otherwise.
+    public static func checkKeyFile(_ path: String) throws(ConfigurationError) {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            let e = errno
+            if e == ENOENT { return }
+            throw ConfigurationError("cannot use the store key file \(path): \(String(cString: strerror(e)))")
+        }
+        guard isOwnerOnly(st.st_mode) else {
+            throw ConfigurationError(
+                "the store key file \(path) is accessible to its group or others (mode \(octal(st.st_mode))); "
+                    + "chmod 600 \(path)")
+        }
+    }
+
+    private static func makeDirectory(_ path: String) throws(ConfigurationError) {
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty, parent != path {
+            do {
+                try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+            } catch {
+                throw ConfigurationError("cannot create the parent of the state directory \(path)")
+            }
+        }
+        // mkdir applies the umask, which can only remove bits: 0700 stays 0700 or less.
+        guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
+            throw ConfigurationError("cannot create the state directory \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    private static func octal(_ mode: mode_t) -> String {
+        let digits = String(mode & 0o7777, radix: 8)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+}
