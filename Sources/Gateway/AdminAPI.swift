@@ -67,7 +67,9 @@ public final class AdminAPI: HTTPResponder {
     }
 
     public func bodyPolicy(for head: RequestHead, limits: HTTPLimits) -> BodyPolicy {
-        .buffer(maxBytes: configuration.maxBodyBytes)
+        // Nothing is buffered for a request without the admin token: it is answered 401 after
+        // its head, and the connection closes without reading the body.
+        authorized(head) ? .buffer(maxBytes: configuration.maxBodyBytes) : .stream
     }
 
     public func respond(to request: HTTPRequest, writer: ResponseWriter) {

@@ -46,7 +46,8 @@ public final class ReverseProxy: HTTPResponder {
 
     public func bodyPolicy(for head: RequestHead, limits: HTTPLimits) -> BodyPolicy {
         guard let target = try? RequestTarget(head.target), let route = route(for: target.path) else {
-            return fallback?.bodyPolicy(for: head, limits: limits) ?? .buffer(maxBytes: limits.maxBufferedBodyBytes)
+            // No route (or no valid target): answered after the head, nothing buffered.
+            return fallback?.bodyPolicy(for: head, limits: limits) ?? .stream
         }
         if route.requiresAuthentication, let authentication {
             // Buffer what can be replayed; stream the rest.
