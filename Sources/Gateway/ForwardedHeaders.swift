@@ -30,15 +30,18 @@ public enum ForwardedHeaders {
     ///
     /// - Removes hop-by-hop fields, `Content-Length` and `Expect` (the upstream client
     ///   frames the body itself), and `Host`, replaced by the upstream's authority.
-    /// - Appends the client address to `X-Forwarded-For`, sets `X-Forwarded-Proto` and
-    ///   `X-Forwarded-Host`, and appends this hop to `Via`.
+    /// - Sets `X-Forwarded-For` to the client address — appended to the client's own
+    ///   `X-Forwarded-For` only when the client is a proxy in `trustedProxies` (otherwise any
+    ///   client could claim any origin) — sets `X-Forwarded-Proto` and `X-Forwarded-Host`,
+    ///   and appends this hop to `Via`.
     public static func upstreamRequest(
-        _ headers: HTTPHeaders, clientAddress: String, upstreamAuthority: String, removeAuthorization: Bool
+        _ headers: HTTPHeaders, clientAddress: String, upstreamAuthority: String, removeAuthorization: Bool,
+        trustedProxies: Set<String> = []
     ) -> HTTPHeaders {
         var out = strip(headers, alsoRemoving: removeAuthorization ? requestRemovalsWithAuthorization : requestRemovals)
         out.add(name: "Host", value: upstreamAuthority)
         let ip = clientIP(clientAddress)
-        let prior = headers[all: "x-forwarded-for"]
+        let prior = trustedProxies.contains(ip) ? headers[all: "x-forwarded-for"] : []
         out.add(name: "X-Forwarded-For", value: prior.isEmpty ? ip : (prior + [ip]).joined(separator: ", "))
         out.add(name: "X-Forwarded-Proto", value: "http")
         if let host = headers[first: "host"] { out.add(name: "X-Forwarded-Host", value: host) }

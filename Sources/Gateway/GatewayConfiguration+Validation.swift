@@ -36,6 +36,9 @@ extension GatewayConfiguration {
         if let n = tokenEndpointTimeoutSeconds, !(1...300).contains(n) {
             throw ConfigurationError("tokenEndpointTimeoutSeconds must be 1…300")
         }
+        for (i, address) in (trustForwardedFrom ?? []).enumerated() where !Self.isIPAddress(address) {
+            throw ConfigurationError("trustForwardedFrom[\(i)] must be an IPv4 or IPv6 address")
+        }
         let insecure = allowInsecureHTTP == true
         var names: Set<String> = [Self.defaultSession]
         for (i, session) in (sessions ?? []).enumerated() {
@@ -76,6 +79,13 @@ extension GatewayConfiguration {
 
     static func isHTTPURL(_ text: String) -> Bool {
         text.hasPrefix("http://") || text.hasPrefix("https://")
+    }
+
+    /// Whether `text` is a literal IPv4 or IPv6 address.
+    static func isIPAddress(_ text: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
     }
 
     /// Whether `host` is a loopback address or name.

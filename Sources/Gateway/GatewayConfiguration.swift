@@ -138,6 +138,9 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     /// authenticated routes' upstreams on hosts other than loopback (default `false`: a
     /// token or a client secret never crosses a network in the clear by accident).
     public var allowInsecureHTTP: Bool?
+    /// IP addresses of proxies in front of AuthGate whose `X-Forwarded-For` is kept (and
+    /// appended to); anyone else's is replaced by the client's address.
+    public var trustForwardedFrom: [String]?
 
     public init(
         proxy: Listener, admin: Listener, adminTokenFile: String? = nil, adminTokenDisabled: Bool? = nil,

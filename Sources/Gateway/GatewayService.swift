@@ -175,7 +175,7 @@ public final class GatewayService: Sendable {
             authentication: ProxyAuthentication(
                 sessions: sessions.mapValues(\.actor), rejectionPolicy: rejectionPolicy,
                 replayLimit: c.replayLimitBytes ?? 1 << 20, replayRule: replayRule),
-            metrics: metrics, livenessPath: c.proxyLivenessPath ?? "/livez")
+            metrics: metrics, livenessPath: c.proxyLivenessPath ?? "/livez", trustedProxies: Set(c.trustForwardedFrom ?? []))
         let proxyServer = HTTPServer(
             configuration: HTTPServerConfiguration(host: c.proxy.host, port: c.proxy.port), group: group,
             responder: proxyResponder)

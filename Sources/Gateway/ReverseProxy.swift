@@ -22,15 +22,18 @@ public final class ReverseProxy: HTTPResponder {
     private let authentication: ProxyAuthentication?
     private let metrics: GatewayMetrics
     private let livenessPath: String?
+    private let trustedProxies: Set<String>
     /// The tasks serving authenticated requests (shutdown waits for them).
     public let tasks = TaskTracker()
 
-    /// Creates a proxy; requests matching no route go to `fallback` (or get 404).
+    /// Creates a proxy; requests matching no route go to `fallback` (or get 404). Only
+    /// clients in `trustedProxies` (IP addresses) have their `X-Forwarded-For` kept.
     public init(
         routes: [ProxyRoute], clientConfiguration: UpstreamClientConfiguration = UpstreamClientConfiguration(),
         authentication: ProxyAuthentication? = nil, metrics: GatewayMetrics = GatewayMetrics(),
-        livenessPath: String? = nil, fallback: (any HTTPResponder)? = nil
+        livenessPath: String? = nil, fallback: (any HTTPResponder)? = nil, trustedProxies: Set<String> = []
     ) {
+        self.trustedProxies = trustedProxies
         self.livenessPath = livenessPath
         self.routes = routes.sorted { $0.prefix.count > $1.prefix.count }
         self.clientConfiguration = clientConfiguration
@@ -196,7 +199,7 @@ public final class ReverseProxy: HTTPResponder {
         }
         var headers = ForwardedHeaders.upstreamRequest(
             request.head.headers, clientAddress: request.remoteAddress, upstreamAuthority: route.upstream.authority,
-            removeAuthorization: !route.forwardClientAuthorization || token != nil)
+            removeAuthorization: !route.forwardClientAuthorization || token != nil, trustedProxies: trustedProxies)
         for (name, value) in route.injectHeaders.fields { headers.replaceOrAdd(name: name, value: value) }
         if let token { headers.replaceOrAdd(name: "Authorization", value: token.authorizationHeaderValue) }
         let upstream = UpstreamRequest(

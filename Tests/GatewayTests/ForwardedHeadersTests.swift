@@ -23,9 +23,13 @@ import Testing
             ("Authorization", "Bearer client"), ("X-Forwarded-Proto", "https"),
         ])
         let out = ForwardedHeaders.upstreamRequest(
-            client, clientAddress: "127.0.0.1:5555", upstreamAuthority: "api:9000", removeAuthorization: true)
+            client, clientAddress: "127.0.0.1:5555", upstreamAuthority: "api:9000", removeAuthorization: true,
+            trustedProxies: ["127.0.0.1"])
         #expect(out[all: "host"] == ["api:9000"])
-        #expect(out[first: "x-forwarded-for"] == "10.0.0.1, 127.0.0.1")
+        #expect(out[first: "x-forwarded-for"] == "10.0.0.1, 127.0.0.1", "a trusted proxy's chain is kept")
+        let untrusted = ForwardedHeaders.upstreamRequest(
+            client, clientAddress: "127.0.0.1:5555", upstreamAuthority: "api:9000", removeAuthorization: true)
+        #expect(untrusted[all: "x-forwarded-for"] == ["127.0.0.1"], "anyone else's claim is overwritten")
         #expect(out[all: "x-forwarded-proto"] == ["http"], "a client cannot claim https")
         #expect(out[first: "x-forwarded-host"] == "front.example")
         #expect(out[first: "content-length"] == nil)
