@@ -157,6 +157,7 @@ extension AuthActor {
     {
         guard inFlight?.id == flightID else {
             logger.info("refresh result dropped: session changed meanwhile", metadata: ["auth.epoch": "\(flightEpoch)"])
+            revokeIfLoggedOut(result, epoch: flightEpoch)
             return
         }
         switch result {
@@ -185,6 +186,7 @@ extension AuthActor {
         defer { releaseStoreLock() }
         guard inFlight?.id == flightID, epoch == flightEpoch, case .active(let session) = phase else {
             logger.info("refresh result dropped: session ended meanwhile", metadata: ["auth.epoch": "\(flightEpoch)"])
+            revokeIfLoggedOut(.success(response), epoch: flightEpoch)
             return
         }
         let generation = lastGeneration.next
@@ -267,5 +269,13 @@ extension AuthActor {
                 "pending tokens still not persisted",
                 metadata: ["auth.store.error": "\(error)", "auth.store.retry_in": "\(delay)"])
         }
+    }
+
+    /// Revokes the tokens a refresh obtained for a session that a logout someone asked for
+    /// ended while the refresh was in flight: the logout revoked the spent refresh token;
+    /// the rotated one, whose commit was dropped, would otherwise stay valid at the server.
+    func revokeIfLoggedOut(_ result: Result<TokenResponse, any Error>, epoch flightEpoch: UInt64) {
+        guard case .success(let response) = result, revokingEpochs.remove(flightEpoch) != nil else { return }
+        revokeInBackground(refreshToken: response.refreshToken, accessToken: response.accessToken)
     }
 }

@@ -95,7 +95,12 @@ extension AuthActor {
     public func logout(reason: LogoutReason = .userInitiated) async throws {
         var ended: Credentials?
         defer {
-            if reason == .userInitiated, let ended { revokeInBackground(ended) }
+            if reason == .userInitiated, let ended {
+                revokeInBackground(refreshToken: ended.refreshToken, accessToken: ended.accessToken)
+                // A refresh of the ended session still in flight rotates at the server; its
+                // new pair, dropped when it lands, is revoked then.
+                if inFlight != nil || refreshTask != nil { revokingEpochs.insert(epoch - 1) }
+            }
         }
         ended = try await endSession(reason: reason, onlyEpoch: nil)
     }
@@ -148,13 +153,13 @@ extension AuthActor {
         }
     }
 
-    private func revokeInBackground(_ credentials: Credentials) {
+    func revokeInBackground(refreshToken: String?, accessToken: String) {
         let client = self.client
         let logger = self.logger
         revocations.append(
             Task {
                 do {
-                    try await client.revoke(refreshToken: credentials.refreshToken, accessToken: credentials.accessToken)
+                    try await client.revoke(refreshToken: refreshToken, accessToken: accessToken)
                     logger.info("tokens revoked at the authorization server")
                 } catch {
                     logger.notice("token revocation failed; the session is logged out all the same", metadata: ["auth.error": "\(error)"])

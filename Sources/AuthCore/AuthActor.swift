@@ -133,6 +133,9 @@ public actor AuthActor {
     var refreshesStarted = 0
     /// Revocations started by logout and not yet awaited (``finishRevocations()``).
     var revocations: [Task<Void, Never>] = []
+    /// Epochs that a logout someone asked for ended: a refresh of theirs that completes
+    /// afterwards has its rotated tokens revoked too, not only dropped.
+    var revokingEpochs: Set<UInt64> = []
     /// The task of the latest refresh (``finishBackgroundWork()`` waits for it).
     var refreshTask: Task<Void, Never>?
 

@@ -81,6 +81,9 @@ public actor FakeAuthorizationServer: HTTPTransport {
         case nonOAuthBody(status: Int)
         /// Answers normally after an extra delay on the injected clock.
         case slow(Duration)
+        /// Processes the request at once (rotating the refresh token), then holds the answer
+        /// for a delay on the injected clock: the client learns late what already happened.
+        case answerLateAfterCommit(Duration)
     }
 
     /// What happened so far.
@@ -235,6 +238,10 @@ public actor FakeAuthorizationServer: HTTPTransport {
         case .slow(let delay):
             try await clock.sleep(for: delay)
             return handle(request)
+        case .answerLateAfterCommit(let delay):
+            let response = handle(request)
+            try await clock.sleep(for: delay)
+            return response
         }
     }
 

@@ -1,6 +1,7 @@
 import AuthCore
 import AuthGateTesting
 import Foundation
+import Locking
 import Testing
 
 /// RFC 7009 at logout: a logout someone asked for revokes the session's tokens at the
@@ -63,5 +64,42 @@ import Testing
         #expect(await !h.actor.status.isLoggedIn)
         #expect(h.tokenStore.record(for: .default) == nil)
         #expect(await h.server.statistics.revocations == 0)
+    }
+}
+
+/// A token client that records what it is asked to revoke, and otherwise passes through.
+final class RecordingRevocations: TokenGrantClient {
+    let inner: any TokenGrantClient
+    let revoked = Locked<[String?]>([])
+    init(_ inner: any TokenGrantClient) { self.inner = inner }
+    func requestToken(_ grant: Grant) async throws -> TokenResponse { try await inner.requestToken(grant) }
+    func revoke(refreshToken: String?, accessToken: String) async throws {
+        revoked.withLock { $0.append(refreshToken) }
+        try await inner.revoke(refreshToken: refreshToken, accessToken: accessToken)
+    }
+}
+
+@Suite struct LogoutDuringRefreshTests {
+    @Test func aLogoutDuringARefreshRevokesTheRotatedTokensItDropsToo() async throws {
+        let h = RevocationTests().harness()
+        let client = RecordingRevocations(h.client)
+        let actor = AuthActor(
+            client: client, tokenStore: h.tokenStore, stateStore: h.stateStore, clock: h.clock,
+            configuration: h.configuration, randomFraction: { 0 })
+        let first = try await actor.login(.password(username: "alice", password: "wonderland"))
+        let spent = h.tokenStore.record(for: .default)?.refreshToken
+        // The server rotates at once; its answer arrives after the logout.
+        await h.server.inject(.answerLateAfterCommit(.seconds(1)))
+        let refresh = Task { try? await actor.refresh(after: first.generation) }
+        #expect(await eventually { h.clock.sleeperCount == 1 })
+        try await actor.logout()
+        h.clock.advance(by: .seconds(1))
+        _ = await refresh.value
+        await actor.finishBackgroundWork()
+        let revoked = client.revoked.withLock { $0 }
+        #expect(revoked.count == 2, "the logged-out pair and the rotated one the refresh brought back")
+        #expect(revoked.first == spent)
+        #expect(revoked.last != spent && revoked.last != nil)
+        #expect(h.tokenStore.record(for: .default) == nil, "and nothing was revived")
     }
 }
