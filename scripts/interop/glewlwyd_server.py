@@ -14,9 +14,15 @@ Usage:
       endpoint with the S256 challenge of V and prints the `code`.
   glewlwyd_server.py stop --dir DIR
       TERM, then KILL after a few seconds; always exits 0.
+  glewlwyd_server.py stats --dir DIR
+      prints the counters of stats() as one JSON object.
 
 Importable: start(dir, port, access_ttl=4, refresh_ttl=...) -> dict,
-code(info, verifier) -> str, stop(dir).
+code(info, verifier) -> str, stop(dir), and for checks:
+stats(dir_or_info) -> dict (refreshes, reuse detections, revocations... read
+from glewlwyd's sqlite database, read-only, and its log),
+latest_family(dir_or_info) -> dict (the session's refresh-token family),
+revoke_user_refresh_tokens(info) -> int (admin API).
 
 Stdlib only.  Needs the Debian packages `glewlwyd` (which pulls `sqlite3`)
 and `openssl` (RSA signing key; falls back to HS256 when absent).
@@ -253,6 +259,15 @@ def _create_db(path: str) -> None:
         con.execute("PRAGMA synchronous=OFF")
         con.executescript("BEGIN;\n" + _load_schema() + "\nCOMMIT;")
         con.execute("PRAGMA synchronous=FULL")
+        # WAL: the harness reads this database while glewlwyd runs (stats(),
+        # latest_family()). In the default rollback-journal mode a reader's
+        # shared lock makes glewlwyd's next write fail at once (it sets no
+        # busy timeout): seen as HTTP 500 from /revoke ("revoke_refresh_token
+        # - Error executing j_query"). In WAL mode readers never block the
+        # writer. The mode is stored in the file, so glewlwyd opens it so too.
+        mode = con.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise GlewlwydError(f"could not put the database in WAL mode ({mode})")
         n = con.execute("SELECT COUNT(*) FROM g_user WHERE gu_username=?",
                         (ADMIN_USER,)).fetchone()[0]
         if n != 1:
@@ -641,6 +656,240 @@ def code(info: dict, verifier: str, scope: str | None = None,
     return codes[0]
 
 
+# --------------------------------------------------------------------------
+# Counters from glewlwyd's own records (its sqlite database and its log)
+#
+# glewlwyd has no /stats. What it did is in its database: every access token
+# it issues is a row of gpo_access_token whose gpoa_authorization_type says
+# which grant issued it (refresh_token = 6), and every refresh token a row of
+# gpo_refresh_token. A refresh with `refresh-token-one-use: always` disables
+# the presented row (gpor_enabled=0, gpor_last_seen=now) and inserts its
+# successor with the SAME gpor_jti, so a jti is a token family (one login).
+# Reuse detection (a disabled refresh token presented again) disables every
+# enabled row of that jti (disable_refresh_token_by_jti): the family's newest
+# row goes dead although nobody revoked it. An RFC 7009 revocation of the
+# newest row also kills the family; glewlwyd logs each one ("Refresh token
+# generated for client '...' revoked") and each refused refresh token
+# ("Security - Token invalid at IP Address"), so the log tells the two apart.
+# Timestamps are whole seconds.
+
+# gpoa_authorization_type / gpor_authorization_type (protocol_oidc.c, 2.7.5).
+_GRANT_NAMES = {0: "authorization_code", 1: "implicit", 2: "id_token",
+                4: "password", 5: "client_credentials", 6: "refresh_token",
+                8: "device_code", 9: "ciba"}
+_REFRESH_TYPE = 6
+_HARNESS_DISABLED = "harness-disabled.json"
+
+
+def _dir_of(dir_or_info) -> str:
+    if isinstance(dir_or_info, dict):
+        return dir_or_info["dir"]
+    return os.path.abspath(dir_or_info)
+
+
+def _ro(d: str) -> sqlite3.Connection:
+    """A read-only connection to glewlwyd's live database (it keeps
+    writing: sqlite's locking makes the read consistent; wait for its
+    write lock rather than fail)."""
+    path = _paths(d)["db"]
+    if not os.path.exists(path):
+        raise GlewlwydError(f"no glewlwyd database at {path}")
+    uri = "file:" + urllib.parse.quote(path) + "?mode=ro"
+    con = sqlite3.connect(uri, uri=True, timeout=10)
+    con.row_factory = sqlite3.Row
+    return con
+
+
+def _families(con: sqlite3.Connection) -> dict:
+    """jti -> {rows: [(id, issued_at, last_seen, enabled, username)],
+    newest: row}, oldest first."""
+    fams: dict = {}
+    for r in con.execute(
+            "SELECT gpor_id, gpor_jti, gpor_username, gpor_client_id, "
+            "gpor_issued_at, gpor_last_seen, gpor_enabled "
+            "FROM gpo_refresh_token WHERE gpor_plugin_name=? "
+            "ORDER BY gpor_id", (PLUGIN_NAME,)):
+        f = fams.setdefault(r["gpor_jti"], {"rows": []})
+        f["rows"].append(dict(r))
+    for f in fams.values():
+        f["newest"] = f["rows"][-1]
+        f["first"] = f["rows"][0]
+    return fams
+
+
+def _log_counts(d: str) -> dict:
+    out = {"refresh_revoked": 0, "access_revoked": 0, "invalid_refresh": 0}
+    try:
+        with open(_paths(d)["log"], "rb") as f:
+            for line in f:
+                if b"Security - Token invalid at IP Address" in line:
+                    out["invalid_refresh"] += 1
+                elif b"Event oidc" in line and b" revoked, origin" in line:
+                    if b"Refresh token generated" in line:
+                        out["refresh_revoked"] += 1
+                    elif b"Access token jti" in line:
+                        out["access_revoked"] += 1
+    except OSError:
+        pass
+    return out
+
+
+def _harness_disabled(d: str) -> list:
+    try:
+        with open(os.path.join(d, _HARNESS_DISABLED)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return []
+
+
+def stats(dir_or_info) -> dict:
+    """What an authorization server's GET /stats would say, read from
+    glewlwyd's database (read-only) and log. The keys the interop driver
+    and the storm client compare before/after:
+
+    - tokens_issued {grant: n}: access tokens issued, by grant (glewlwyd
+      issues one access token per successful token request);
+    - refreshes: access tokens issued by the refresh_token grant;
+      refresh_times_wall: their issue times (whole seconds);
+    - rotations: refresh tokens that replaced one of their family (equals
+      `refreshes` under one-use rotation: a cross-check);
+    - families / active_families / families_disabled: refresh-token
+      families (one per login), those whose newest token still works, and
+      those whose newest token was disabled (revoked, reuse, admin);
+    - revocations, revocations_by_hint: RFC 7009 revocations glewlwyd
+      logged (refresh_token / access_token);
+    - refused_refresh_tokens: refresh grants glewlwyd refused for an
+      invalid (disabled, unknown) refresh token;
+    - token_requests: tokens issued + refused refresh tokens (other refused
+      token requests, e.g. bad client credentials, leave no record);
+    - harness_disabled_families: families this module disabled through the
+      admin API (revoke_user_refresh_tokens);
+    - reuse_detections: families disabled by glewlwyd's reuse detection =
+      families_disabled - families revoked (RFC 7009) - harness-disabled.
+    """
+    d = _dir_of(dir_or_info)
+    con = _ro(d)
+    try:
+        issued: dict = {}
+        for t, n in con.execute(
+                "SELECT gpoa_authorization_type, COUNT(*) FROM gpo_access_token "
+                "WHERE gpoa_plugin_name=? GROUP BY gpoa_authorization_type",
+                (PLUGIN_NAME,)):
+            issued[_GRANT_NAMES.get(t, str(t))] = n
+        refresh_times = [r[0] for r in con.execute(
+            "SELECT gpoa_issued_at FROM gpo_access_token WHERE gpoa_plugin_name=? "
+            "AND gpoa_authorization_type=? ORDER BY gpoa_id",
+            (PLUGIN_NAME, _REFRESH_TYPE))]
+        access_disabled = con.execute(
+            "SELECT COUNT(*) FROM gpo_access_token WHERE gpoa_plugin_name=? "
+            "AND gpoa_enabled=0", (PLUGIN_NAME,)).fetchone()[0]
+        fams = _families(con)
+    finally:
+        con.close()
+    logc = _log_counts(d)
+    harness = set(_harness_disabled(d))
+    disabled = [j for j, f in fams.items() if not f["newest"]["gpor_enabled"]]
+    harness_n = sum(1 for j in disabled if j in harness)
+    # A revocation of the family's newest token disables the family; one of
+    # an already-disabled token is refused (no "revoked" line), so each
+    # logged refresh-token revocation accounts for one disabled family.
+    reuse = max(0, len(disabled) - harness_n - logc["refresh_revoked"])
+    refreshes = issued.get("refresh_token", 0)
+    return {
+        "server": "glewlwyd",
+        "source": "glewlwyd sqlite database (read-only) + glewlwyd log",
+        "tokens_issued": issued,
+        "token_requests": sum(issued.values()) + logc["invalid_refresh"],
+        "refreshes": refreshes,
+        "refresh_times_wall": refresh_times,
+        "rotations": sum(len(f["rows"]) - 1 for f in fams.values()),
+        "refresh_tokens_issued": sum(len(f["rows"]) for f in fams.values()),
+        "families": len(fams),
+        "active_families": len(fams) - len(disabled),
+        "families_disabled": len(disabled),
+        "harness_disabled_families": harness_n,
+        "revocations": logc["refresh_revoked"] + logc["access_revoked"],
+        "revocations_by_hint": {"refresh_token": logc["refresh_revoked"],
+                                "access_token": logc["access_revoked"]},
+        "access_tokens_disabled": access_disabled,
+        "refused_refresh_tokens": logc["invalid_refresh"],
+        "reuse_detections": reuse,
+        "token_errors": ({"refused_refresh_token": logc["invalid_refresh"]}
+                         if logc["invalid_refresh"] else {}),
+    }
+
+
+def latest_family(dir_or_info, username: str = USERNAME,
+                  client_id: str = CLIENT_ID) -> dict | None:
+    """The newest refresh-token family of `username` at `client_id` (the
+    session AuthGate holds right after a login): {jti, tokens, newest_id,
+    enabled, revoked_at_or_after_use, issued_at}. None if there is none."""
+    con = _ro(_dir_of(dir_or_info))
+    try:
+        row = con.execute(
+            "SELECT gpor_jti FROM gpo_refresh_token WHERE gpor_plugin_name=? "
+            "AND gpor_username=? AND gpor_client_id=? ORDER BY gpor_id DESC "
+            "LIMIT 1", (PLUGIN_NAME, username, client_id)).fetchone()
+        if row is None:
+            return None
+        return family(con, row[0])
+    finally:
+        con.close()
+
+
+def family(con_or_dir, jti: str) -> dict | None:
+    """The state of the family `jti` (see latest_family)."""
+    con = con_or_dir if isinstance(con_or_dir, sqlite3.Connection) else _ro(_dir_of(con_or_dir))
+    try:
+        rows = [dict(r) for r in con.execute(
+            "SELECT gpor_id, gpor_issued_at, gpor_last_seen, gpor_enabled "
+            "FROM gpo_refresh_token WHERE gpor_plugin_name=? AND gpor_jti=? "
+            "ORDER BY gpor_id", (PLUGIN_NAME, jti))]
+    finally:
+        if con is not con_or_dir:
+            con.close()
+    if not rows:
+        return None
+    newest = rows[-1]
+    return {"jti": jti, "tokens": len(rows), "newest_id": newest["gpor_id"],
+            "enabled": bool(newest["gpor_enabled"]),
+            "issued_at": rows[0]["gpor_issued_at"]}
+
+
+def revoke_user_refresh_tokens(info: dict, username: str | None = None) -> int:
+    """Disables every refresh token (and, glewlwyd does this too, every
+    access token) of `username` through glewlwyd's admin API, as an
+    administrator revoking a user's grants: DELETE
+    /api/oidc/token/?impersonate=USER with an admin session. Records the
+    families it disabled (DIR/harness-disabled.json) so stats() does not
+    count them as reuse detections. Returns how many families it disabled."""
+    username = username or info["username"]
+    d = _dir_of(info)
+    con = _ro(d)
+    try:
+        before = {j for j, f in _families(con).items()
+                  if f["newest"]["gpor_enabled"] and f["newest"]["gpor_username"] == username}
+    finally:
+        con.close()
+    api = info["base_url"].rstrip("/") + "/api"
+    op = _admin_session(api)
+    st, _, body = _request(op, "DELETE", f"{api}/{PLUGIN_NAME}/token/?"
+                           + urllib.parse.urlencode({"impersonate": username}))
+    _expect(st, body, (200,), f"admin: disable {username}'s refresh tokens")
+    con = _ro(d)
+    try:
+        after = _families(con)
+    finally:
+        con.close()
+    gone = sorted(j for j in before if not after[j]["newest"]["gpor_enabled"])
+    recorded = sorted(set(_harness_disabled(d)) | set(gone))
+    tmp = os.path.join(d, _HARNESS_DISABLED + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(recorded, f)
+    os.replace(tmp, os.path.join(d, _HARNESS_DISABLED))
+    return len(gone)
+
+
 def _load_info(d: str) -> dict:
     try:
         with open(_paths(d)["info"]) as f:
@@ -668,12 +917,17 @@ def main(argv=None) -> int:
     c.add_argument("--scope")
     t = sub.add_parser("stop")
     t.add_argument("--dir", required=True)
+    st = sub.add_parser("stats")
+    st.add_argument("--dir", required=True)
     args = ap.parse_args(argv)
 
     if args.cmd == "stop":
         stop(args.dir)
         return 0
     try:
+        if args.cmd == "stats":
+            print(json.dumps(stats(args.dir)), flush=True)
+            return 0
         if args.cmd == "start":
             info = start(args.dir, args.port, args.access_ttl, args.refresh_ttl)
             print(json.dumps(info), flush=True)
@@ -681,7 +935,8 @@ def main(argv=None) -> int:
             print(code(_load_info(args.dir), args.verifier, args.scope),
                   flush=True)
         return 0
-    except (GlewlwydError, OSError, ValueError, urllib.error.URLError) as e:
+    except (GlewlwydError, OSError, ValueError, urllib.error.URLError,
+            sqlite3.Error) as e:
         _log(f"error: {e}")
         return 1
 

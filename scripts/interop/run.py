@@ -14,14 +14,19 @@ scenarios. Each scenario prints exactly one line on stdout:
 
     PASS <server> <scenario> <detail>
     FAIL <server> <scenario> <reason>
+    SKIP <server> <scenario> <reason>   (the check cannot be made against this server)
 
-and the run ends with `N passed, N failed`; the exit status is 1 when anything failed
-(2 on a usage error). Diagnostics (log tails of failing scenarios) go to stderr.
+and the run ends with `N passed, N failed, N skipped`; the exit status is 1 when anything
+failed (2 on a usage error); a skip is not a pass and does not fail the run. Diagnostics (log tails of failing scenarios) go to stderr.
 Every child runs in its own process group and is killed on the way out (finally +
 atexit + SIGINT/SIGTERM), and the temporary directory is removed unless --keep.
 
 Adding a server kind: put a module next to this file with start/code/stop and add a
-line to KINDS.
+line to KINDS. The checks that count what the authorization server did need its
+counters: either a `stats` URL in the info dict (GET → JSON) or a `stats(info) -> dict`
+function in the module (glewlwyd: read from its database). Keys used: refreshes,
+reuse_detections, revocations, token_requests, tokens_issued. Without them those
+scenarios SKIP.
 """
 
 from __future__ import annotations
@@ -54,6 +59,16 @@ KINDS = {
     # A little latency on the token endpoint widens the single-flight window the storm probes.
     "authlib": ("authlib_server", {"latency_ms": 100}),
     "glewlwyd": ("glewlwyd_server", {}),
+}
+
+# kind → extra fields of AuthGate's `authorization` configuration.
+KIND_AUTHORIZATION = {
+    # glewlwyd answers a dead refresh token (revoked, spent, its family disabled) with HTTP
+    # 400 and an EMPTY body, not RFC 6749 5.2's {"error": "invalid_grant"}. AuthGate treats
+    # a non-OAuth answer as transient (a proxy's error page must not log anyone out) unless
+    # the declarative mapping lists the status as terminal: that is how AuthGate is
+    # configured for a server that does not speak 5.2 errors.
+    "glewlwyd": {"mapping": {"terminalStatuses": [400]}},
 }
 
 VERBOSE = False
@@ -214,6 +229,10 @@ class Fail(Exception):
     pass
 
 
+class Skip(Exception):
+    """The scenario's check cannot be made against this server (printed as SKIP)."""
+
+
 def check(cond, msg):
     if not cond:
         raise Fail(msg)
@@ -294,6 +313,7 @@ def authgate_config(ctx, name, discovery=False):
     os.makedirs(state, exist_ok=True)
     info = ctx.info
     authz = {"clientID": info["client_id"], "clientSecretFile": ctx.secret_file, "clientAuthentication": "basic"}
+    authz.update(json.loads(json.dumps(KIND_AUTHORIZATION.get(ctx.kind, {}))))
     if discovery:
         authz["issuer"] = info["issuer"]
     else:
@@ -329,11 +349,38 @@ class Ctx:
         return float(self.info.get("access_ttl", 4))
 
     def as_stats(self):
+        """The AS's counters: its /stats, or the module's stats(info) (glewlwyd: read from
+        its database). Raises Skip when the AS has neither, Fail when they cannot be read."""
         url = self.info.get("stats")
-        if not url:
-            return None
-        r = request("GET", url, timeout=5)
-        return r.json() if r.status == 200 else None
+        if url:
+            r = request("GET", url, timeout=5)
+            check(r.status == 200, f"AS /stats → {r.status}")
+            return r.json()
+        fn = getattr(self.mod, "stats", None)
+        if fn is None:
+            raise Skip("the AS publishes no counters (no /stats, no stats() in its module)")
+        try:
+            return fn(self.info)
+        except Exception as e:  # noqa: BLE001
+            raise Fail(f"reading the AS's counters failed: {e!r}") from e
+
+    def session_refresh_state(self, access_token):
+        """Where the AS lets us see the refresh token of the session AuthGate holds (AuthGate
+        stores it encrypted): returns a probe () -> bool "still usable at the AS", or None.
+        Authlib: its debug list of families + RFC 7662 introspection. glewlwyd: its
+        database (the newest refresh-token family of the user, right after the login)."""
+        if self.info.get("debug_families"):
+            fams = request("GET", self.info["debug_families"]).json()["families"]
+            refresh = next((f["refresh_token"] for f in fams if f["access_token"] == access_token), None)
+            check(refresh, "could not find the session's refresh token at the AS")
+            return lambda: bool(self.introspect(refresh, "refresh_token").get("active"))
+        latest = getattr(self.mod, "latest_family", None)
+        if latest is not None:
+            fam = latest(self.info)
+            check(fam is not None, "the AS has no refresh token for the user")
+            family = self.mod.family
+            return lambda: bool((family(self.info, fam["jti"]) or {}).get("enabled"))
+        return None
 
     def rs_stats(self):
         return request("GET", self.rs["url"] + "/stats", timeout=5).json()
@@ -437,9 +484,8 @@ def sc_refresh_on_expiry(ctx):
     a1, r1 = ctx.as_stats(), ctx.rs_stats()
     check(t1 and t2 and t1 != t2, "the RS saw the same access token after expiry")
     refreshes, reuse = delta(a0, a1, "refreshes"), delta(a0, a1, "reuse_detections")
-    if a0 is not None:
-        check(refreshes >= 1, f"AS counted {refreshes} refreshes")
-        check(reuse == 0, f"AS detected refresh-token reuse {reuse} time(s)")
+    check(refreshes == 1, f"AS counted {refreshes} refreshes for one expiry, wanted 1")
+    check(reuse == 0, f"AS detected refresh-token reuse {reuse} time(s)")
     return (f"new token after {ctx.ttl + 1.5:.1f}s; AS refreshes+{refreshes} reuse+{reuse}; "
             f"RS 401s+{delta(r0, r1, 'unauthorized')}")
 
@@ -458,9 +504,8 @@ def sc_refresh_after_401(ctx):
     rs401 = delta(r0, r1, "unauthorized")
     check(rs401 >= 1, f"the RS answered no 401 ({rs401}): the revoked token was never sent")
     refreshes, reuse = delta(a0, a1, "refreshes"), delta(a0, a1, "reuse_detections")
-    if a0 is not None:
-        check(refreshes == 1, f"AS counted {refreshes} refreshes, wanted 1")
-        check(reuse == 0, f"AS detected refresh-token reuse {reuse} time(s)")
+    check(refreshes == 1, f"AS counted {refreshes} refreshes, wanted 1")
+    check(reuse == 0, f"AS detected refresh-token reuse {reuse} time(s)")
     return f"401 → refresh → replay 200; RS 401s+{rs401}; AS refreshes+{refreshes} reuse+{reuse}"
 
 
@@ -488,9 +533,8 @@ def sc_refresh_storm(ctx, n=48):
     check(not bad, f"{len(bad)}/{n} requests failed, e.g. {bad[:3]}")
     tokens = {r[1] for r in results}
     refreshes, reuse = delta(a0, a1, "refreshes"), delta(a0, a1, "reuse_detections")
-    if a0 is not None:
-        check(refreshes == 1, f"AS counted {refreshes} refreshes for one expiry (wanted 1: single-flight)")
-        check(reuse == 0, f"AS detected refresh-token reuse {reuse} time(s)")
+    check(refreshes == 1, f"AS counted {refreshes} refreshes for one expiry (wanted 1: single-flight)")
+    check(reuse == 0, f"AS detected refresh-token reuse {reuse} time(s)")
     return (f"{n} concurrent requests after expiry all 200; {len(tokens)} distinct token(s); "
             f"AS refreshes+{refreshes} reuse+{reuse}; RS 401s+{delta(r0, r1, 'unauthorized')}")
 
@@ -498,22 +542,19 @@ def sc_refresh_storm(ctx, n=48):
 def sc_logout_revokes(ctx):
     ctx.password_login()
     j = ctx.api("/api/logout/1").json() or {}
-    access = j.get("access_token")
-    refresh = None
-    if ctx.info.get("debug_families"):
-        fams = request("GET", ctx.info["debug_families"]).json()["families"]
-        refresh = next((f["refresh_token"] for f in fams if f["access_token"] == access), None)
-        check(refresh, "could not find the session's refresh token at the AS")
-        check(ctx.introspect(refresh, "refresh_token").get("active"), "refresh token inactive before logout")
+    usable = ctx.session_refresh_state(j.get("access_token"))
+    if usable is None:
+        # The access token alone proves nothing here: it goes inactive by itself when it
+        # expires, so waiting for that would pass whether or not AuthGate revoked.
+        raise Skip("the AS shows neither the session's refresh token nor its state")
+    check(usable(), "the session's refresh token is unusable at the AS before logout")
     a0 = ctx.as_stats()
     r = ctx.ag.admin_call("POST", "/auth/logout")
     check(r.status == 200, f"POST /auth/logout → {r.status} {r.body[:200]!r}")
     check((r.json() or {}).get("state") == "logged_out", f"logout answered {r.body[:200]!r}")
-    what = "refresh token" if refresh else "access token"
-    probe = refresh or access
-    hint = "refresh_token" if refresh else "access_token"
-    ok = wait_until(lambda: not ctx.introspect(probe, hint).get("active"), timeout=5, interval=0.2)
-    check(ok, f"the {what} is still active at the AS 5 s after logout (revocation not sent?)")
+    # The revocation runs in the background after the logout answered.
+    ok = wait_until(lambda: not usable(), timeout=5, interval=0.1)
+    check(ok, "the session's refresh token is still usable at the AS 5 s after logout (revocation not sent?)")
     r0 = ctx.rs_stats()
     resp = ctx.ag.get("/api/logout/2")
     r1 = ctx.rs_stats()
@@ -521,9 +562,54 @@ def sc_logout_revokes(ctx):
     ptype = (resp.json() or {}).get("type", "")
     check(ptype.endswith("/login-required"), f"after logout the problem type is {ptype!r}, wanted login-required")
     check(delta(r0, r1, "requests") == 0, "a request reached the RS after logout")
-    a1 = ctx.as_stats()
-    return (f"{what} inactive at the AS after logout; proxy 401 login-required, RS untouched; "
-            f"AS revocations+{delta(a0, a1, 'revocations')}")
+    a1 = wait_until(lambda: (lambda a: a if delta(a0, a, "revocations") >= 1 else None)(ctx.as_stats()), 3) \
+        or ctx.as_stats()
+    revocations = delta(a0, a1, "revocations")
+    check(revocations == 1, f"the AS counted {revocations} revocations for one logout, wanted 1")
+    check(delta(a0, a1, "reuse_detections") == 0, "the AS detected refresh-token reuse")
+    return (f"refresh token revoked at the AS after logout (AS revocations+{revocations}); "
+            f"proxy 401 login-required, RS untouched")
+
+
+def sc_refresh_rejected(ctx):
+    """The AS refuses the refresh token for good (revoked): AuthGate logs out, no loop."""
+    revoke_all = getattr(ctx.mod, "revoke_user_refresh_tokens", None)
+    if not ctx.info.get("debug_families") and revoke_all is None:
+        raise Skip("no way to revoke the session's refresh token at this AS")
+    ctx.password_login()
+    access = (ctx.api("/api/rejected/1").json() or {}).get("access_token")
+    if ctx.info.get("debug_families"):
+        fams = request("GET", ctx.info["debug_families"]).json()["families"]
+        refresh = next((f["refresh_token"] for f in fams if f["access_token"] == access), None)
+        check(refresh, "could not find the session's refresh token at the AS")
+        ctx.revoke(refresh, "refresh_token")  # revokes the family: the access token dies too
+        how = "grant revoked (RFC 7009)"
+    else:
+        # glewlwyd: an administrator disables every refresh token of the user (its admin
+        # API; glewlwyd disables the access tokens with them).
+        n = revoke_all(ctx.info)
+        check(n >= 1, f"the admin API disabled {n} refresh-token families, wanted at least 1")
+        how = f"admin disabled the user's refresh tokens ({n} families)"
+    a0, r0 = ctx.as_stats(), ctx.rs_stats()
+    resp = ctx.ag.get("/api/rejected/2")
+    r1 = ctx.rs_stats()
+    a1 = wait_until(lambda: (lambda a: a if delta(a0, a, "token_requests") >= 1 else None)(ctx.as_stats()), 3) \
+        or ctx.as_stats()
+    s = ctx.ag.session()
+    ptype = (resp.json() or {}).get("type", "")
+    check(resp.status == 401, f"with the grant revoked the proxy answered {resp.status} {ptype}, wanted 401; "
+          f"session {s.get('state')!r}")
+    check(s.get("state") == "logged_out", f"the session is {s.get('state')!r} after the refusal, wanted logged_out")
+    check(ptype.endswith("/session-ended"), f"problem type {ptype!r}, wanted session-ended")
+    requests_ = delta(a0, a1, "token_requests")
+    check(requests_ == 1, f"{requests_} token requests for one refusal (wanted 1: no retry loop)")
+    # A second request must not reach the AS again: the session is over.
+    resp2 = ctx.ag.get("/api/rejected/3")
+    a2 = ctx.as_stats()
+    check(resp2.status == 401, f"the next request got {resp2.status}, wanted 401")
+    check(delta(a1, a2, "token_requests") == 0, "a request after the logout reached the token endpoint")
+    return (f"{how} → proxy 401 {ptype.rsplit('/', 1)[-1]}, session logged_out; "
+            f"AS token requests+{requests_}; RS 401s+{delta(r0, r1, 'unauthorized')}")
 
 
 def sc_restart(ctx):
@@ -544,35 +630,12 @@ def sc_restart(ctx):
     t3 = (ctx.api("/api/restart/3").json() or {}).get("token_sha256")
     a1 = ctx.as_stats()
     check(t3 != t2, "the refresh after restart did not change the access token")
-    if a0 is not None:
-        new = logins_issued(a1) - logins_issued(a0)
-        check(new == 0, f"{new} new login(s) at the AS across the restart")
-        check(delta(a0, a1, "reuse_detections") == 0, "the restored refresh token was a spent one (reuse detected)")
+    new = logins_issued(a1) - logins_issued(a0)
+    check(new == 0, f"{new} new login(s) at the AS across the restart")
+    check(delta(a0, a1, "reuse_detections") == 0, "the restored refresh token was a spent one (reuse detected)")
+    check(delta(a0, a1, "refreshes") == 1, f"AS refreshes+{delta(a0, a1, 'refreshes')} for one POST /auth/refresh")
     return (f"exit 0 on SIGTERM; session restored ({'same token' if t1 == t2 else 'token refreshed'}), no new login; "
             f"the restored rotated refresh token refreshes (AS refreshes+{delta(a0, a1, 'refreshes')} reuse+0)")
-
-
-def sc_refresh_rejected(ctx):
-    """The AS refuses the refresh token for good (revoked): AuthGate logs out, no loop."""
-    if not ctx.info.get("debug_families"):
-        return "skipped: the AS does not expose the session's refresh token"
-    ctx.password_login()
-    access = (ctx.api("/api/rejected/1").json() or {}).get("access_token")
-    fams = request("GET", ctx.info["debug_families"]).json()["families"]
-    refresh = next((f["refresh_token"] for f in fams if f["access_token"] == access), None)
-    check(refresh, "could not find the session's refresh token at the AS")
-    ctx.revoke(refresh, "refresh_token")  # revokes the family: the access token dies too
-    a0, r0 = ctx.as_stats(), ctx.rs_stats()
-    resp = ctx.ag.get("/api/rejected/2")
-    a1, r1 = ctx.as_stats(), ctx.rs_stats()
-    check(resp.status == 401, f"with the grant revoked the proxy answered {resp.status}, wanted 401")
-    s = ctx.ag.session()
-    check(s.get("state") == "logged_out", f"the session is {s.get('state')!r} after invalid_grant, wanted logged_out")
-    ptype = (resp.json() or {}).get("type", "")
-    refreshes = delta(a0, a1, "token_requests")
-    check(refreshes is None or refreshes == 1, f"{refreshes} token requests for one rejection (wanted 1)")
-    return (f"revoked grant → proxy 401 {ptype.rsplit('/', 1)[-1] or '(no problem type)'}, session logged_out; "
-            f"AS token requests+{refreshes}; RS 401s+{delta(r0, r1, 'unauthorized')}")
 
 
 def sc_discovery(ctx):
@@ -586,15 +649,12 @@ def sc_discovery(ctx):
         ctx.password_login()
         j = ctx.api("/api/discovery").json() or {}
         check_user(ctx, j)
-        refresh = None
-        if ctx.info.get("debug_families") and ctx.info.get("revocation_endpoint"):
-            fams = request("GET", ctx.info["debug_families"]).json()["families"]
-            refresh = next((f["refresh_token"] for f in fams if f["access_token"] == j.get("access_token")), None)
+        usable = ctx.session_refresh_state(j.get("access_token"))
         r = ag.admin_call("POST", "/auth/logout")
         check(r.status == 200, f"logout → {r.status}")
-        extra = ""
-        if refresh:
-            ok = wait_until(lambda: not ctx.introspect(refresh, "refresh_token").get("active"), timeout=5, interval=0.2)
+        extra = "; the revocation endpoint's use not checked (the session's refresh token is not visible)"
+        if usable is not None:
+            ok = wait_until(lambda: not usable(), timeout=5, interval=0.1)
             check(ok, "logout did not revoke: the discovered revocation_endpoint was not used")
             extra = "; logout revoked through the discovered revocation_endpoint"
         return (f"token endpoint discovered from {ctx.info['issuer']}/.well-known/openid-configuration; "
@@ -606,8 +666,6 @@ def sc_discovery(ctx):
 
 def sc_no_reuse(ctx):
     a = ctx.as_stats()
-    if a is None:
-        return "skipped: the AS publishes no stats"
     check(a.get("reuse_detections") == 0, f"the AS detected refresh-token reuse {a.get('reuse_detections')} time(s)")
     errs = a.get("token_errors") or {}
     return f"0 reuse detections over the run; AS refreshes={a.get('refreshes')} token errors={errs}"
@@ -639,7 +697,7 @@ def run_kind(kind, args, binary, results):
     def fail_all(reason):
         for n, _ in wanted:
             print(f"FAIL {kind} {n} {reason}", flush=True)
-            results.append(False)
+            results.append("fail")
 
     try:
         mod = importlib.import_module(modname)
@@ -689,11 +747,14 @@ def run_kind(kind, args, binary, results):
                     ag.start()  # a previous scenario left it dead: the line above it said so
                 detail = fn(ctx)
                 print(f"PASS {kind} {name} {detail} ({time.monotonic() - t0:.1f}s)", flush=True)
-                results.append(True)
+                results.append("pass")
+            except Skip as e:
+                print(f"SKIP {kind} {name} {e} ({time.monotonic() - t0:.1f}s)", flush=True)
+                results.append("skip")
             except Exception as e:  # noqa: BLE001
                 reason = str(e) if isinstance(e, Fail) else f"{type(e).__name__}: {e}"
                 print(f"FAIL {kind} {name} {reason} ({time.monotonic() - t0:.1f}s)", flush=True)
-                results.append(False)
+                results.append("fail")
                 _diagnose(ctx, name, log_size)
                 if VERBOSE and not isinstance(e, Fail):
                     traceback.print_exc()
@@ -757,7 +818,7 @@ def main(argv=None):
     if not binary or not os.access(binary, os.X_OK):
         print("AUTHGATE_BIN must name the authgate executable", file=sys.stderr)
         return 2
-    results: list[bool] = []
+    results: list[str] = []  # "pass" | "fail" | "skip", one per scenario
     t0 = time.monotonic()
     interrupted = None
     try:
@@ -768,10 +829,9 @@ def main(argv=None):
         print(f"interrupted (signal {int(e.code or 128) - 128}); children stopped", file=sys.stderr)
     finally:
         cleanup_all()
-    passed = sum(results)
-    failed = len(results) - passed
+    passed, failed, skipped = (results.count(k) for k in ("pass", "fail", "skip"))
     log(f"total {time.monotonic() - t0:.1f}s")
-    print(f"{passed} passed, {failed} failed", flush=True)
+    print(f"{passed} passed, {failed} failed, {skipped} skipped", flush=True)
     if interrupted is not None:
         return interrupted
     return 1 if failed else 0
