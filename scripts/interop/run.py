@@ -310,7 +310,7 @@ class AuthGate:
 
 def authgate_config(ctx, name, discovery=False):
     state = os.path.join(ctx.dir, f"{name}-state")
-    os.makedirs(state, exist_ok=True)
+    os.makedirs(state, mode=0o700, exist_ok=True)  # AuthGate refuses a state directory others can read
     info = ctx.info
     authz = {"clientID": info["client_id"], "clientSecretFile": ctx.secret_file, "clientAuthentication": "basic"}
     authz.update(json.loads(json.dumps(KIND_AUTHORIZATION.get(ctx.kind, {}))))
