@@ -35,6 +35,7 @@ let package = Package(
             name: "CCurl",
             linkerSettings: [.linkedLibrary("curl")]
         ),
+        .target(name: "CProcess"),
         .target(name: "Locking", swiftSettings: strict),
         .target(
             name: "HTTPWire",
@@ -47,6 +48,7 @@ let package = Package(
                 "Locking",
                 "CLibUV",
                 "CCurl",
+                "CProcess",
                 "HTTPWire",
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -40,6 +40,8 @@ public final class EncryptedFileTokenStore: TokenStore {
         } catch let error as FileSystemError {
             throw TokenStoreError.io(error.errno, operation: error.operation)
         }
+        // Temporary files a crash left behind (their writer is gone).
+        file.removeStaleTemporaries(in: directory)
     }
 
     /// The file that holds `account`'s record.

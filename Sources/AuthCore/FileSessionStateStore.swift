@@ -23,6 +23,8 @@ public final class FileSessionStateStore: SessionStateStore {
         } catch let error as FileSystemError {
             throw SessionStateStoreError(.io, errno: error.errno, operation: error.operation)
         }
+        // Temporary files a crash left behind (their writer is gone).
+        file.removeStaleTemporaries(in: directory)
     }
 
     /// The file that holds `account`'s state.

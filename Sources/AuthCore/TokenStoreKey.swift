@@ -45,7 +45,8 @@ public struct TokenStoreKey: Sendable, CustomStringConvertible {
 
     /// Loads the key from `path` (32 raw bytes, or base64 text). When the file is absent and
     /// `createIfMissing` is true, writes a new random key there with mode 0600 (atomically)
-    /// and returns it; otherwise throws ``TokenStoreError/Code/keyUnavailable``.
+    /// and returns it; otherwise throws ``TokenStoreError/Code/keyUnavailable``. Processes
+    /// creating the key at once all end with the same key: the file is created only once.
     public static func load(fromFile path: String, createIfMissing: Bool) throws -> TokenStoreKey {
         let file = AtomicFile()
         let bytes: [UInt8]?
@@ -65,14 +66,16 @@ public struct TokenStoreKey: Sendable, CustomStringConvertible {
         }
         let key = TokenStoreKey.random()
         let text = Data(key.bytes).base64EncodedString() + "\n"
+        let created: Bool
         do {
-            try file.write(Array(text.utf8), to: path, mode: 0o600)
+            created = try file.create(Array(text.utf8), at: path, mode: 0o600)
         } catch let error as FileSystemError {
             throw TokenStoreError(
                 .keyUnavailable, errno: error.errno, operation: error.operation,
                 message: "cannot create key file \(path)")
         }
-        return key
+        // Another process created it first: use its key, so both seal with the same one.
+        return created ? key : try load(fromFile: path, createIfMissing: false)
     }
 
     /// The fingerprint only.

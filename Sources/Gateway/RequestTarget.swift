@@ -10,7 +10,8 @@ public struct RequestTarget: Sendable, Equatable {
     /// The query without `?`, if any.
     public let query: Substring?
 
-    /// Parses a target; throws 400 for forms a proxy does not forward and for dot-segments.
+    /// Parses a target; throws 400 for forms a proxy does not forward and for paths an
+    /// upstream could resolve outside the route (see ``escapeProblem(in:)``).
     public init(_ target: String) throws(WireError) {
         var t = target[...]
         if t.hasPrefix("http://") || t.hasPrefix("https://") {
@@ -30,43 +31,69 @@ public struct RequestTarget: Sendable, Equatable {
             path = t
             query = nil
         }
-        if RequestTarget.hasDotSegment(path) {
-            throw WireError(.invalidTarget, status: 400, "the request path must not contain . or .. segments")
+        if let problem = RequestTarget.escapeProblem(in: path) {
+            throw WireError(.invalidTarget, status: 400, problem)
         }
     }
 
-    /// Whether a path has a `.` or `..` segment, plain or percent-encoded.
-    static func hasDotSegment(_ path: Substring) -> Bool {
-        path.utf8.withContiguousStorageIfAvailable(hasDotSegment) ?? hasDotSegment(Array(path.utf8))
+    /// Why a path could be resolved, by this upstream or another, outside the route whose
+    /// prefix it matched, or nil when it cannot:
+    ///
+    /// - a `.` or `..` segment, plain or percent-encoded (`%2e`);
+    /// - the same with `;` path parameters (`..;`, `.;x=1`, `..%3b`): Tomcat and Spring drop
+    ///   the parameters and then resolve the dots, so `/api/..;/admin` reaches `/admin`;
+    /// - a backslash, plain or `%5c`: Windows servers (IIS, Kestrel) take it for `/`;
+    /// - an encoded slash (`%2f`).
+    static func escapeProblem(in path: Substring) -> String? {
+        path.utf8.withContiguousStorageIfAvailable(escapeProblem) ?? escapeProblem(in: Array(path.utf8))
     }
 
-    private static func hasDotSegment<C: RandomAccessCollection<UInt8>>(_ u: C) -> Bool where C.Index == Int {
-        // Walk the bytes once: count the dots of the current segment (`.` or `%2e`) and
-        // whether anything else is in it; also refuse an encoded slash.
+    private static func escapeProblem<C: RandomAccessCollection<UInt8>>(in u: C) -> String? where C.Index == Int {
+        // Walk the bytes once: count the dots (`.` or `%2e`) at the start of the current
+        // segment, up to its end or its first `;` (plain or `%3b`), and whether anything
+        // else came before that.
+        func encoded(_ i: Int, _ hi: UInt8, _ lo: UInt8) -> Bool {
+            u[i] == 0x25 && i + 2 < u.count && u[i + 1] == hi && u[i + 2] | 0x20 == lo
+        }
+        let dotSegment = "the request path must not contain . or .. segments, with or without ;parameters"
         var i = 0
         var dots = 0
         var other = false
+        var inParameters = false
         while i <= u.count {
             if i == u.count || u[i] == 0x2F {
-                if !other && (dots == 1 || dots == 2) { return true }
+                if !other && (dots == 1 || dots == 2) { return dotSegment }
                 dots = 0
                 other = false
+                inParameters = false
                 i += 1
                 continue
             }
-            if u[i] == 0x2E {
+            if u[i] == 0x5C || encoded(i, 0x35, 0x63) {
+                return "the request path must not contain a backslash, plain or encoded"
+            }
+            if encoded(i, 0x32, 0x66) {
+                return "the request path must not contain an encoded slash"
+            }
+            if inParameters {
+                i += 1
+                continue
+            }
+            if u[i] == 0x3B || encoded(i, 0x33, 0x62) {
+                if !other && (dots == 1 || dots == 2) { return dotSegment }
+                inParameters = true
+                i += u[i] == 0x3B ? 1 : 3
+            } else if u[i] == 0x2E {
                 dots += 1
                 i += 1
-            } else if u[i] == 0x25, i + 2 < u.count, u[i + 1] == 0x32, u[i + 2] | 0x20 == 0x65 {
+            } else if encoded(i, 0x32, 0x65) {
                 dots += 1
                 i += 3
-            } else if u[i] == 0x25, i + 2 < u.count, u[i + 1] == 0x32, u[i + 2] | 0x20 == 0x66 {
-                return true
             } else {
                 other = true
                 i += 1
             }
         }
-        return false
+        return nil
     }
 }

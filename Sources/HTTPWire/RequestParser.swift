@@ -42,6 +42,10 @@ public final class RequestParser {
     private var headBytes = 0
     private var headDone = false
     private var scanner = HeadScanner()
+    /// The strictness http-parser lacks in chunked bodies; nil unless the body is chunked.
+    /// Kept past the end of the message (its last bytes are scanned after http-parser
+    /// called back) and replaced at the next head.
+    private var chunkScanner: ChunkFramingScanner?
     /// The method so far, after http-parser refused it (see ``readUnknownMethod``).
     private var unknownMethod: [UInt8]?
     private var violation: WireError?
@@ -92,6 +96,8 @@ public final class RequestParser {
             let scanned = UnsafeRawBufferPointer(rebasing: input[0..<n])
             if let e = scanner.scan(scanned) { return fail(e, n) }
             headBytes += n
+        } else if chunkScanner != nil, let e = chunkScanner!.scan(UnsafeRawBufferPointer(rebasing: input[0..<n])) {
+            return fail(e, n)
         }
         let errno = http_errno(rawValue: parser.pointee.http_errno)
         if errno == HPE_PAUSED {
@@ -227,6 +233,7 @@ public final class RequestParser {
         let headers = HTTPHeaders(fields)
         try FramingRules.checkHost(headers: headers, major: major, minor: minor)
         let framing = try FramingRules.requestFraming(headers: headers, major: major, minor: minor)
+        chunkScanner = framing == .chunked ? ChunkFramingScanner() : nil
         let expects = try FramingRules.expectsContinue(headers: headers, major: major, minor: minor)
         let method = String(cString: http_method_str(http_method(rawValue: UInt32(parser.pointee.method))))
         guard !target.isEmpty, FramingRules.isValidFieldValue(target), !target.contains(0x20) else {

@@ -23,6 +23,9 @@ enum SecretSources {
     static func storeKey(_ c: GatewayConfiguration) throws -> TokenStoreKey {
         let env = ProcessInfo.processInfo.environment
         if let b64 = env["AUTHGATE_STORE_KEY"], !b64.isEmpty {
+            // Read once: out of the environment, so nothing that reads it later (a child
+            // process, a crash reporter, getenv) finds the key there.
+            unsetenv("AUTHGATE_STORE_KEY")
             do { return try TokenStoreKey(base64: b64) } catch {
                 throw ConfigurationError("AUTHGATE_STORE_KEY is not a base64 32-byte key")
             }

@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import Glibc
 import Logging
+import Runtime
 import ServiceLifecycle
 
 /// `authgate serve --config FILE`: the gateway for real.
@@ -15,6 +16,13 @@ struct Serve: ParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
 
     func run() throws {
+        // Before any secret is read: no core dump or same-user ptrace can reach them.
+        do {
+            try ProcessHardening.disableDumping()
+        } catch {
+            FileHandle.standardError.write(Data("authgate: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
         let configuration: GatewayConfiguration
         let secrets: GatewayService.Secrets
         do {

@@ -90,6 +90,30 @@ let malformedCases: [(name: String, request: String, status: Int)] = [
         }
     }
 
+    /// Chunk data not followed by CRLF, on a streamed body whose responder has not answered yet.
+    static let brokenChunkFraming = [
+        "3\r\nabcXX\r\n0\r\n\r\n", "3\r\nabc\n0\r\n\r\n", "3\r\nabc\r0\r\n\r\n", "3\r\nabcd\r\n0\r\n\r\n",
+        "3\r\nabcXY0\r\n\r\n", "3\r\nabcXX", "3\r\nabcX",
+    ]
+
+    @Test(arguments: brokenChunkFraming)
+    func malformedChunkFramingMidStreamedBodyIsAnswered400AndClosed(_ chunks: String) async throws {
+        try await TestServer.with { server in
+            let client = try RawClient(port: server.port, timeoutSeconds: 3)
+            try client.send("POST /stream-slow HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks.prefix(6))
+            try await Task.sleep(for: .milliseconds(100))
+            try client.send(String(chunks.dropFirst(6)))
+            let raw = client.readToEnd()
+            guard let (resp, _) = TestResponse.parse(raw) else {
+                Issue.record("no response: \(String(decoding: raw.prefix(200), as: UTF8.self))")
+                return
+            }
+            #expect(resp.status == 400)
+            #expect(resp.header("content-type") == "application/problem+json")
+            #expect(resp.header("connection") == "close")
+        }
+    }
+
     @Test func errorBodiesNeverEchoHeaderValues() async throws {
         try await TestServer.with { server in
             let client = try RawClient(port: server.port)

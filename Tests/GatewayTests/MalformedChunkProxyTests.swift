@@ -1,0 +1,46 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// A chunked body whose chunk data is not followed by CRLF is answered 400, not left hanging.
+@Suite(.serialized) struct MalformedChunkProxyTests {
+    @Test func malformedChunkFramingMidStreamedBodyIsAnswered400OnTheProxy() async throws {
+        try await withProxy { proxy, _ in
+            for (path, rest) in [("/sink", "XX"), ("/api/sink", "XY0\r\n\r\n"), ("/sink", "X")] {
+                let c = try RawClient(port: proxy.port, timeoutSeconds: 3)
+                try c.send("POST \(path) HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc")
+                try await Task.sleep(for: .milliseconds(100))
+                try c.send(rest)
+                let raw = c.readToEnd()
+                guard let (r, _) = TestResponse.parse(raw) else {
+                    Issue.record("\(path): no response: \(String(decoding: raw.prefix(200), as: UTF8.self))")
+                    continue
+                }
+                #expect(r.status == 400, "\(path)")
+                #expect(r.header("content-type") == "application/problem+json", "\(path)")
+            }
+        }
+    }
+
+    @Test func malformedChunkFramingIsAnswered400OnAuthenticatedAndPublicRoutes() async throws {
+        try await Stack.run { stack in
+            try await stack.startGateway()
+            #expect(try await stack.loginAlice().status == 200)
+            for path in ["/api/x", "/public/x"] {
+                let port = stack.proxyPort
+                let raw = try await onThread { () -> [UInt8] in
+                    let c = try RawClient(port: port, timeoutSeconds: 3)
+                    try c.send("POST \(path) HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXX")
+                    return c.readToEnd()
+                }
+                guard let (r, _) = TestResponse.parse(raw) else {
+                    Issue.record("\(path): no response")
+                    continue
+                }
+                #expect(r.status == 400, "\(path)")
+                #expect(r.header("content-type") == "application/problem+json", "\(path)")
+                #expect(r.header("connection") == "close", "\(path)")
+            }
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import Gateway
+import HTTPWire
+import Testing
+import TestSupport
+
+/// A path an upstream could resolve outside the route it matched (Tomcat and Spring drop
+/// `;` parameters before resolving dot segments; Windows servers take `\` for `/`) is refused
+/// before a token is attached.
+@Suite struct RequestTargetTests {
+    static let refused = [
+        "/api/..;/admin", "/api/.;/admin", "/api/..;jsessionid=x/admin", "/api/.;x=1", "/api/..;", "/api/%2e%2e;/admin",
+        "/api/%2E.;/admin", "/api/..%3b/admin", "/api/..%3B/admin", "/api/.%3bx/admin",
+        "/api\\..\\admin", "/api/..\\admin", "/api/a\\b", "/api/%5c../admin", "/api/%5C../admin", "/api/a%5cb",
+        "/api/../admin", "/api/%2e%2e/admin", "/api/./x", "/api/a%2fb", "/api/a%2Fb",
+    ]
+    static let allowed = [
+        "/api/users;v=1/x", "/api/a;b", "/api/...;/x", "/api/..a;/x", "/api/a..;/x", "/api/;/x", "/api/.well-known/x",
+        "/api/%2e%2e%2e/x", "/api/a%3bb", "/api/x?q=..;/\\", "/api/x?q=%5c",
+    ]
+
+    @Test(arguments: refused) func pathsThatCanLeaveTheRouteAreRefused(_ target: String) {
+        let error = #expect(throws: WireError.self) { try RequestTarget(target) }
+        #expect(error?.status == 400)
+        #expect(error?.code == .invalidTarget)
+    }
+
+    @Test(arguments: allowed) func pathsThatStayInTheRouteAreAccepted(_ target: String) throws {
+        _ = try RequestTarget(target)
+    }
+}
+
+@Suite(.serialized) struct RequestTargetProxyTests {
+    @Test func semicolonDotSegmentsAndBackslashesNeverReachTheUpstream() async throws {
+        try await withProxy { proxy, _ in
+            for path in ["/api/..;/inspect", "/api/.;/inspect", "/api/..%5cinspect", "/api\\..\\inspect"] {
+                let c = try RawClient(port: proxy.port)
+                try c.send("GET \(path) HTTP/1.1\r\nHost: a\r\n\r\n")
+                let r = try c.readResponse()
+                #expect(r.status == 400, "\(path): \(r.status) \(r.text)")
+                #expect(r.header("content-type") == "application/problem+json", "\(path)")
+            }
+        }
+    }
+}
