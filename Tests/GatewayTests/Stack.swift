@@ -121,6 +121,8 @@ final class Stack: Sendable {
 
     func stop() async {
         await stopGateway()
+        // A test's hook may hold the stack itself: break that cycle.
+        api.beforeCheckingTokens(nil)
         authServer.shutdown(grace: .zero)
         apiServer.shutdown(grace: .zero)
         fakes.shutdown()
