@@ -72,7 +72,7 @@ extension AuthActor {
             }
             if inFlight == nil {
                 do {
-                    try startRefresh(session)
+                    try startRefresh(session, dueToLead: { if case .due = trigger { true } else { false } }())
                 } catch {
                     return .failed(error)
                 }
@@ -91,7 +91,7 @@ extension AuthActor {
 
     /// Starts the single refresh task for `session`, or throws when it cannot refresh now.
     /// Synchronous: the caller has just checked that none is in flight.
-    func startRefresh(_ session: ActiveSession) throws {
+    func startRefresh(_ session: ActiveSession, dueToLead: Bool = false) throws {
         let now = clock.now
         let grant: Grant
         if let refreshToken = session.credentials.refreshToken {
@@ -103,7 +103,7 @@ extension AuthActor {
         }
         let current = session.gateToken
         let alreadyTripped = gate.isLoopGuardTripped
-        switch gate.admit(at: now, replacing: current) {
+        switch gate.admit(at: now, replacing: current, dueToLead: dueToLead) {
         case .proceed:
             break
         case .backingOff(let retryAfter, let lastError):

@@ -154,6 +154,8 @@ extension AuthActor {
     }
 
     func revokeInBackground(refreshToken: String?, accessToken: String) {
+        // Without a revocation endpoint there is nothing to do, and nothing to log.
+        guard client.canRevoke else { return }
         let client = self.client
         let logger = self.logger
         revocations.append(

@@ -323,9 +323,12 @@ public actor AuthActor {
     func refreshLead(lifetime: Duration) -> Duration {
         guard lifetime > .zero else { return .zero }
         let r = max(0, min(1, randomFraction()))
+        // Jitter spreads replicas apart; it never moves a refresh by more than a tenth of the
+        // lifetime, so `skew: 0` still means "at expiry" for short tokens.
+        let jitter = min(configuration.jitter, lifetime / 10) * r
         if let f = configuration.leadFraction {
-            return lifetime * f + min(configuration.jitter, lifetime / 10) * r
+            return lifetime * f + jitter
         }
-        return min(configuration.skew + configuration.jitter * r, lifetime / 2)
+        return min(configuration.skew + jitter, lifetime / 2)
     }
 }

@@ -61,8 +61,17 @@ public struct Credentials: Sendable, Equatable, CustomStringConvertible,
         self.issuedAt = wallNow
         self.generation = generation
         if let expiresIn = response.expiresIn {
-            self.deadline = now + expiresIn
-            self.expiresAt = wallNow.addingTimeInterval(expiresIn.timeInterval)
+            // A JWT's `exp` is whole seconds: servers that compute it as ⌊issued⌋ + expires_in
+            // reject the token up to a second before `expires_in` says. Take the earlier of the
+            // two, moved forward by at most `Self.maxJWTCorrection`, so a server whose clock
+            // runs far ahead cannot make every token look expired.
+            var lifetime = expiresIn
+            if let exp = JWTClaims(decodingPayloadOf: response.accessToken)?.expirationDate {
+                let byExp = Duration.milliseconds(Int64((exp.timeIntervalSince(wallNow) * 1000).rounded()))
+                lifetime = max(expiresIn - Self.maxJWTCorrection, min(expiresIn, byExp))
+            }
+            self.deadline = now + lifetime
+            self.expiresAt = wallNow.addingTimeInterval(lifetime.timeInterval)
         } else if let exp = JWTClaims(decodingPayloadOf: response.accessToken)?.expirationDate {
             let remaining = exp.timeIntervalSince(wallNow)
             self.deadline = now + .milliseconds(Int64((remaining * 1000).rounded()))
@@ -72,6 +81,9 @@ public struct Credentials: Sendable, Equatable, CustomStringConvertible,
             self.expiresAt = nil
         }
     }
+
+    /// The most a JWT `exp` may bring an `expires_in` expiry forward.
+    static let maxJWTCorrection = Duration.seconds(2)
 
     /// Whether the access token has expired at `now`.
     public func isExpired(at now: MonotonicInstant) -> Bool {

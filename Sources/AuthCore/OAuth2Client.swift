@@ -80,6 +80,9 @@ public struct OAuth2Client: TokenGrantClient {
     /// server ends its access tokens with it), else the access token. Does nothing without
     /// a revocation endpoint. Throws ``TokenEndpointError`` when the server refuses or
     /// cannot be reached.
+    /// Whether a revocation endpoint is configured.
+    public var canRevoke: Bool { configuration.revocationEndpoint != nil }
+
     public func revoke(refreshToken: String?, accessToken: String) async throws {
         let (token, hint) = refreshToken.map { ($0, "refresh_token") } ?? (accessToken, "access_token")
         guard let request = try makeRevocationRequest(token: token, hint: hint) else { return }

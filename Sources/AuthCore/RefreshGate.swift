@@ -71,10 +71,18 @@ public struct RefreshGate: Sendable, Equatable {
     ///   transient failure do not count again.
     /// - A premature refresh beyond ``RefreshWindow/maximumAttempts`` within
     ///   ``RefreshWindow/interval`` is ``Decision/excessive``.
-    public mutating func admit(at now: MonotonicInstant, replacing current: CurrentToken) -> Decision {
+    ///
+    /// `dueToLead` says the refresh was asked for because the token reached its refresh
+    /// instant (`expiry − lead`), not because an upstream rejected it: such a refresh is
+    /// never premature whatever the lead (`refreshLead: "90%"` refreshes at a tenth of the
+    /// lifetime), as long as the token has a positive lifetime.
+    public mutating func admit(
+        at now: MonotonicInstant, replacing current: CurrentToken, dueToLead: Bool = false
+    ) -> Decision {
         if let notBefore, now < notBefore {
             return .backingOff(retryAfter: notBefore - now, lastError: lastError)
         }
+        if dueToLead, let lifetime = current.lifetime, lifetime > .zero { return .proceed }
         guard isPremature(current, at: now), current.generation != countedGeneration else { return .proceed }
         guard countAgainstWindow(at: now) else { return .excessive }
         countedGeneration = current.generation

@@ -6,10 +6,16 @@ public protocol TokenGrantClient: Sendable {
     func requestToken(_ grant: Grant) async throws -> TokenResponse
     /// Revokes a session's tokens at the server (RFC 7009). Throws ``TokenEndpointError``.
     func revoke(refreshToken: String?, accessToken: String) async throws
+    /// Whether ``revoke(refreshToken:accessToken:)`` reaches a server (a revocation
+    /// endpoint is configured).
+    var canRevoke: Bool { get }
 }
 
 extension TokenGrantClient {
     /// Revokes the session's tokens at the server (RFC 7009), if the client can; the
     /// default does nothing.
     public func revoke(refreshToken: String?, accessToken: String) async throws {}
+
+    /// The default: no revocation.
+    public var canRevoke: Bool { false }
 }

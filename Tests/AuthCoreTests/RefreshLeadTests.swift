@@ -1,5 +1,6 @@
 import AuthCore
 import AuthGateTesting
+import Foundation
 import Testing
 
 @Suite struct RefreshLeadTests {
@@ -31,5 +32,59 @@ import Testing
         #expect(h.actor.tokenSnapshot?.generation == second.generation)
         try await h.actor.logout()
         #expect(h.actor.tokenSnapshot == nil)
+    }
+}
+
+@Suite struct LeadAndExpiryTests {
+    @Test func aProactiveRefreshAtAnyLeadNeverTripsTheLoopGuard() async throws {
+        // 2 s tokens refreshed at 90% lead: a refresh every 0.2 s, 40 of them in 8 s.
+        var server = FakeAuthorizationServer.Configuration()
+        server.accessTokenLifetime = .seconds(2)
+        let h = Harness(server: server, actor: AuthActor.Configuration(jitter: .zero, leadFraction: 0.9))
+        var token = try await h.login()
+        for _ in 0..<40 {
+            h.clock.advance(by: .milliseconds(200))
+            let next = try await h.actor.token()
+            #expect(next.generation > token.generation)
+            token = next
+        }
+        #expect(await h.server.statistics.refreshes == 40)
+    }
+
+    @Test func jitterMovesAShortTokensRefreshByATenthOfItsLifetimeAtMost() async throws {
+        var server = FakeAuthorizationServer.Configuration()
+        server.accessTokenLifetime = .seconds(4)
+        let h = Harness(server: server, actor: AuthActor.Configuration(skew: .zero, jitter: .seconds(5)))
+        let start = h.clock.now
+        try await h.login()
+        // randomFraction is 0 in the harness: the lead is the skew alone.
+        #expect(h.actor.tokenSnapshot?.refreshAt == start + .seconds(4))
+        let actor = AuthActor(
+            client: h.client, tokenStore: h.tokenStore, stateStore: h.stateStore, clock: h.clock,
+            configuration: AuthActor.Configuration(skew: .zero, jitter: .seconds(5)), randomFraction: { 0.999 })
+        let at = h.clock.now
+        try await actor.login(.password(username: "alice", password: "wonderland"))
+        let refreshAt = try #require(actor.tokenSnapshot?.refreshAt)
+        #expect(refreshAt >= at + .milliseconds(3600), "at most 0.4 s early, not 5 s")
+    }
+
+    @Test func aJWTExpThatIsEarlierThanExpiresInWinsByUpToTwoSeconds() throws {
+        let wall = Date(timeIntervalSince1970: 1_800_000_000.7)
+        let now = MonotonicInstant(offset: .seconds(50))
+        func deadline(expiresIn: Int, exp: Double?) -> Duration? {
+            var response = TokenResponse(accessToken: "opaque")
+            if let exp {
+                let payload = Base64URL.encode(Array(#"{"exp":\#(Int(exp))}"#.utf8))
+                response = TokenResponse(accessToken: "eyJhbGciOiJub25lIn0.\(payload).sig")
+            }
+            response.expiresIn = .seconds(expiresIn)
+            let c = Credentials(response: response, previousRefreshToken: nil, generation: .zero, now: now, wallNow: wall)
+            return c.deadline.map { $0 - now }
+        }
+        #expect(deadline(expiresIn: 4, exp: nil) == .seconds(4))
+        // exp = ⌊issued⌋ + 4: 0.7 s earlier than expires_in says.
+        #expect(deadline(expiresIn: 4, exp: 1_800_000_004) == .milliseconds(3300))
+        #expect(deadline(expiresIn: 4, exp: 1_800_003_600) == .seconds(4), "a later exp changes nothing")
+        #expect(deadline(expiresIn: 60, exp: 1_799_990_000) == .seconds(58), "a skewed clock moves it 2 s at most")
     }
 }

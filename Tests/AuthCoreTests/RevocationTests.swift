@@ -73,6 +73,7 @@ final class RecordingRevocations: TokenGrantClient {
     let revoked = Locked<[String?]>([])
     init(_ inner: any TokenGrantClient) { self.inner = inner }
     func requestToken(_ grant: Grant) async throws -> TokenResponse { try await inner.requestToken(grant) }
+    var canRevoke: Bool { inner.canRevoke }
     func revoke(refreshToken: String?, accessToken: String) async throws {
         revoked.withLock { $0.append(refreshToken) }
         try await inner.revoke(refreshToken: refreshToken, accessToken: accessToken)
@@ -101,5 +102,19 @@ final class RecordingRevocations: TokenGrantClient {
         #expect(revoked.first == spent)
         #expect(revoked.last != spent && revoked.last != nil)
         #expect(h.tokenStore.record(for: .default) == nil, "and nothing was revived")
+    }
+}
+
+@Suite struct RevocationLogTests {
+    @Test func withoutARevocationEndpointALogoutNeitherRevokesNorSaysItDid() async throws {
+        let h = RevocationTests().harness(revocationEndpoint: nil)
+        let client = RecordingRevocations(h.client)
+        let actor = AuthActor(
+            client: client, tokenStore: h.tokenStore, stateStore: h.stateStore, clock: h.clock,
+            configuration: h.configuration, randomFraction: { 0 })
+        _ = try await actor.login(.password(username: "alice", password: "wonderland"))
+        try await actor.logout()
+        await actor.finishBackgroundWork()
+        #expect(client.revoked.withLock { $0 }.isEmpty)
     }
 }
