@@ -121,7 +121,7 @@ import Testing
             try await stack.startGateway { $0.tokenEndpointTimeoutSeconds = 1 }
             #expect(try await stack.loginAlice().status == 200)
             await stack.authorization.revokeAccessTokens()
-            await stack.authorization.inject(.slow(.seconds(8)))
+            await stack.authorization.holdRefreshes()
             // The upstream rejects the token; the refresh hangs at the authorization server;
             // the client's own read timeout is 10 s, the upstream's 60 s.
             let r = try await stack.proxy("GET", "/api/orders")
@@ -130,6 +130,8 @@ import Testing
             #expect(r.header("Retry-After") != nil)
             let status = Stack.json(try await stack.admin("GET", "/auth/session"))
             #expect(status["state"] as? String == "logged_in", "a refresh that timed out keeps the session")
+            // Let the held refresh finish at the server, so nothing outlives the test.
+            await stack.authorization.releaseRefreshes()
         }
     }
 }
