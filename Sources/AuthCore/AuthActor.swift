@@ -36,8 +36,8 @@ public actor AuthActor {
         /// Backoff after transient failures.
         public var backoff: BackoffPolicy
         /// When set (in `0 < f < 1`), refresh when this fraction of a token's lifetime is
-        /// left, instead of ``skew`` before expiry (`0.5`: at half-life). Jitter still
-        /// applies, at most a tenth of the lifetime.
+        /// left, instead of ``skew`` before expiry (`0.5`: at half-life). Jitter then only
+        /// delays the refresh, by at most a tenth of the lifetime.
         public var leadFraction: Double?
 
         /// Creates a configuration.
@@ -327,7 +327,9 @@ public actor AuthActor {
         // lifetime, so `skew: 0` still means "at expiry" for short tokens.
         let jitter = min(configuration.jitter, lifetime / 10) * r
         if let f = configuration.leadFraction {
-            return lifetime * f + jitter
+            // Here jitter only delays: "at half-life" never means more than two refreshes
+            // per lifetime.
+            return max(.zero, lifetime * f - jitter)
         }
         return min(configuration.skew + jitter, lifetime / 2)
     }

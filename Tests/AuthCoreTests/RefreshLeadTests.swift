@@ -88,3 +88,19 @@ import Testing
         #expect(deadline(expiresIn: 60, exp: 1_799_990_000) == .seconds(58), "a skewed clock moves it 2 s at most")
     }
 }
+
+@Suite struct HalfLifeJitterTests {
+    @Test func atHalfLifeJitterOnlyDelaysTheRefresh() async throws {
+        var server = FakeAuthorizationServer.Configuration()
+        server.accessTokenLifetime = .seconds(100)
+        let h = Harness(server: server)
+        let actor = AuthActor(
+            client: h.client, tokenStore: h.tokenStore, stateStore: h.stateStore, clock: h.clock,
+            configuration: AuthActor.Configuration(jitter: .seconds(60), leadFraction: 0.5), randomFraction: { 0.999 })
+        let start = h.clock.now
+        try await actor.login(.password(username: "alice", password: "wonderland"))
+        let refreshAt = try #require(actor.tokenSnapshot?.refreshAt)
+        #expect(refreshAt >= start + .seconds(50), "never before half-life")
+        #expect(refreshAt <= start + .seconds(60), "and at most a tenth of the lifetime after it")
+    }
+}
