@@ -1,6 +1,6 @@
 @testable import AuthCore
 import Foundation
-import Synchronization
+import Locking
 import Testing
 
 #if canImport(Glibc)
@@ -21,7 +21,7 @@ import Testing
         for round in 0..<20 {
             let path = "\(directory)/store-\(round).key"
             let creators = 8
-            let ids = Mutex<[[UInt8]]>([])
+            let ids = Locked<[[UInt8]]>([])  // a pthread mutex: ThreadSanitizer sees it (it cannot see Synchronization.Mutex)
             let start = DispatchSemaphore(value: 0)
             let done = DispatchGroup()
             for _ in 0..<creators {
