@@ -23,6 +23,8 @@ public final class ReverseProxy: HTTPResponder {
     private let metrics: GatewayMetrics
     private let livenessPath: String?
     private let trustedProxies: Set<String>
+    /// Records where authenticated requests wait; made once, not per request.
+    private let observePhase: @Sendable (AuthenticatedExchange.Phase, Duration) -> Void
     /// The tasks serving authenticated requests (shutdown waits for them).
     public let tasks = TaskTracker()
 
@@ -34,6 +36,7 @@ public final class ReverseProxy: HTTPResponder {
         livenessPath: String? = nil, fallback: (any HTTPResponder)? = nil, trustedProxies: Set<String> = []
     ) {
         self.trustedProxies = trustedProxies
+        self.observePhase = { [metrics] in metrics.phase($0, $1) }
         self.livenessPath = livenessPath
         self.routes = routes.sorted { $0.prefix.count > $1.prefix.count }
         self.clientConfiguration = clientConfiguration
@@ -120,7 +123,7 @@ public final class ReverseProxy: HTTPResponder {
         if case .buffered = request.body { replayable = true } else { replayable = false }
         let metrics = self.metrics
         let path = AuthenticatedExchange(
-            session: session, policy: auth.rejectionPolicy, rule: auth.replayRule, observe: metrics.phase)
+            session: session, policy: auth.rejectionPolicy, rule: auth.replayRule, observe: observePhase)
         let tasks = self.tasks
         let name = route.session
         do throws(AuthenticatedExchange.Failure) {
