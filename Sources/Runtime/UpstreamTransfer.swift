@@ -133,17 +133,24 @@ public final class UpstreamTransfer {
                     .invalidRequest, "the value of the request header \(field.name) contains a control character; nothing was sent")
             }
         }
-        // libcurl adds Accept and Expect on its own; an empty value suppresses each.
-        var lines = request.headers.fields.map { $0.name + ": " + $0.value }
-        if !request.headers.contains("Accept") { lines.append("Accept:") }
-        lines.append("Expect:")
-        if chunkedUpload { lines.append("Transfer-Encoding: chunked") }
-        for line in lines {
-            guard let appended = curl_slist_append(headerList, line) else {
-                return UpstreamError(.other, "curl_slist_append failed (out of memory)")
-            }
+        // Appended one by one, with no intermediate array: this runs for every request.
+        func append(_ line: String) -> Bool {
+            guard let appended = curl_slist_append(headerList, line) else { return false }
             headerList = appended
+            return true
         }
+        var appended = true
+        for field in request.headers.fields {
+            var line = field.name
+            line += ": "
+            line += field.value
+            appended = appended && append(line)
+        }
+        // libcurl adds Accept and Expect on its own; an empty value suppresses each.
+        if !request.headers.contains("Accept") { appended = appended && append("Accept:") }
+        appended = appended && append("Expect:")
+        if chunkedUpload { appended = appended && append("Transfer-Encoding: chunked") }
+        guard appended else { return UpstreamError(.other, "curl_slist_append failed (out of memory)") }
         check(ag_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList))
         return ok ? nil : UpstreamError(.invalidRequest, "libcurl refused an option for this request")
     }
