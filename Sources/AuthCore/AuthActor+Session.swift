@@ -142,9 +142,6 @@ extension AuthActor {
         return true
     }
 
-    /// Whether a rotated pair is held only in memory (its save failed and is being retried).
-    public var hasUnsavedCredentials: Bool { needsPersist }
-
     /// Waits for the revocations logout started (at shutdown, before the transport stops).
     public func finishRevocations() async {
         while let task = revocations.first {

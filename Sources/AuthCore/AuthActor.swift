@@ -1,5 +1,6 @@
 internal import Foundation
 internal import Locking
+internal import Synchronization
 public import Logging
 public import CoreMetrics
 internal import Metrics
@@ -125,7 +126,12 @@ public actor AuthActor {
     var nextFlightID: UInt64 = 0
     var nextWaiterID: UInt64 = 0
     var gate: RefreshGate
-    var needsPersist = false
+    /// A rotated pair held only in memory (its save failed and is being retried); mirrored
+    /// in ``holdsUnsavedCredentials`` for readers off the actor.
+    var needsPersist: Bool {
+        get { unsaved.load(ordering: .relaxed) }
+        set { unsaved.store(newValue, ordering: .relaxed) }
+    }
     var persistRetryAt = MonotonicInstant(offset: .zero)
     var persistFailures = 0
     var storeLockHeld = false
@@ -207,6 +213,12 @@ public actor AuthActor {
     }
 
     private nonisolated let snapshot = Locked<TokenSnapshot?>(nil)
+    private nonisolated let unsaved = Atomic<Bool>(false)
+
+    /// Whether a rotated pair is held only in memory because its save failed (the previous
+    /// refresh token is spent: a restart now would log the session out). Read without a hop
+    /// onto the actor, for `/readyz` and the metrics.
+    public nonisolated var holdsUnsavedCredentials: Bool { unsaved.load(ordering: .relaxed) }
 
     /// The current token's generation and refresh deadline, read without a hop onto the
     /// actor; `nil` when logged out. It can be stale by the time the caller acts on it, so

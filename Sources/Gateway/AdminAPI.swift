@@ -31,20 +31,20 @@ public final class AdminAPI: HTTPResponder {
     let sessions: [String: GatewaySession]
     let metrics: GatewayMetrics
     let readiness: Readiness
-    let proxyConnections: @Sendable () -> Int
+    let processGauges: @Sendable () -> GatewayMetrics.ProcessGauges
     /// The tasks serving admin requests and event streams (shutdown waits for them).
     public let tasks = TaskTracker()
 
     /// Creates the API over `sessions` (which must include `default`).
     public init(
         configuration: Configuration, sessions: [String: GatewaySession], metrics: GatewayMetrics, readiness: Readiness,
-        proxyConnections: @escaping @Sendable () -> Int = { 0 }
+        processGauges: @escaping @Sendable () -> GatewayMetrics.ProcessGauges = { .init() }
     ) {
         self.configuration = configuration
         self.sessions = sessions
         self.metrics = metrics
         self.readiness = readiness
-        self.proxyConnections = proxyConnections
+        self.processGauges = processGauges
     }
 
     /// The session document of `session`, now.
@@ -139,9 +139,10 @@ public final class AdminAPI: HTTPResponder {
                     states.append(
                         .init(
                             name: session.name, refreshing: await session.actor.isRefreshing,
-                            loggedIn: await session.actor.status.isLoggedIn))
+                            loggedIn: await session.actor.status.isLoggedIn,
+                            unsavedCredentials: session.actor.holdsUnsavedCredentials))
                 }
-                let text = self.metrics.render(sessions: states, activeConnections: self.proxyConnections())
+                let text = self.metrics.render(sessions: states, process: self.processGauges())
                 var h = HTTPHeaders()
                 h.add(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
                 writer.respond(status: 200, headers: h, body: Array(text.utf8))

@@ -24,10 +24,15 @@ extension GatewayConfiguration {
             ("loops", loops, 1...256), ("replayLimitBytes", replayLimitBytes, 0...(64 << 20)),
             ("connectTimeoutSeconds", connectTimeoutSeconds, 1...300),
             ("upstreamTimeoutSeconds", upstreamTimeoutSeconds, 1...86_400),
+            ("maxConnections", maxConnections, 1...1_000_000),
+            ("maxBufferedRequestBytes", maxBufferedRequestBytes, (1 << 20)...(16 << 30)),
         ] {
             if let value, !range.contains(value) {
                 throw ConfigurationError("\(field) must be \(range.lowerBound)…\(range.upperBound)")
             }
+        }
+        if let budget = maxBufferedRequestBytes, (replayLimitBytes ?? 1 << 20) > budget {
+            throw ConfigurationError("replayLimitBytes must not exceed maxBufferedRequestBytes (\(budget))")
         }
         if adminTokenDisabled == true && !Self.isLoopback(host: admin.host) {
             throw ConfigurationError(

@@ -121,6 +121,13 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     public var tokenEndpointTimeoutSeconds: Int?
     /// Request bodies up to this size are kept for a replay (default 1 MiB).
     public var replayLimitBytes: Int?
+    /// Connections the proxy listener serves at once (default 10,000); past it a new one gets
+    /// 503 and is closed. Each holds at most ~640 KiB while it streams (body and write high
+    /// waters, read-ahead), so size it to the memory limit.
+    public var maxConnections: Int?
+    /// Request bodies held in memory at once, across every connection of both listeners
+    /// (default 64 MiB); past it a request gets 503 and is closed.
+    public var maxBufferedRequestBytes: Int?
     /// A CA bundle for TLS upstreams and the token endpoint.
     public var caFile: String?
     /// Which upstream answers mean "token rejected": `statuses` (default `[401]`), `realms`

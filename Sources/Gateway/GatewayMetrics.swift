@@ -29,6 +29,8 @@ public final class GatewayMetrics: Sendable {
     private let requests: [[CoreMetrics.Counter]]  // [kind][class], indexed as `kinds` and `classes`
     private let latency: [CoreMetrics.Timer]  // [kind]
     private let openConnections: CoreMetrics.Gauge
+    private let stateFreeBytes: CoreMetrics.Gauge
+    private let bufferedBytes: CoreMetrics.Gauge
     private let phases: [CoreMetrics.Timer]  // indexed as `AuthenticatedExchange.Phase.allCases`
 
     /// What `/metrics` reads of one session when it renders.
@@ -36,10 +38,28 @@ public final class GatewayMetrics: Sendable {
         public var name: String
         public var refreshing: Bool
         public var loggedIn: Bool
-        public init(name: String, refreshing: Bool, loggedIn: Bool) {
+        /// A rotated pair is held only in memory (its save failed).
+        public var unsavedCredentials: Bool
+        public init(name: String, refreshing: Bool, loggedIn: Bool, unsavedCredentials: Bool = false) {
             self.name = name
             self.refreshing = refreshing
             self.loggedIn = loggedIn
+            self.unsavedCredentials = unsavedCredentials
+        }
+    }
+
+    /// What `/metrics` reads of the process when it renders.
+    public struct ProcessGauges: Sendable {
+        /// Connections open on the proxy listener.
+        public var proxyConnections: Int
+        /// Room left on the state directory's file system; nil when unknown.
+        public var stateDirectoryFreeBytes: Int?
+        /// Request bodies held in memory, across both listeners.
+        public var bufferedRequestBytes: Int
+        public init(proxyConnections: Int = 0, stateDirectoryFreeBytes: Int? = nil, bufferedRequestBytes: Int = 0) {
+            self.proxyConnections = proxyConnections
+            self.stateDirectoryFreeBytes = stateDirectoryFreeBytes
+            self.bufferedRequestBytes = bufferedRequestBytes
         }
     }
 
@@ -60,6 +80,8 @@ public final class GatewayMetrics: Sendable {
             CoreMetrics.Timer(label: "authgate_request_duration_seconds", dimensions: [("route", kind)], factory: factory)
         }
         openConnections = CoreMetrics.Gauge(label: "authgate_open_connections", factory: factory)
+        stateFreeBytes = CoreMetrics.Gauge(label: "authgate_state_directory_free_bytes", factory: factory)
+        bufferedBytes = CoreMetrics.Gauge(label: "authgate_buffered_request_bytes", factory: factory)
         phases = AuthenticatedExchange.Phase.allCases.map {
             CoreMetrics.Timer(label: "authgate_exchange_phase_seconds", dimensions: [("phase", $0.rawValue)], factory: factory)
         }
@@ -94,16 +116,22 @@ public final class GatewayMetrics: Sendable {
     }
 
     /// The Prometheus text exposition (version 0.0.4), with the gauges read now:
-    /// `authgate_refreshes_in_flight{session}`, `authgate_session_logged_in{session}` and
-    /// `authgate_open_connections`.
-    public func render(sessions: [SessionGauges], activeConnections: Int) -> String {
+    /// `authgate_refreshes_in_flight{session}`, `authgate_session_logged_in{session}`,
+    /// `authgate_unsaved_credentials{session}`, `authgate_open_connections`,
+    /// `authgate_state_directory_free_bytes` (-1: unknown) and
+    /// `authgate_buffered_request_bytes` (request bodies held in memory, all listeners).
+    public func render(sessions: [SessionGauges], process: ProcessGauges) -> String {
         for s in sessions {
             CoreMetrics.Gauge(label: "authgate_refreshes_in_flight", dimensions: [("session", s.name)], factory: factory)
                 .record(s.refreshing ? 1 : 0)
             CoreMetrics.Gauge(label: "authgate_session_logged_in", dimensions: [("session", s.name)], factory: factory)
                 .record(s.loggedIn ? 1 : 0)
+            CoreMetrics.Gauge(label: "authgate_unsaved_credentials", dimensions: [("session", s.name)], factory: factory)
+                .record(s.unsavedCredentials ? 1 : 0)
         }
-        openConnections.record(activeConnections)
+        openConnections.record(process.proxyConnections)
+        stateFreeBytes.record(process.stateDirectoryFreeBytes ?? -1)
+        bufferedBytes.record(process.bufferedRequestBytes)
         return registry.emitToString()
     }
 }

@@ -142,8 +142,10 @@ public final class GatewayService: Sendable {
         }
         let directory = c.stateDirectory
         let probes = sessions.values.sorted { $0.name < $1.name }.compactMap(\.userInfo)
+        let actors = sessions.values.map(\.actor)
         let readiness = Readiness(
-            storesWritable: { access(directory, W_OK) == 0 },
+            storesWritable: { access(directory, W_OK) == 0 }, freeBytes: { StateDirectory.freeBytes(directory) },
+            unsavedCredentials: { actors.contains { $0.holdsUnsavedCredentials } },
             pending: { probes.lazy.compactMap(\.notReadyReason).first })
         var restoreProblems: [String] = []
         for s in sessions.values.sorted(by: { $0.name < $1.name }) {
@@ -176,14 +178,22 @@ public final class GatewayService: Sendable {
                 sessions: sessions.mapValues(\.actor), rejectionPolicy: rejectionPolicy,
                 replayLimit: c.replayLimitBytes ?? 1 << 20, replayRule: replayRule),
             metrics: metrics, livenessPath: c.proxyLivenessPath ?? "/livez", trustedProxies: Set(c.trustForwardedFrom ?? []))
+        let budget = BufferBudget(limit: c.maxBufferedRequestBytes ?? 64 << 20)
         let proxyServer = HTTPServer(
-            configuration: HTTPServerConfiguration(host: c.proxy.host, port: c.proxy.port), group: group,
-            responder: proxyResponder)
+            configuration: HTTPServerConfiguration(
+                host: c.proxy.host, port: c.proxy.port, maxConnections: c.maxConnections ?? 10_000, bufferBudget: budget),
+            group: group, responder: proxyResponder)
         let admin = AdminAPI(
             configuration: .init(adminToken: c.adminTokenDisabled == true ? nil : secrets.adminToken), sessions: sessions,
-            metrics: metrics, readiness: readiness, proxyConnections: { [weak proxyServer] in proxyServer?.activeConnections ?? 0 })
+            metrics: metrics, readiness: readiness, processGauges: { [weak proxyServer] in
+                GatewayMetrics.ProcessGauges(
+                    proxyConnections: proxyServer?.activeConnections ?? 0,
+                    stateDirectoryFreeBytes: StateDirectory.freeBytes(directory), bufferedRequestBytes: budget.inUse)
+            })
         let adminServer = HTTPServer(
-            configuration: HTTPServerConfiguration(host: c.admin.host, port: c.admin.port), group: group, responder: admin)
+            configuration: HTTPServerConfiguration(
+                host: c.admin.host, port: c.admin.port, maxConnections: 1_024, bufferBudget: budget),
+            group: group, responder: admin)
         do {
             try proxyServer.start()
             try adminServer.start()

@@ -1,17 +1,55 @@
 import Locking
 
 /// What `/readyz` reports: ready once the session was restored from the stores, the stores
-/// are writable and, when configured, the user-info call has answered (SEEDS row 4: the
-/// listener opens only after the restore).
+/// are writable and have room, no rotated pair is held only in memory and, when configured,
+/// the user-info call has answered (SEEDS row 4: the listener opens only after the restore).
 public final class Readiness: Sendable {
+    /// What one probe looks at, read fresh each time.
+    public struct Inputs: Sendable, Equatable {
+        /// Every session was restored from the stores.
+        public var restored: Bool
+        /// The state directory can be written.
+        public var writable: Bool
+        /// Bytes an unprivileged writer may still use on the state directory's file system
+        /// (nil: unknown).
+        public var freeBytes: Int?
+        /// Some session holds a rotated pair only in memory (its save failed).
+        public var unsavedCredentials: Bool
+        /// A user-info call has not answered yet.
+        public var userInfoPending: Bool
+
+        /// Creates the inputs of one probe.
+        public init(restored: Bool, writable: Bool, freeBytes: Int?, unsavedCredentials: Bool, userInfoPending: Bool) {
+            self.restored = restored
+            self.writable = writable
+            self.freeBytes = freeBytes
+            self.unsavedCredentials = unsavedCredentials
+            self.userInfoPending = userInfoPending
+        }
+    }
+
+    /// Below this many free bytes the state directory counts as full: a save of the sealed
+    /// tokens (a few KiB, written to a temporary file first) may fail.
+    public static let minimumFreeBytes = 1 << 20
+
     private let state = Locked<(restored: Bool, problem: String?)>((false, nil))
     private let storesWritable: @Sendable () -> Bool
+    private let freeBytes: @Sendable () -> Int?
+    private let unsavedCredentials: @Sendable () -> Bool
     private let pending: @Sendable () -> String?
 
-    /// Creates a readiness check; `storesWritable` and `pending` (a reason to wait, such as
-    /// a user-info call not answered yet) are asked on every probe.
-    public init(storesWritable: @escaping @Sendable () -> Bool, pending: @escaping @Sendable () -> String? = { nil }) {
+    /// Creates a readiness check. Every closure is asked on every probe: `storesWritable`,
+    /// `freeBytes` (room left on the state directory's file system), `unsavedCredentials`
+    /// (a session holds a rotated pair only in memory) and `pending` (a reason to wait, such
+    /// as a user-info call not answered yet).
+    public init(
+        storesWritable: @escaping @Sendable () -> Bool, freeBytes: @escaping @Sendable () -> Int? = { nil },
+        unsavedCredentials: @escaping @Sendable () -> Bool = { false },
+        pending: @escaping @Sendable () -> String? = { nil }
+    ) {
         self.storesWritable = storesWritable
+        self.freeBytes = freeBytes
+        self.unsavedCredentials = unsavedCredentials
         self.pending = pending
     }
 
@@ -22,21 +60,40 @@ public final class Readiness: Sendable {
 
     /// Why the gateway is not ready. `/readyz` needs no token, so it says only this code;
     /// the details (which session, which error) are in the log.
-    public enum Reason: String, Sendable {
+    public enum Reason: String, Sendable, CaseIterable {
         /// A session could not be restored from the stores (or is not restored yet).
         case sessionNotRestored = "session_not_restored"
         /// The state directory cannot be written.
         case stateDirectoryNotWritable = "state_directory_not_writable"
+        /// The state directory's file system has less than ``Readiness/minimumFreeBytes`` left.
+        case stateDirectoryFull = "state_directory_full"
+        /// A rotated pair is held only in memory: its save failed (and is retried). The
+        /// session works, but a restart now would present a spent refresh token.
+        case credentialsNotSaved = "credentials_not_saved"
         /// The user-info call has not answered yet.
         case userInfoPending = "user_info_pending"
     }
 
+    /// The decision, from what one probe saw: the first reason in the order of ``Reason``.
+    public static func decide(_ inputs: Inputs) -> Reason? {
+        if !inputs.restored { return .sessionNotRestored }
+        if !inputs.writable { return .stateDirectoryNotWritable }
+        if let free = inputs.freeBytes, free < minimumFreeBytes { return .stateDirectoryFull }
+        if inputs.unsavedCredentials { return .credentialsNotSaved }
+        if inputs.userInfoPending { return .userInfoPending }
+        return nil
+    }
+
+    /// What a probe sees now.
+    public func inputs() -> Inputs {
+        Inputs(
+            restored: state.withLock { $0.restored }, writable: storesWritable(), freeBytes: freeBytes(),
+            unsavedCredentials: unsavedCredentials(), userInfoPending: pending() != nil)
+    }
+
     /// Whether the gateway is ready, and why not.
     public func check() -> (ready: Bool, reason: Reason?) {
-        let s = state.withLock { $0 }
-        if !s.restored { return (false, .sessionNotRestored) }
-        if !storesWritable() { return (false, .stateDirectoryNotWritable) }
-        if pending() != nil { return (false, .userInfoPending) }
-        return (true, nil)
+        let reason = Self.decide(inputs())
+        return (reason == nil, reason)
     }
 }

@@ -77,3 +77,14 @@ public enum StateDirectory {
         return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }
 }
+
+extension StateDirectory {
+    /// Bytes an unprivileged writer may still use on the file system holding `path`, or
+    /// nil when it cannot be asked.
+    public static func freeBytes(_ path: String) -> Int? {
+        var fs = statvfs()
+        guard statvfs(path, &fs) == 0 else { return nil }
+        let (bytes, overflow) = Int(fs.f_bavail).multipliedReportingOverflow(by: Int(fs.f_frsize))
+        return overflow ? Int.max : bytes
+    }
+}

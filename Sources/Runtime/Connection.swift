@@ -27,6 +27,8 @@ final class Connection {
     private var head: RequestHead?
     private var policy = BodyPolicy.stream
     private var body: [UInt8] = []
+    /// Bytes of `body` taken from the shared ``BufferBudget``, given back when the exchange ends.
+    private var reserved = 0
     private var stream: BodyStream?
     private var requestEnded = false
     private var keepAlive = true
@@ -203,6 +205,13 @@ final class Connection {
             fail(WireError(.bodyTooLarge, status: 413, "the request body exceeds \(max) bytes"))
             return
         }
+        if let budget = context.configuration.bufferBudget {
+            guard budget.reserve(bytes.count) else {
+                fail(WireError(.overloaded, status: 503, "the server holds too many request bodies in memory; retry later"))
+                return
+            }
+            reserved += bytes.count
+        }
         body.append(contentsOf: bytes)
     }
 
@@ -229,6 +238,7 @@ final class Connection {
 
     /// The exchange is over: get ready for the next request.
     private func finishExchange() {
+        releaseReserved()
         head = nil
         stream = nil
         requestEnded = false
@@ -551,6 +561,7 @@ final class Connection {
     func close() {
         guard !closed else { return }
         closed = true
+        releaseReserved()
         stream?.fail(ClientDisconnected())
         stream = nil
         if case .done = response {} else if head != nil {
@@ -566,6 +577,11 @@ final class Connection {
         uv_read_stop(stream_t)
         uv_close(UnsafeMutablePointer(OpaquePointer(tcp))) { h in Connection.from(h!.pointee.data).handleClosed() }
         uv_close(UnsafeMutablePointer(OpaquePointer(timer))) { h in Connection.from(h!.pointee.data).handleClosed() }
+    }
+
+    private func releaseReserved() {
+        context.configuration.bufferBudget?.release(reserved)
+        reserved = 0
     }
 
     private func handleClosed() {

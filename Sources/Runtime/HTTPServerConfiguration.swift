@@ -22,6 +22,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var writeHighWater: Int
     /// Bytes of a streamed request body buffered before reading from the client pauses.
     public var bodyHighWater: Int
+    /// The bound on buffered request bodies shared with other servers of the process (nil:
+    /// only the per-request limit applies). Past it a request gets 503 and is closed.
+    public var bufferBudget: BufferBudget?
 
     /// Creates a configuration; the defaults are the documented ones.
     public init(
@@ -34,8 +37,10 @@ public struct HTTPServerConfiguration: Sendable {
         maxConnections: Int = 10_000,
         backlog: Int32 = 1024,
         writeHighWater: Int = 256 * 1024,
-        bodyHighWater: Int = 256 * 1024
+        bodyHighWater: Int = 256 * 1024,
+        bufferBudget: BufferBudget? = nil
     ) {
+        self.bufferBudget = bufferBudget
         self.host = host
         self.port = port
         self.limits = limits

@@ -210,11 +210,11 @@ import Testing
         let first = try await h.login()
         h.tokenStore.failNext(.save, with: TokenStoreError.io(28, operation: "write"))
         let second = try await h.actor.refresh(after: first.generation)
-        #expect(await h.actor.hasUnsavedCredentials)
+        #expect(h.actor.holdsUnsavedCredentials)
         #expect(h.tokenStore.record(for: .default)?.generation == first.generation)
         // The disk has room again; the backoff would wait a second, shutdown does not.
         await h.actor.finishBackgroundWork()
-        #expect(await !h.actor.hasUnsavedCredentials)
+        #expect(!h.actor.holdsUnsavedCredentials)
         #expect(h.tokenStore.record(for: .default)?.generation == second.generation)
         let restarted = h.restarted()
         #expect(try await restarted.restore().generation == second.generation)
@@ -226,6 +226,6 @@ import Testing
         h.tokenStore.failNext(.save, with: TokenStoreError.io(28, operation: "write"), count: 2)
         _ = try await h.actor.refresh(after: first.generation)
         #expect(await h.actor.flushPendingCredentials() == false)
-        #expect(await h.actor.hasUnsavedCredentials)
+        #expect(h.actor.holdsUnsavedCredentials)
     }
 }
