@@ -19,10 +19,14 @@ public struct AuthenticatedExchange: Sendable {
         case token(any Error)
         /// The refresh a replay needed failed (refused, unreachable, or the session ended).
         case refresh(any Error)
+        /// No slot at the upstream came in time (``InFlightLimiter``), or the wait was cancelled.
+        case busy(InFlightLimiter.Failure)
     }
 
     /// Where an exchange spends its time.
     public enum Phase: String, Sendable, CaseIterable {
+        /// Waiting for a slot at the upstream (``InFlightLimiter``).
+        case queue
         /// Waiting for the session's token (a proactive refresh included).
         case token
         /// Waiting for the refresh (or the newer token) a replay needs.
@@ -39,12 +43,16 @@ public struct AuthenticatedExchange: Sendable {
     public let rule: ReplayRule
     /// Told how long each phase took, when set.
     public let observe: (@Sendable (Phase, Duration) -> Void)?
+    /// Bounds the attempts at the upstream at once, when set: an attempt takes its token
+    /// only once it has a slot, so the token is fresh when it leaves.
+    public let limiter: InFlightLimiter?
 
     /// Creates the path for `session`.
     public init(
         session: AuthActor, policy: UpstreamRejectionPolicy, rule: ReplayRule,
-        observe: (@Sendable (Phase, Duration) -> Void)? = nil
+        observe: (@Sendable (Phase, Duration) -> Void)? = nil, limiter: InFlightLimiter? = nil
     ) {
+        self.limiter = limiter
         self.session = session
         self.policy = policy
         self.rule = rule
@@ -72,10 +80,21 @@ public struct AuthenticatedExchange: Sendable {
             observe(phase, now - started)
             started = now
         }
+        func enter(_ lane: AdmissionQueue.Lane) async throws(Failure) {
+            guard let limiter else { return }
+            do {
+                try await limiter.acquire(lane)
+            } catch {
+                throw .busy(error)
+            }
+            lap(.queue)
+        }
+        try await enter(.first)
         var token: AccessToken
         do {
             token = try await session.token()
         } catch {
+            limiter?.release()
             throw .token(error)
         }
         lap(.token)
@@ -84,6 +103,7 @@ public struct AuthenticatedExchange: Sendable {
             let attempt = ReplayRule.Attempt(
                 generation: token.generation, replaysSoFar: replays, bodyReplayable: bodyReplayable)
             let step = await send(token, attempt)
+            limiter?.release()
             lap(.upstream)
             switch step {
             case .done(let result):
@@ -96,6 +116,16 @@ public struct AuthenticatedExchange: Sendable {
                 }
                 lap(.refresh)
                 replays += 1
+                if limiter != nil {
+                    try await enter(.replay)
+                    // The slot may have taken a while: the token may be superseded or due by now.
+                    do {
+                        token = try await session.token()
+                    } catch {
+                        limiter?.release()
+                        throw .refresh(error)
+                    }
+                }
             }
         }
     }

@@ -67,6 +67,15 @@ extension GatewayConfiguration {
             }
             if r.requiresAuthentication ?? true {
                 try Self.requireTLS(r.upstream, at: "routes[\(i)].upstream", insecure: insecure)
+            } else if r.maxInFlight != nil || r.queueTimeoutSeconds != nil {
+                throw ConfigurationError(
+                    "routes[\(i)].maxInFlight and queueTimeoutSeconds apply only to routes that require authentication")
+            }
+            if let n = r.maxInFlight, !(1...100_000).contains(n) {
+                throw ConfigurationError("routes[\(i)].maxInFlight must be 1…100000")
+            }
+            if let n = r.queueTimeoutSeconds, !(1...3_600).contains(n) {
+                throw ConfigurationError("routes[\(i)].queueTimeoutSeconds must be 1…3600")
             }
         }
         try Self.validate(authorization, at: "authorization", insecure: insecure)

@@ -27,10 +27,18 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         /// The session whose token this route gets (default `default`: the top-level
         /// `authorization`).
         public var session: String?
+        /// At most this many requests of an authenticated route at its upstream at once; the
+        /// rest wait in AuthGate and take the token as they leave (default: no bound).
+        public var maxInFlight: Int?
+        /// How long a request waits for one of those slots before a 503 (default 30).
+        public var queueTimeoutSeconds: Int?
         public init(
             prefix: String, upstream: String, stripPrefix: Bool? = nil, requiresAuthentication: Bool? = nil,
-            forwardClientAuthorization: Bool? = nil, session: String? = nil
+            forwardClientAuthorization: Bool? = nil, session: String? = nil, maxInFlight: Int? = nil,
+            queueTimeoutSeconds: Int? = nil
         ) {
+            self.maxInFlight = maxInFlight
+            self.queueTimeoutSeconds = queueTimeoutSeconds
             self.session = session
             self.prefix = prefix
             self.upstream = upstream
@@ -226,7 +234,8 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
             ProxyRoute(
                 prefix: $0.prefix, upstream: UpstreamBase($0.upstream)!, stripPrefix: $0.stripPrefix ?? false,
                 requiresAuthentication: $0.requiresAuthentication ?? true,
-                forwardClientAuthorization: $0.forwardClientAuthorization, session: $0.session ?? Self.defaultSession)
+                forwardClientAuthorization: $0.forwardClientAuthorization, session: $0.session ?? Self.defaultSession,
+                maxInFlight: $0.maxInFlight, queueTimeout: .seconds($0.queueTimeoutSeconds ?? 30))
         }
     }
 }

@@ -31,6 +31,7 @@ public final class GatewayMetrics: Sendable {
     private let openConnections: CoreMetrics.Gauge
     private let stateFreeBytes: CoreMetrics.Gauge
     private let bufferedBytes: CoreMetrics.Gauge
+    private let queueWaiting: CoreMetrics.Gauge
     private let phases: [CoreMetrics.Timer]  // indexed as `AuthenticatedExchange.Phase.allCases`
 
     /// What `/metrics` reads of one session when it renders.
@@ -56,7 +57,13 @@ public final class GatewayMetrics: Sendable {
         public var stateDirectoryFreeBytes: Int?
         /// Request bodies held in memory, across both listeners.
         public var bufferedRequestBytes: Int
-        public init(proxyConnections: Int = 0, stateDirectoryFreeBytes: Int? = nil, bufferedRequestBytes: Int = 0) {
+        /// Authenticated requests waiting for a slot at their route's upstream.
+        public var upstreamQueueWaiting: Int
+        public init(
+            proxyConnections: Int = 0, stateDirectoryFreeBytes: Int? = nil, bufferedRequestBytes: Int = 0,
+            upstreamQueueWaiting: Int = 0
+        ) {
+            self.upstreamQueueWaiting = upstreamQueueWaiting
             self.proxyConnections = proxyConnections
             self.stateDirectoryFreeBytes = stateDirectoryFreeBytes
             self.bufferedRequestBytes = bufferedRequestBytes
@@ -82,6 +89,7 @@ public final class GatewayMetrics: Sendable {
         openConnections = CoreMetrics.Gauge(label: "authgate_open_connections", factory: factory)
         stateFreeBytes = CoreMetrics.Gauge(label: "authgate_state_directory_free_bytes", factory: factory)
         bufferedBytes = CoreMetrics.Gauge(label: "authgate_buffered_request_bytes", factory: factory)
+        queueWaiting = CoreMetrics.Gauge(label: "authgate_upstream_queue_waiting", factory: factory)
         phases = AuthenticatedExchange.Phase.allCases.map {
             CoreMetrics.Timer(label: "authgate_exchange_phase_seconds", dimensions: [("phase", $0.rawValue)], factory: factory)
         }
@@ -119,7 +127,8 @@ public final class GatewayMetrics: Sendable {
     /// `authgate_refreshes_in_flight{session}`, `authgate_session_logged_in{session}`,
     /// `authgate_unsaved_credentials{session}`, `authgate_open_connections`,
     /// `authgate_state_directory_free_bytes` (-1: unknown) and
-    /// `authgate_buffered_request_bytes` (request bodies held in memory, all listeners).
+    /// `authgate_buffered_request_bytes` (request bodies held in memory, all listeners) and
+    /// `authgate_upstream_queue_waiting` (requests waiting for a route's `maxInFlight` slot).
     public func render(sessions: [SessionGauges], process: ProcessGauges) -> String {
         for s in sessions {
             CoreMetrics.Gauge(label: "authgate_refreshes_in_flight", dimensions: [("session", s.name)], factory: factory)
@@ -132,6 +141,7 @@ public final class GatewayMetrics: Sendable {
         openConnections.record(process.proxyConnections)
         stateFreeBytes.record(process.stateDirectoryFreeBytes ?? -1)
         bufferedBytes.record(process.bufferedRequestBytes)
+        queueWaiting.record(process.upstreamQueueWaiting)
         return registry.emitToString()
     }
 }

@@ -11,6 +11,9 @@ public enum GatewayProblem {
 
     /// No route matches the request path.
     public static let noRoute = make("no-route", 404, "no route matches this path")
+    /// A request waited its route's `queueTimeoutSeconds` for a slot at the upstream.
+    public static let upstreamBusy = make(
+        "upstream-busy", 503, "the route's upstream is at its maxInFlight limit and no slot came in time; retry later")
 
     /// An authenticated route with no session (SEEDS row 10): nothing was sent upstream.
     public static let loginRequired = make(

@@ -188,7 +188,8 @@ public final class GatewayService: Sendable {
             metrics: metrics, readiness: readiness, processGauges: { [weak proxyServer] in
                 GatewayMetrics.ProcessGauges(
                     proxyConnections: proxyServer?.activeConnections ?? 0,
-                    stateDirectoryFreeBytes: StateDirectory.freeBytes(directory), bufferedRequestBytes: budget.inUse)
+                    stateDirectoryFreeBytes: StateDirectory.freeBytes(directory), bufferedRequestBytes: budget.inUse,
+                    upstreamQueueWaiting: proxyResponder.upstreamQueueWaiting)
             })
         let adminServer = HTTPServer(
             configuration: HTTPServerConfiguration(

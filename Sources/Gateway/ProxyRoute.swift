@@ -18,12 +18,20 @@ public struct ProxyRoute: Sendable, Equatable {
     public var forwardClientAuthorization: Bool
     /// The session whose token an authenticated route gets.
     public var session: String
+    /// At most this many authenticated requests at the upstream at once (nil: no bound);
+    /// the rest wait in AuthGate, and take the token when they leave (``InFlightLimiter``).
+    public var maxInFlight: Int?
+    /// The longest an authenticated request waits for a slot before a 503.
+    public var queueTimeout: Duration
 
     /// Creates a route.
     public init(
         prefix: String, upstream: UpstreamBase, stripPrefix: Bool = false, injectHeaders: HTTPHeaders = HTTPHeaders(),
-        requiresAuthentication: Bool = false, forwardClientAuthorization: Bool? = nil, session: String = "default"
+        requiresAuthentication: Bool = false, forwardClientAuthorization: Bool? = nil, session: String = "default",
+        maxInFlight: Int? = nil, queueTimeout: Duration = .seconds(30)
     ) {
+        self.maxInFlight = maxInFlight
+        self.queueTimeout = queueTimeout
         self.session = session
         self.prefix = prefix
         self.upstream = upstream

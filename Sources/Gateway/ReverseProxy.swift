@@ -27,6 +27,8 @@ public final class ReverseProxy: HTTPResponder {
     private let observePhase: @Sendable (AuthenticatedExchange.Phase, Duration) -> Void
     /// The tasks serving authenticated requests (shutdown waits for them).
     public let tasks = TaskTracker()
+    /// Per route prefix, the bound on its authenticated requests at the upstream at once.
+    private let limiters: [String: InFlightLimiter]
 
     /// Creates a proxy; requests matching no route go to `fallback` (or get 404). Only
     /// clients in `trustedProxies` (IP addresses) have their `X-Forwarded-For` kept.
@@ -39,10 +41,20 @@ public final class ReverseProxy: HTTPResponder {
         self.observePhase = { [metrics] in metrics.phase($0, $1) }
         self.livenessPath = livenessPath
         self.routes = routes.sorted { $0.prefix.count > $1.prefix.count }
+        var limiters: [String: InFlightLimiter] = [:]
+        for r in routes where r.requiresAuthentication {
+            if let limit = r.maxInFlight { limiters[r.prefix] = InFlightLimiter(limit: limit, timeout: r.queueTimeout) }
+        }
+        self.limiters = limiters
         self.clientConfiguration = clientConfiguration
         self.authentication = authentication
         self.metrics = metrics
         self.fallback = fallback
+    }
+
+    /// Authenticated requests waiting for a slot at their route's upstream (`maxInFlight`).
+    public var upstreamQueueWaiting: Int {
+        limiters.values.reduce(0) { $0 + $1.load.waiting }
     }
 
     /// The route for a path, if any.
@@ -123,7 +135,8 @@ public final class ReverseProxy: HTTPResponder {
         if case .buffered = request.body { replayable = true } else { replayable = false }
         let metrics = self.metrics
         let path = AuthenticatedExchange(
-            session: session, policy: auth.rejectionPolicy, rule: auth.replayRule, observe: observePhase)
+            session: session, policy: auth.rejectionPolicy, rule: auth.replayRule, observe: observePhase,
+            limiter: limiters[route.prefix])
         let tasks = self.tasks
         let name = route.session
         do throws(AuthenticatedExchange.Failure) {
@@ -157,6 +170,13 @@ public final class ReverseProxy: HTTPResponder {
             case .refresh(let error):
                 metrics.replay("refresh_failed", session: name)
                 return respond(error, writer)
+            case .busy(.cancelled):
+                return respond(CancellationError(), writer)
+            case .busy(.timedOut):
+                var h = HTTPHeaders()
+                h.add(name: "Retry-After", value: "1")
+                writer.respond(problem: GatewayProblem.upstreamBusy, headers: h)
+                return 503
             }
         }
     }

@@ -202,6 +202,7 @@ public final class UserInfoProbe: Sendable {
         } catch {
             switch error {
             case .token(let error), .refresh(let error): return Self.outcome(of: error)
+            case .busy: return .retry("no slot at the upstream")
             }
         }
     }

@@ -212,7 +212,7 @@ def start_rs(d, rs_kind, as_info_path):
     return rs, cmd
 
 
-def authgate_config(d, kind, info, rs, mode):
+def authgate_config(d, kind, info, rs, mode, max_in_flight=0):
     state = os.path.join(d, "state")
     os.makedirs(state, exist_ok=True)
     os.chmod(state, 0o700)  # it holds the sealed tokens: authgate refuses a wider mode
@@ -237,6 +237,8 @@ def authgate_config(d, kind, info, rs, mode):
         "keyFile": os.path.join(state, "key"),
         "loops": 2,
     }
+    if max_in_flight:
+        cfg["routes"][0]["maxInFlight"] = max_in_flight
     if mode == "lead50":
         cfg["refreshLead"] = "50%"
     else:
@@ -523,7 +525,7 @@ def analyse(args, ctx, results, before, after, login_sent, login_done, load_star
     rs0, rs1 = before["rs"], after["rs"]
     out = {
         "label": args.label or f"{args.as_kind} {args.rs} {args.mode}",
-        "as": args.as_kind, "rs": args.rs, "mode": args.mode, "ttl": ttl,
+        "as": args.as_kind, "rs": args.rs, "mode": args.mode, "ttl": ttl, "max_in_flight": args.max_in_flight,
         "connections": args.connections, "duration": args.duration, "timeout": args.timeout,
         "requests": len(done), "ok": status_counts.get("200", 0),
         "status_counts": status_counts, "error_counts": error_counts,
@@ -634,6 +636,8 @@ def table(path):
         direct = o["mode"] == "direct"
         mode = {"expiry": "on expiry (skew 0)", "lead50": "`refreshLead: 50%`",
                 "direct": "direct, no AuthGate (1 h token)"}[o["mode"]]
+        if o.get("max_in_flight"):
+            mode += ", `maxInFlight: %d`" % o["max_in_flight"]
         print("| %s | %s | %s | %d (%s) | %s | %s | %d | %s / %s / %s | %s | %s | %s | %s | %s |" % (
             o["as"], o["rs"] + (" (%g ms)" % o["think_ms"] if o.get("think_ms") else " (0)"), mode, o["requests"], fmt(o["throughput_rps"], 0),
             "–" if direct else "%d (%d)" % (o["client_401"], o["client_401_while_session_valid"]),
@@ -675,13 +679,14 @@ def run(args):
         ctx["rs"] = rs
         ctx["commands"]["rs"] = " ".join(os.path.basename(c) if c.endswith(".py") else c for c in rs_cmd[2:])
         if args.mode != "direct":
-            cfg, cfg_path = authgate_config(d, args.as_kind, info, rs, args.mode)
+            cfg, cfg_path = authgate_config(d, args.as_kind, info, rs, args.mode, args.max_in_flight)
             ctx["cfg"] = cfg
             with open(cfg["adminTokenFile"]) as f:
                 ctx["admin_token"] = f.read().strip()
             _, ag_cmd = start_authgate(args.bin, d, cfg_path, cfg, args.log_level)
-            ctx["commands"]["authgate"] = ("authgate serve --log-level %s; %s" % (
-                args.log_level, "refreshLead 50%" if args.mode == "lead50" else "refreshSkewSeconds 0"))
+            ctx["commands"]["authgate"] = ("authgate serve --log-level %s; %s%s" % (
+                args.log_level, "refreshLead 50%" if args.mode == "lead50" else "refreshSkewSeconds 0",
+                "; maxInFlight %d" % args.max_in_flight if args.max_in_flight else ""))
         try:
             import uvloop  # noqa: F401
             uvloop.install()
@@ -720,6 +725,8 @@ def main(argv=None):
     r.add_argument("--max-requests", type=int, default=40000)
     r.add_argument("--timeout", type=float, default=30.0, help="per-request client timeout, seconds")
     r.add_argument("--think-ms", type=float, default=0, help="pause between a connection's requests")
+    r.add_argument("--max-in-flight", type=int, default=0,
+                   help="the route's maxInFlight (0: unbounded): requests queue in AuthGate, not at the RS")
     r.add_argument("--log-level", default="info")
     r.add_argument("--label")
     r.add_argument("--json-out")

@@ -1,0 +1,54 @@
+import Foundation
+import Gateway
+import Locking
+import Testing
+
+/// The limiter over real tasks: never more than its limit at once, a bounded wait, and
+/// cancellation that gives every slot back.
+@Suite struct InFlightLimiterTests {
+    @Test func manyTasksNeverExceedTheLimit() async throws {
+        let limiter = InFlightLimiter(limit: 3, timeout: .seconds(30))
+        let now = Locked((current: 0, most: 0))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<60 {
+                group.addTask {
+                    try await limiter.acquire(i % 4 == 0 ? .replay : .first)
+                    now.withLock {
+                        $0.current += 1
+                        $0.most = max($0.most, $0.current)
+                    }
+                    await Task.yield()
+                    now.withLock { $0.current -= 1 }
+                    limiter.release()
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(now.withLock { $0.most } <= 3)
+        #expect(limiter.load.inFlight == 0)
+        #expect(limiter.load.waiting == 0)
+    }
+
+    @Test func aWaiterGivesUpAfterTheTimeoutWithoutTakingASlot() async throws {
+        let limiter = InFlightLimiter(limit: 1, timeout: .milliseconds(50))
+        try await limiter.acquire(.first)
+        await #expect(throws: InFlightLimiter.Failure.timedOut) { try await limiter.acquire(.first) }
+        #expect(limiter.load.waiting == 0)
+        limiter.release()
+        #expect(limiter.load.inFlight == 0)
+        try await limiter.acquire(.first)
+        limiter.release()
+    }
+
+    @Test func aCancelledWaiterLeavesTheQueue() async throws {
+        let limiter = InFlightLimiter(limit: 1, timeout: .seconds(30))
+        try await limiter.acquire(.first)
+        let waiter = Task { try await limiter.acquire(.first) }
+        while limiter.load.waiting == 0 { await Task.yield() }
+        waiter.cancel()
+        await #expect(throws: InFlightLimiter.Failure.cancelled) { try await waiter.value }
+        #expect(limiter.load.waiting == 0)
+        limiter.release()
+        #expect(limiter.load.inFlight == 0)
+    }
+}
