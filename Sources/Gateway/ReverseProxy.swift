@@ -1,7 +1,6 @@
 import AuthCore
 public import HTTPWire
 public import Runtime
-import Locking
 
 /// Forwards requests under configured prefixes to their upstreams, streaming bodies both
 /// ways. Each loop has its own ``UpstreamClient``, so a request never leaves its loop.
@@ -15,9 +14,8 @@ import Locking
 /// 403 and `insufficient_scope` pass through. ``AuthenticatedExchange`` holds that path.
 public final class ReverseProxy: HTTPResponder {
     /// The routes, longest prefix first.
-    public let routes: [ProxyRoute]
-    private let clientConfiguration: UpstreamClientConfiguration
-    private let clients = Locked<[ObjectIdentifier: UpstreamClient]>([:])
+    public let table: RouteTable
+    private let clients: UpstreamClientPool
     private let fallback: (any HTTPResponder)?
     private let authentication: ProxyAuthentication?
     private let metrics: GatewayMetrics
@@ -40,13 +38,13 @@ public final class ReverseProxy: HTTPResponder {
         self.trustedProxies = trustedProxies
         self.observePhase = { [metrics] in metrics.phase($0, $1) }
         self.livenessPath = livenessPath
-        self.routes = routes.sorted { $0.prefix.count > $1.prefix.count }
+        self.table = RouteTable(routes)
         var limiters: [String: InFlightLimiter] = [:]
         for r in routes where r.requiresAuthentication {
             if let limit = r.maxInFlight { limiters[r.prefix] = InFlightLimiter(limit: limit, timeout: r.queueTimeout) }
         }
         self.limiters = limiters
-        self.clientConfiguration = clientConfiguration
+        self.clients = UpstreamClientPool(configuration: clientConfiguration)
         self.authentication = authentication
         self.metrics = metrics
         self.fallback = fallback
@@ -57,25 +55,13 @@ public final class ReverseProxy: HTTPResponder {
         limiters.values.reduce(0) { $0 + $1.load.waiting }
     }
 
-    /// The route for a path, if any.
-    public func route(for path: Substring) -> ProxyRoute? {
-        routes.first { $0.matches(path) }
-    }
-
+    /// Reads a request's body as ``RouteTable/bodyPolicy(route:framing:replayLimit:)`` says;
+    /// a request matching no route (or with no valid target) is answered after its head,
+    /// nothing buffered, unless the fallback wants its body.
     public func bodyPolicy(for head: RequestHead, limits: HTTPLimits) -> BodyPolicy {
-        guard let target = try? RequestTarget(head.target), let route = route(for: target.path) else {
-            // No route (or no valid target): answered after the head, nothing buffered.
-            return fallback?.bodyPolicy(for: head, limits: limits) ?? .stream
-        }
-        if route.requiresAuthentication, let authentication {
-            // Buffer what can be replayed; stream the rest.
-            switch head.framing {
-            case .none: return .buffer(maxBytes: 0)
-            case .length(let n) where n <= UInt64(authentication.replayLimit): return .buffer(maxBytes: authentication.replayLimit)
-            default: return .stream
-            }
-        }
-        return .stream
+        let route = (try? RequestTarget(head.target)).flatMap { table.route(for: $0.path) }
+        return RouteTable.bodyPolicy(route: route, framing: head.framing, replayLimit: authentication?.replayLimit)
+            ?? fallback?.bodyPolicy(for: head, limits: limits) ?? .stream
     }
 
     public func respond(to request: HTTPRequest, writer: ResponseWriter) {
@@ -93,7 +79,7 @@ public final class ReverseProxy: HTTPResponder {
             writer.respond(status: 200, headers: h, body: Array(#"{"status":"ok"}"#.utf8))
             return
         }
-        guard let route = route(for: target.path) else {
+        guard let route = table.route(for: target.path) else {
             if let fallback {
                 fallback.respond(to: request, writer: writer)
             } else {
@@ -233,21 +219,12 @@ public final class ReverseProxy: HTTPResponder {
             if case .failed(let e) = outcome { metrics.upstreamFailure(e.kind.rawValue) }
             completion(outcome)
         }
-        let transfer = client(for: request.loop).start(upstream, handler: exchange)
+        let transfer = clients.client(for: request.loop).start(upstream, handler: exchange)
         if !transfer.isFinished {
             exchange.transfer = transfer
             let bound = LoopBound(transfer, loop: request.loop)
             writer.onClientGone { bound.value.cancel() }
         }
-    }
-
-    /// The client of `loop`, created on first use. Call on `loop`.
-    public func client(for loop: EventLoop) -> UpstreamClient {
-        let id = ObjectIdentifier(loop)
-        if let c = clients.withLock({ $0[id] }) { return c }
-        let c = UpstreamClient(loop: loop, configuration: clientConfiguration)
-        clients.withLock { $0[id] = c }
-        return c
     }
 }
 

@@ -1,0 +1,34 @@
+public import HTTPWire
+public import Runtime
+
+/// The proxy's routes, built once: the longest matching prefix wins. Its decisions — which
+/// route serves a path, and how that route reads a request's body — are pure, and tested
+/// without sockets (`RouteTableTests`).
+public struct RouteTable: Sendable {
+    /// The routes, longest prefix first.
+    public let routes: [ProxyRoute]
+
+    /// Builds the table from routes in any order.
+    public init(_ routes: [ProxyRoute]) {
+        self.routes = routes.sorted { $0.prefix.utf8.count > $1.prefix.utf8.count }
+    }
+
+    /// The route for `path`, if any.
+    public func route(for path: Substring) -> ProxyRoute? {
+        routes.first { $0.matches(path) }
+    }
+
+    /// How a request on `route` with `framing` is read. An authenticated route buffers what
+    /// it could replay (a body of at most `replayLimit` bytes; nil: no authentication, so
+    /// never) and streams the rest; a public route always streams. Nil when there is no
+    /// route: the caller's fallback decides.
+    public static func bodyPolicy(route: ProxyRoute?, framing: BodyFraming, replayLimit: Int?) -> BodyPolicy? {
+        guard let route else { return nil }
+        guard route.requiresAuthentication, let replayLimit else { return .stream }
+        switch framing {
+        case .none: return .buffer(maxBytes: 0)
+        case .length(let n) where n <= UInt64(replayLimit): return .buffer(maxBytes: replayLimit)
+        case .length, .chunked: return .stream
+        }
+    }
+}
