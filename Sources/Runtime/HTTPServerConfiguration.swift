@@ -2,10 +2,8 @@ public import HTTPWire
 
 /// Settings of an ``HTTPServer``.
 public struct HTTPServerConfiguration: Sendable {
-    /// The address to listen on (`127.0.0.1`, `0.0.0.0`, `::1`, …).
-    public var host: String
-    /// The port; 0 picks a free one (see ``HTTPServer/port``).
-    public var port: Int
+    /// Where to listen: a TCP address and port, or a Unix domain socket.
+    public var address: ListenAddress
     /// Size limits of requests.
     public var limits: HTTPLimits
     /// Time allowed for a request head, from its first byte (or from the connection's start).
@@ -23,7 +21,7 @@ public struct HTTPServerConfiguration: Sendable {
     /// Bytes of a streamed request body buffered before reading from the client pauses.
     public var bodyHighWater: Int
 
-    /// Creates a configuration; the defaults are the documented ones.
+    /// Creates a configuration for a TCP listener; the defaults are the documented ones.
     public init(
         host: String = "127.0.0.1",
         port: Int = 8080,
@@ -36,8 +34,25 @@ public struct HTTPServerConfiguration: Sendable {
         writeHighWater: Int = 256 * 1024,
         bodyHighWater: Int = 256 * 1024
     ) {
-        self.host = host
-        self.port = port
+        self.init(
+            address: .tcp(host: host, port: port), limits: limits, headTimeout: headTimeout, bodyIdleTimeout: bodyIdleTimeout,
+            keepAliveTimeout: keepAliveTimeout, maxConnections: maxConnections, backlog: backlog,
+            writeHighWater: writeHighWater, bodyHighWater: bodyHighWater)
+    }
+
+    /// Creates a configuration listening at `address`; the defaults are the documented ones.
+    public init(
+        address: ListenAddress,
+        limits: HTTPLimits = HTTPLimits(),
+        headTimeout: Duration = .seconds(10),
+        bodyIdleTimeout: Duration = .seconds(30),
+        keepAliveTimeout: Duration = .seconds(60),
+        maxConnections: Int = 10_000,
+        backlog: Int32 = 1024,
+        writeHighWater: Int = 256 * 1024,
+        bodyHighWater: Int = 256 * 1024
+    ) {
+        self.address = address
         self.limits = limits
         self.headTimeout = headTimeout
         self.bodyIdleTimeout = bodyIdleTimeout
@@ -46,6 +61,27 @@ public struct HTTPServerConfiguration: Sendable {
         self.backlog = backlog
         self.writeHighWater = writeHighWater
         self.bodyHighWater = bodyHighWater
+    }
+}
+
+extension HTTPServerConfiguration {
+    /// The TCP host, or "" for a Unix socket. Setting it makes the address TCP.
+    public var host: String {
+        get {
+            if case .tcp(let host, _) = address { return host }
+            return ""
+        }
+        set { address = .tcp(host: newValue, port: port) }
+    }
+
+    /// The TCP port (0 picks a free one, see ``HTTPServer/port``), or 0 for a Unix socket.
+    /// Setting it makes the address TCP.
+    public var port: Int {
+        get {
+            if case .tcp(_, let port) = address { return port }
+            return 0
+        }
+        set { address = .tcp(host: host.isEmpty ? "127.0.0.1" : host, port: newValue) }
     }
 }
 
