@@ -146,6 +146,25 @@ import Testing
         }
     }
 
+    @Test func theUpstreamClientReachesAServerOnAUnixSocket() async throws {
+        try await withScratch { dir in
+            let path = dir + "/c.sock"
+            try await TestServer.with(loops: 1, address: .unix(path: path, mode: 0o600)) { _ in
+                let loop = try EventLoop(name: "client-loop")
+                loop.start()
+                defer { loop.shutdown() }
+                let client = await UpstreamClient.make(on: loop, configuration: UpstreamClientConfiguration(unixSocketPath: path))
+                // The URL's host and port are not connected to: nothing listens on port 9.
+                let r = try await client.send(
+                    UpstreamRequest(method: "POST", url: "http://localhost:9/echo", body: .bytes(Array("over the socket".utf8))))
+                #expect(r.status == 200)
+                #expect(String(decoding: r.body, as: UTF8.self) == "over the socket")
+                let peer = try await client.send(UpstreamRequest(method: "GET", url: "http://localhost/peer"))
+                #expect(String(decoding: peer.body, as: UTF8.self) == "unix")
+            }
+        }
+    }
+
     /// The error `HTTPServer.start` throws for a socket at `path`, or nil when it started.
     func startFailure(_ path: String) -> UVError? {
         do {
