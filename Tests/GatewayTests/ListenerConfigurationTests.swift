@@ -131,4 +131,19 @@ import Testing
         try base.load { _ in }.checkListenerDirectories { asked.append($0); return false }
         #expect(asked.isEmpty)
     }
+
+    @Test func anAdminEndpointIsAURLOrAUnixSocket() throws {
+        let socket = try AdminEndpoint(parsing: "unix:/run/authgate/admin.sock")
+        #expect(socket.unixSocketPath == "/run/authgate/admin.sock")
+        #expect(socket.url("/auth/session") == "http://localhost/auth/session")
+        #expect(socket.curlArguments("/auth/events") == "--unix-socket /run/authgate/admin.sock http://localhost/auth/events")
+        let tcp = try AdminEndpoint(parsing: "http://127.0.0.1:8081/")
+        #expect(tcp.unixSocketPath == nil)
+        #expect(tcp.url("/auth/session") == "http://127.0.0.1:8081/auth/session")
+        #expect(tcp.curlArguments("/auth/events") == "http://127.0.0.1:8081/auth/events")
+        for bad in ["unix:run/admin.sock", "unix:", "unix:/run/authgate/", "127.0.0.1:8081", "ftp://x", "http://x/?q=1"] {
+            #expect(throws: ConfigurationError.self, "\(bad)") { try AdminEndpoint(parsing: bad) }
+        }
+        #expect(throws: ConfigurationError.self) { try AdminEndpoint(parsing: "unix:/" + String(repeating: "a", count: 107)) }
+    }
 }
