@@ -196,8 +196,11 @@ public final class GatewayService: Sendable {
             HTTPServer(configuration: HTTPServerConfiguration(address: $0), group: group, responder: ProbeAPI(readiness: readiness))
         }
         do {
-            try proxyServer.start()
+            // The admin listener first: a second instance over the same admin socket stops
+            // there, before it shares the proxy's port (SO_REUSEPORT would let it). The probe
+            // listener last: /readyz is not seen before the proxy accepts.
             try adminServer.start()
+            try proxyServer.start()
             try probeServer?.start()
         } catch {
             proxyServer.shutdown(grace: .zero)

@@ -44,6 +44,26 @@ import Testing
         }
     }
 
+    @Test func aSecondGatewayOnTheSameAdminSocketDoesNotStartNorDisturbTheFirst() async throws {
+        try await withSocketDirectory { dir in
+            let path = dir + "/admin.sock"
+            try await Stack.run { first in
+                try await first.startGateway { $0.admin = .init(unix: path) }
+                try await Stack.run { second in
+                    do {
+                        try await second.startGateway { $0.admin = .init(unix: path) }
+                        Issue.record("a second gateway took the admin socket of a running one")
+                    } catch let error as UVError {
+                        #expect(error.code == -EADDRINUSE)
+                        #expect(error.description.contains(path))
+                    }
+                }
+                #expect(try await first.admin("GET", "/auth/session").status == 200)
+                #expect(FileManager.default.fileExists(atPath: path))
+            }
+        }
+    }
+
     @Test func aGatewayWhoseSocketDirectoryIsMissingDoesNotStart() async throws {
         try await Stack.run { stack in
             await #expect(throws: ConfigurationError("admin.unix: the directory /nonexistent-authgate does not exist")) {
