@@ -73,7 +73,8 @@ extension GatewayConfiguration {
                     return "\(field).mode must be octal digits no wider than 0777, such as \"0600\" or \"0660\""
                 }
                 if bits & 0o007 != 0 {
-                    return "\(field).mode \(mode ?? "") lets others connect; its last digit must be 0 (such as \"0600\" or \"0660\")"
+                    return
+                        "\(field).mode \(mode ?? "") lets others connect; its last digit must be 0 (such as \"0600\" or \"0660\")"
                 }
                 return nil
             }

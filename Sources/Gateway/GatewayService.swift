@@ -191,9 +191,11 @@ public final class GatewayService: Sendable {
         let admin = AdminAPI(
             configuration: .init(adminToken: c.adminTokenDisabled == true ? nil : secrets.adminToken), sessions: sessions,
             metrics: metrics, readiness: readiness, proxyConnections: { [weak proxyServer] in proxyServer?.activeConnections ?? 0 })
-        let adminServer = HTTPServer(configuration: HTTPServerConfiguration(address: adminAddress), group: group, responder: admin)
+        let adminServer = HTTPServer(
+            configuration: HTTPServerConfiguration(address: adminAddress), group: group, responder: admin)
         let probeServer = probeAddress.map {
-            HTTPServer(configuration: HTTPServerConfiguration(address: $0), group: group, responder: ProbeAPI(readiness: readiness))
+            HTTPServer(
+                configuration: HTTPServerConfiguration(address: $0), group: group, responder: ProbeAPI(readiness: readiness))
         }
         do {
             // The admin listener first: a second instance over the same admin socket stops
@@ -216,7 +218,8 @@ public final class GatewayService: Sendable {
         if let probeServer { listening["probes.address"] = "\(probeServer.address)" }
         logger.info("listening", metadata: listening)
         return GatewayService(
-            group: group, proxyServer: proxyServer, adminServer: adminServer, probeServer: probeServer, sessions: sessions, metrics: metrics,
+            group: group, proxyServer: proxyServer, adminServer: adminServer, probeServer: probeServer, sessions: sessions,
+            metrics: metrics,
             readiness: readiness, eventTasks: eventTasks, proxyTasks: proxyResponder.tasks, adminTasks: admin.tasks,
             logger: logger)
     }

@@ -89,7 +89,10 @@ import Testing
                 try Data("wonderland".utf8).write(to: URL(fileURLWithPath: passwordFile))
                 let login = try await run(
                     binary,
-                    ["login", "--admin", "unix:\(path)", "--token-file", tokenFile, "--username", "alice", "--password-file", passwordFile])
+                    [
+                        "login", "--admin", "unix:\(path)", "--token-file", tokenFile, "--username", "alice",
+                        "--password-file", passwordFile,
+                    ])
                 #expect(login.code == 0, "\(login.output)")
                 #expect(login.output.contains(#""state":"logged_in""#), "\(login.output)")
                 #expect(Stack.json(try await stack.admin("GET", "/auth/session"))["state"] as? String == "logged_in")

@@ -22,11 +22,14 @@ import Testing
         #expect(
             base.error { $0["admin"] = ["host": "127.0.0.1", "port": 8081, "unix": "/run/a.sock"] }
                 == "admin: set either host and port, or unix, not both")
-        #expect(base.error { $0["admin"] = ["port": 8081, "unix": "/run/a.sock"] } == "admin: set either host and port, or unix, not both")
+        #expect(
+            base.error { $0["admin"] = ["port": 8081, "unix": "/run/a.sock"] } == "admin: set either host and port, or unix, not both")
         #expect(base.error { $0["admin"] = [String: Any]() } == "admin: set host and port, or unix")
         #expect(base.error { $0["admin"] = ["host": "127.0.0.1"] } == "admin.port is required with admin.host")
         #expect(base.error { $0["admin"] = ["port": 8081] } == "admin.host is required with admin.port")
-        #expect(base.error { $0["admin"] = ["host": "127.0.0.1", "port": 8081, "mode": "0600"] } == "admin.mode is only for a Unix socket (admin.unix)")
+        #expect(
+            base.error { $0["admin"] = ["host": "127.0.0.1", "port": 8081, "mode": "0600"] }
+                == "admin.mode is only for a Unix socket (admin.unix)")
         #expect(base.error { $0["admin"] = ["unix": "/run/a.sock", "modes": "0600"] } == "unknown field admin.modes")
     }
 
@@ -49,7 +52,9 @@ import Testing
             #expect(GatewayConfiguration.Listener.parseMode(bad) == nil, "\(bad)")
         }
         for bad in ["1777", "0888", "u+rw", "06600"] {
-            #expect(base.error { $0["admin"] = ["unix": "/run/a.sock", "mode": bad] }?.hasPrefix("admin.mode must be octal digits") == true, "\(bad)")
+            #expect(
+                base.error { $0["admin"] = ["unix": "/run/a.sock", "mode": bad] }?.hasPrefix("admin.mode must be octal digits") == true,
+                "\(bad)")
         }
         for open in ["0666", "0602", "0601", "0777"] {
             #expect(
@@ -91,7 +96,9 @@ import Testing
         #expect(c.listeners.map(\.field) == ["proxy", "admin", "probes"])
         #expect(base.error { $0["probes"] = ["host": "0.0.0.0", "port": 70000] } == "probes.port must be 0…65535")
         #expect(base.error { $0["probes"] = ["host": "0.0.0.0"] } == "probes.port is required with probes.host")
-        #expect(base.error { $0["probes"] = ["host": "0.0.0.0", "port": 8082, "unix": "/run/p.sock"] } == "probes: set either host and port, or unix, not both")
+        #expect(
+            base.error { $0["probes"] = ["host": "0.0.0.0", "port": 8082, "unix": "/run/p.sock"] }
+                == "probes: set either host and port, or unix, not both")
         #expect(base.error { $0["probes"] = ["host": "0.0.0.0", "port": 8082, "token": "x"] } == "unknown field probes.token")
     }
 

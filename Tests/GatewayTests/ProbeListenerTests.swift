@@ -43,7 +43,8 @@ import Testing
     @Test func theAdminEndpointsAreNotThereEvenWithAValidAdminToken() async throws {
         try await withProbes { stack in
             let bearer = "Authorization: Bearer \(Stack.adminToken)"
-            for (method, path) in [("GET", "/auth/session"), ("GET", "/metrics"), ("GET", "/auth/sessions"), ("POST", "/auth/logout")] {
+            let paths = [("GET", "/auth/session"), ("GET", "/metrics"), ("GET", "/auth/sessions"), ("POST", "/auth/logout")]
+            for (method, path) in paths {
                 let r = try await probe(stack, method, path, headers: [bearer])
                 #expect(r.status == 404, "\(method) \(path)")
                 #expect(r.header("content-type") == "application/problem+json", "\(method) \(path)")

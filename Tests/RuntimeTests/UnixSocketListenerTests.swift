@@ -37,7 +37,8 @@ import Testing
                     #expect(r.text == String(i))
                 }
                 let payload = String(repeating: "0123456789", count: 30_000)
-                try client.send("POST /stream-echo HTTP/1.1\r\nHost: a\r\nContent-Length: \(payload.utf8.count)\r\n\r\n\(payload)")
+                try client.send("POST /stream-echo HTTP/1.1\r\nHost: a\r\nContent-Length: \(payload.utf8.count)\r\n\r\n")
+                try client.send(payload)
                 #expect(try client.readResponse().text == payload)
             }
         }
