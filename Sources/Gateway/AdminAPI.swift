@@ -3,8 +3,8 @@ import Foundation
 public import HTTPWire
 public import Runtime
 
-/// The admin REST API (described by `openapi/authgate.yaml`), on its own listener:
-/// login, logout, session, refresh, events (SSE), health and metrics.
+/// The admin REST API (described by `openapi/authgate.yaml`), on its own listener (TCP or
+/// a Unix domain socket): login, logout, session, refresh, events (SSE), health and metrics.
 ///
 /// Every `/auth/*` and `/metrics` request needs `Authorization: Bearer <admin token>`,
 /// compared in constant time, unless the token check was turned off explicitly.
@@ -75,21 +75,7 @@ public final class AdminAPI: HTTPResponder {
     public func respond(to request: HTTPRequest, writer: ResponseWriter) {
         let path = request.head.path
         let method = request.head.method
-        switch path {
-        case "/livez":
-            guard allow(method, ["GET", "HEAD"], writer) else { return }
-            json(writer, 200, #"{"status":"ok"}"#)
-            return
-        case "/readyz":
-            guard allow(method, ["GET", "HEAD"], writer) else { return }
-            let (ready, reason) = readiness.check()
-            json(
-                writer, ready ? 200 : 503,
-                ready ? #"{"status":"ready"}"# : #"{"status":"not_ready","reason":"\#(reason?.rawValue ?? "")"}"#)
-            return
-        default:
-            break
-        }
+        if HealthEndpoints.answer(request, readiness: readiness, writer: writer) { return }
         guard authorized(request.head) else {
             var h = HTTPHeaders()
             h.add(name: "WWW-Authenticate", value: "Bearer realm=\"authgate-admin\"")
@@ -206,21 +192,11 @@ public final class AdminAPI: HTTPResponder {
     }
 
     func json(_ writer: ResponseWriter, _ status: Int, _ text: String) {
-        var h = HTTPHeaders()
-        h.add(name: "Content-Type", value: "application/json")
-        h.add(name: "Cache-Control", value: "no-store")
-        writer.respond(status: status, headers: h, body: Array(text.utf8))
+        HealthEndpoints.json(writer, status, text)
     }
 
     private func allow(_ method: String, _ allowed: [String], _ writer: ResponseWriter) -> Bool {
-        if allowed.contains(method) { return true }
-        var h = HTTPHeaders()
-        h.add(name: "Allow", value: allowed.joined(separator: ", "))
-        writer.respond(
-            problem: GatewayProblem.make(
-                "method-not-allowed", 405, "\(method) is not allowed here; use \(allowed.joined(separator: " or "))"),
-            headers: h)
-        return false
+        HealthEndpoints.allow(method, allowed, writer)
     }
 
     private func authorized(_ head: RequestHead) -> Bool {

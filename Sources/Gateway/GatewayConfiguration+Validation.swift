@@ -5,9 +5,7 @@ import Foundation
 extension GatewayConfiguration {
     /// Checks values the types cannot.
     public func validate() throws {
-        for (name, l) in [("proxy", proxy), ("admin", admin)] where !(0...65535).contains(l.port) {
-            throw ConfigurationError("\(name).port must be 0…65535")
-        }
+        try validateListeners()
         if adminTokenFile == nil && adminTokenDisabled != true {
             throw ConfigurationError("adminTokenFile is required (or set adminTokenDisabled: true explicitly)")
         }
@@ -34,9 +32,16 @@ extension GatewayConfiguration {
         if let budget = maxBufferedRequestBytes, (replayLimitBytes ?? 1 << 20) > budget {
             throw ConfigurationError("replayLimitBytes must not exceed maxBufferedRequestBytes (\(budget))")
         }
-        if adminTokenDisabled == true && !Self.isLoopback(host: admin.host) {
-            throw ConfigurationError(
-                "adminTokenDisabled: true is allowed only with admin.host on loopback (127.0.0.1, ::1, localhost)")
+        if adminTokenDisabled == true {
+            if admin.unix != nil, !admin.isOwnerOnlySocket {
+                throw ConfigurationError(
+                    "adminTokenDisabled: true with admin.unix needs admin.mode 0600 (owner only): "
+                        + "anyone the mode admits would call the admin API without a token")
+            }
+            if admin.unix == nil && !Self.isLoopback(host: admin.host ?? "") {
+                throw ConfigurationError(
+                    "adminTokenDisabled: true is allowed only with admin.host on loopback (127.0.0.1, ::1, localhost)")
+            }
         }
         if let n = tokenEndpointTimeoutSeconds, !(1...300).contains(n) {
             throw ConfigurationError("tokenEndpointTimeoutSeconds must be 1…300")
@@ -80,6 +85,36 @@ extension GatewayConfiguration {
         }
         try Self.validate(authorization, at: "authorization", insecure: insecure)
         try Self.validate(userInfo, at: "userInfo", insecure: insecure)
+    }
+
+    /// Each listener is TCP or a Unix socket, well formed; the proxy is TCP; no two share a
+    /// port or a path (`SO_REUSEPORT` would let two of them share a port, and split its
+    /// connections between them).
+    func validateListeners() throws {
+        for (field, listener) in listeners {
+            if let problem = listener.problem(at: field) { throw ConfigurationError(problem) }
+        }
+        if proxy.unix != nil {
+            throw ConfigurationError(
+                "proxy.unix is not supported: the proxy listens on TCP (host and port), on every loop; "
+                    + "only admin and probes may use a Unix socket")
+        }
+        var seen: [String: String] = [:]
+        for (field, listener) in listeners {
+            let key: String
+            if let path = listener.unix {
+                key = "unix:" + path
+            } else if let port = listener.port, port != 0 {
+                key = "port:\(port)"
+            } else {
+                continue
+            }
+            if let other = seen[key] {
+                let what = listener.unix != nil ? "\(field).unix is also \(other).unix" : "\(field).port is also \(other).port"
+                throw ConfigurationError(what)
+            }
+            seen[key] = field
+        }
     }
 
     /// Whether `name` can name a session: 1–63 of `a-z`, `0-9`, `-`, `_`, starting with a

@@ -7,16 +7,6 @@ public import Foundation
 /// from files (a Kubernetes secret, a systemd credential) or, for the key, from the
 /// environment, read by `main` only.
 public struct GatewayConfiguration: Sendable, Codable, Equatable {
-    /// A listening address.
-    public struct Listener: Sendable, Codable, Equatable {
-        public var host: String
-        public var port: Int
-        public init(host: String, port: Int) {
-            self.host = host
-            self.port = port
-        }
-    }
-
     /// A proxied path prefix.
     public struct Route: Sendable, Codable, Equatable {
         public var prefix: String
@@ -98,8 +88,14 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     /// The name of the session the top-level `authorization` defines.
     public static let defaultSession = "default"
 
+    /// The proxy listener (TCP).
     public var proxy: Listener
+    /// The admin API's listener: TCP (keep it on loopback) or a Unix domain socket.
     public var admin: Listener
+    /// An optional listener that answers only `GET`/`HEAD` `/livez` and `/readyz`, for
+    /// probes that cannot reach the admin API (the kubelet's, when the admin API is on a Unix
+    /// socket or on loopback). It never looks at an admin token.
+    public var probes: Listener?
     /// A file holding the admin token.
     public var adminTokenFile: String?
     /// Must be true to run the admin API without a token.

@@ -3,8 +3,8 @@ import Foundation
 public import Logging
 public import Runtime
 
-/// The whole gateway, running: event loops, the proxy listener, the admin listener,
-/// the sessions and their stores.
+/// The whole gateway, running: event loops, the proxy listener, the admin listener (TCP
+/// or a Unix socket), the optional probe listener, the sessions and their stores.
 ///
 /// `start` restores every session from the stores before either listener opens (SEEDS
 /// row 4), so the first request already sees the restored sessions.
@@ -35,6 +35,8 @@ public final class GatewayService: Sendable {
     public let group: EventLoopGroup
     public let proxyServer: HTTPServer
     public let adminServer: HTTPServer
+    /// The probe listener (`/livez`, `/readyz` only), when configured.
+    public let probeServer: HTTPServer?
     /// Every session by name; `default` is always there.
     public let sessions: [String: GatewaySession]
     public let metrics: GatewayMetrics
@@ -50,7 +52,8 @@ public final class GatewayService: Sendable {
     private let logger: Logger
 
     private init(
-        group: EventLoopGroup, proxyServer: HTTPServer, adminServer: HTTPServer, sessions: [String: GatewaySession],
+        group: EventLoopGroup, proxyServer: HTTPServer, adminServer: HTTPServer, probeServer: HTTPServer?,
+        sessions: [String: GatewaySession],
         metrics: GatewayMetrics, readiness: Readiness, eventTasks: [Task<Void, Never>], proxyTasks: TaskTracker,
         adminTasks: TaskTracker, logger: Logger
     ) {
@@ -60,15 +63,18 @@ public final class GatewayService: Sendable {
         self.group = group
         self.proxyServer = proxyServer
         self.adminServer = adminServer
+        self.probeServer = probeServer
         self.sessions = sessions
         self.metrics = metrics
         self.readiness = readiness
         self.eventTasks = eventTasks
     }
 
-    /// Starts everything; throws when a store cannot be opened or a port cannot be bound, and
-    /// a ``ConfigurationError`` when the state directory or the key file is not owner-only
-    /// (see ``StateDirectory``).
+    /// Starts everything; throws when a store cannot be opened or a listener cannot be bound
+    /// (a ``Runtime/UVError``: a port in use, a Unix socket another process answers on or a
+    /// file that is not a socket at its path), and a ``ConfigurationError`` when a listener
+    /// is not valid, a socket's directory is missing, or the state directory or the key file
+    /// is not owner-only (see ``StateDirectory``).
     public static func start(
         configuration c: GatewayConfiguration, secrets: Secrets, logger: Logger,
         clock: any AuthClock = SystemAuthClock(), sessionConfiguration: AuthActor.Configuration? = nil
@@ -86,6 +92,10 @@ public final class GatewayService: Sendable {
         _ c: GatewayConfiguration, _ secrets: Secrets, _ logger: Logger, _ clock: any AuthClock,
         _ sessionConfiguration: AuthActor.Configuration?, _ group: EventLoopGroup
     ) async throws -> GatewayService {
+        let proxyAddress = try c.proxy.address(at: "proxy")
+        let adminAddress = try c.admin.address(at: "admin")
+        let probeAddress = try c.probes?.address(at: "probes")
+        try c.checkListenerDirectories()
         var upstreamConfig = UpstreamClientConfiguration()
         upstreamConfig.caFile = c.caFile
         if let s = c.connectTimeoutSeconds { upstreamConfig.connectTimeout = .seconds(s) }
@@ -181,7 +191,7 @@ public final class GatewayService: Sendable {
         let budget = BufferBudget(limit: c.maxBufferedRequestBytes ?? 64 << 20)
         let proxyServer = HTTPServer(
             configuration: HTTPServerConfiguration(
-                host: c.proxy.host, port: c.proxy.port, maxConnections: c.maxConnections ?? 10_000, bufferBudget: budget),
+                address: proxyAddress, maxConnections: c.maxConnections ?? 10_000, bufferBudget: budget),
             group: group, responder: proxyResponder)
         let admin = AdminAPI(
             configuration: .init(adminToken: c.adminTokenDisabled == true ? nil : secrets.adminToken), sessions: sessions,
@@ -192,23 +202,36 @@ public final class GatewayService: Sendable {
                     upstreamQueueWaiting: proxyResponder.upstreamQueueWaiting)
             })
         let adminServer = HTTPServer(
-            configuration: HTTPServerConfiguration(
-                host: c.admin.host, port: c.admin.port, maxConnections: 1_024, bufferBudget: budget),
+            configuration: HTTPServerConfiguration(address: adminAddress, maxConnections: 1_024, bufferBudget: budget),
             group: group, responder: admin)
+        let probeServer = probeAddress.map {
+            HTTPServer(
+                configuration: HTTPServerConfiguration(address: $0, maxConnections: 1_024), group: group,
+                responder: ProbeAPI(readiness: readiness))
+        }
         do {
-            try proxyServer.start()
+            // The admin listener first: a second instance over the same admin socket stops
+            // there, before it shares the proxy's port (SO_REUSEPORT would let it). The probe
+            // listener last: /readyz is not seen before the proxy accepts.
             try adminServer.start()
+            try proxyServer.start()
+            try probeServer?.start()
         } catch {
             proxyServer.shutdown(grace: .zero)
+            adminServer.shutdown(grace: .zero)
             for s in sessions.values { s.actor.events.finish() }
             for t in eventTasks { await t.value }
             throw error
         }
-        logger.info(
-            "listening",
-            metadata: ["proxy.port": "\(proxyServer.port)", "admin.port": "\(adminServer.port)", "loops": "\(group.loops.count)"])
+        var listening: Logger.Metadata = [
+            "proxy.address": "\(proxyServer.address)", "admin.address": "\(adminServer.address)",
+            "proxy.port": "\(proxyServer.port)", "admin.port": "\(adminServer.port)", "loops": "\(group.loops.count)",
+        ]
+        if let probeServer { listening["probes.address"] = "\(probeServer.address)" }
+        logger.info("listening", metadata: listening)
         return GatewayService(
-            group: group, proxyServer: proxyServer, adminServer: adminServer, sessions: sessions, metrics: metrics,
+            group: group, proxyServer: proxyServer, adminServer: adminServer, probeServer: probeServer, sessions: sessions,
+            metrics: metrics,
             readiness: readiness, eventTasks: eventTasks, proxyTasks: proxyResponder.tasks, adminTasks: admin.tasks,
             logger: logger)
     }
@@ -232,9 +255,12 @@ public final class GatewayService: Sendable {
         }
         let proxy = proxyServer
         let admin = adminServer
+        let probes = probeServer
         let group = group
         await Self.onThread {
+            // Closing the admin listener removes its socket file, when it is a Unix socket.
             admin.shutdown(grace: .zero)
+            probes?.shutdown(grace: .zero)
             proxy.shutdown(grace: grace)
         }
         // End every subscription to the sessions (SSE streams, the user-info followers),

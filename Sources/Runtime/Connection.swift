@@ -2,7 +2,8 @@ import CLibUV
 import Glibc
 import HTTPWire
 
-/// One client connection on one loop. Loop-confined: every method runs on `loop`.
+/// One client connection on one loop, over TCP or a Unix domain socket (both are libuv
+/// streams). Loop-confined: every method runs on `loop`.
 ///
 /// Requests are read one at a time. After a request's body ends, parsing stops until
 /// its response is complete, so pipelined requests are answered in order; bytes that
@@ -14,7 +15,10 @@ final class Connection {
     let loop: EventLoop
     let context: ServerContext
     let registry: ServerLoopState
-    let tcp: UnsafeMutablePointer<uv_tcp_t>
+    /// A `uv_tcp_t` or a `uv_pipe_t`, as a stream.
+    let stream_t: UnsafeMutablePointer<uv_stream_t>
+    /// Whether `stream_t` is TCP (else a Unix domain socket).
+    private let isTCP: Bool
     private let timer: UnsafeMutablePointer<uv_timer_t>
     private let parser: RequestParser
     private var pending: [UInt8] = []
@@ -51,21 +55,23 @@ final class Connection {
     private var timerMode = TimerMode.none
     private var lastActivity: UInt64 = 0
 
-    init(loop: EventLoop, context: ServerContext, registry: ServerLoopState, tcp: UnsafeMutablePointer<uv_tcp_t>) {
+    init(
+        loop: EventLoop, context: ServerContext, registry: ServerLoopState, stream: UnsafeMutablePointer<uv_stream_t>,
+        isTCP: Bool
+    ) {
         self.loop = loop
         self.context = context
         self.registry = registry
-        self.tcp = tcp
+        self.stream_t = stream
+        self.isTCP = isTCP
         self.timer = .allocate(capacity: 1)
         self.parser = RequestParser(limits: context.configuration.limits)
         uv_timer_init(loop.uv, timer)
         let me = Unmanaged.passRetained(self)
         retained = me
-        tcp.pointee.data = me.toOpaque()
+        stream.pointee.data = me.toOpaque()
         timer.pointee.data = me.toOpaque()
     }
-
-    private var stream_t: UnsafeMutablePointer<uv_stream_t> { UnsafeMutablePointer(OpaquePointer(tcp)) }
 
     private static func from(_ p: UnsafeMutableRawPointer?) -> Connection {
         Unmanaged<Connection>.fromOpaque(p!).takeUnretainedValue()
@@ -74,7 +80,8 @@ final class Connection {
     /// Starts reading; `admitted` false answers 503 and closes.
     func start(admitted: Bool) {
         remoteAddress = peerName()
-        uv_tcp_nodelay(tcp, 1)
+        // Small responses go out at once. A failure costs latency only, never correctness.
+        if isTCP { _ = uv_tcp_nodelay(UnsafeMutablePointer(OpaquePointer(stream_t)), 1) }
         guard admitted else {
             fail(WireError(.overloaded, status: 503, "the server is at its connection limit"))
             return
@@ -575,7 +582,7 @@ final class Connection {
         writableHandlers = []
         uv_timer_stop(timer)
         uv_read_stop(stream_t)
-        uv_close(UnsafeMutablePointer(OpaquePointer(tcp))) { h in Connection.from(h!.pointee.data).handleClosed() }
+        uv_close(UnsafeMutablePointer(OpaquePointer(stream_t))) { h in Connection.from(h!.pointee.data).handleClosed() }
         uv_close(UnsafeMutablePointer(OpaquePointer(timer))) { h in Connection.from(h!.pointee.data).handleClosed() }
     }
 
@@ -587,7 +594,7 @@ final class Connection {
     private func handleClosed() {
         openHandles -= 1
         guard openHandles == 0 else { return }
-        tcp.deallocate()
+        stream_t.deallocate()
         timer.deallocate()
         context.connectionClosed()
         registry.remove(self)
@@ -595,7 +602,11 @@ final class Connection {
         retained = nil
     }
 
+    /// `ip:port` of a TCP peer; `unix` for a Unix socket peer, which has no address worth
+    /// logging or forwarding (its own socket is usually unnamed).
     private func peerName() -> String {
+        guard isTCP else { return "unix" }
+        let tcp = UnsafeMutablePointer<uv_tcp_t>(OpaquePointer(stream_t))
         var storage = sockaddr_storage()
         var len = Int32(MemoryLayout<sockaddr_storage>.size)
         let rc = withUnsafeMutablePointer(to: &storage) {

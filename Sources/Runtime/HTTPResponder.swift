@@ -22,7 +22,8 @@ public struct HTTPRequest: Sendable {
     public var head: RequestHead
     /// The body.
     public var body: RequestBody
-    /// The peer's address, `ip:port`.
+    /// The peer's address: `ip:port` (`[ip]:port` for IPv6), or `unix` for a client of a
+    /// Unix domain socket, which has no address.
     public var remoteAddress: String
     /// The loop that owns the connection; a good executor for the work on this request.
     public var loop: EventLoop

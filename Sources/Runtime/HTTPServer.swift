@@ -5,6 +5,11 @@ import Synchronization
 /// An HTTP/1.1 server: one listener per loop on the same port (`SO_REUSEPORT`), so the
 /// kernel spreads connections across loops and each connection stays on one thread.
 ///
+/// On a Unix domain socket (``ListenAddress/unix(path:mode:)``) it listens on the group's
+/// first loop only: a socket path can be bound once, and such a listener serves an admin
+/// API, not the hot path. A stale socket file left by a crash is replaced, a live one is
+/// not (``StaleSocketRule``); the file is removed at shutdown.
+///
 /// ```swift
 /// let group = try EventLoopGroup()
 /// let server = HTTPServer(configuration: .init(port: 8080), group: group, responder: MyResponder())
@@ -28,25 +33,35 @@ public final class HTTPServer: Sendable {
         self.context = ServerContext(configuration: configuration, responder: responder)
     }
 
-    /// The port listened on (useful with port 0).
+    /// The port listened on (useful with port 0); 0 for a Unix socket.
     public var port: Int { boundPort.load(ordering: .relaxed) }
+
+    /// The address listened on, with the bound port for TCP, once started.
+    public var address: ListenAddress {
+        switch configuration.address {
+        case .tcp(let host, _): .tcp(host: host, port: port)
+        case .unix: configuration.address
+        }
+    }
 
     /// Connections open now.
     public var activeConnections: Int { context.activeConnections }
 
-    /// Binds every loop's listener. Throws the first bind error (and listens nowhere then).
+    /// Binds every loop's listener (the first loop's only, for a Unix socket). Throws the
+    /// first bind error (and listens nowhere then).
     public func start() throws(UVError) {
-        var port = configuration.port
-        for loop in group.loops {
+        var address = configuration.address
+        var port = 0
+        let loops = address.isUnix ? Array(group.loops.prefix(1)) : group.loops
+        for loop in loops {
             let result = Locked<Result<(Int, LoopBound<ServerLoopState>), UVError>?>(nil)
             let done = DispatchSemaphore(value: 0)
-            let host = configuration.host
-            let p = port
+            let target = address
             let context = self.context
             loop.execute {
                 let state = ServerLoopState(loop: loop, context: context)
                 do throws(UVError) {
-                    let bound = try state.listen(host: host, port: p)
+                    let bound = try state.listen(target)
                     let box = LoopBound(state, loop: loop)
                     loop.onShutdown { state.shutdown(grace: .zero) {} }
                     result.withLock { $0 = .success((bound, box)) }
@@ -59,7 +74,9 @@ public final class HTTPServer: Sendable {
             done.wait()
             switch result.withLock({ $0 })! {
             case .success(let (bound, box)):
+                // The other loops bind the port the first one got (port 0 picks one).
                 port = bound
+                if case .tcp(let host, _) = address { address = .tcp(host: host, port: bound) }
                 states.withLock { $0.append(box) }
             case .failure(let e):
                 shutdown(grace: .zero)

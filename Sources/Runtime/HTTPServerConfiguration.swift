@@ -2,10 +2,8 @@ public import HTTPWire
 
 /// Settings of an ``HTTPServer``.
 public struct HTTPServerConfiguration: Sendable {
-    /// The address to listen on (`127.0.0.1`, `0.0.0.0`, `::1`, …).
-    public var host: String
-    /// The port; 0 picks a free one (see ``HTTPServer/port``).
-    public var port: Int
+    /// Where to listen: a TCP address and port, or a Unix domain socket.
+    public var address: ListenAddress
     /// Size limits of requests.
     public var limits: HTTPLimits
     /// Time allowed for a request head, from its first byte (or from the connection's start).
@@ -26,7 +24,7 @@ public struct HTTPServerConfiguration: Sendable {
     /// only the per-request limit applies). Past it a request gets 503 and is closed.
     public var bufferBudget: BufferBudget?
 
-    /// Creates a configuration; the defaults are the documented ones.
+    /// Creates a configuration for a TCP listener; the defaults are the documented ones.
     public init(
         host: String = "127.0.0.1",
         port: Int = 8080,
@@ -40,9 +38,27 @@ public struct HTTPServerConfiguration: Sendable {
         bodyHighWater: Int = 256 * 1024,
         bufferBudget: BufferBudget? = nil
     ) {
+        self.init(
+            address: .tcp(host: host, port: port), limits: limits, headTimeout: headTimeout, bodyIdleTimeout: bodyIdleTimeout,
+            keepAliveTimeout: keepAliveTimeout, maxConnections: maxConnections, backlog: backlog,
+            writeHighWater: writeHighWater, bodyHighWater: bodyHighWater, bufferBudget: bufferBudget)
+    }
+
+    /// Creates a configuration listening at `address`; the defaults are the documented ones.
+    public init(
+        address: ListenAddress,
+        limits: HTTPLimits = HTTPLimits(),
+        headTimeout: Duration = .seconds(10),
+        bodyIdleTimeout: Duration = .seconds(30),
+        keepAliveTimeout: Duration = .seconds(60),
+        maxConnections: Int = 10_000,
+        backlog: Int32 = 1024,
+        writeHighWater: Int = 256 * 1024,
+        bodyHighWater: Int = 256 * 1024,
+        bufferBudget: BufferBudget? = nil
+    ) {
         self.bufferBudget = bufferBudget
-        self.host = host
-        self.port = port
+        self.address = address
         self.limits = limits
         self.headTimeout = headTimeout
         self.bodyIdleTimeout = bodyIdleTimeout
@@ -51,6 +67,27 @@ public struct HTTPServerConfiguration: Sendable {
         self.backlog = backlog
         self.writeHighWater = writeHighWater
         self.bodyHighWater = bodyHighWater
+    }
+}
+
+extension HTTPServerConfiguration {
+    /// The TCP host, or "" for a Unix socket. Setting it makes the address TCP.
+    public var host: String {
+        get {
+            if case .tcp(let host, _) = address { return host }
+            return ""
+        }
+        set { address = .tcp(host: newValue, port: port) }
+    }
+
+    /// The TCP port (0 picks a free one, see ``HTTPServer/port``), or 0 for a Unix socket.
+    /// Setting it makes the address TCP.
+    public var port: Int {
+        get {
+            if case .tcp(_, let port) = address { return port }
+            return 0
+        }
+        set { address = .tcp(host: host.isEmpty ? "127.0.0.1" : host, port: newValue) }
     }
 }
 

@@ -1,11 +1,14 @@
 import CLibUV
 import Glibc
 
-/// One server's listener and connections on one loop. Loop-confined.
+/// One server's listener (TCP or Unix domain socket) and its connections on one loop.
+/// Loop-confined.
 final class ServerLoopState {
     let loop: EventLoop
     let context: ServerContext
-    private var listener: UnsafeMutablePointer<uv_tcp_t>?
+    /// A `uv_tcp_t` or a `uv_pipe_t`, as a stream.
+    private var listener: UnsafeMutablePointer<uv_stream_t>?
+    private var listenerIsUnix = false
     private var connections: [ObjectIdentifier: Connection] = [:]
     private(set) var closing = false
     private var onDrained: (() -> Void)?
@@ -16,8 +19,15 @@ final class ServerLoopState {
         self.context = context
     }
 
-    /// Binds and listens; returns the bound port.
-    func listen(host: String, port: Int) throws(UVError) -> Int {
+    /// Binds and listens; returns the bound port (0 for a Unix socket).
+    func listen(_ address: ListenAddress) throws(UVError) -> Int {
+        switch address {
+        case .tcp(let host, let port): try listenTCP(host: host, port: port)
+        case .unix(let path, let mode): try listenUnix(path: path, mode: mode)
+        }
+    }
+
+    private func listenTCP(host: String, port: Int) throws(UVError) -> Int {
         let tcp = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
         let family = host.contains(":") ? AF_INET6 : AF_INET
         var rc = uv_tcp_init_ex(loop.uv, tcp, UInt32(family))
@@ -25,8 +35,7 @@ final class ServerLoopState {
             tcp.deallocate()
             throw UVError(code: rc, operation: "uv_tcp_init_ex")
         }
-        tcp.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        listener = tcp
+        adopt(UnsafeMutablePointer(OpaquePointer(tcp)), unix: false)
         // libuv 1.44 has no flag for SO_REUSEPORT: set it on the socket before bind.
         var fd: uv_os_fd_t = -1
         rc = uv_fileno(UnsafeMutablePointer(OpaquePointer(tcp)), &fd)
@@ -39,11 +48,7 @@ final class ServerLoopState {
         try SocketAddress.make(host: host, port: port, into: &addr)
         rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_tcp_bind(tcp, $0, 0) } }
         try UVError.check(rc, "bind \(host):\(port)")
-        rc = uv_listen(UnsafeMutablePointer(OpaquePointer(tcp)), context.configuration.backlog) { server, status in
-            let state = Unmanaged<ServerLoopState>.fromOpaque(server!.pointee.data).takeUnretainedValue()
-            state.accept(status)
-        }
-        try UVError.check(rc, "listen \(host):\(port)")
+        try startListening("listen \(host):\(port)")
         var bound = sockaddr_storage()
         var len = Int32(MemoryLayout<sockaddr_storage>.size)
         rc = withUnsafeMutablePointer(to: &bound) {
@@ -53,16 +58,66 @@ final class ServerLoopState {
         return SocketAddress.port(&bound)
     }
 
+    /// Binds a Unix domain socket: a stale socket file is removed first (``UnixSocketFile``),
+    /// and the mode is set before `listen`, so nobody connects while it is wider. libuv
+    /// unlinks the path when the bound handle closes (at shutdown, or after a failed start).
+    private func listenUnix(path: String, mode: UInt32) throws(UVError) -> Int {
+        try UnixSocketFile.prepare(path)
+        let pipe = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
+        var rc = uv_pipe_init(loop.uv, pipe, 0)
+        if rc < 0 {
+            pipe.deallocate()
+            throw UVError(code: rc, operation: "uv_pipe_init")
+        }
+        adopt(UnsafeMutablePointer(OpaquePointer(pipe)), unix: true)
+        rc = uv_pipe_bind(pipe, path)
+        try UVError.check(rc, "bind unix:\(path)")
+        if chmod(path, mode_t(mode)) != 0 {
+            throw UVError(code: -errno, operation: "chmod \(String(mode, radix: 8)) unix:\(path)")
+        }
+        try startListening("listen unix:\(path)")
+        return 0
+    }
+
+    private func adopt(_ handle: UnsafeMutablePointer<uv_stream_t>, unix: Bool) {
+        handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        listener = handle
+        listenerIsUnix = unix
+    }
+
+    private func startListening(_ operation: String) throws(UVError) {
+        guard let listener else { throw UVError(code: -EINVAL, operation: operation) }
+        let rc = uv_listen(listener, context.configuration.backlog) { server, status in
+            let state = Unmanaged<ServerLoopState>.fromOpaque(server!.pointee.data).takeUnretainedValue()
+            state.accept(status)
+        }
+        try UVError.check(rc, operation)
+    }
+
     private func accept(_ status: Int32) {
         guard status == 0, let listener, !closing else { return }
-        let client = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
-        uv_tcp_init(loop.uv, client)
-        if uv_accept(UnsafeMutablePointer(OpaquePointer(listener)), UnsafeMutablePointer(OpaquePointer(client))) != 0 {
+        let client: UnsafeMutablePointer<uv_stream_t>
+        let rc: Int32
+        if listenerIsUnix {
+            let pipe = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
+            rc = uv_pipe_init(loop.uv, pipe, 0)
+            client = UnsafeMutablePointer(OpaquePointer(pipe))
+        } else {
+            let tcp = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
+            rc = uv_tcp_init(loop.uv, tcp)
+            client = UnsafeMutablePointer(OpaquePointer(tcp))
+        }
+        if rc < 0 {
+            // Not initialised, so not on the loop: nothing to close.
+            client.deallocate()
+            return
+        }
+        if uv_accept(listener, client) != 0 {
             uv_close(UnsafeMutablePointer(OpaquePointer(client))) { h in h!.deallocate() }
             return
         }
         let admitted = context.admit()
-        let connection = Connection(loop: loop, context: context, registry: self, tcp: client)
+        let connection = Connection(loop: loop, context: context, registry: self, stream: client, isTCP: !listenerIsUnix)
         connections[ObjectIdentifier(connection)] = connection
         connection.start(admitted: admitted)
     }

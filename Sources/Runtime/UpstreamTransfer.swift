@@ -78,6 +78,7 @@ public final class UpstreamTransfer {
         if let ca = cfg.caPath { check(ag_easy_setopt_string(easy, CURLOPT_CAPATH, ca)) }
         if let cert = cfg.clientCertificate { check(ag_easy_setopt_string(easy, CURLOPT_SSLCERT, cert)) }
         if let key = cfg.clientKey { check(ag_easy_setopt_string(easy, CURLOPT_SSLKEY, key)) }
+        if let socket = cfg.unixSocketPath { check(ag_easy_setopt_string(easy, CURLOPT_UNIX_SOCKET_PATH, socket)) }
         check(ag_easy_setopt_pointer(easy, CURLOPT_CLOSESOCKETDATA, Unmanaged.passUnretained(client).toOpaque()))
         check(ag_easy_setopt_closesocket_callback(easy, UpstreamClient.closeSocketCallback))
         check(ag_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, me))

@@ -20,13 +20,17 @@ public struct UpstreamClientConfiguration: Sendable {
     public var clientKey: String?
     /// Offer HTTP/2 over TLS (ALPN); plain-text upstreams use HTTP/1.1.
     public var http2: Bool
+    /// Connect every request to this Unix domain socket instead of the URL's host and port
+    /// (`CURLOPT_UNIX_SOCKET_PATH`); the URL still gives the path and the `Host` header.
+    public var unixSocketPath: String?
 
     /// Creates a configuration; the defaults suit a sidecar on one host.
     public init(
         connectTimeout: Duration = .seconds(5), totalTimeout: Duration? = .seconds(60), idleTimeout: Duration = .seconds(30),
         maxConnectionsPerHost: Int = 64, caFile: String? = nil, caPath: String? = nil, clientCertificate: String? = nil,
-        clientKey: String? = nil, http2: Bool = true
+        clientKey: String? = nil, http2: Bool = true, unixSocketPath: String? = nil
     ) {
+        self.unixSocketPath = unixSocketPath
         self.connectTimeout = connectTimeout
         self.totalTimeout = totalTimeout
         self.idleTimeout = idleTimeout

@@ -6,9 +6,19 @@ import Runtime
 
 /// Options shared by the client subcommands, which call the admin API.
 struct AdminOptions: ParsableArguments {
-    @Option(help: "The admin API base URL.") var admin = "http://127.0.0.1:8081"
+    @Option(help: "The admin API: a base URL, or unix:PATH for a Unix socket (unix:/run/authgate/admin.sock).")
+    var admin = "http://127.0.0.1:8081"
     @Option(help: "A file holding the admin token (default: $AUTHGATE_ADMIN_TOKEN).") var tokenFile: String?
     @Option(help: "The session to address (default: the default session).") var session: String?
+
+    /// Where `--admin` points.
+    func endpoint() throws -> AdminEndpoint {
+        do {
+            return try AdminEndpoint(parsing: admin)
+        } catch {
+            throw ValidationError(error.description)
+        }
+    }
 
     func token() throws -> String? {
         if let f = tokenFile { return try SecretSources.readFile(f, what: "admin token") }
@@ -17,6 +27,7 @@ struct AdminOptions: ParsableArguments {
 
     /// Sends one request to the admin API and prints the answer; non-2xx exits 1.
     func call(_ method: String, _ path: String, body: String? = nil) throws {
+        let endpoint = try endpoint()
         var headers = HTTPHeaders()
         if let t = try token() { headers.add(name: "Authorization", value: "Bearer \(t)") }
         if body != nil { headers.add(name: "Content-Type", value: "application/json") }
@@ -29,12 +40,13 @@ struct AdminOptions: ParsableArguments {
             path += (path.contains("?") ? "&" : "?") + "session=" + session
         }
         let request = UpstreamRequest(
-            method: method, url: admin + path, headers: headers, body: body.map { .bytes(Array($0.utf8)) } ?? .none)
+            method: method, url: endpoint.url(path), headers: headers, body: body.map { .bytes(Array($0.utf8)) } ?? .none)
         let response = try runBlocking {
             let loop = try EventLoop(name: "authgate-cli")
             loop.start()
             defer { loop.shutdown() }
-            let client = await UpstreamClient.make(on: loop)
+            let client = await UpstreamClient.make(
+                on: loop, configuration: UpstreamClientConfiguration(unixSocketPath: endpoint.unixSocketPath))
             return try await client.send(request)
         }
         print(String(decoding: response.body, as: UTF8.self))
@@ -88,7 +100,8 @@ struct Events: ParsableCommand {
         abstract: "Print the session's current state event (GET /auth/events); `curl -N` follows the stream.")
     @OptionGroup var options: AdminOptions
     func run() throws {
-        print("Follow the stream with: curl -N -H \"Authorization: Bearer $AUTHGATE_ADMIN_TOKEN\" \(options.admin)/auth/events")
+        let target = try options.endpoint().curlArguments("/auth/events")
+        print("Follow the stream with: curl -N -H \"Authorization: Bearer $AUTHGATE_ADMIN_TOKEN\" \(target)")
         try options.call("GET", "/auth/session")
     }
 }

@@ -30,6 +30,8 @@ struct Serve: ParsableCommand {
                 throw ConfigurationError("cannot read \(config)")
             }
             configuration = try GatewayConfiguration.load(from: data)
+            // A Unix socket's directory (systemd's RuntimeDirectory=, a Kubernetes emptyDir).
+            try configuration.checkListenerDirectories()
             secrets = try SecretSources.resolve(configuration)
             // Created owner-only by `serve`; `--check-config` only checks one that exists.
             try StateDirectory.prepare(configuration.stateDirectory, create: !checkConfig)

@@ -138,14 +138,14 @@ final class Stack: Sendable {
         return try await onThread { try Stack.request(port: port, method, path, headers: headers, body: body) }
     }
 
-    /// One request to the admin API with the admin token.
+    /// One request to the admin API with the admin token (over TCP or its Unix socket).
     func admin(_ method: String, _ path: String, json: String? = nil, token: String? = Stack.adminToken) async throws -> TestResponse {
         var h: [String] = []
         if let token { h.append("Authorization: Bearer \(token)") }
         if json != nil { h.append("Content-Type: application/json") }
-        let port = adminPort
+        let address = gateway.withLock { $0!.adminServer.address }
         let headers = h
-        return try await onThread { try Stack.request(port: port, method, path, headers: headers, body: json ?? "") }
+        return try await onThread { try Stack.request(to: address, method, path, headers: headers, body: json ?? "") }
     }
 
     func loginAlice() async throws -> TestResponse {
@@ -153,7 +153,18 @@ final class Stack: Sendable {
     }
 
     static func request(port: Int, _ method: String, _ path: String, headers: [String], body: String) throws -> TestResponse {
-        let c = try RawClient(port: port, timeoutSeconds: 10)
+        try request(to: .tcp(host: "127.0.0.1", port: port), method, path, headers: headers, body: body)
+    }
+
+    /// One request on a fresh connection to a TCP port on loopback or a Unix socket.
+    static func request(
+        to address: ListenAddress, _ method: String, _ path: String, headers: [String], body: String
+    ) throws -> TestResponse {
+        let c: RawClient
+        switch address {
+        case .tcp(_, let port): c = try RawClient(port: port, timeoutSeconds: 10)
+        case .unix(let path, _): c = try RawClient(unixPath: path, timeoutSeconds: 10)
+        }
         var text = "\(method) \(path) HTTP/1.1\r\nHost: test\r\nConnection: close\r\n"
         for h in headers { text += h + "\r\n" }
         if !body.isEmpty || method == "POST" { text += "Content-Length: \(body.utf8.count)\r\n" }

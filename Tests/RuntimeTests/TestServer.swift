@@ -2,16 +2,18 @@ import Foundation
 import HTTPWire
 @testable import Runtime
 
-/// A server on an ephemeral port with routes that exercise the runtime.
+/// A server on an ephemeral port (or a Unix socket) with routes that exercise the runtime.
 final class TestServer: Sendable {
     let group: EventLoopGroup
     let server: HTTPServer
     var port: Int { server.port }
 
-    init(configuration: HTTPServerConfiguration = HTTPServerConfiguration(), loops: Int = 2) throws {
+    init(
+        configuration: HTTPServerConfiguration = HTTPServerConfiguration(), loops: Int = 2,
+        address: ListenAddress = .tcp(host: "127.0.0.1", port: 0)
+    ) throws {
         var c = configuration
-        c.host = "127.0.0.1"
-        c.port = 0
+        c.address = address
         group = try EventLoopGroup(loopCount: loops)
         server = HTTPServer(configuration: c, group: group, responder: TestResponder())
         try server.start()
@@ -25,9 +27,9 @@ final class TestServer: Sendable {
     /// Runs `body` with a started server and always stops it.
     static func with<T>(
         _ configuration: HTTPServerConfiguration = HTTPServerConfiguration(), loops: Int = 2,
-        _ body: (TestServer) async throws -> T
+        address: ListenAddress = .tcp(host: "127.0.0.1", port: 0), _ body: (TestServer) async throws -> T
     ) async throws -> T {
-        let s = try TestServer(configuration: configuration, loops: loops)
+        let s = try TestServer(configuration: configuration, loops: loops, address: address)
         do {
             let r = try await body(s)
             s.stop()
@@ -112,6 +114,8 @@ struct TestResponder: HTTPResponder {
                 writer.respond(status: 200, body: Array("later".utf8))
             }
             writer.onClientGone { t.cancel() }
+        case "/peer":
+            writer.respond(status: 200, body: Array(request.remoteAddress.utf8))
         case "/no-content":
             writer.respond(status: 204)
         default:

@@ -1,29 +1,45 @@
 import Foundation
 import Glibc
 
-/// A blocking TCP client for tests: sends raw bytes, reads raw responses.
+/// A blocking TCP or Unix socket client for tests: sends raw bytes, reads raw responses.
 public final class RawClient {
     public let fd: Int32
     private var buffer: [UInt8] = []
 
+    /// Connects to `port` on 127.0.0.1.
     public init(port: Int, timeoutSeconds: Int = 5) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ClientError.socket(errno) }
-        var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        fd = try Self.connected(AF_INET, &addr, timeoutSeconds: timeoutSeconds)
+    }
+
+    /// Connects to the Unix domain socket at `unixPath`.
+    public init(unixPath: String, timeoutSeconds: Int = 5) throws {
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(unixPath.utf8)
+        precondition(bytes.count < MemoryLayout.size(ofValue: addr.sun_path), "socket path too long")
+        withUnsafeMutableBytes(of: &addr.sun_path) { $0.copyBytes(from: bytes) }
+        fd = try Self.connected(AF_UNIX, &addr, timeoutSeconds: timeoutSeconds)
+    }
+
+    private static func connected<Address>(_ family: Int32, _ addr: inout Address, timeoutSeconds: Int) throws -> Int32 {
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ClientError.socket(errno) }
+        var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<Address>.size)) }
         }
         guard rc == 0 else {
             let e = errno
             Glibc.close(fd)
             throw ClientError.connect(e)
         }
+        return fd
     }
 
     deinit { Glibc.close(fd) }
