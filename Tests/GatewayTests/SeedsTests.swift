@@ -9,11 +9,11 @@ import TestSupport
 /// API over HTTP, the gateway's proxy and admin listeners, encrypted file stores.
 @Suite(.serialized) struct SeedsTests {
     func withStack(
-        fake: FakeAuthorizationServer.Configuration = FakeAuthorizationServer.Configuration(),
+        fake: FakeAuthorizationServer.Configuration = FakeAuthorizationServer.Configuration(), clock: TestClock? = nil,
         configure: (inout GatewayConfiguration) -> Void = { _ in },
         _ body: (Stack) async throws -> Void
     ) async throws {
-        try await Stack.run(fake: fake) { stack in
+        try await Stack.run(fake: fake, clock: clock) { stack in
             try await stack.startGateway(configure: configure)
             try await body(stack)
         }
@@ -21,9 +21,14 @@ import TestSupport
 
     /// A fake server whose tokens carry no expiry: AuthGate learns a token expired only
     /// from the API's 401, as with servers that omit `expires_in`.
+    ///
+    /// Use it with a stack on a ``TestClock`` (`withStack(fake: silentExpiry, clock: TestClock())`):
+    /// its tokens then live a minute of a clock only the test moves
+    /// (``Stack/expireAccessTokens()``), so a slow machine never expires one by surprise and
+    /// counts such as "exactly one refresh" hold however long a request takes.
     var silentExpiry: FakeAuthorizationServer.Configuration {
         var c = FakeAuthorizationServer.Configuration()
-        c.accessTokenLifetime = .milliseconds(700)
+        c.accessTokenLifetime = .seconds(60)
         c.sendsExpiresIn = false
         return c
     }
@@ -52,16 +57,6 @@ import TestSupport
         #expect(!ready.text.contains("could not be restored"), "the unauthenticated probe says a code, not the error")
         #expect(stack.logs.all.contains("could not be restored") || stack.logs.all.contains("session restore failed"))
         await stack.stop()
-    }
-
-    /// Polls `condition` every 20 ms for up to `seconds`.
-    func eventually(_ seconds: Double = 5, _ condition: () async throws -> Bool) async rethrows -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return try await condition()
     }
 
     func withUserInfo(_ stack: Stack) -> (inout GatewayConfiguration) -> Void {
@@ -147,9 +142,9 @@ import TestSupport
     }
 
     @Test func row6ExpiredTokenIs401RefreshThenOneReplayWithTheBufferedBody() async throws {
-        try await withStack(fake: silentExpiry) { stack in
+        try await withStack(fake: silentExpiry, clock: TestClock()) { stack in
             #expect(try await stack.loginAlice().status == 200)
-            try await Task.sleep(for: .milliseconds(900))
+            stack.expireAccessTokens()
             let r = try await stack.proxy("POST", "/api/orders", headers: ["Content-Type: text/plain"], body: "twelve bytes")
             let json = Stack.json(r)
             #expect(r.status == 200)
@@ -164,37 +159,42 @@ import TestSupport
     @Test func row7HeaderTokenServerWorksFromConfigurationAlone() async throws {
         var fake = FakeAuthorizationServer.Configuration()
         fake.profile = .headerToken
-        // This server's tokens are JWTs whose `exp` has whole seconds: keep the lifetime
-        // well above a second so the first token is not already due at login.
-        fake.accessTokenLifetime = .seconds(2)
+        // This server's tokens are JWTs: their `exp` is all AuthGate learns of their expiry.
+        // The fake and the gateway share a manual clock, so the first token is due exactly
+        // when the test says, not when a slow machine happens to get there.
+        fake.accessTokenLifetime = .seconds(60)
         fake.sendsExpiresIn = false
-        let stack = try Stack(fake: fake)
-        let mapping = try JSONDecoder().decode(
-            TokenEndpointMapping.self,
-            from: Data(
-                """
-                { "requestBody": "json", "refreshURL": "http://127.0.0.1:\(stack.authServer.port)/auth/refresh",
-                  "omitGrantType": true, "requestFieldNames": { "refresh_token": "refreshToken" },
-                  "refreshSendsExpiredAccessToken": true, "accessTokenHeader": "Authorization",
-                  "paths": { "refreshToken": "data.refreshToken", "expiresIn": "data.expiresIn" },
-                  "terminalStatuses": [401] }
-                """.utf8))
-        try await stack.startGateway { c in
-            c.authorization.tokenEndpoint = "http://127.0.0.1:\(stack.authServer.port)/auth/login"
-            c.authorization.clientAuthentication = "none"
-            c.authorization.mapping = mapping
+        try await Stack.run(fake: fake, clock: TestClock()) { stack in
+            let mapping = try JSONDecoder().decode(
+                TokenEndpointMapping.self,
+                from: Data(
+                    """
+                    { "requestBody": "json", "refreshURL": "http://127.0.0.1:\(stack.authServer.port)/auth/refresh",
+                      "omitGrantType": true, "requestFieldNames": { "refresh_token": "refreshToken" },
+                      "refreshSendsExpiredAccessToken": true, "accessTokenHeader": "Authorization",
+                      "paths": { "refreshToken": "data.refreshToken", "expiresIn": "data.expiresIn" },
+                      "terminalStatuses": [401] }
+                    """.utf8))
+            try await stack.startGateway { c in
+                c.authorization.tokenEndpoint = "http://127.0.0.1:\(stack.authServer.port)/auth/login"
+                c.authorization.clientAuthentication = "none"
+                c.authorization.mapping = mapping
+            }
+            #expect(try await stack.loginAlice().status == 200)
+            #expect(try await stack.proxy("GET", "/api/a").status == 200)
+            #expect(await stack.authorization.statistics.refreshes == 0, "the first token is not due yet")
+            stack.expireAccessTokens()
+            #expect(try await stack.proxy("GET", "/api/b").status == 200, "refreshed through the header-token mapping")
+            let stats = await stack.authorization.statistics
+            #expect(stats.refreshes == 1, "\(stats)")
+            #expect(stats.grants["password"] == 1, "logged in once, through the mapping's login path")
+            #expect(stack.api.statistics.rejected == 0, "refreshed before use, from the JWT exp: the API never saw the expired token")
+            #expect(stack.api.seenTokens.count == 2)
         }
-        #expect(try await stack.loginAlice().status == 200)
-        #expect(try await stack.proxy("GET", "/api/a").status == 200)
-        try await Task.sleep(for: .milliseconds(2200))
-        #expect(try await stack.proxy("GET", "/api/b").status == 200, "refreshed through the header-token mapping")
-        let stats = await stack.authorization.statistics
-        #expect(stats.refreshes == 1, "\(stats)")
-        await stack.stop()
     }
 
     @Test func row8RefusedRefreshLogsOutOnceTellsSubscribersAndAnswers401() async throws {
-        try await withStack(fake: silentExpiry) { stack in
+        try await withStack(fake: silentExpiry, clock: TestClock()) { stack in
             #expect(try await stack.loginAlice().status == 200)
             let session = stack.gateway.withLock { $0! }.session
             let events = session.events.subscribe()
@@ -222,9 +222,9 @@ import TestSupport
     }
 
     @Test func row9ConcurrentRequestsAcrossAnExpiryShareOneRefreshAndNoneIsDropped() async throws {
-        try await withStack(fake: silentExpiry) { stack in
+        try await withStack(fake: silentExpiry, clock: TestClock()) { stack async throws in
             #expect(try await stack.loginAlice().status == 200)
-            try await Task.sleep(for: .milliseconds(900))
+            stack.expireAccessTokens()
             let port = stack.proxyPort
             let statuses = await onThreads(200) { i in
                 (try? Stack.request(port: port, "GET", "/api/n/\(i)", headers: [], body: ""))?.status ?? 0
@@ -306,7 +306,7 @@ import TestSupport
     }
 
     @Test func insufficientScopeAnd403NeverTriggerARefresh() async throws {
-        try await withStack(fake: silentExpiry) { stack in
+        try await withStack(fake: silentExpiry, clock: TestClock()) { stack in
             #expect(try await stack.loginAlice().status == 200)
             let r = try await stack.proxy("GET", "/admin/panel")
             #expect(r.status == 403)
@@ -316,29 +316,32 @@ import TestSupport
 
     @Test func configuredStatusesCountAsTokenRejections() async throws {
         // An API that answers an expired token with 419: by default it passes through...
-        try await withStack(fake: silentExpiry) { stack in
+        try await withStack(fake: silentExpiry, clock: TestClock()) { stack async throws in
             stack.api.answerRejectedTokens(status: 419, realm: "fake")
             #expect(try await stack.loginAlice().status == 200)
-            try await Task.sleep(for: .milliseconds(900))
+            stack.expireAccessTokens()
             #expect(try await stack.proxy("GET", "/api/x").status == 419)
             #expect(await stack.authorization.statistics.refreshes == 0)
         }
         // ...and once 419 is configured, it is refreshed and replayed.
-        try await withStack(fake: silentExpiry, configure: { $0.upstreamRejection = try! UpstreamRejectionPolicy(statuses: [401, 419]) }) {
-            stack in
+        try await withStack(
+            fake: silentExpiry, clock: TestClock(),
+            configure: { $0.upstreamRejection = try! UpstreamRejectionPolicy(statuses: [401, 419]) }
+        ) { stack async throws in
             stack.api.answerRejectedTokens(status: 419, realm: "fake")
             #expect(try await stack.loginAlice().status == 200)
-            try await Task.sleep(for: .milliseconds(900))
+            stack.expireAccessTokens()
             #expect(try await stack.proxy("GET", "/api/x").status == 200)
             #expect(await stack.authorization.statistics.refreshes == 1)
         }
     }
 
     @Test func challengesFromAnotherRealmNeverTriggerARefresh() async throws {
-        try await withStack(fake: silentExpiry, configure: { $0.upstreamRejection = try! UpstreamRejectionPolicy(realms: ["api"]) }) {
-            stack in
+        try await withStack(
+            fake: silentExpiry, clock: TestClock(), configure: { $0.upstreamRejection = try! UpstreamRejectionPolicy(realms: ["api"]) }
+        ) { stack in
             #expect(try await stack.loginAlice().status == 200)
-            try await Task.sleep(for: .milliseconds(900))
+            stack.expireAccessTokens()
             // The fake API names its realm "fake": not ours, so the 401 passes through.
             let foreign = try await stack.proxy("GET", "/api/x")
             #expect(foreign.status == 401)
@@ -351,22 +354,24 @@ import TestSupport
     }
 
     @Test func metricsCoverRefreshOutcomesReplaysLogoutsStatusClassesAndLatency() async throws {
-        try await withStack(fake: silentExpiry) { stack in
+        try await withStack(fake: silentExpiry, clock: TestClock()) { stack in
             #expect(try await stack.loginAlice().status == 200)
             #expect(try await stack.proxy("GET", "/public/a").status == 200)
             #expect(try await stack.proxy("GET", "/admin/panel").status == 403)
-            try await Task.sleep(for: .milliseconds(900))
+            stack.expireAccessTokens()
             #expect(try await stack.proxy("GET", "/api/after-expiry").status == 200)
+            // The refresh token's family is revoked (taking its access tokens with it): the
+            // next request is rejected and its refresh refused for good.
             await stack.authorization.revokeAllSessions()
-            try await Task.sleep(for: .milliseconds(900))
             #expect(try await stack.proxy("GET", "/api/after-revocation").status == 401)
             // A request is counted when its exchange has ended, just after the client has
             // its answer: wait for the third.
             var r = try await stack.admin("GET", "/metrics")
-            _ = try await eventually {
+            let counted = try await eventually {
                 r = try await stack.admin("GET", "/metrics")
                 return r.text.contains(#"authgate_request_duration_seconds_count{route="authenticated"} 3"#)
             }
+            #expect(counted, "the third authenticated request was counted")
             #expect(r.header("content-type")?.hasPrefix("text/plain; version=0.0.4") == true)
             let lines = Set(r.text.split(separator: "\n").map(String.init))
             for expected in [
@@ -405,25 +410,27 @@ import TestSupport
     }
 
     @Test func transientRefreshFailureKeepsTheSessionAndAnswers503WithRetryAfter() async throws {
-        try await withStack(fake: silentExpiry) { stack in
+        try await withStack(fake: silentExpiry, clock: TestClock()) { stack in
             #expect(try await stack.loginAlice().status == 200)
             await stack.authorization.inject(.serverError(status: 503))
-            try await Task.sleep(for: .milliseconds(900))
+            stack.expireAccessTokens()
             let r = try await stack.proxy("GET", "/api/during-outage")
             #expect(r.status == 503)
             #expect(r.header("retry-after") != nil)
             #expect(r.text.contains("refresh-unavailable"))
             #expect(Stack.json(try await stack.admin("GET", "/auth/session"))["state"] as? String == "logged_in")
+            #expect(await stack.authorization.statistics.refreshAttempts == 1)
+            #expect(await stack.authorization.statistics.refreshes == 0)
         }
     }
 
     @Test func noIssuedTokenAppearsInLogsMetricsOrAdminAnswers() async throws {
-        try await withStack(fake: silentExpiry) { stack in
+        try await withStack(fake: silentExpiry, clock: TestClock()) { stack in
             #expect(try await stack.loginAlice().status == 200)
             var answers = ""
             for _ in 0..<3 {
                 answers += try await stack.proxy("GET", "/api/a").text
-                try await Task.sleep(for: .milliseconds(800))
+                stack.expireAccessTokens()
             }
             answers += try await stack.admin("GET", "/auth/session").text
             answers += try await stack.admin("GET", "/metrics").text

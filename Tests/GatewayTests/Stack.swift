@@ -46,10 +46,20 @@ final class Stack: Sendable {
     let keyFile: String
     let logs = LogCapture()
     let gateway = Locked<GatewayService?>(nil)
+    /// The manual clock the authorization server, the API's token checks and the gateway's
+    /// sessions share, when the stack was made with one: tokens then expire only when the
+    /// test moves it, however slow the machine is.
+    let clock: TestClock?
+    let fakeConfiguration: FakeAuthorizationServer.Configuration
 
-    init(fake: FakeAuthorizationServer.Configuration = FakeAuthorizationServer.Configuration(), stateDirectory: String? = nil) throws {
+    init(
+        fake: FakeAuthorizationServer.Configuration = FakeAuthorizationServer.Configuration(), stateDirectory: String? = nil,
+        clock: TestClock? = nil
+    ) throws {
+        self.clock = clock
+        fakeConfiguration = fake
         fakes = try EventLoopGroup(loopCount: 1, name: "fakes")
-        authorization = FakeAuthorizationServer(configuration: fake, clock: SystemAuthClock())
+        authorization = FakeAuthorizationServer(configuration: fake, clock: clock ?? SystemAuthClock())
         authServer = HTTPServer(
             configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), group: fakes,
             responder: FakeAuthorizationServerResponder(server: authorization))
@@ -76,10 +86,10 @@ final class Stack: Sendable {
     /// Runs `body` with a stack of fakes (no gateway started yet), and stops everything after,
     /// whether `body` throws or not.
     static func run(
-        fake: FakeAuthorizationServer.Configuration = FakeAuthorizationServer.Configuration(),
+        fake: FakeAuthorizationServer.Configuration = FakeAuthorizationServer.Configuration(), clock: TestClock? = nil,
         _ body: (Stack) async throws -> Void
     ) async throws {
-        let stack = try Stack(fake: fake)
+        let stack = try Stack(fake: fake, clock: clock)
         do {
             try await body(stack)
         } catch {
@@ -104,9 +114,17 @@ final class Stack: Sendable {
             configuration: c,
             secrets: .init(
                 clientSecret: "s3cret", adminToken: Stack.adminToken, storeKey: storeKey, sessionClientSecrets: sessionSecrets),
-            logger: logs.logger(), sessionConfiguration: session)
+            logger: logs.logger(), clock: clock ?? SystemAuthClock(), sessionConfiguration: session)
         gateway.withLock { $0 = service }
         return service
+    }
+
+    /// Ends the lifetime of every access token issued so far, by moving the shared clock
+    /// past it: the API rejects them from now on, and tokens issued after live a whole
+    /// lifetime of the clock, which does not move by itself. Needs a stack with a clock.
+    func expireAccessTokens() {
+        guard let clock else { preconditionFailure("expireAccessTokens() needs a Stack made with a TestClock") }
+        clock.advance(by: fakeConfiguration.accessTokenLifetime)
     }
 
     func stopGateway() async {
@@ -165,4 +183,16 @@ final class Stack: Sendable {
     static func json(_ r: TestResponse) -> [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(r.body)) as? [String: Any]) ?? [:]
     }
+}
+
+/// Polls `condition` every 10 ms until it holds or `timeout` has passed, and returns whether
+/// it held. The timeout is generous on purpose: the suite also runs under ThreadSanitizer on
+/// a loaded machine, and a condition that holds returns at once anyway.
+func eventually(timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return try await condition()
 }
