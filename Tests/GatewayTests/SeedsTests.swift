@@ -2,6 +2,7 @@ import AuthCore
 import AuthGateTesting
 import Foundation
 import Gateway
+import Locking
 import Testing
 import TestSupport
 
@@ -424,29 +425,143 @@ import TestSupport
         }
     }
 
-    @Test func noIssuedTokenAppearsInLogsMetricsOrAdminAnswers() async throws {
-        try await withStack(fake: silentExpiry, clock: TestClock()) { stack in
-            #expect(try await stack.loginAlice().status == 200)
-            var answers = ""
-            for _ in 0..<3 {
-                answers += try await stack.proxy("GET", "/api/a").text
-                stack.expireAccessTokens()
+    /// Every secret AuthGate holds — access, refresh and ID tokens, the client secret, the
+    /// admin token, the user's password and the store key — stays out of the logs, out of every
+    /// answer (problem+json bodies, `/auth/session`, which the OpenAPI description says never
+    /// contains a token, `/metrics`, headers), out of the SSE stream, and out of the state
+    /// directory's files, where the token store keeps the tokens sealed.
+    @Test func noSecretAppearsInLogsAnswersEventsMetricsOrStateFilesInTheClear() async throws {
+        var fake = FakeAuthorizationServer.Configuration()
+        fake.tokenFormat = .jwt
+        fake.issuesIDTokens = true
+        fake.accessTokenLifetime = .seconds(60)
+        let clock = TestClock()
+        let keyBytes = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        try await Stack.run(fake: fake, clock: clock) { stack in
+            try await stack.startGateway(key: try TokenStoreKey(rawBytes: keyBytes))
+            let events = try await EventStreamRecorder(port: stack.adminPort)
+            defer { events.stop() }
+            let answers = Locked<[TestResponse]>([])
+            func keep(_ r: TestResponse) -> TestResponse {
+                answers.withLock { $0.append(r) }
+                return r
             }
-            answers += try await stack.admin("GET", "/auth/session").text
-            answers += try await stack.admin("GET", "/metrics").text
-            answers += try await stack.admin("POST", "/auth/refresh").text
+
+            // Every path a token takes: login, a proactive refresh at expiry, a refresh after the
+            // API's 401 with a replay, a refresh asked for, a transient failure and its recovery.
+            let refused = try await keep(
+                stack.admin("POST", "/auth/login", json: #"{"grant_type":"password","username":"alice","password":"nope"}"#))
+            #expect(refused.status == 401)
+            #expect(try await keep(stack.loginAlice()).status == 200)
+            #expect(try await keep(stack.proxy("GET", "/api/first")).status == 200)
+            stack.expireAccessTokens()
+            #expect(try await keep(stack.proxy("GET", "/api/after-expiry")).status == 200)
+            await stack.authorization.revokeAccessTokens()
+            #expect(try await keep(stack.proxy("POST", "/api/after-revocation", body: "replayed")).status == 200)
+            #expect(try await keep(stack.admin("POST", "/auth/refresh")).status == 200)
+            await stack.authorization.inject(.serverError(status: 503))
+            await stack.authorization.revokeAccessTokens()
+            let outage = try await keep(stack.proxy("GET", "/api/during-outage"))
+            #expect(outage.status == 503)
+            #expect(outage.header("content-type") == "application/problem+json")
+            clock.advance(by: .seconds(5))  // past the backoff
+            #expect(try await keep(stack.proxy("GET", "/api/after-outage")).status == 200)
+            for path in ["/auth/session", "/auth/sessions", "/metrics"] {
+                #expect(try await keep(stack.admin("GET", path)).status == 200, "\(path)")
+            }
+            #expect(try await keep(stack.admin("GET", "/readyz", token: nil)).status == 200)
+            #expect(try await keep(stack.admin("GET", "/auth/session", token: "wrong")).status == 401)
+            #expect(try await keep(stack.admin("GET", "/auth/session", token: nil)).status == 401)
+
+            // The state directory while the session holds tokens: the sealed file opens with
+            // the key and holds the current tokens, so searching its bytes means something.
+            let loggedInFiles = try stateFiles(stack.stateDirectory)
+            #expect(loggedInFiles.keys.contains { $0.hasSuffix(".sealed") }, "\(loggedInFiles.keys.sorted())")
+            #expect(loggedInFiles.keys.contains { $0.hasSuffix(".json") }, "\(loggedInFiles.keys.sorted())")
+            let sealed = try await EncryptedFileTokenStore(directory: stack.stateDirectory, key: TokenStoreKey(rawBytes: keyBytes))
+                .load(for: .default)
+            let record = try #require(sealed, "the token store holds the session's tokens")
+
+            // The end of the session: refused for good, then no session at all.
             await stack.authorization.revokeAllSessions()
-            answers += try await stack.proxy("GET", "/api/b").text
-            let tokens = stack.api.seenTokens
-            #expect(tokens.count >= 2)
-            let logs = stack.logs.all
-            #expect(!logs.isEmpty)
-            for t in tokens {
-                #expect(!logs.contains(t), "a token is in the logs")
-                #expect(!answers.contains(t), "a token is in an answer")
+            let ended = try await keep(stack.proxy("GET", "/api/after-logout"))
+            #expect(ended.status == 401 && ended.text.contains("session-ended"), "\(ended.text)")
+            let none = try await keep(stack.proxy("GET", "/api/no-session"))
+            #expect(none.status == 401 && none.text.contains("login-required"), "\(none.text)")
+            #expect(await events.waitFor(event: "logged_out"), "\(events.text)")
+            #expect(try await keep(stack.admin("GET", "/metrics")).status == 200)
+            #expect(try await keep(stack.admin("GET", "/auth/session")).status == 200)
+            let loggedOutFiles = try stateFiles(stack.stateDirectory)
+
+            // What there is to find: every secret, non-empty, and the tokens the ones in use.
+            let issued = await stack.authorization.issuedSecrets
+            #expect(issued.accessTokens.count == 5, "login and four refreshes")
+            #expect(issued.refreshTokens.count == 5)
+            #expect(issued.idTokens.count == 5)
+            #expect(!stack.api.seenTokens.isEmpty && stack.api.seenTokens.isSubset(of: Set(issued.accessTokens)))
+            #expect(issued.accessTokens.contains(record.accessToken))
+            #expect(record.refreshToken.map(issued.refreshTokens.contains) == true)
+            #expect(record.idToken.map(issued.idTokens.contains) == true, "the ID token is kept, sealed")
+            var secrets: [(name: String, value: String)] = []
+            for (kind, values) in [("access", issued.accessTokens), ("refresh", issued.refreshTokens), ("ID", issued.idTokens)] {
+                for (i, value) in values.enumerated() { secrets.append(("\(kind) token #\(i + 1)", value)) }
             }
-            #expect(!logs.contains(Stack.adminToken))
-            #expect(!logs.contains("s3cret") && !logs.contains("wonderland"))
+            secrets += [
+                ("client secret", "s3cret"), ("client credentials as Basic", Data("authgate:s3cret".utf8).base64EncodedString()),
+                ("admin token", Stack.adminToken), ("password", "wonderland"),
+                ("store key (base64)", Data(keyBytes).base64EncodedString()), ("store key (base64url)", Base64URL.encode(keyBytes)),
+                ("store key (hex)", keyBytes.map { String(format: "%02x", $0) }.joined()),
+            ]
+            #expect(secrets.allSatisfy { $0.value.count >= 6 }, "nothing to find")
+            #expect(Set(secrets.map(\.value)).count == secrets.count, "every secret is distinct")
+
+            // Where they must not be.
+            let logs = stack.logs.all
+            #expect(stack.logs.lines.withLock { $0.count } > 10, "the gateway logged what it did")
+            #expect(logs.contains("refresh"), "refreshes are in the logs: the search covers them")
+            let transcript = answers.withLock { $0 }.map(Self.transcript).joined(separator: "\n\n")
+            #expect(transcript.contains("refresh-unavailable") && transcript.contains("authgate_refreshes_total"))
+            #expect(Set(events.eventNames).isSuperset(of: ["state", "logged_in", "refreshed", "refresh_failed", "logged_out"]), "\(events.eventNames)")
+            var sinks: [(name: String, bytes: [UInt8])] = [
+                ("the logs", Array(logs.utf8)), ("the answers", Array(transcript.utf8)), ("the event stream", Array(events.text.utf8)),
+            ]
+            for (name, bytes) in loggedInFiles.sorted(by: { $0.key < $1.key }) { sinks.append(("\(name) (logged in)", bytes)) }
+            for (name, bytes) in loggedOutFiles.sorted(by: { $0.key < $1.key }) { sinks.append(("\(name) (logged out)", bytes)) }
+            var needles = secrets.map { (name: $0.name, bytes: Array($0.value.utf8)) }
+            needles.append(("store key (raw bytes)", keyBytes))
+
+            // The search finds each of them where it is.
+            for needle in needles {
+                let planted = [("planted", Array("x".utf8) + needle.bytes + Array("y".utf8))]
+                #expect(Self.leaks(of: [needle], in: planted) == ["\(needle.name) in planted"])
+            }
+            #expect(Self.leaks(of: needles, in: sinks).isEmpty)
         }
+    }
+
+    /// The files of the state directory by name, with their bytes.
+    func stateFiles(_ directory: String) throws -> [String: [UInt8]] {
+        var files: [String: [UInt8]] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory) {
+            files[name] = Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))
+        }
+        return files
+    }
+
+    /// A response as a client sees it: status, headers and body.
+    static func transcript(_ r: TestResponse) -> String {
+        (["\(r.status)"] + r.headers.map { "\($0.0): \($0.1)" } + ["", r.text]).joined(separator: "\n")
+    }
+
+    /// "secret in sink" for each needle found in a sink.
+    static func leaks(of needles: [(name: String, bytes: [UInt8])], in sinks: [(name: String, bytes: [UInt8])]) -> [String] {
+        var found: [String] = []
+        for sink in sinks {
+            let haystack = Data(sink.bytes)
+            for needle in needles where haystack.range(of: Data(needle.bytes)) != nil {
+                found.append("\(needle.name) in \(sink.name)")
+            }
+        }
+        return found
     }
 }

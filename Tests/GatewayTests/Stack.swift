@@ -196,3 +196,64 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () async throws -
     }
     return try await condition()
 }
+
+/// Reads `GET /auth/events` on its own thread and keeps every byte received, so that a test
+/// can wait for an event and search the whole stream.
+final class EventStreamRecorder: Sendable {
+    private let received = Locked<[UInt8]>([])
+    private let socket = Locked<Int32?>(nil)
+
+    /// Connects and starts reading; returns once the stream has begun (the server sends
+    /// `retry:` right after subscribing), so no event published after this call is missed.
+    init(port: Int, path: String = "/auth/events") async throws {
+        let received = self.received
+        let socket = self.socket
+        let started = Locked<Result<Void, any Error>?>(nil)
+        let thread = Thread {
+            let client: RawClient
+            do {
+                client = try RawClient(port: port, timeoutSeconds: 60)
+                try client.send(
+                    "GET \(path) HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer \(Stack.adminToken)\r\nConnection: close\r\n\r\n")
+            } catch {
+                started.withLock { $0 = .failure(error) }
+                return
+            }
+            socket.withLock { $0 = client.fd }
+            started.withLock { $0 = .success(()) }
+            var chunk = [UInt8](repeating: 0, count: 16384)
+            while true {
+                let n = chunk.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                received.withLock { $0 += chunk[0..<n] }
+            }
+            socket.withLock { $0 = nil }
+        }
+        thread.start()
+        guard await eventually({ started.withLock { $0 } != nil }) else { throw RecorderError.notConnected }
+        try started.withLock { $0 }!.get()
+        guard await eventually({ self.text.contains("retry: ") }) else { throw RecorderError.noStream(text) }
+    }
+
+    enum RecorderError: Error { case notConnected, noStream(String) }
+
+    /// Everything received so far, head included.
+    var text: String { received.withLock { String(decoding: $0, as: UTF8.self) } }
+
+    /// The `event:` names received so far, in order.
+    var eventNames: [String] {
+        text.split(separator: "\n").filter { $0.hasPrefix("event: ") }.map { String($0.dropFirst("event: ".count)) }
+    }
+
+    /// Waits until an event named `name` has arrived.
+    func waitFor(event name: String) async -> Bool {
+        await eventually { self.eventNames.contains(name) }
+    }
+
+    /// Closes the connection (the reading thread then ends).
+    func stop() {
+        socket.withLock { fd in
+            if let fd { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
+    }
+}
