@@ -182,7 +182,11 @@ private struct ChallengeParser {
                 } else {
                     value = readToken() ?? ""
                 }
-                challenge.parameters[name.lowercased()] = value
+                // A parameter name is a token: a `/` (allowed only in a token68) makes this
+                // part malformed, and it is skipped.
+                if !name.utf8.contains(UInt8(ascii: "/")) {
+                    challenge.parameters[name.lowercased()] = value
+                }
                 first = false
             } else {
                 // A bare token: token68 when it ends the challenge, else the next scheme.

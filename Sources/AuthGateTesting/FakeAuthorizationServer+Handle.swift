@@ -209,6 +209,7 @@ extension FakeAuthorizationServer {
         if configuration.sendsExpiresIn { object["expires_in"] = Int(issued.lifetime.components.seconds) }
         if let refresh = issued.refreshToken { object["refresh_token"] = refresh }
         if let scope = issued.scope { object["scope"] = scope }
+        if let idToken = issued.idToken { object["id_token"] = idToken }
         let body = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         return HTTPResponseValue(
             status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")],

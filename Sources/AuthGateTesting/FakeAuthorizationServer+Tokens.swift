@@ -7,6 +7,7 @@ extension FakeAuthorizationServer {
         var refreshToken: String?
         var scope: String?
         var lifetime: Duration
+        var idToken: String?
     }
 
     struct RefreshRefusal: Error {
@@ -17,11 +18,13 @@ extension FakeAuthorizationServer {
     func newFamily(subject: String, clientID: String?, scope: String?) -> IssuedTokens {
         let id = families.count + 1
         let refresh = "rt_" + randomHex(16)
+        issued.refreshTokens.append(refresh)
         families[id] = Family(subject: subject, clientID: clientID, scope: scope, currentRefreshToken: refresh)
         refreshIndex[refresh] = id
         return IssuedTokens(
             accessToken: issueAccessToken(family: id, subject: subject), refreshToken: refresh,
-            scope: scope, lifetime: configuration.accessTokenLifetime)
+            scope: scope, lifetime: configuration.accessTokenLifetime,
+            idToken: issueIDToken(subject: subject, clientID: clientID))
     }
 
     /// The refresh-token grant with rotation, reuse detection and grace window (RFC 9700).
@@ -40,7 +43,8 @@ extension FakeAuthorizationServer {
                     IssuedTokens(
                         accessToken: issueAccessToken(family: id, subject: family.subject),
                         refreshToken: family.currentRefreshToken, scope: family.scope,
-                        lifetime: configuration.accessTokenLifetime))
+                        lifetime: configuration.accessTokenLifetime,
+                        idToken: issueIDToken(subject: family.subject, clientID: family.clientID)))
             }
             if configuration.reuseDetection {
                 counters.reuseDetections += 1
@@ -56,6 +60,7 @@ extension FakeAuthorizationServer {
         }
         if configuration.rotatesRefreshTokens {
             let next = "rt_" + randomHex(16)
+            issued.refreshTokens.append(next)
             family.retired[token] = now
             family.currentRefreshToken = next
             refreshIndex[next] = id
@@ -65,7 +70,8 @@ extension FakeAuthorizationServer {
             IssuedTokens(
                 accessToken: issueAccessToken(family: id, subject: family.subject),
                 refreshToken: configuration.rotatesRefreshTokens ? family.currentRefreshToken : nil,
-                scope: family.scope, lifetime: configuration.accessTokenLifetime))
+                scope: family.scope, lifetime: configuration.accessTokenLifetime,
+                idToken: issueIDToken(subject: family.subject, clientID: family.clientID)))
     }
 
     private func issueAccessToken(family: Int, subject: String) -> String {
@@ -87,6 +93,23 @@ extension FakeAuthorizationServer {
         }
         accessIndex[token] = (family, clock.now + configuration.accessTokenLifetime)
         families[family]?.accessTokens.append(token)
+        issued.accessTokens.append(token)
+        return token
+    }
+
+    /// An OpenID Connect ID token for `subject`, when the configuration issues them.
+    private func issueIDToken(subject: String, clientID: String?) -> String? {
+        guard configuration.issuesIDTokens else { return nil }
+        let issuedAt = Int(clock.wallNow.timeIntervalSince1970)
+        var claims: [String: Any] = [
+            "sub": subject, "iat": issuedAt, "exp": issuedAt + Int(configuration.accessTokenLifetime.components.seconds),
+            "nonce": randomHex(8),
+        ]
+        if let clientID { claims["aud"] = clientID }
+        let header = Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
+        let payload = try! JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys])
+        let token = "\(header).\(Base64URL.encode(payload)).\(Base64URL.encode(Array(randomHex(16).utf8)))"
+        issued.idTokens.append(token)
         return token
     }
 }

@@ -59,6 +59,9 @@ public actor FakeAuthorizationServer: HTTPTransport {
         public var clients: [String: String] = ["authgate": "s3cret"]
         /// Users for the password grant: name → password.
         public var users: [String: String] = ["alice": "wonderland"]
+        /// Whether token answers also carry an OpenID Connect `id_token` (a JWT-shaped
+        /// string naming the subject and the client), as an OpenID provider's do.
+        public var issuesIDTokens = false
 
         /// Creates the default configuration.
         public init() {}
@@ -107,6 +110,20 @@ public actor FakeAuthorizationServer: HTTPTransport {
         public var refreshes: Int { grants["refresh_token", default: 0] }
     }
 
+    /// Every secret the server has handed out, oldest first: what must never appear in a
+    /// client's logs, answers or files in the clear.
+    public struct IssuedSecrets: Sendable, Equatable {
+        /// Access tokens, from every grant and refresh.
+        public var accessTokens: [String] = []
+        /// Refresh tokens, including rotated ones.
+        public var refreshTokens: [String] = []
+        /// ID tokens (with ``Configuration/issuesIDTokens``).
+        public var idTokens: [String] = []
+
+        /// All of them.
+        public var all: [String] { accessTokens + refreshTokens + idTokens }
+    }
+
     struct Family {
         let subject: String
         let clientID: String?
@@ -128,6 +145,7 @@ public actor FakeAuthorizationServer: HTTPTransport {
     let configuration: Configuration
     let clock: any AuthClock
     var counters = Counters()
+    var issued = IssuedSecrets()
     var families: [Int: Family] = [:]
     var refreshIndex: [String: Int] = [:]
     var accessIndex: [String: (family: Int, deadline: MonotonicInstant)] = [:]
@@ -145,6 +163,9 @@ public actor FakeAuthorizationServer: HTTPTransport {
 
     /// The counters.
     public var statistics: Counters { counters }
+
+    /// Every access, refresh and ID token issued so far (kept after revocation).
+    public var issuedSecrets: IssuedSecrets { issued }
 
     /// Queues `failure` for the next `count` refresh requests.
     public func inject(_ failure: Failure, count: Int = 1) {

@@ -29,11 +29,9 @@ import Testing
         h.clock.advance(by: .seconds(1))
         let second = try await h.actor.refresh(after: first.generation)
         #expect(second.generation > first.generation)
-        #expect(await eventually {
-            await log.events.contains(.refreshFailed(code: "rate_limited", retryAfter: .seconds(120)))
-        })
-        #expect(await log.loggedOutCount == 0)
-        log.stop()
+        let events = await log.drain(h.actor.events).map(\.event)
+        #expect(events.map(\.name) == ["state", "logged_in", "refresh_failed", "refreshed"], "no logout, one failure event")
+        #expect(events.contains(.refreshFailed(code: "rate_limited", retryAfter: .seconds(120))))
     }
 
     @Test func absurdRetryAfterBacksOffForTheMaximumOnlyAndZeroStillBacksOff() async throws {
@@ -154,28 +152,34 @@ import Testing
         }
         // Stray 401s and explicit logouts afterwards change nothing.
         for _ in 0..<5 {
-            _ = try? await h.actor.refresh(after: first.generation)
+            let stray = await #expect(throws: AuthError.self) { try await h.actor.refresh(after: first.generation) }
+            #expect(stray?.code == .loginRequired)
             try await h.actor.logout()
         }
         #expect(await !h.actor.status.isLoggedIn)
         #expect(await h.actor.status.logoutReason == .refreshRejected(code: "invalid_grant"))
         #expect(h.tokenStore.record(for: .default) == nil)
         #expect(h.stateStore.stored(for: .default)?.isLoggedIn == false)
-        #expect(await eventually { await log.events.count >= 3 })
-        #expect(await log.loggedOutCount == 1)
+        #expect(await h.server.statistics.refreshAttempts == 1, "the stray 401s sent nothing")
 
         // A new login is a new epoch with its own single loggedOut.
         try await h.login()
         try await h.actor.logout()
         try await h.actor.logout()
-        #expect(await eventually { await log.loggedOutCount == 2 })
-        try await Task.sleep(for: .milliseconds(20))
-        #expect(await log.loggedOutCount == 2)
-        log.stop()
+        // Once the stream has ended, the log holds everything that was published: the
+        // second login's events come after the strays', so a stray loggedOut would be there.
+        let events = await log.drain(h.actor.events).map(\.event)
+        #expect(events.map(\.name) == ["state", "logged_in", "logged_out", "logged_in", "logged_out"])
+        let logouts = events.compactMap { event -> (LogoutReason, UInt64)? in
+            if case .loggedOut(let reason, let epoch) = event { (reason, epoch) } else { nil }
+        }
+        #expect(logouts.map(\.0) == [.refreshRejected(code: "invalid_grant"), .userInitiated])
+        #expect(logouts.count == 2 && logouts[0].1 < logouts[1].1, "one loggedOut per epoch")
     }
 
     @Test func logoutDuringRefreshStaysLoggedOut() async throws {
         let h = Harness()
+        let log = EventLog(h.actor.events)
         let first = try await h.login()
         await h.server.holdRefreshes()
         let waiter = Task { try await h.actor.refresh(after: first.generation) }
@@ -184,12 +188,17 @@ import Testing
         let error = await #expect(throws: AuthError.self) { try await waiter.value }
         #expect(error?.code == .sessionEnded)
         await h.server.releaseRefreshes()  // the late refresh result arrives now
-        #expect(await eventually { await h.server.statistics.refreshes == 1 })
-        try await Task.sleep(for: .milliseconds(20))
+        // Returns once the refresh task has ended, that is once the actor has handled the
+        // late result: what follows is what it decided, not what it had yet to do.
+        await h.actor.finishBackgroundWork()
+        #expect(await h.server.statistics.refreshes == 1, "the server did rotate")
         #expect(await !h.actor.status.isLoggedIn)
         #expect(h.tokenStore.record(for: .default) == nil, "the late result is not persisted")
+        #expect(h.stateStore.stored(for: .default)?.isLoggedIn == false)
         let after = await #expect(throws: AuthError.self) { try await h.actor.token() }
         #expect(after?.code == .loginRequired)
+        let events = await log.drain(h.actor.events)
+        #expect(events.map(\.event.name) == ["state", "logged_in", "logged_out"], "nothing refreshed, nothing revived")
     }
 
     @Test func expiredTokenIsNeverHandedOutWhileTheServerIsDown() async throws {
@@ -227,12 +236,14 @@ import Testing
         let error = await #expect(throws: AuthError.self) { try await waiter.value }
         #expect(error?.logoutReason == .replacedByLogin)
         await h.server.releaseRefreshes()
-        #expect(await eventually { await h.server.statistics.refreshes == 1 })
-        try await Task.sleep(for: .milliseconds(20))
+        // Returns once the refresh task has ended: the late result has been handled.
+        await h.actor.finishBackgroundWork()
+        #expect(await h.server.statistics.refreshes == 1, "the server did rotate")
         #expect(try await h.actor.token() == second, "the late result of the old session is dropped")
         #expect(h.tokenStore.record(for: .default)?.accessToken == second.value)
-        #expect(await log.loggedOutCount == 1)
-        log.stop()
+        let events = await log.drain(h.actor.events).map(\.event)
+        #expect(events.map(\.name) == ["state", "logged_in", "logged_out", "logged_in"], "one loggedOut, nothing refreshed")
+        #expect(events.contains { if case .loggedOut(.replacedByLogin, _) = $0 { true } else { false } })
     }
 
     @Test func expiredSessionWithoutRefreshTokenLogsOut() async throws {

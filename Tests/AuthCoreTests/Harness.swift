@@ -95,5 +95,14 @@ final class EventLog: Sendable {
         }
     }
 
+    /// Ends `broadcaster` (the one this log follows) and waits until the log has collected
+    /// every event published before: a barrier after which the log is complete, so that
+    /// "nothing else was published" can be asserted without sleeping. Call at the end of a test.
+    func drain(_ broadcaster: EventBroadcaster) async -> [AuthEventRecord] {
+        broadcaster.finish()
+        await task.value
+        return await storage.records
+    }
+
     func stop() { task.cancel() }
 }

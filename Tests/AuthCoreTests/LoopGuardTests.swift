@@ -93,7 +93,6 @@ final class CapturedLog: Sendable {
         let log = CapturedLog()
         let h = Harness(server: server, actor: .init(), logger: log.logger)
         let events = EventLog(h.actor.events)
-        defer { events.stop() }
         try await h.login()
         var refused: AuthError?
         for _ in 0..<10 {
@@ -120,14 +119,12 @@ final class CapturedLog: Sendable {
         }
         #expect(await h.server.statistics.refreshes == maximum)
         #expect(log.count("refresh loop guard tripped") == 1)
-        #expect(
-            await eventually {
-                await events.events.contains { $0 == .refreshFailed(code: "excessive_refresh", retryAfter: refused?.retryAfter ?? .zero) }
-            })
-        let tripEvents = await events.events.filter {
+        // Every event published so far, once the stream has ended.
+        let published = await events.drain(h.actor.events).map(\.event)
+        let tripEvents = published.filter {
             if case .refreshFailed(let code, _) = $0 { code == "excessive_refresh" } else { false }
         }
-        #expect(tripEvents.count == 1)
+        #expect(tripEvents == [.refreshFailed(code: "excessive_refresh", retryAfter: refused?.retryAfter ?? .zero)])
     }
 
     /// Tokens that arrive already expired (expires_in 0, or a JWT `exp` behind our clock)

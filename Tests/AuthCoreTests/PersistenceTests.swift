@@ -113,12 +113,17 @@ import Testing
     @Test func crashDuringLogoutBeforeStateWriteRestoresTheOldSession() async throws {
         // State write failed: on disk the session is still fully logged in (tokens and state).
         let h = Harness()
-        try await h.login()
+        let token = try await h.login()
         h.stateStore.failNextSave()
         h.tokenStore.failNext(.delete, with: TokenStoreError.io(5, operation: "unlink"))
-        _ = try? await h.actor.logout()
+        let error = await #expect(throws: AuthError.self) { try await h.actor.logout() }
+        #expect(error?.code == .storage)
         #expect(h.stateStore.stored(for: .default)?.isLoggedIn == true)
         #expect(h.tokenStore.record(for: .default) != nil, "never state logged in without tokens")
+        // The next start finds the whole session on disk and restores it.
+        let restarted = h.restarted()
+        #expect(try await restarted.restore().isLoggedIn)
+        #expect(try await restarted.token() == token)
     }
 
     @Test(arguments: [true, false])

@@ -36,6 +36,14 @@ import Testing
         #expect(bearer.bearerError == .invalidRequest)
     }
 
+    @Test func aParameterWhoseNameIsNotATokenIsSkipped() {
+        // `/` may appear in a token68, never in a parameter name.
+        #expect(
+            WWWAuthenticateChallenge.parse("Bearer a/b=c, realm=x")
+                == [WWWAuthenticateChallenge(scheme: "Bearer", parameters: ["realm": "x"])])
+        #expect(WWWAuthenticateChallenge.parse("Negotiate a/b==") == [WWWAuthenticateChallenge(scheme: "Negotiate", token68: "a/b==")])
+    }
+
     @Test func bareBearerHasNoError() {
         let challenges = WWWAuthenticateChallenge.parse("Bearer")
         #expect(challenges == [WWWAuthenticateChallenge(scheme: "Bearer")])

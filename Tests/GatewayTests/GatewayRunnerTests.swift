@@ -28,21 +28,24 @@ import TestSupport
                 services: [.init(service: runner)],
                 logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })))
         let running = Task { try await group.run() }
-        var port = 0
-        for _ in 0..<500 where port == 0 {
-            port = gateway.withLock { $0?.proxyServer.port } ?? 0
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        #expect(port != 0, "the gateway started")
-        let proxyPort = port
-        // An exchange that takes a while (the upstream's /slow), then the shutdown.
-        let slow = Task { try await onThread { try Stack.request(port: proxyPort, "GET", "/slow", headers: [], body: "") } }
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await eventually { gateway.withLock { $0?.proxyServer.port ?? 0 } != 0 }, "the gateway started")
+        let proxyPort = gateway.withLock { $0?.proxyServer.port ?? 0 }
+        // An exchange the upstream holds until the test lets it go; the shutdown starts once
+        // the upstream has it.
+        let held = Task { try await onThread { try Stack.request(port: proxyPort, "GET", "/held", headers: [], body: "") } }
+        #expect(await eventually { upstream.responder.arrivals("/held") == 1 }, "the exchange reached the upstream")
         await group.triggerGracefulShutdown()
+        // The listener closes first, while the exchange is still in flight...
+        let closed = await eventually {
+            (try? await onThread { _ = try RawClient(port: proxyPort, timeoutSeconds: 1) }) == nil
+        }
+        #expect(closed, "the listener closed")
+        // ...which then finishes, and only then does `run()` return.
+        upstream.responder.releaseHeld()
         try await running.value
-        let answer = try await slow.value
+        let answer = try await held.value
         #expect(answer.status == 200, "the exchange in flight finished")
-        #expect(answer.text == "slow")
+        #expect(answer.text == "held")
         #expect(throws: (any Error).self) { try RawClient(port: proxyPort) }
         await stack.stop()
     }

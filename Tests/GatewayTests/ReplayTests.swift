@@ -2,6 +2,7 @@ import AuthCore
 import AuthGateTesting
 import Foundation
 import Gateway
+import Locking
 import Testing
 
 /// The replay rule end to end, against a fake authorization server that revokes the
@@ -76,15 +77,23 @@ import Testing
     @Test func aProactiveRefreshAtHalfLifeFailsNoRequestInFlightWithTheOldToken() async throws {
         var fake = revoking
         fake.accessTokenLifetime = .seconds(2)
-        try await Stack.run(fake: fake) { stack in
+        let clock = TestClock()
+        try await Stack.run(fake: fake, clock: clock) { stack in
             try await stack.startGateway(session: AuthActor.Configuration(jitter: .zero, leadFraction: 0.5))
             #expect(try await stack.loginAlice().status == 200)
-            // The first request waits at the API until its token is due, then a second request
-            // takes the token (refreshing it early, which revokes the first one's).
+            // The first request waits at the API while its token reaches half-life (on the
+            // clock the fake and the gateway share), then a second request takes the token
+            // (refreshing it early, which revokes the first one's).
+            // What the hook saw, checked after the request (the hook runs on the API's loop).
+            let seen = Locked<(dueAtHalfLife: Bool, early: String?)>((false, nil))
             stack.api.beforeCheckingTokens { n in
                 guard n == 1, let session = stack.gateway.withLock({ $0?.session }) else { return }
-                while let s = session.tokenSnapshot, !s.isDue(at: session.now) { try? await Task.sleep(for: .milliseconds(20)) }
-                _ = try? await session.token()
+                let before = session.tokenSnapshot
+                clock.advance(by: .seconds(1))
+                let due = before.map { !$0.isDue(at: session.now - .milliseconds(1)) && $0.isDue(at: session.now) } ?? false
+                var early: String?
+                do { early = try await session.token().generation.description } catch { early = "\(error)" }
+                seen.withLock { $0 = (due, early) }
             }
             let r = try await stack.proxy("GET", "/api/orders")
             #expect(r.status == 200, "\(r.status) \(r.text)")
@@ -92,6 +101,8 @@ import Testing
             #expect(stats.refreshes == 1)
             #expect(stats.reuseDetections == 0)
             #expect(stack.api.statistics.rejected == 1, "the in-flight request met the revocation and was replayed")
+            #expect(seen.withLock { $0.dueAtHalfLife }, "the token fell due at half-life, not before")
+            #expect(seen.withLock { $0.early } == "g2", "the second request got the early refresh's token")
         }
     }
 
@@ -102,10 +113,9 @@ import Testing
             stack.api.beforeCheckingTokens { n in if n <= 2 { await Self.rotate(stack) } }
             #expect(try await stack.loginAlice().status == 200)
             var registration: String?
-            for _ in 0..<200 {
+            _ = try await eventually {
                 registration = Stack.json(try await stack.admin("GET", "/auth/session"))["registration"] as? String
-                if registration != "pending" && registration != nil { break }
-                try await Task.sleep(for: .milliseconds(25))
+                return registration != "pending" && registration != nil
             }
             #expect(registration == "signed_up")
             #expect(stack.api.statistics.rejected == 2)

@@ -31,7 +31,7 @@ import TestSupport
 
 @Suite(.serialized) struct RequestTargetProxyTests {
     @Test func semicolonDotSegmentsAndBackslashesNeverReachTheUpstream() async throws {
-        try await withProxy { proxy, _ in
+        try await withProxy { proxy, upstream in
             for path in ["/api/..;/inspect", "/api/.;/inspect", "/api/..%5cinspect", "/api\\..\\inspect"] {
                 let c = try RawClient(port: proxy.port)
                 try c.send("GET \(path) HTTP/1.1\r\nHost: a\r\n\r\n")
@@ -39,6 +39,11 @@ import TestSupport
                 #expect(r.status == 400, "\(path): \(r.status) \(r.text)")
                 #expect(r.header("content-type") == "application/problem+json", "\(path)")
             }
+            // A control request on the same proxy does arrive: the count below can tell.
+            let c = try RawClient(port: proxy.port)
+            try c.send("GET /api/inspect HTTP/1.1\r\nHost: a\r\n\r\n")
+            #expect(try c.readResponse().status == 200)
+            #expect(upstream.responder.totalArrivals == 1, "only the control request reached the upstream")
         }
     }
 }

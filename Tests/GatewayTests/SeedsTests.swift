@@ -2,6 +2,7 @@ import AuthCore
 import AuthGateTesting
 import Foundation
 import Gateway
+import Locking
 import Testing
 import TestSupport
 
@@ -9,11 +10,11 @@ import TestSupport
 /// API over HTTP, the gateway's proxy and admin listeners, encrypted file stores.
 @Suite(.serialized) struct SeedsTests {
     func withStack(
-        fake: FakeAuthorizationServer.Configuration = FakeAuthorizationServer.Configuration(),
+        fake: FakeAuthorizationServer.Configuration = FakeAuthorizationServer.Configuration(), clock: TestClock? = nil,
         configure: (inout GatewayConfiguration) -> Void = { _ in },
         _ body: (Stack) async throws -> Void
     ) async throws {
-        try await Stack.run(fake: fake) { stack in
+        try await Stack.run(fake: fake, clock: clock) { stack in
             try await stack.startGateway(configure: configure)
             try await body(stack)
         }
@@ -21,9 +22,14 @@ import TestSupport
 
     /// A fake server whose tokens carry no expiry: AuthGate learns a token expired only
     /// from the API's 401, as with servers that omit `expires_in`.
+    ///
+    /// Use it with a stack on a ``TestClock`` (`withStack(fake: silentExpiry, clock: TestClock())`):
+    /// its tokens then live a minute of a clock only the test moves
+    /// (``Stack/expireAccessTokens()``), so a slow machine never expires one by surprise and
+    /// counts such as "exactly one refresh" hold however long a request takes.
     var silentExpiry: FakeAuthorizationServer.Configuration {
         var c = FakeAuthorizationServer.Configuration()
-        c.accessTokenLifetime = .milliseconds(700)
+        c.accessTokenLifetime = .seconds(60)
         c.sendsExpiresIn = false
         return c
     }
@@ -52,16 +58,6 @@ import TestSupport
         #expect(!ready.text.contains("could not be restored"), "the unauthenticated probe says a code, not the error")
         #expect(stack.logs.all.contains("could not be restored") || stack.logs.all.contains("session restore failed"))
         await stack.stop()
-    }
-
-    /// Polls `condition` every 20 ms for up to `seconds`.
-    func eventually(_ seconds: Double = 5, _ condition: () async throws -> Bool) async rethrows -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return try await condition()
     }
 
     func withUserInfo(_ stack: Stack) -> (inout GatewayConfiguration) -> Void {
@@ -147,9 +143,9 @@ import TestSupport
     }
 
     @Test func row6ExpiredTokenIs401RefreshThenOneReplayWithTheBufferedBody() async throws {
-        try await withStack(fake: silentExpiry) { stack in
+        try await withStack(fake: silentExpiry, clock: TestClock()) { stack in
             #expect(try await stack.loginAlice().status == 200)
-            try await Task.sleep(for: .milliseconds(900))
+            stack.expireAccessTokens()
             let r = try await stack.proxy("POST", "/api/orders", headers: ["Content-Type: text/plain"], body: "twelve bytes")
             let json = Stack.json(r)
             #expect(r.status == 200)
@@ -164,37 +160,42 @@ import TestSupport
     @Test func row7HeaderTokenServerWorksFromConfigurationAlone() async throws {
         var fake = FakeAuthorizationServer.Configuration()
         fake.profile = .headerToken
-        // This server's tokens are JWTs whose `exp` has whole seconds: keep the lifetime
-        // well above a second so the first token is not already due at login.
-        fake.accessTokenLifetime = .seconds(2)
+        // This server's tokens are JWTs: their `exp` is all AuthGate learns of their expiry.
+        // The fake and the gateway share a manual clock, so the first token is due exactly
+        // when the test says, not when a slow machine happens to get there.
+        fake.accessTokenLifetime = .seconds(60)
         fake.sendsExpiresIn = false
-        let stack = try Stack(fake: fake)
-        let mapping = try JSONDecoder().decode(
-            TokenEndpointMapping.self,
-            from: Data(
-                """
-                { "requestBody": "json", "refreshURL": "http://127.0.0.1:\(stack.authServer.port)/auth/refresh",
-                  "omitGrantType": true, "requestFieldNames": { "refresh_token": "refreshToken" },
-                  "refreshSendsExpiredAccessToken": true, "accessTokenHeader": "Authorization",
-                  "paths": { "refreshToken": "data.refreshToken", "expiresIn": "data.expiresIn" },
-                  "terminalStatuses": [401] }
-                """.utf8))
-        try await stack.startGateway { c in
-            c.authorization.tokenEndpoint = "http://127.0.0.1:\(stack.authServer.port)/auth/login"
-            c.authorization.clientAuthentication = "none"
-            c.authorization.mapping = mapping
+        try await Stack.run(fake: fake, clock: TestClock()) { stack in
+            let mapping = try JSONDecoder().decode(
+                TokenEndpointMapping.self,
+                from: Data(
+                    """
+                    { "requestBody": "json", "refreshURL": "http://127.0.0.1:\(stack.authServer.port)/auth/refresh",
+                      "omitGrantType": true, "requestFieldNames": { "refresh_token": "refreshToken" },
+                      "refreshSendsExpiredAccessToken": true, "accessTokenHeader": "Authorization",
+                      "paths": { "refreshToken": "data.refreshToken", "expiresIn": "data.expiresIn" },
+                      "terminalStatuses": [401] }
+                    """.utf8))
+            try await stack.startGateway { c in
+                c.authorization.tokenEndpoint = "http://127.0.0.1:\(stack.authServer.port)/auth/login"
+                c.authorization.clientAuthentication = "none"
+                c.authorization.mapping = mapping
+            }
+            #expect(try await stack.loginAlice().status == 200)
+            #expect(try await stack.proxy("GET", "/api/a").status == 200)
+            #expect(await stack.authorization.statistics.refreshes == 0, "the first token is not due yet")
+            stack.expireAccessTokens()
+            #expect(try await stack.proxy("GET", "/api/b").status == 200, "refreshed through the header-token mapping")
+            let stats = await stack.authorization.statistics
+            #expect(stats.refreshes == 1, "\(stats)")
+            #expect(stats.grants["password"] == 1, "logged in once, through the mapping's login path")
+            #expect(stack.api.statistics.rejected == 0, "refreshed before use, from the JWT exp: the API never saw the expired token")
+            #expect(stack.api.seenTokens.count == 2)
         }
-        #expect(try await stack.loginAlice().status == 200)
-        #expect(try await stack.proxy("GET", "/api/a").status == 200)
-        try await Task.sleep(for: .milliseconds(2200))
-        #expect(try await stack.proxy("GET", "/api/b").status == 200, "refreshed through the header-token mapping")
-        let stats = await stack.authorization.statistics
-        #expect(stats.refreshes == 1, "\(stats)")
-        await stack.stop()
     }
 
     @Test func row8RefusedRefreshLogsOutOnceTellsSubscribersAndAnswers401() async throws {
-        try await withStack(fake: silentExpiry) { stack in
+        try await withStack(fake: silentExpiry, clock: TestClock()) { stack in
             #expect(try await stack.loginAlice().status == 200)
             let session = stack.gateway.withLock { $0! }.session
             let events = session.events.subscribe()
@@ -222,9 +223,9 @@ import TestSupport
     }
 
     @Test func row9ConcurrentRequestsAcrossAnExpiryShareOneRefreshAndNoneIsDropped() async throws {
-        try await withStack(fake: silentExpiry) { stack in
+        try await withStack(fake: silentExpiry, clock: TestClock()) { stack async throws in
             #expect(try await stack.loginAlice().status == 200)
-            try await Task.sleep(for: .milliseconds(900))
+            stack.expireAccessTokens()
             let port = stack.proxyPort
             let statuses = await onThreads(200) { i in
                 (try? Stack.request(port: port, "GET", "/api/n/\(i)", headers: [], body: ""))?.status ?? 0
@@ -306,7 +307,7 @@ import TestSupport
     }
 
     @Test func insufficientScopeAnd403NeverTriggerARefresh() async throws {
-        try await withStack(fake: silentExpiry) { stack in
+        try await withStack(fake: silentExpiry, clock: TestClock()) { stack in
             #expect(try await stack.loginAlice().status == 200)
             let r = try await stack.proxy("GET", "/admin/panel")
             #expect(r.status == 403)
@@ -316,29 +317,32 @@ import TestSupport
 
     @Test func configuredStatusesCountAsTokenRejections() async throws {
         // An API that answers an expired token with 419: by default it passes through...
-        try await withStack(fake: silentExpiry) { stack in
+        try await withStack(fake: silentExpiry, clock: TestClock()) { stack async throws in
             stack.api.answerRejectedTokens(status: 419, realm: "fake")
             #expect(try await stack.loginAlice().status == 200)
-            try await Task.sleep(for: .milliseconds(900))
+            stack.expireAccessTokens()
             #expect(try await stack.proxy("GET", "/api/x").status == 419)
             #expect(await stack.authorization.statistics.refreshes == 0)
         }
         // ...and once 419 is configured, it is refreshed and replayed.
-        try await withStack(fake: silentExpiry, configure: { $0.upstreamRejection = try! UpstreamRejectionPolicy(statuses: [401, 419]) }) {
-            stack in
+        try await withStack(
+            fake: silentExpiry, clock: TestClock(),
+            configure: { $0.upstreamRejection = try! UpstreamRejectionPolicy(statuses: [401, 419]) }
+        ) { stack async throws in
             stack.api.answerRejectedTokens(status: 419, realm: "fake")
             #expect(try await stack.loginAlice().status == 200)
-            try await Task.sleep(for: .milliseconds(900))
+            stack.expireAccessTokens()
             #expect(try await stack.proxy("GET", "/api/x").status == 200)
             #expect(await stack.authorization.statistics.refreshes == 1)
         }
     }
 
     @Test func challengesFromAnotherRealmNeverTriggerARefresh() async throws {
-        try await withStack(fake: silentExpiry, configure: { $0.upstreamRejection = try! UpstreamRejectionPolicy(realms: ["api"]) }) {
-            stack in
+        try await withStack(
+            fake: silentExpiry, clock: TestClock(), configure: { $0.upstreamRejection = try! UpstreamRejectionPolicy(realms: ["api"]) }
+        ) { stack in
             #expect(try await stack.loginAlice().status == 200)
-            try await Task.sleep(for: .milliseconds(900))
+            stack.expireAccessTokens()
             // The fake API names its realm "fake": not ours, so the 401 passes through.
             let foreign = try await stack.proxy("GET", "/api/x")
             #expect(foreign.status == 401)
@@ -351,22 +355,24 @@ import TestSupport
     }
 
     @Test func metricsCoverRefreshOutcomesReplaysLogoutsStatusClassesAndLatency() async throws {
-        try await withStack(fake: silentExpiry) { stack in
+        try await withStack(fake: silentExpiry, clock: TestClock()) { stack in
             #expect(try await stack.loginAlice().status == 200)
             #expect(try await stack.proxy("GET", "/public/a").status == 200)
             #expect(try await stack.proxy("GET", "/admin/panel").status == 403)
-            try await Task.sleep(for: .milliseconds(900))
+            stack.expireAccessTokens()
             #expect(try await stack.proxy("GET", "/api/after-expiry").status == 200)
+            // The refresh token's family is revoked (taking its access tokens with it): the
+            // next request is rejected and its refresh refused for good.
             await stack.authorization.revokeAllSessions()
-            try await Task.sleep(for: .milliseconds(900))
             #expect(try await stack.proxy("GET", "/api/after-revocation").status == 401)
             // A request is counted when its exchange has ended, just after the client has
             // its answer: wait for the third.
             var r = try await stack.admin("GET", "/metrics")
-            _ = try await eventually {
+            let counted = try await eventually {
                 r = try await stack.admin("GET", "/metrics")
                 return r.text.contains(#"authgate_request_duration_seconds_count{route="authenticated"} 3"#)
             }
+            #expect(counted, "the third authenticated request was counted")
             #expect(r.header("content-type")?.hasPrefix("text/plain; version=0.0.4") == true)
             let lines = Set(r.text.split(separator: "\n").map(String.init))
             for expected in [
@@ -405,41 +411,157 @@ import TestSupport
     }
 
     @Test func transientRefreshFailureKeepsTheSessionAndAnswers503WithRetryAfter() async throws {
-        try await withStack(fake: silentExpiry) { stack in
+        try await withStack(fake: silentExpiry, clock: TestClock()) { stack in
             #expect(try await stack.loginAlice().status == 200)
             await stack.authorization.inject(.serverError(status: 503))
-            try await Task.sleep(for: .milliseconds(900))
+            stack.expireAccessTokens()
             let r = try await stack.proxy("GET", "/api/during-outage")
             #expect(r.status == 503)
             #expect(r.header("retry-after") != nil)
             #expect(r.text.contains("refresh-unavailable"))
             #expect(Stack.json(try await stack.admin("GET", "/auth/session"))["state"] as? String == "logged_in")
+            #expect(await stack.authorization.statistics.refreshAttempts == 1)
+            #expect(await stack.authorization.statistics.refreshes == 0)
         }
     }
 
-    @Test func noIssuedTokenAppearsInLogsMetricsOrAdminAnswers() async throws {
-        try await withStack(fake: silentExpiry) { stack in
-            #expect(try await stack.loginAlice().status == 200)
-            var answers = ""
-            for _ in 0..<3 {
-                answers += try await stack.proxy("GET", "/api/a").text
-                try await Task.sleep(for: .milliseconds(800))
+    /// Every secret AuthGate holds — access, refresh and ID tokens, the client secret, the
+    /// admin token, the user's password and the store key — stays out of the logs, out of every
+    /// answer (problem+json bodies, `/auth/session`, which the OpenAPI description says never
+    /// contains a token, `/metrics`, headers), out of the SSE stream, and out of the state
+    /// directory's files, where the token store keeps the tokens sealed.
+    @Test func noSecretAppearsInLogsAnswersEventsMetricsOrStateFilesInTheClear() async throws {
+        var fake = FakeAuthorizationServer.Configuration()
+        fake.tokenFormat = .jwt
+        fake.issuesIDTokens = true
+        fake.accessTokenLifetime = .seconds(60)
+        let clock = TestClock()
+        let keyBytes = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        try await Stack.run(fake: fake, clock: clock) { stack in
+            try await stack.startGateway(key: try TokenStoreKey(rawBytes: keyBytes))
+            let events = try await EventStreamRecorder(port: stack.adminPort)
+            defer { events.stop() }
+            let answers = Locked<[TestResponse]>([])
+            func keep(_ r: TestResponse) -> TestResponse {
+                answers.withLock { $0.append(r) }
+                return r
             }
-            answers += try await stack.admin("GET", "/auth/session").text
-            answers += try await stack.admin("GET", "/metrics").text
-            answers += try await stack.admin("POST", "/auth/refresh").text
+
+            // Every path a token takes: login, a proactive refresh at expiry, a refresh after the
+            // API's 401 with a replay, a refresh asked for, a transient failure and its recovery.
+            let refused = try await keep(
+                stack.admin("POST", "/auth/login", json: #"{"grant_type":"password","username":"alice","password":"nope"}"#))
+            #expect(refused.status == 401)
+            #expect(try await keep(stack.loginAlice()).status == 200)
+            #expect(try await keep(stack.proxy("GET", "/api/first")).status == 200)
+            stack.expireAccessTokens()
+            #expect(try await keep(stack.proxy("GET", "/api/after-expiry")).status == 200)
+            await stack.authorization.revokeAccessTokens()
+            #expect(try await keep(stack.proxy("POST", "/api/after-revocation", body: "replayed")).status == 200)
+            #expect(try await keep(stack.admin("POST", "/auth/refresh")).status == 200)
+            await stack.authorization.inject(.serverError(status: 503))
+            await stack.authorization.revokeAccessTokens()
+            let outage = try await keep(stack.proxy("GET", "/api/during-outage"))
+            #expect(outage.status == 503)
+            #expect(outage.header("content-type") == "application/problem+json")
+            clock.advance(by: .seconds(5))  // past the backoff
+            #expect(try await keep(stack.proxy("GET", "/api/after-outage")).status == 200)
+            for path in ["/auth/session", "/auth/sessions", "/metrics"] {
+                #expect(try await keep(stack.admin("GET", path)).status == 200, "\(path)")
+            }
+            #expect(try await keep(stack.admin("GET", "/readyz", token: nil)).status == 200)
+            #expect(try await keep(stack.admin("GET", "/auth/session", token: "wrong")).status == 401)
+            #expect(try await keep(stack.admin("GET", "/auth/session", token: nil)).status == 401)
+
+            // The state directory while the session holds tokens: the sealed file opens with
+            // the key and holds the current tokens, so searching its bytes means something.
+            let loggedInFiles = try stateFiles(stack.stateDirectory)
+            #expect(loggedInFiles.keys.contains { $0.hasSuffix(".sealed") }, "\(loggedInFiles.keys.sorted())")
+            #expect(loggedInFiles.keys.contains { $0.hasSuffix(".json") }, "\(loggedInFiles.keys.sorted())")
+            let sealed = try await EncryptedFileTokenStore(directory: stack.stateDirectory, key: TokenStoreKey(rawBytes: keyBytes))
+                .load(for: .default)
+            let record = try #require(sealed, "the token store holds the session's tokens")
+
+            // The end of the session: refused for good, then no session at all.
             await stack.authorization.revokeAllSessions()
-            answers += try await stack.proxy("GET", "/api/b").text
-            let tokens = stack.api.seenTokens
-            #expect(tokens.count >= 2)
-            let logs = stack.logs.all
-            #expect(!logs.isEmpty)
-            for t in tokens {
-                #expect(!logs.contains(t), "a token is in the logs")
-                #expect(!answers.contains(t), "a token is in an answer")
+            let ended = try await keep(stack.proxy("GET", "/api/after-logout"))
+            #expect(ended.status == 401 && ended.text.contains("session-ended"), "\(ended.text)")
+            let none = try await keep(stack.proxy("GET", "/api/no-session"))
+            #expect(none.status == 401 && none.text.contains("login-required"), "\(none.text)")
+            #expect(await events.waitFor(event: "logged_out"), "\(events.text)")
+            #expect(try await keep(stack.admin("GET", "/metrics")).status == 200)
+            #expect(try await keep(stack.admin("GET", "/auth/session")).status == 200)
+            let loggedOutFiles = try stateFiles(stack.stateDirectory)
+
+            // What there is to find: every secret, non-empty, and the tokens the ones in use.
+            let issued = await stack.authorization.issuedSecrets
+            #expect(issued.accessTokens.count == 5, "login and four refreshes")
+            #expect(issued.refreshTokens.count == 5)
+            #expect(issued.idTokens.count == 5)
+            #expect(!stack.api.seenTokens.isEmpty && stack.api.seenTokens.isSubset(of: Set(issued.accessTokens)))
+            #expect(issued.accessTokens.contains(record.accessToken))
+            #expect(record.refreshToken.map(issued.refreshTokens.contains) == true)
+            #expect(record.idToken.map(issued.idTokens.contains) == true, "the ID token is kept, sealed")
+            var secrets: [(name: String, value: String)] = []
+            for (kind, values) in [("access", issued.accessTokens), ("refresh", issued.refreshTokens), ("ID", issued.idTokens)] {
+                for (i, value) in values.enumerated() { secrets.append(("\(kind) token #\(i + 1)", value)) }
             }
-            #expect(!logs.contains(Stack.adminToken))
-            #expect(!logs.contains("s3cret") && !logs.contains("wonderland"))
+            secrets += [
+                ("client secret", "s3cret"), ("client credentials as Basic", Data("authgate:s3cret".utf8).base64EncodedString()),
+                ("admin token", Stack.adminToken), ("password", "wonderland"),
+                ("store key (base64)", Data(keyBytes).base64EncodedString()), ("store key (base64url)", Base64URL.encode(keyBytes)),
+                ("store key (hex)", keyBytes.map { String(format: "%02x", $0) }.joined()),
+            ]
+            #expect(secrets.allSatisfy { $0.value.count >= 6 }, "nothing to find")
+            #expect(Set(secrets.map(\.value)).count == secrets.count, "every secret is distinct")
+
+            // Where they must not be.
+            let logs = stack.logs.all
+            #expect(stack.logs.lines.withLock { $0.count } > 10, "the gateway logged what it did")
+            #expect(logs.contains("refresh"), "refreshes are in the logs: the search covers them")
+            let transcript = answers.withLock { $0 }.map(Self.transcript).joined(separator: "\n\n")
+            #expect(transcript.contains("refresh-unavailable") && transcript.contains("authgate_refreshes_total"))
+            #expect(Set(events.eventNames).isSuperset(of: ["state", "logged_in", "refreshed", "refresh_failed", "logged_out"]), "\(events.eventNames)")
+            var sinks: [(name: String, bytes: [UInt8])] = [
+                ("the logs", Array(logs.utf8)), ("the answers", Array(transcript.utf8)), ("the event stream", Array(events.text.utf8)),
+            ]
+            for (name, bytes) in loggedInFiles.sorted(by: { $0.key < $1.key }) { sinks.append(("\(name) (logged in)", bytes)) }
+            for (name, bytes) in loggedOutFiles.sorted(by: { $0.key < $1.key }) { sinks.append(("\(name) (logged out)", bytes)) }
+            var needles = secrets.map { (name: $0.name, bytes: Array($0.value.utf8)) }
+            needles.append(("store key (raw bytes)", keyBytes))
+
+            // The search finds each of them where it is.
+            for needle in needles {
+                let planted = [("planted", Array("x".utf8) + needle.bytes + Array("y".utf8))]
+                #expect(Self.leaks(of: [needle], in: planted) == ["\(needle.name) in planted"])
+            }
+            #expect(Self.leaks(of: needles, in: sinks).isEmpty)
         }
+    }
+
+    /// The files of the state directory by name, with their bytes.
+    func stateFiles(_ directory: String) throws -> [String: [UInt8]] {
+        var files: [String: [UInt8]] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory) {
+            files[name] = Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))
+        }
+        return files
+    }
+
+    /// A response as a client sees it: status, headers and body.
+    static func transcript(_ r: TestResponse) -> String {
+        (["\(r.status)"] + r.headers.map { "\($0.0): \($0.1)" } + ["", r.text]).joined(separator: "\n")
+    }
+
+    /// "secret in sink" for each needle found in a sink.
+    static func leaks(of needles: [(name: String, bytes: [UInt8])], in sinks: [(name: String, bytes: [UInt8])]) -> [String] {
+        var found: [String] = []
+        for sink in sinks {
+            let haystack = Data(sink.bytes)
+            for needle in needles where haystack.range(of: Data(needle.bytes)) != nil {
+                found.append("\(needle.name) in \(sink.name)")
+            }
+        }
+        return found
     }
 }

@@ -46,10 +46,20 @@ final class Stack: Sendable {
     let keyFile: String
     let logs = LogCapture()
     let gateway = Locked<GatewayService?>(nil)
+    /// The manual clock the authorization server, the API's token checks and the gateway's
+    /// sessions share, when the stack was made with one: tokens then expire only when the
+    /// test moves it, however slow the machine is.
+    let clock: TestClock?
+    let fakeConfiguration: FakeAuthorizationServer.Configuration
 
-    init(fake: FakeAuthorizationServer.Configuration = FakeAuthorizationServer.Configuration(), stateDirectory: String? = nil) throws {
+    init(
+        fake: FakeAuthorizationServer.Configuration = FakeAuthorizationServer.Configuration(), stateDirectory: String? = nil,
+        clock: TestClock? = nil
+    ) throws {
+        self.clock = clock
+        fakeConfiguration = fake
         fakes = try EventLoopGroup(loopCount: 1, name: "fakes")
-        authorization = FakeAuthorizationServer(configuration: fake, clock: SystemAuthClock())
+        authorization = FakeAuthorizationServer(configuration: fake, clock: clock ?? SystemAuthClock())
         authServer = HTTPServer(
             configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), group: fakes,
             responder: FakeAuthorizationServerResponder(server: authorization))
@@ -76,10 +86,10 @@ final class Stack: Sendable {
     /// Runs `body` with a stack of fakes (no gateway started yet), and stops everything after,
     /// whether `body` throws or not.
     static func run(
-        fake: FakeAuthorizationServer.Configuration = FakeAuthorizationServer.Configuration(),
+        fake: FakeAuthorizationServer.Configuration = FakeAuthorizationServer.Configuration(), clock: TestClock? = nil,
         _ body: (Stack) async throws -> Void
     ) async throws {
-        let stack = try Stack(fake: fake)
+        let stack = try Stack(fake: fake, clock: clock)
         do {
             try await body(stack)
         } catch {
@@ -104,9 +114,17 @@ final class Stack: Sendable {
             configuration: c,
             secrets: .init(
                 clientSecret: "s3cret", adminToken: Stack.adminToken, storeKey: storeKey, sessionClientSecrets: sessionSecrets),
-            logger: logs.logger(), sessionConfiguration: session)
+            logger: logs.logger(), clock: clock ?? SystemAuthClock(), sessionConfiguration: session)
         gateway.withLock { $0 = service }
         return service
+    }
+
+    /// Ends the lifetime of every access token issued so far, by moving the shared clock
+    /// past it: the API rejects them from now on, and tokens issued after live a whole
+    /// lifetime of the clock, which does not move by itself. Needs a stack with a clock.
+    func expireAccessTokens() {
+        guard let clock else { preconditionFailure("expireAccessTokens() needs a Stack made with a TestClock") }
+        clock.advance(by: fakeConfiguration.accessTokenLifetime)
     }
 
     func stopGateway() async {
@@ -175,5 +193,78 @@ final class Stack: Sendable {
 
     static func json(_ r: TestResponse) -> [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(r.body)) as? [String: Any]) ?? [:]
+    }
+}
+
+/// Polls `condition` every 10 ms until it holds or `timeout` has passed, and returns whether
+/// it held. The timeout is generous on purpose: the suite also runs under ThreadSanitizer on
+/// a loaded machine, and a condition that holds returns at once anyway.
+func eventually(timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return try await condition()
+}
+
+/// Reads `GET /auth/events` on its own thread and keeps every byte received, so that a test
+/// can wait for an event and search the whole stream.
+final class EventStreamRecorder: Sendable {
+    private let received = Locked<[UInt8]>([])
+    private let socket = Locked<Int32?>(nil)
+
+    /// Connects and starts reading; returns once the stream has begun (the server sends
+    /// `retry:` right after subscribing), so no event published after this call is missed.
+    init(port: Int, path: String = "/auth/events") async throws {
+        let received = self.received
+        let socket = self.socket
+        let started = Locked<Result<Void, any Error>?>(nil)
+        let thread = Thread {
+            let client: RawClient
+            do {
+                client = try RawClient(port: port, timeoutSeconds: 60)
+                try client.send(
+                    "GET \(path) HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer \(Stack.adminToken)\r\nConnection: close\r\n\r\n")
+            } catch {
+                started.withLock { $0 = .failure(error) }
+                return
+            }
+            socket.withLock { $0 = client.fd }
+            started.withLock { $0 = .success(()) }
+            var chunk = [UInt8](repeating: 0, count: 16384)
+            while true {
+                let n = chunk.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                received.withLock { $0 += chunk[0..<n] }
+            }
+            socket.withLock { $0 = nil }
+        }
+        thread.start()
+        guard await eventually({ started.withLock { $0 } != nil }) else { throw RecorderError.notConnected }
+        try started.withLock { $0 }!.get()
+        guard await eventually({ self.text.contains("retry: ") }) else { throw RecorderError.noStream(text) }
+    }
+
+    enum RecorderError: Error { case notConnected, noStream(String) }
+
+    /// Everything received so far, head included.
+    var text: String { received.withLock { String(decoding: $0, as: UTF8.self) } }
+
+    /// The `event:` names received so far, in order.
+    var eventNames: [String] {
+        text.split(separator: "\n").filter { $0.hasPrefix("event: ") }.map { String($0.dropFirst("event: ".count)) }
+    }
+
+    /// Waits until an event named `name` has arrived.
+    func waitFor(event name: String) async -> Bool {
+        await eventually { self.eventNames.contains(name) }
+    }
+
+    /// Closes the connection (the reading thread then ends).
+    func stop() {
+        socket.withLock { fd in
+            if let fd { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
     }
 }

@@ -22,14 +22,19 @@ import Testing
         return stat(path, &st) == 0 ? st.st_mode & 0o7777 : 0
     }
 
+    /// Creates the directory with `mode`; a test over a directory that is not there (an
+    /// absent path is fine to the checks) would prove nothing, so a failure here is recorded.
     func makeDirectory(_ path: String, mode: mode_t) {
-        mkdir(path, 0o700)
-        chmod(path, mode)
+        #expect(mkdir(path, 0o700) == 0, "mkdir \(path)")
+        #expect(chmod(path, mode) == 0, "chmod \(path)")
+        #expect(self.mode(path) == mode, "\(path)")
     }
 
+    /// Creates a key file with `mode` (recorded as a failure when it cannot, as above).
     func makeFile(_ path: String, mode: mode_t) {
-        FileManager.default.createFile(atPath: path, contents: Data(Self.keyText.utf8))
-        chmod(path, mode)
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(Self.keyText.utf8)), "create \(path)")
+        #expect(chmod(path, mode) == 0, "chmod \(path)")
+        #expect(self.mode(path) == mode, "\(path)")
     }
 
     @Test func theGatewayCreatesTheStateDirectoryOwnerOnly() async throws {

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPWire
+import Locking
 import Runtime
 import Synchronization
 
@@ -27,13 +28,36 @@ final class Upstream: Sendable {
 final class UpstreamResponder: HTTPResponder {
     let cancelledExchanges = Atomic<Int>(0)
     let bytesReceived = Atomic<Int>(0)
+    /// Requests that reached `respond(to:)`, by path: tests wait on it for "the request has
+    /// arrived" instead of sleeping.
+    private let arrived = Locked<[String: Int]>([:])
+    /// Exchanges of `/held` waiting for ``releaseHeld()``.
+    private let held = Locked<[ResponseWriter]>([])
+
+    /// How many requests for `path` have arrived.
+    func arrivals(_ path: String) -> Int { arrived.withLock { $0[path, default: 0] } }
+
+    /// How many requests have arrived, whatever their path.
+    var totalArrivals: Int { arrived.withLock { $0.values.reduce(0, +) } }
+
+    /// Answers every `/held` exchange waiting so far with 200 `held`.
+    func releaseHeld() {
+        for writer in held.withLock({ w -> [ResponseWriter] in
+            defer { w.removeAll() }
+            return w
+        }) {
+            writer.respond(status: 200, body: Array("held".utf8))
+        }
+    }
 
     func bodyPolicy(for head: RequestHead, limits: HTTPLimits) -> BodyPolicy {
-        head.path.hasPrefix("/sink") ? .stream : .buffer(maxBytes: limits.maxBufferedBodyBytes)
+        // Streamed bodies reach `respond(to:)` with their head, before their bytes.
+        head.path.hasSuffix("/sink") ? .stream : .buffer(maxBytes: limits.maxBufferedBodyBytes)
     }
 
     func respond(to request: HTTPRequest, writer: ResponseWriter) {
         let head = request.head
+        arrived.withLock { $0[String(head.path), default: 0] += 1 }
         var h = HTTPHeaders()
         switch head.path {
         case _ where head.path.hasSuffix("/inspect"):
@@ -42,7 +66,7 @@ final class UpstreamResponder: HTTPResponder {
             for (n, v) in head.headers { lines.append("\(n): \(v)") }
             if case .buffered(let b) = request.body { lines.append("body: \(String(decoding: b, as: UTF8.self))") }
             writer.respond(status: 200, body: Array(lines.joined(separator: "\n").utf8))
-        case "/sink":
+        case _ where head.path.hasSuffix("/sink"):
             // Counts a streamed upload without keeping it.
             guard case .stream(let s) = request.body else { return }
             let counter = self
@@ -79,15 +103,12 @@ final class UpstreamResponder: HTTPResponder {
                 writer.abort()
             }
         case "/hang":
+            // Never answers; counts the exchanges the proxy gives up.
             let counter = self
             writer.onClientGone { counter.cancelledExchanges.add(1, ordering: .relaxed) }
-        case "/slow":
-            let t = Task(executorPreference: request.loop) {
-                try? await Task.sleep(for: .milliseconds(500))
-                writer.respond(status: 200, body: Array("slow".utf8))
-            }
-            // End the task with the connection, so it never outlives the loop.
-            writer.onClientGone { t.cancel() }
+        case "/held":
+            // Answers when the test calls `releaseHeld()`.
+            held.withLock { $0.append(writer) }
         case "/redirect":
             h.add(name: "Location", value: "/elsewhere")
             writer.respond(status: 302, headers: h, body: Array("moved".utf8))

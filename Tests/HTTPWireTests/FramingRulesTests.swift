@@ -19,47 +19,63 @@ import Testing
         #expect(FramingRules.isValidFieldName([UInt8]()) == false)
     }
 
+    /// What `requestFraming` decided: a framing, or a refusal with its code and status.
+    enum Decision: Equatable {
+        case framing(BodyFraming)
+        case refused(WireError.Code, Int)
+    }
+
     @Test func framingDecisionTable() throws {
-        let cases: [([(String, String)], Int, BodyFraming?)] = [
-            ([], 1, BodyFraming.none),
-            ([("Content-Length", "0")], 1, BodyFraming.none),
-            ([("Content-Length", "42")], 1, .length(42)),
-            ([("content-length", " 42 ")], 1, .length(42)),
-            ([("Transfer-Encoding", "chunked")], 1, .chunked),
-            ([("Transfer-Encoding", "Chunked")], 1, .chunked),
-            ([("Transfer-Encoding", "chunked")], 0, nil),
-            ([("Transfer-Encoding", "gzip")], 1, nil),
-            ([("Transfer-Encoding", "gzip, chunked")], 1, nil),
-            ([("Transfer-Encoding", "chunked"), ("Transfer-Encoding", "chunked")], 1, nil),
-            ([("Transfer-Encoding", "chunked"), ("Content-Length", "1")], 1, nil),
-            ([("Content-Length", "1"), ("Content-Length", "1")], 1, nil),
-            ([("Content-Length", "1,1")], 1, nil),
-            ([("Content-Length", "")], 1, nil),
-            ([("Content-Length", "1e3")], 1, nil),
-            ([("Content-Length", "-5")], 1, nil),
-            ([("Content-Length", "1234567890123456789")], 1, nil),
-            ([("Content-Length", "123456789012345678")], 1, .length(123_456_789_012_345_678)),
+        let cases: [([(String, String)], Int, Decision)] = [
+            ([], 1, .framing(.none)),
+            ([("Content-Length", "0")], 1, .framing(.none)),
+            ([("Content-Length", "42")], 1, .framing(.length(42))),
+            ([("content-length", " 42 ")], 1, .framing(.length(42))),
+            ([("Transfer-Encoding", "chunked")], 1, .framing(.chunked)),
+            ([("Transfer-Encoding", "Chunked")], 1, .framing(.chunked)),
+            ([("Transfer-Encoding", "chunked")], 0, .refused(.unsupportedTransferEncoding, 400)),
+            ([("Transfer-Encoding", "gzip")], 1, .refused(.unsupportedTransferEncoding, 501)),
+            ([("Transfer-Encoding", "gzip, chunked")], 1, .refused(.unsupportedTransferEncoding, 501)),
+            ([("Transfer-Encoding", "chunked"), ("Transfer-Encoding", "chunked")], 1, .refused(.unsupportedTransferEncoding, 501)),
+            ([("Transfer-Encoding", "chunked"), ("Content-Length", "1")], 1, .refused(.conflictingFraming, 400)),
+            ([("Content-Length", "1"), ("Content-Length", "1")], 1, .refused(.duplicateContentLength, 400)),
+            ([("Content-Length", "1,1")], 1, .refused(.invalidContentLength, 400)),
+            ([("Content-Length", "")], 1, .refused(.invalidContentLength, 400)),
+            ([("Content-Length", "1e3")], 1, .refused(.invalidContentLength, 400)),
+            ([("Content-Length", "-5")], 1, .refused(.invalidContentLength, 400)),
+            ([("Content-Length", "1234567890123456789")], 1, .refused(.invalidContentLength, 400)),
+            ([("Content-Length", "123456789012345678")], 1, .framing(.length(123_456_789_012_345_678))),
         ]
         for (fields, minor, expected) in cases {
-            let result = try? FramingRules.requestFraming(headers: headers(fields), major: 1, minor: minor)
-            #expect(result == expected, "\(fields) HTTP/1.\(minor)")
+            let decision: Decision
+            do throws(WireError) {
+                decision = .framing(try FramingRules.requestFraming(headers: headers(fields), major: 1, minor: minor))
+            } catch {
+                decision = .refused(error.code, error.status)
+            }
+            #expect(decision == expected, "\(fields) HTTP/1.\(minor)")
         }
     }
 
     @Test func versionsOtherThan10And11AreRefusedWith505() {
         for (major, minor) in [(0, 9), (1, 2), (2, 0), (3, 0)] {
-            #expect(throws: WireError.self) { try FramingRules.checkVersion(major: major, minor: minor) }
+            let error = #expect(throws: WireError.self) { try FramingRules.checkVersion(major: major, minor: minor) }
+            #expect(error?.status == 505, "HTTP/\(major).\(minor)")
+            #expect(error?.code == .unsupportedVersion, "HTTP/\(major).\(minor)")
         }
         #expect(throws: Never.self) { try FramingRules.checkVersion(major: 1, minor: 0) }
         #expect(throws: Never.self) { try FramingRules.checkVersion(major: 1, minor: 1) }
     }
 
     @Test func hostRules() {
-        #expect(throws: WireError.self) { try FramingRules.checkHost(headers: headers([]), major: 1, minor: 1) }
+        let missing = #expect(throws: WireError.self) { try FramingRules.checkHost(headers: headers([]), major: 1, minor: 1) }
+        #expect(missing?.code == .missingHost && missing?.status == 400)
         #expect(throws: Never.self) { try FramingRules.checkHost(headers: headers([]), major: 1, minor: 0) }
-        #expect(throws: WireError.self) {
+        #expect(throws: Never.self) { try FramingRules.checkHost(headers: headers([("Host", "a")]), major: 1, minor: 1) }
+        let twice = #expect(throws: WireError.self) {
             try FramingRules.checkHost(headers: headers([("Host", "a"), ("host", "b")]), major: 1, minor: 1)
         }
+        #expect(twice?.code == .duplicateHost && twice?.status == 400)
     }
 
     @Test func keepAliveRules() {
@@ -73,9 +89,11 @@ import Testing
     @Test func expectRules() throws {
         #expect(try FramingRules.expectsContinue(headers: headers([("Expect", "100-Continue")]), major: 1, minor: 1))
         #expect(try !FramingRules.expectsContinue(headers: headers([("Expect", "100-continue")]), major: 1, minor: 0))
-        #expect(throws: WireError.self) {
+        #expect(try !FramingRules.expectsContinue(headers: headers([]), major: 1, minor: 1))
+        let unknown = #expect(throws: WireError.self) {
             try FramingRules.expectsContinue(headers: headers([("Expect", "x")]), major: 1, minor: 1)
         }
+        #expect(unknown?.code == .expectationFailed && unknown?.status == 417)
     }
 
     @Test func problemJSONEscapesEverything() {

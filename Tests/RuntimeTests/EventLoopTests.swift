@@ -1,5 +1,6 @@
-import Runtime
+import Glibc
 import Locking
+import Runtime
 import Testing
 
 /// An actor whose jobs run on a given loop.
@@ -85,9 +86,28 @@ final class Tally: Sendable {
         #expect(!loop.inEventLoop)
     }
 
-    @Test func groupStartsOneLoopPerRequestedThread() throws {
-        let group = try EventLoopGroup(loopCount: 3)
-        #expect(group.loops.count == 3)
+    @Test func groupStartsOneLoopPerRequestedThread() async throws {
+        let group = try EventLoopGroup(loopCount: 3, name: "trio")
+        #expect(group.loops.map(\.name) == ["trio-0", "trio-1", "trio-2"])
+        // Each loop runs its jobs on a thread of its own, already running: three distinct
+        // threads, none of them the caller's, each recognised by its own loop only.
+        var threads: [UInt] = []
+        for (index, loop) in group.loops.enumerated() {
+            let seen = await withCheckedContinuation { (continuation: CheckedContinuation<(UInt, [Bool]), Never>) in
+                loop.execute { continuation.resume(returning: (UInt(pthread_self()), group.loops.map(\.inEventLoop))) }
+            }
+            threads.append(seen.0)
+            #expect(seen.1 == group.loops.indices.map { $0 == index }, "loop \(index) is on its own thread only")
+        }
+        #expect(Set(threads).count == 3, "one thread per loop")
+        #expect(!threads.contains(UInt(pthread_self())))
+        #expect(group.loops.allSatisfy { !$0.inEventLoop })
         group.shutdown()
+        // Shut down, the loops run nothing more: a job is counted as dropped instead.
+        group.loops[0].execute {}
+        #expect(group.loops[0].droppedJobs == 1)
+        let minimal = try EventLoopGroup(loopCount: 0)
+        #expect(minimal.loops.count == 1, "at least one loop")
+        minimal.shutdown()
     }
 }

@@ -101,7 +101,8 @@ let malformedCases: [(name: String, request: String, status: Int)] = [
         try await TestServer.with { server in
             let client = try RawClient(port: server.port, timeoutSeconds: 3)
             try client.send("POST /stream-slow HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks.prefix(6))
-            try await Task.sleep(for: .milliseconds(100))
+            // Mid-stream: the responder has the request before the rest of the body is sent.
+            #expect(await server.arrivals.wait(for: "/stream-slow"), "the streamed request reached the responder")
             try client.send(String(chunks.dropFirst(6)))
             let raw = client.readToEnd()
             guard let (resp, _) = TestResponse.parse(raw) else {

@@ -1,11 +1,14 @@
 import Foundation
 import HTTPWire
+import Locking
 @testable import Runtime
 
 /// A server on an ephemeral port (or a Unix socket) with routes that exercise the runtime.
 final class TestServer: Sendable {
     let group: EventLoopGroup
     let server: HTTPServer
+    /// Requests that reached the responder, by path (streamed ones with their head).
+    let arrivals = Arrivals()
     var port: Int { server.port }
 
     init(
@@ -15,7 +18,7 @@ final class TestServer: Sendable {
         var c = configuration
         c.address = address
         group = try EventLoopGroup(loopCount: loops)
-        server = HTTPServer(configuration: c, group: group, responder: TestResponder())
+        server = HTTPServer(configuration: c, group: group, responder: TestResponder(arrivals: arrivals))
         try server.start()
     }
 
@@ -41,13 +44,37 @@ final class TestServer: Sendable {
     }
 }
 
+/// Counts the requests a responder was handed, so tests wait for "it has arrived" instead of
+/// sleeping.
+final class Arrivals: Sendable {
+    private let counts = Locked<[String: Int]>([:])
+
+    func record(_ path: Substring) { counts.withLock { $0[String(path), default: 0] += 1 } }
+
+    /// How many requests for `path` have arrived.
+    func count(_ path: String) -> Int { counts.withLock { $0[path, default: 0] } }
+
+    /// Waits (polling, up to `timeout`) until `count` requests for `path` have arrived.
+    func wait(for path: String, count: Int = 1, timeout: Duration = .seconds(20)) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while self.count(path) < count {
+            if ContinuousClock.now >= deadline { return false }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+}
+
 struct TestResponder: HTTPResponder {
+    let arrivals: Arrivals
+
     func bodyPolicy(for head: RequestHead, limits: HTTPLimits) -> BodyPolicy {
         head.path.hasPrefix("/stream") ? .stream : .buffer(maxBytes: limits.maxBufferedBodyBytes)
     }
 
     func respond(to request: HTTPRequest, writer: ResponseWriter) {
         let head = request.head
+        arrivals.record(head.path)
         switch head.path {
         case "/echo":
             guard case .buffered(let body) = request.body else { return }
@@ -116,6 +143,9 @@ struct TestResponder: HTTPResponder {
             writer.onClientGone { t.cancel() }
         case "/peer":
             writer.respond(status: 200, body: Array(request.remoteAddress.utf8))
+        case "/hang":
+            // Never answers.
+            break
         case "/no-content":
             writer.respond(status: 204)
         default:

@@ -73,15 +73,11 @@ import Testing
     @Test func refusedConnectionIsConnectFailed() async throws {
         try await withClient { client, _ in
             // Port 1 on loopback: nothing listens there.
-            await #expect(throws: UpstreamError.self) {
+            let error = await #expect(throws: UpstreamError.self) {
                 try await client.send(UpstreamRequest(method: "GET", url: "http://127.0.0.1:1/"))
             }
-            do throws(UpstreamError) {
-                _ = try await client.send(UpstreamRequest(method: "GET", url: "http://127.0.0.1:1/"))
-            } catch {
-                #expect(error.kind == .connectFailed)
-                #expect(error.status == 502)
-            }
+            #expect(error?.kind == .connectFailed)
+            #expect(error?.status == 502)
         }
     }
 
@@ -115,13 +111,12 @@ import Testing
         var c = UpstreamClientConfiguration()
         c.totalTimeout = .milliseconds(20)
         try await withClient(c) { client, server in
-            do throws(UpstreamError) {
-                _ = try await client.send(UpstreamRequest(method: "GET", url: "http://127.0.0.1:\(server.port)/later"))
-                Issue.record("expected a timeout")
-            } catch {
-                #expect(error.kind == .timeout)
-                #expect(error.status == 504)
+            // /hang never answers: the timeout is the only way out, however slow the machine.
+            let error = await #expect(throws: UpstreamError.self) {
+                try await client.send(UpstreamRequest(method: "GET", url: "http://127.0.0.1:\(server.port)/hang"))
             }
+            #expect(error?.kind == .timeout)
+            #expect(error?.status == 504)
         }
     }
 
