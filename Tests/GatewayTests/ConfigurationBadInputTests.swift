@@ -193,6 +193,77 @@ import Testing
         }
     }
 
+    /// A file that sets every field there is.
+    static let everyField = #"""
+        {
+          "proxy": {"host": "127.0.0.1", "port": 8080}, "admin": {"host": "::1", "port": 8081},
+          "adminTokenFile": "/run/admin-token", "adminTokenDisabled": false,
+          "authorization": {
+            "issuer": "https://id.example.com", "tokenEndpoint": "https://id.example.com/token", "clientID": "gate",
+            "clientSecretFile": "/run/secret", "clientAuthentication": "post", "revocationEndpoint": "https://id.example.com/revoke",
+            "mapping": {
+              "requestBody": "json", "refreshURL": "https://id.example.com/refresh", "omitGrantType": true,
+              "requestFieldNames": {"refresh_token": "refreshToken"}, "extraFields": {"audience": "api"},
+              "refreshSendsExpiredAccessToken": true, "accessTokenHeader": "Authorization",
+              "paths": {"accessToken": "a", "refreshToken": "r", "expiresIn": "e", "tokenType": "t", "scope": "s",
+                        "idToken": "i", "error": "err", "errorDescription": "desc"},
+              "terminalStatuses": [401]
+            }
+          },
+          "sessions": [{"name": "billing", "authorization": {"tokenEndpoint": "https://b.example.com/token"},
+                        "userInfo": {"url": "https://b.example.com/me", "needsSignUpStatuses": [404], "maxRetrySeconds": 30}}],
+          "routes": [{"prefix": "/", "upstream": "https://api.example.com", "stripPrefix": false, "requiresAuthentication": true,
+                      "forwardClientAuthorization": false, "session": "billing"}],
+          "stateDirectory": "/var/lib/authgate", "keyFile": "/run/key", "createKey": false, "loops": 2, "refreshLead": "50%",
+          "maxReplays": 3, "tokenEndpointTimeoutSeconds": 10, "replayLimitBytes": 1024, "caFile": "/etc/ca.pem",
+          "upstreamRejection": {"statuses": [401], "realms": ["api"], "bareUnauthorizedMeansTokenRejected": true},
+          "userInfo": {"url": "https://api.example.com/me", "needsSignUpStatuses": [404], "maxRetrySeconds": 30},
+          "proxyLivenessPath": "/livez", "connectTimeoutSeconds": 5, "upstreamTimeoutSeconds": 60,
+          "allowInsecureHTTP": false, "trustForwardedFrom": ["10.0.0.1"]
+        }
+        """#
+
+    /// Every field, set to a value of another type, is refused naming its path.
+    @Test func everyFieldOfTheWrongTypeIsNamed() throws {
+        let full = try JSONSerialization.jsonObject(with: Data(Self.everyField.utf8))
+        #expect(Self.message(Data(Self.everyField.utf8)) == nil, "the file with every field loads")
+        var checked = 0
+        func sweep(_ node: Any, _ path: String, _ replace: (Any) -> Any) {
+            // Each value in turn replaced by one of another type (a string for a number or a
+            // boolean; refreshLead, which takes a number or a string, a boolean).
+            let wrong: Any =
+                path == "refreshLead" ? true : node is String ? 7 : node is NSNumber ? "7" : node is [Any] ? ["x": 1] : ["x"]
+            let text = Self.message(try! JSONSerialization.data(withJSONObject: replace(wrong)))
+            #expect(text?.hasPrefix(path) == true || text?.contains(" \(path)") == true, "\(path): \(text ?? "accepted")")
+            checked += 1
+            if let object = node as? [String: Any] {
+                for (key, value) in object {
+                    sweep(value, path.isEmpty ? key : "\(path).\(key)") { v in
+                        var o = object
+                        o[key] = v
+                        return replace(o)
+                    }
+                }
+            } else if let array = node as? [Any] {
+                for (i, value) in array.enumerated() {
+                    sweep(value, "\(path)[\(i)]") { v in
+                        var a = array
+                        a[i] = v
+                        return replace(a)
+                    }
+                }
+            }
+        }
+        for (key, value) in full as! [String: Any] {
+            sweep(value, key) { v in
+                var o = full as! [String: Any]
+                o[key] = v
+                return o
+            }
+        }
+        #expect(checked >= 80, "every field was tried")
+    }
+
     /// Text that is not strict JSON: (text, what the message must contain).
     static let texts: [(String, String)] = [
         ("", "not valid JSON: no JSON value"),
