@@ -5,7 +5,8 @@ import Foundation
 /// (404), the method is one it offers (405), the query holds only the parameters it takes,
 /// each once and well-formed (400), and a body comes only where one is taken (400).
 ///
-/// `/metrics` takes no parameter but does not refuse a query, which a scraper may add.
+/// `/metrics` takes no parameter and no body but refuses neither, as scrapers are configured
+/// by others and nothing there can address the wrong session.
 struct AdminRoute: Sendable, Equatable {
     enum Endpoint: Sendable, Equatable {
         case login, logout, session, sessions, refresh, guest, events, metrics
@@ -18,15 +19,15 @@ struct AdminRoute: Sendable, Equatable {
     let parameters: [String]
     /// Whether it takes a request body.
     let takesBody: Bool
-    /// Whether a query parameter it does not take is refused.
-    let strictQuery: Bool
+    /// Whether a query parameter it does not take, or a body, is refused.
+    let strict: Bool
 
-    init(_ endpoint: Endpoint, _ methods: [String], _ parameters: [String], takesBody: Bool = false, strictQuery: Bool = true) {
+    init(_ endpoint: Endpoint, _ methods: [String], _ parameters: [String], takesBody: Bool = false, strict: Bool = true) {
         self.endpoint = endpoint
         self.methods = methods
         self.parameters = parameters
         self.takesBody = takesBody
-        self.strictQuery = strictQuery
+        self.strict = strict
     }
 
     static let routes: [String: AdminRoute] = [
@@ -37,7 +38,7 @@ struct AdminRoute: Sendable, Equatable {
         "/auth/refresh": AdminRoute(.refresh, ["POST"], ["session"]),
         "/auth/guest": AdminRoute(.guest, ["POST", "DELETE"], ["session"]),
         "/auth/events": AdminRoute(.events, ["GET"], ["session", "last_event_id"]),
-        "/metrics": AdminRoute(.metrics, ["GET"], [], strictQuery: false),
+        "/metrics": AdminRoute(.metrics, ["GET"], [], strict: false),
     ]
 
     /// What to do with a request.
@@ -62,7 +63,7 @@ struct AdminRoute: Sendable, Equatable {
         } catch {
             return .refused(error)
         }
-        if bodyBytes > 0 && !route.takesBody {
+        if bodyBytes > 0 && !route.takesBody && route.strict {
             return .refused(
                 AdminRequestError(
                     .unexpectedBody,
@@ -82,7 +83,7 @@ struct AdminRoute: Sendable, Equatable {
                 throw AdminRequestError(.invalidQuery, "a query parameter name is not percent-encoded UTF-8")
             }
             guard parameters.contains(name) else {
-                guard strictQuery else { continue }
+                guard strict else { continue }
                 let takes = parameters.isEmpty ? "takes none" : "takes \(LoginFieldSyntax.list(parameters, "and"))"
                 throw AdminRequestError(
                     .invalidQuery, "unknown query parameter \(StrictJSON.shown(name)); this endpoint \(takes)",

@@ -109,6 +109,10 @@ import Testing
         #expect(query("/auth/events?last_event_id=0&session=default") == ["last_event_id": "0", "session": "default"])
         #expect(query("/auth/login?session=a-b_9") == ["session": "a-b_9"])
         #expect(query("/metrics?name[]=up") == [:], "a scraper's parameters are not refused")
+        guard case .serve = decide("GET", "/metrics", body: 3) else {
+            Issue.record("a scraper's body was refused")
+            return
+        }
         #expect(AdminRoute.lastEventID("18446744073709551615") == UInt64.max)
         guard case .serve(let login, _) = decide("POST", "/auth/login", body: 10) else {
             Issue.record("a login body was refused")
