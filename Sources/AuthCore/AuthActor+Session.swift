@@ -249,19 +249,31 @@ extension AuthActor {
     /// tokens → state rewritten as logged out; tokens without state "logged in" (a crash
     /// during login or logout) → tokens deleted. A token record that cannot be read
     /// (corrupt, wrong key) throws ``AuthError/Code/storage`` and leaves the files alone.
+    /// A record whose tokens break ``TokenSyntax`` (written before the checks existed, or
+    /// tampered with: a CR or LF would end up in a header) counts as no tokens, and is
+    /// deleted; the log names the field, never the value.
     @discardableResult
     public func restore() async throws -> SessionStatus {
         await acquireStoreLock()
         defer { releaseStoreLock() }
         if case .active = phase { return status }
         let state: SessionState?
-        let record: TokenRecord?
+        var record: TokenRecord?
         do {
             state = try await stateStore.load(for: account)
             record = try await tokenStore.load(for: account)
         } catch {
             logger.info("session not restored", metadata: ["auth.store.error": "\(error)"])
             throw AuthError.storage(error)
+        }
+        if let stored = record, let field = TokenSyntax.violation(in: stored) {
+            logger.info(
+                "stored tokens refused: the \(field) breaks its syntax; treated as no tokens and deleted",
+                metadata: ["auth.store.invalid_field": "\(field)", "auth.generation": "\(stored.generation)"])
+            // Generations stay monotonic, as if the record had been restored and ended.
+            lastGeneration = max(lastGeneration, stored.generation)
+            record = nil
+            try? await tokenStore.delete(for: account)
         }
         sessionState = state ?? .loggedOut
         switch (state?.isLoggedIn ?? false, record) {

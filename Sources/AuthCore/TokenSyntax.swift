@@ -44,6 +44,16 @@ public enum TokenSyntax {
         return nil
     }
 
+    /// The first field of a stored `record` whose value breaks its syntax (`access_token`,
+    /// `token_type` or `refresh_token`), or nil. A record written before these checks
+    /// existed, or tampered with, can hold what no answer would be accepted with today.
+    public static func violation(in record: TokenRecord) -> String? {
+        violation(
+            in: TokenResponse(
+                accessToken: record.accessToken, tokenType: record.tokenType, expiresIn: nil,
+                refreshToken: record.refreshToken, scope: nil))
+    }
+
     /// The sentence saying what `field` must be, for error messages.
     public static func requirement(for field: String) -> String {
         switch field {

@@ -5,11 +5,13 @@ import Runtime
 
 extension AdminAPI {
     /// `GET /auth/events[?session=NAME]`: the session's events as Server-Sent Events, each with its id;
-    /// `Last-Event-ID` (or `?last_event_id=`) resumes after a given id; a comment line
-    /// every heartbeat keeps proxies from closing an idle stream.
-    func streamEvents(_ session: GatewaySession, _ request: HTTPRequest, _ writer: ResponseWriter) {
-        let lastID = request.head.headers[first: "last-event-id"].flatMap { UInt64($0) }
-            ?? AdminAPI.queryValue(request.head.target, "last_event_id").flatMap { UInt64($0) }
+    /// `Last-Event-ID` (or `?last_event_id=`, passed in as `queryLastID`) resumes after a
+    /// given id; a comment line every heartbeat keeps proxies from closing an idle stream.
+    /// A `Last-Event-ID` that is not an event id is ignored, as EventSource clients expect.
+    func streamEvents(
+        _ session: GatewaySession, _ request: HTTPRequest, resumingAfter queryLastID: UInt64?, _ writer: ResponseWriter
+    ) {
+        let lastID = request.head.headers[first: "last-event-id"].flatMap(AdminRoute.lastEventID) ?? queryLastID
         var h = HTTPHeaders()
         h.add(name: "Content-Type", value: "text/event-stream")
         h.add(name: "Cache-Control", value: "no-store")
@@ -37,19 +39,5 @@ extension AdminAPI {
             events.cancel()
             beats.cancel()
         }
-    }
-
-    /// The first value of the query parameter `name`, percent-decoded; `""` when it is
-    /// present without a value; `nil` when it is absent.
-    static func queryValue(_ target: String, _ name: String) -> String? {
-        guard let q = target.firstIndex(of: "?") else { return nil }
-        for pair in target[target.index(after: q)...].split(separator: "&", omittingEmptySubsequences: false) {
-            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard kv[0] == name else { continue }
-            let raw = kv.count == 2 ? String(kv[1]) : ""
-            // An undecodable value is kept as sent: it names no session and is refused.
-            return raw.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? raw
-        }
-        return nil
     }
 }

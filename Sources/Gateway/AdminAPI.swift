@@ -53,16 +53,17 @@ public final class AdminAPI: HTTPResponder {
         return AdminJSON.session(status, registration: session.userInfo?.registration)
     }
 
-    /// The session a request addresses with `?session=` (default `default`), or an answer
-    /// saying there is none by that name.
-    func addressedSession(_ request: HTTPRequest, _ writer: ResponseWriter) -> GatewaySession? {
-        let name = AdminAPI.queryValue(request.head.target, "session") ?? GatewayConfiguration.defaultSession
+    /// The session named by the checked `query` (default `default`), or nil after answering
+    /// 404 when there is none by that name.
+    func addressedSession(_ query: [String: String], _ writer: ResponseWriter) -> GatewaySession? {
+        let name = query["session"] ?? GatewayConfiguration.defaultSession
         if let session = sessions[name] { return session }
-        let shown = GatewayConfiguration.isValidSessionName(name) ? name : "(not a session name)"
-        writer.respond(
-            problem: GatewayProblem.make(
-                "unknown-session", 404,
-                "there is no session \(shown); configured: \(sessions.keys.sorted().joined(separator: ", "))"))
+        refuse(
+            writer,
+            AdminRequestError(
+                .unknownSession,
+                "there is no session \(name); configured: \(sessions.keys.sorted().joined(separator: ", "))",
+                parameter: "session"))
         return nil
     }
 
@@ -87,20 +88,34 @@ public final class AdminAPI: HTTPResponder {
         }
         let body: [UInt8]
         if case .buffered(let b) = request.body { body = b } else { body = [] }
-        switch path {
-        case "/auth/login":
-            guard allow(method, ["POST"], writer), let session = addressedSession(request, writer) else { return }
+        let route: AdminRoute
+        let query: [String: String]
+        switch AdminRoute.decide(method: method, target: request.head.target, bodyBytes: body.count) {
+        case .noRoute:
+            writer.respond(problem: GatewayProblem.make("no-route", 404, "the admin API has no endpoint at this path"))
+            return
+        case .methodNotAllowed(let allowed):
+            methodNotAllowed(method, allowed, writer)
+            return
+        case .refused(let error):
+            refuse(writer, error)
+            return
+        case .serve(let r, let q):
+            (route, query) = (r, q)
+        }
+        switch route.endpoint {
+        case .login:
+            guard let session = addressedSession(query, writer) else { return }
             tasks.start(on: request.loop) { await self.login(session, request.head, body, writer) }
-        case "/auth/logout":
-            guard allow(method, ["POST"], writer), let session = addressedSession(request, writer) else { return }
+        case .logout:
+            guard let session = addressedSession(query, writer) else { return }
             tasks.start(on: request.loop) { await self.logout(session, writer) }
-        case "/auth/session":
-            guard allow(method, ["GET", "HEAD"], writer), let session = addressedSession(request, writer) else { return }
+        case .session:
+            guard let session = addressedSession(query, writer) else { return }
             tasks.start(on: request.loop) {
                 self.json(writer, 200, await self.sessionDocument(session))
             }
-        case "/auth/sessions":
-            guard allow(method, ["GET", "HEAD"], writer) else { return }
+        case .sessions:
             tasks.start(on: request.loop) {
                 var documents: [String] = []
                 for session in self.sessions.values.sorted(by: { $0.name < $1.name }) {
@@ -108,17 +123,16 @@ public final class AdminAPI: HTTPResponder {
                 }
                 self.json(writer, 200, "{\"sessions\":[\(documents.joined(separator: ","))]}")
             }
-        case "/auth/refresh":
-            guard allow(method, ["POST"], writer), let session = addressedSession(request, writer) else { return }
+        case .refresh:
+            guard let session = addressedSession(query, writer) else { return }
             tasks.start(on: request.loop) { await self.refresh(session, writer) }
-        case "/auth/guest":
-            guard allow(method, ["POST", "DELETE"], writer), let session = addressedSession(request, writer) else { return }
+        case .guest:
+            guard let session = addressedSession(query, writer) else { return }
             tasks.start(on: request.loop) { await self.guest(session, method == "POST", writer) }
-        case "/auth/events":
-            guard allow(method, ["GET"], writer), let session = addressedSession(request, writer) else { return }
-            streamEvents(session, request, writer)
-        case "/metrics":
-            guard allow(method, ["GET"], writer) else { return }
+        case .events:
+            guard let session = addressedSession(query, writer) else { return }
+            streamEvents(session, request, resumingAfter: query["last_event_id"].flatMap(AdminRoute.lastEventID), writer)
+        case .metrics:
             tasks.start(on: request.loop) {
                 var states: [GatewayMetrics.SessionGauges] = []
                 for session in self.sessions.values {
@@ -133,8 +147,6 @@ public final class AdminAPI: HTTPResponder {
                 h.add(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
                 writer.respond(status: 200, headers: h, body: Array(text.utf8))
             }
-        default:
-            writer.respond(problem: GatewayProblem.make("no-route", 404, "the admin API has no endpoint at this path"))
         }
     }
 
@@ -176,7 +188,16 @@ public final class AdminAPI: HTTPResponder {
 
     // MARK: Helpers
 
+    /// Answers a refused request with its problem document.
+    func refuse(_ writer: ResponseWriter, _ error: AdminRequestError) {
+        writer.respond(problem: error.problem)
+    }
+
     func problem(_ writer: ResponseWriter, _ error: any Error) {
+        if let refused = error as? AdminRequestError {
+            refuse(writer, refused)
+            return
+        }
         if let wire = error as? WireError {
             writer.respond(problem: wire.problem)
             return
@@ -197,6 +218,10 @@ public final class AdminAPI: HTTPResponder {
 
     private func allow(_ method: String, _ allowed: [String], _ writer: ResponseWriter) -> Bool {
         HealthEndpoints.allow(method, allowed, writer)
+    }
+
+    private func methodNotAllowed(_ method: String, _ allowed: [String], _ writer: ResponseWriter) {
+        HealthEndpoints.methodNotAllowed(method, allowed, writer)
     }
 
     private func authorized(_ head: RequestHead) -> Bool {

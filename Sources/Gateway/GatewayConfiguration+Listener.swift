@@ -83,8 +83,13 @@ extension GatewayConfiguration {
             case (nil, nil): return "\(field): set host and port, or unix"
             case (_, nil): return "\(field).port is required with \(field).host"
             case (nil, _): return "\(field).host is required with \(field).port"
-            case (_, let port?):
-                return (0...65535).contains(port) ? nil : "\(field).port must be 0…65535"
+            case (let host?, let port?):
+                if !(0...65535).contains(port) { return "\(field).port must be 0…65535" }
+                // Listeners bind a literal address; a name such as localhost is not resolved.
+                if !GatewayConfiguration.isIPAddress(host) {
+                    return "\(field).host must be an IPv4 or IPv6 address, such as 127.0.0.1 or ::1"
+                }
+                return nil
             }
         }
 

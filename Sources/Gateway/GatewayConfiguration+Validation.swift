@@ -62,12 +62,18 @@ extension GatewayConfiguration {
             try Self.validate(session.authorization, at: "sessions[\(i)].authorization", insecure: insecure)
             try Self.validate(session.userInfo, at: "sessions[\(i)].userInfo", insecure: insecure)
         }
+        var prefixes: Set<String> = []
         for (i, r) in routes.enumerated() {
             if let name = r.session, !names.contains(name) {
                 throw ConfigurationError("routes[\(i)].session names no session: \(name)")
             }
-            guard r.prefix.hasPrefix("/") else { throw ConfigurationError("routes[\(i)].prefix must start with /") }
-            guard UpstreamBase(r.upstream) != nil else {
+            guard r.prefix.hasPrefix("/"), r.prefix.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x3F && $0 != 0x23 }) else {
+                throw ConfigurationError("routes[\(i)].prefix must start with / and be a path without spaces, ? or #")
+            }
+            guard prefixes.insert(r.prefix).inserted else {
+                throw ConfigurationError("routes[\(i)].prefix is the same as an earlier route's, which would always win")
+            }
+            guard UpstreamBase(r.upstream) != nil, Self.isEndpointURL(r.upstream) else {
                 throw ConfigurationError("routes[\(i)].upstream must be an http or https URL without query or credentials")
             }
             if r.requiresAuthentication ?? true {
@@ -85,6 +91,18 @@ extension GatewayConfiguration {
         }
         try Self.validate(authorization, at: "authorization", insecure: insecure)
         try Self.validate(userInfo, at: "userInfo", insecure: insecure)
+        if let path = proxyLivenessPath, !path.hasPrefix("/") || path.contains(where: { $0 == " " || $0 == "?" || $0 == "#" }) {
+            throw ConfigurationError("proxyLivenessPath must start with / and be a path without spaces, ? or #")
+        }
+    }
+
+    /// Whether `text` is an `http` or `https` URL with a host, visible ASCII only, no user
+    /// name or password (they would end up in logs) and no fragment.
+    static func isEndpointURL(_ text: String) -> Bool {
+        guard isHTTPURL(text), text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), let c = URLComponents(string: text),
+            let host = c.host, !host.isEmpty, c.user == nil, c.password == nil, c.fragment == nil
+        else { return false }
+        return true
     }
 
     /// Each listener is TCP or a Unix socket, well formed; the proxy is TCP; no two share a
@@ -161,23 +179,50 @@ extension GatewayConfiguration {
         if let issuer = a.issuer, !OIDCDiscovery.isValidIssuer(issuer) {
             throw ConfigurationError("\(field).issuer must be an http or https URL without query or fragment")
         }
-        if let t = a.tokenEndpoint {
-            if !isHTTPURL(t) { throw ConfigurationError("\(field).tokenEndpoint must be an http or https URL") }
-        } else if a.issuer == nil {
+        if a.tokenEndpoint == nil && a.issuer == nil {
             throw ConfigurationError("\(field).tokenEndpoint is required (or set \(field).issuer to discover it)")
         }
-        if let r = a.revocationEndpoint, !isHTTPURL(r) {
-            throw ConfigurationError("\(field).revocationEndpoint must be an http or https URL")
+        let urls = [
+            ("issuer", a.issuer), ("tokenEndpoint", a.tokenEndpoint), ("revocationEndpoint", a.revocationEndpoint),
+            ("mapping.refreshURL", a.mapping?.refreshURL),
+        ]
+        for (name, url) in urls {
+            guard let url else { continue }
+            if name != "issuer" && !isEndpointURL(url) {
+                throw ConfigurationError(
+                    "\(field).\(name) must be an http or https URL with a host, without spaces, credentials or fragment")
+            }
+            try requireTLS(url, at: "\(field).\(name)", insecure: insecure)
         }
-        for (name, url) in [("issuer", a.issuer), ("tokenEndpoint", a.tokenEndpoint), ("revocationEndpoint", a.revocationEndpoint)] {
-            if let url { try requireTLS(url, at: "\(field).\(name)", insecure: insecure) }
+        if let m = a.mapping {
+            try validate(m, at: "\(field).mapping")
+            if m.refreshSendsExpiredAccessToken, a.clientID != nil, (a.clientAuthentication ?? "basic") == "basic" {
+                throw ConfigurationError(
+                    "\(field).mapping.refreshSendsExpiredAccessToken needs \(field).clientAuthentication post or none "
+                        + "(basic would need the same Authorization header)")
+            }
+        }
+    }
+
+    /// Checks a token endpoint mapping's names and statuses.
+    static func validate(_ m: TokenEndpointMapping, at field: String) throws {
+        if let header = m.accessTokenHeader, !TokenSyntax.isTokenType(header) {
+            throw ConfigurationError("\(field).accessTokenHeader must be a header name (an RFC 9110 token)")
+        }
+        if let bad = m.terminalStatuses.first(where: { !(400...599).contains($0) }) {
+            throw ConfigurationError("\(field).terminalStatuses: \(bad) is not a 4xx or 5xx status")
+        }
+        let standard = ["grant_type", "username", "password", "scope", "code", "redirect_uri", "code_verifier", "refresh_token", "client_id", "client_secret"]
+        for name in m.requestFieldNames.keys.sorted() where !standard.contains(name) {
+            throw ConfigurationError(
+                "\(field).requestFieldNames.\(name) renames no request field; the fields are \(standard.joined(separator: ", "))")
         }
     }
 
     static func validate(_ u: UserInfoProbe.Configuration?, at field: String, insecure: Bool = false) throws {
         guard let u else { return }
-        if !isHTTPURL(u.url) {
-            throw ConfigurationError("\(field).url must be an http or https URL")
+        if !isEndpointURL(u.url) {
+            throw ConfigurationError("\(field).url must be an http or https URL with a host, without spaces, credentials or fragment")
         }
         try requireTLS(u.url, at: "\(field).url", insecure: insecure)
         if let r = u.maxRetrySeconds, r > 3600 { throw ConfigurationError("\(field).maxRetrySeconds must be 1…3600") }

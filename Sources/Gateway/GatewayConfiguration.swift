@@ -170,55 +170,6 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         self.loops = loops
     }
 
-    /// Decodes and checks a configuration; every error names the field at fault.
-    public static func load(from data: Data) throws -> GatewayConfiguration {
-        let c: GatewayConfiguration
-        do {
-            c = try JSONDecoder().decode(GatewayConfiguration.self, from: data)
-        } catch let DecodingError.keyNotFound(key, ctx) {
-            throw ConfigurationError("missing field \(path(ctx.codingPath + [key]))")
-        } catch let DecodingError.typeMismatch(_, ctx) {
-            throw ConfigurationError("wrong type at \(path(ctx.codingPath))")
-        } catch let DecodingError.valueNotFound(_, ctx) {
-            throw ConfigurationError("null at \(path(ctx.codingPath))")
-        } catch let DecodingError.dataCorrupted(ctx) {
-            if ctx.codingPath.isEmpty { throw ConfigurationError("not valid JSON") }
-            throw ConfigurationError("invalid value at \(path(ctx.codingPath)): \(ctx.debugDescription)")
-        }
-        if let field = try unknownField(in: data, decoded: c) {
-            throw ConfigurationError("unknown field \(field)")
-        }
-        try c.validate()
-        return c
-    }
-
-    /// The first field of `data` that the configuration does not have (a misspelt option
-    /// would otherwise be ignored without a word). Found by encoding what was decoded and
-    /// looking for each input key in the result, so it cannot drift from the types.
-    static func unknownField(in data: Data, decoded: GatewayConfiguration) throws -> String? {
-        let input = try JSONSerialization.jsonObject(with: data)
-        let known = try JSONSerialization.jsonObject(with: JSONEncoder().encode(decoded))
-        func first(_ input: Any, _ known: Any, _ at: String) -> String? {
-            if let object = input as? [String: Any], let knownObject = known as? [String: Any] {
-                for key in object.keys.sorted() where !(object[key] is NSNull) {
-                    let here = at.isEmpty ? key : "\(at).\(key)"
-                    guard let k = knownObject[key] else { return here }
-                    if let found = first(object[key]!, k, here) { return found }
-                }
-            } else if let array = input as? [Any], let knownArray = known as? [Any] {
-                for (i, (element, k)) in zip(array, knownArray).enumerated() {
-                    if let found = first(element, k, "\(at)[\(i)]") { return found }
-                }
-            }
-            return nil
-        }
-        return first(input, known, "")
-    }
-
-    static func path(_ keys: [any CodingKey]) -> String {
-        keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().trimmingCharacters(in: ["."])
-    }
-
     /// Every session: the default one (top-level `authorization` and `userInfo`) first.
     public var allSessions: [Session] {
         [Session(name: Self.defaultSession, authorization: authorization, userInfo: userInfo)] + (sessions ?? [])

@@ -34,12 +34,19 @@ enum HealthEndpoints {
     /// True when `method` is among `allowed`; otherwise answers 405 with `Allow` and returns false.
     static func allow(_ method: String, _ allowed: [String], _ writer: ResponseWriter) -> Bool {
         if allowed.contains(method) { return true }
+        methodNotAllowed(method, allowed, writer)
+        return false
+    }
+
+    /// 405 with `Allow`. The method is named only when it is a plain token (the HTTP layer
+    /// has checked it already; this keeps the message safe whatever it let through).
+    static func methodNotAllowed(_ method: String, _ allowed: [String], _ writer: ResponseWriter) {
         var h = HTTPHeaders()
         h.add(name: "Allow", value: allowed.joined(separator: ", "))
+        let shown = StrictJSON.isShowable(method) ? method : "this method"
         writer.respond(
             problem: GatewayProblem.make(
-                "method-not-allowed", 405, "\(method) is not allowed here; use \(allowed.joined(separator: " or "))"),
+                "method-not-allowed", 405, "\(shown) is not allowed here; use \(allowed.joined(separator: " or "))"),
             headers: h)
-        return false
     }
 }

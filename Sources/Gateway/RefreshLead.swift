@@ -20,10 +20,9 @@ public enum RefreshLead: Sendable, Equatable, Codable, CustomStringConvertible {
             self = .seconds(seconds)
             return
         }
-        let text = try container.decode(String.self)
-        guard text.hasSuffix("%"), let n = Int(text.dropLast()) else {
+        guard let text = try? container.decode(String.self), text.hasSuffix("%"), let n = Int(text.dropLast()) else {
             throw DecodingError.dataCorruptedError(
-                in: container, debugDescription: "a number of seconds, or a percentage such as \"50%\"")
+                in: container, debugDescription: "a whole number of seconds, or a percentage such as \"50%\"")
         }
         self = .percent(n)
     }

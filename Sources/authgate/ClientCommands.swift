@@ -21,7 +21,7 @@ struct AdminOptions: ParsableArguments {
     }
 
     func token() throws -> String? {
-        if let f = tokenFile { return try SecretSources.readFile(f, what: "admin token") }
+        if let f = tokenFile { return try SecretSources.readFile(f, field: "--token-file") }
         return ProcessInfo.processInfo.environment["AUTHGATE_ADMIN_TOKEN"]
     }
 
@@ -76,7 +76,7 @@ struct Login: ParsableCommand {
     func run() throws {
         var fields: [String: String] = ["grant_type": grant]
         fields["username"] = username
-        if let f = passwordFile { fields["password"] = try SecretSources.readFile(f, what: "password") }
+        if let f = passwordFile { fields["password"] = try SecretSources.readFile(f, field: "--password-file") }
         fields["code"] = code
         fields["code_verifier"] = codeVerifier
         fields["redirect_uri"] = redirectURI

@@ -5,17 +5,28 @@ import Gateway
 /// Reads the secrets a configuration points at. Environment variables are read here, in
 /// the executable, and nowhere else.
 enum SecretSources {
-    static func readFile(_ path: String, what: String) throws -> String {
+    /// The secret in the file at `path`, which the configuration names as `field`: one line
+    /// of text, trimmed. Every refusal names the field and the path, never the content.
+    static func readFile(_ path: String, field: String) throws -> String {
+        let data: Data
         do {
-            let text = try String(contentsOfFile: path, encoding: .utf8)
-            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard !trimmed.isEmpty else { throw ConfigurationError("\(what) file \(path) is empty") }
-            return trimmed
-        } catch let e as ConfigurationError {
-            throw e
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw ConfigurationError("cannot read the \(what) file \(path)")
+            var isDirectory: ObjCBool = false
+            let reason =
+                !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+                ? "no such file" : isDirectory.boolValue ? "it is a directory" : "permission denied or unreadable"
+            throw ConfigurationError("\(field): cannot read \(path) (\(reason))")
         }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigurationError("\(field): \(path) is not UTF-8 text")
+        }
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else { throw ConfigurationError("\(field): \(path) is empty") }
+        guard !trimmed.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
+            throw ConfigurationError("\(field): \(path) holds control characters; it must hold the secret on one line")
+        }
+        return trimmed
     }
 
     /// The store key: `AUTHGATE_STORE_KEY` (base64), a systemd credential named
@@ -31,28 +42,32 @@ enum SecretSources {
             }
         }
         if let dir = env["CREDENTIALS_DIRECTORY"], FileManager.default.fileExists(atPath: "\(dir)/authgate-store-key") {
-            return try loadKey("\(dir)/authgate-store-key", create: false)
+            return try loadKey("\(dir)/authgate-store-key", create: false, field: "the systemd credential authgate-store-key")
         }
         guard let file = c.keyFile else {
             throw ConfigurationError("no store key: set keyFile, AUTHGATE_STORE_KEY or a systemd credential authgate-store-key")
         }
-        return try loadKey(file, create: c.createKey ?? false)
+        return try loadKey(file, create: c.createKey ?? false, field: "keyFile")
     }
 
-    private static func loadKey(_ path: String, create: Bool) throws -> TokenStoreKey {
-        try StateDirectory.checkKeyFile(path)
+    private static func loadKey(_ path: String, create: Bool, field: String) throws -> TokenStoreKey {
+        do {
+            try StateDirectory.checkKeyFile(path)
+        } catch {
+            throw ConfigurationError("\(field): \(error)")
+        }
         do { return try TokenStoreKey.load(fromFile: path, createIfMissing: create) } catch {
-            throw ConfigurationError("cannot use the store key file \(path): \(error)")
+            throw ConfigurationError("\(field): cannot use the store key file \(path): \(error)")
         }
     }
 
     static func resolve(_ c: GatewayConfiguration) throws -> GatewayService.Secrets {
-        let clientSecret = try c.authorization.clientSecretFile.map { try readFile($0, what: "client secret") }
-        let adminToken = try c.adminTokenFile.map { try readFile($0, what: "admin token") }
+        let clientSecret = try c.authorization.clientSecretFile.map { try readFile($0, field: "authorization.clientSecretFile") }
+        let adminToken = try c.adminTokenFile.map { try readFile($0, field: "adminTokenFile") }
         var sessionSecrets: [String: String] = [:]
-        for s in c.sessions ?? [] {
+        for (i, s) in (c.sessions ?? []).enumerated() {
             if let file = s.authorization.clientSecretFile {
-                sessionSecrets[s.name] = try readFile(file, what: "client secret of the session \(s.name)")
+                sessionSecrets[s.name] = try readFile(file, field: "sessions[\(i)].authorization.clientSecretFile")
             }
         }
         return GatewayService.Secrets(

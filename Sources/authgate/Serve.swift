@@ -27,14 +27,18 @@ struct Serve: ParsableCommand {
         let secrets: GatewayService.Secrets
         do {
             guard let data = FileManager.default.contents(atPath: config) else {
-                throw ConfigurationError("cannot read \(config)")
+                throw ConfigurationError("--config: cannot read \(config)")
             }
             configuration = try GatewayConfiguration.load(from: data)
             // A Unix socket's directory (systemd's RuntimeDirectory=, a Kubernetes emptyDir).
             try configuration.checkListenerDirectories()
             secrets = try SecretSources.resolve(configuration)
             // Created owner-only by `serve`; `--check-config` only checks one that exists.
-            try StateDirectory.prepare(configuration.stateDirectory, create: !checkConfig)
+            do {
+                try StateDirectory.prepare(configuration.stateDirectory, create: !checkConfig)
+            } catch {
+                throw ConfigurationError("stateDirectory: \(error)")
+            }
         } catch {
             FileHandle.standardError.write(Data("authgate: configuration error: \(error)\n".utf8))
             throw ExitCode(78)

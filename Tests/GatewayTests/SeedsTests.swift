@@ -276,12 +276,12 @@ import TestSupport
             #expect(imported.status == 200)
             let cases: [(String?, String, Int, String)] = [
                 (#"{"grant_type":"password","username":"alice","password":"nope"}"#, "application/json", 401, "login-rejected"),
-                (#"{"grant_type":"password","username":"alice"}"#, "application/json", 400, "password"),
-                (#"{"grant_type":"magic"}"#, "application/json", 400, "grant_type"),
-                (#"{"username":"alice"}"#, "application/json", 400, "grant_type"),
+                (#"{"grant_type":"password","username":"alice"}"#, "application/json", 422, "password"),
+                (#"{"grant_type":"magic"}"#, "application/json", 422, "grant_type"),
+                (#"{"username":"alice"}"#, "application/json", 422, "grant_type"),
                 ("not json", "application/json", 400, "JSON"),
-                (#"["array"]"#, "application/json", 400, "object"),
-                (#"{"grant_type":"import","access_token":"a","expires_in":-1}"#, "application/json", 400, "expires_in"),
+                (#"["array"]"#, "application/json", 422, "object"),
+                (#"{"grant_type":"import","access_token":"a","expires_in":-1}"#, "application/json", 422, "expires_in"),
                 (#"{"grant_type":"password"}"#, "text/plain", 415, "application/json"),
             ]
             for (body, type, status, mention) in cases {
