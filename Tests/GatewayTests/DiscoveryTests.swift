@@ -5,6 +5,7 @@ import Gateway
 import Locking
 import Logging
 import Testing
+import TestSupport
 
 /// `authorization.issuer`: the endpoints come from the provider's discovery document.
 @Suite struct DiscoveryTests {

@@ -30,8 +30,7 @@ import TestSupport
     }
 
     @Test func trustedProxiesMustBeAddresses() {
-        let base = GatewayConfigurationTests()
-        #expect(base.error { $0["trustForwardedFrom"] = ["proxy.example"] } == "trustForwardedFrom[0] must be an IPv4 or IPv6 address")
-        #expect(base.error { $0["trustForwardedFrom"] = ["10.0.0.1", "fd00::1"] } == nil)
+        #expect(GatewayConfigurationTests.error { $0["trustForwardedFrom"] = ["proxy.example"] } == "trustForwardedFrom[0] must be an IPv4 or IPv6 address")
+        #expect(GatewayConfigurationTests.error { $0["trustForwardedFrom"] = ["10.0.0.1", "fd00::1"] } == nil)
     }
 }

@@ -6,41 +6,40 @@ import Testing
 /// The listeners in the configuration: TCP or a Unix socket for the admin API, the probe
 /// listener, and the admin token turned off only where nobody else can call.
 @Suite struct ListenerConfigurationTests {
-    let base = GatewayConfigurationTests()
 
     @Test func theAdminAPICanListenOnAUnixSocketWithAMode() throws {
-        let c = try base.load { $0["admin"] = ["unix": "/run/authgate/admin.sock", "mode": "0660"] }
+        let c = try GatewayConfigurationTests.load { $0["admin"] = ["unix": "/run/authgate/admin.sock", "mode": "0660"] }
         #expect(c.admin == .init(unix: "/run/authgate/admin.sock", mode: "0660"))
         #expect(try c.admin.address(at: "admin") == .unix(path: "/run/authgate/admin.sock", mode: 0o660))
         // Owner only unless said otherwise.
-        let plain = try base.load { $0["admin"] = ["unix": "/run/authgate/admin.sock"] }
+        let plain = try GatewayConfigurationTests.load { $0["admin"] = ["unix": "/run/authgate/admin.sock"] }
         #expect(try plain.admin.address(at: "admin") == .unix(path: "/run/authgate/admin.sock", mode: 0o600))
-        #expect(try base.load { _ in }.admin.address(at: "admin") == .tcp(host: "127.0.0.1", port: 8081))
+        #expect(try GatewayConfigurationTests.load { _ in }.admin.address(at: "admin") == .tcp(host: "127.0.0.1", port: 8081))
     }
 
     @Test func aListenerIsEitherHostAndPortOrUnix() {
         #expect(
-            base.error { $0["admin"] = ["host": "127.0.0.1", "port": 8081, "unix": "/run/a.sock"] }
+            GatewayConfigurationTests.error { $0["admin"] = ["host": "127.0.0.1", "port": 8081, "unix": "/run/a.sock"] }
                 == "admin: set either host and port, or unix, not both")
         #expect(
-            base.error { $0["admin"] = ["port": 8081, "unix": "/run/a.sock"] } == "admin: set either host and port, or unix, not both")
-        #expect(base.error { $0["admin"] = [String: Any]() } == "admin: set host and port, or unix")
-        #expect(base.error { $0["admin"] = ["host": "127.0.0.1"] } == "admin.port is required with admin.host")
-        #expect(base.error { $0["admin"] = ["port": 8081] } == "admin.host is required with admin.port")
+            GatewayConfigurationTests.error { $0["admin"] = ["port": 8081, "unix": "/run/a.sock"] } == "admin: set either host and port, or unix, not both")
+        #expect(GatewayConfigurationTests.error { $0["admin"] = [String: Any]() } == "admin: set host and port, or unix")
+        #expect(GatewayConfigurationTests.error { $0["admin"] = ["host": "127.0.0.1"] } == "admin.port is required with admin.host")
+        #expect(GatewayConfigurationTests.error { $0["admin"] = ["port": 8081] } == "admin.host is required with admin.port")
         #expect(
-            base.error { $0["admin"] = ["host": "127.0.0.1", "port": 8081, "mode": "0600"] }
+            GatewayConfigurationTests.error { $0["admin"] = ["host": "127.0.0.1", "port": 8081, "mode": "0600"] }
                 == "admin.mode is only for a Unix socket (admin.unix)")
-        #expect(base.error { $0["admin"] = ["unix": "/run/a.sock", "modes": "0600"] } == "unknown field admin.modes")
+        #expect(GatewayConfigurationTests.error { $0["admin"] = ["unix": "/run/a.sock", "modes": "0600"] } == "unknown field admin.modes")
     }
 
     @Test func theSocketPathIsAbsoluteAndFitsSunPath() {
-        #expect(base.error { $0["admin"] = ["unix": "run/admin.sock"] } == "admin.unix must be an absolute path")
-        #expect(base.error { $0["admin"] = ["unix": "/run/authgate/"] } == "admin.unix must name a socket file, not a directory")
+        #expect(GatewayConfigurationTests.error { $0["admin"] = ["unix": "run/admin.sock"] } == "admin.unix must be an absolute path")
+        #expect(GatewayConfigurationTests.error { $0["admin"] = ["unix": "/run/authgate/"] } == "admin.unix must name a socket file, not a directory")
         let longest = "/run/" + String(repeating: "a", count: ListenAddress.maxUnixPathBytes - 5)
         #expect(longest.utf8.count == 107)
-        #expect(base.error { $0["admin"] = ["unix": longest] } == nil)
+        #expect(GatewayConfigurationTests.error { $0["admin"] = ["unix": longest] } == nil)
         #expect(
-            base.error { $0["admin"] = ["unix": longest + "a"] }
+            GatewayConfigurationTests.error { $0["admin"] = ["unix": longest + "a"] }
                 == "admin.unix is 108 bytes long; a socket path has at most 107")
     }
 
@@ -53,16 +52,16 @@ import Testing
         }
         for bad in ["1777", "0888", "u+rw", "06600"] {
             #expect(
-                base.error { $0["admin"] = ["unix": "/run/a.sock", "mode": bad] }?.hasPrefix("admin.mode must be octal digits") == true,
+                GatewayConfigurationTests.error { $0["admin"] = ["unix": "/run/a.sock", "mode": bad] }?.hasPrefix("admin.mode must be octal digits") == true,
                 "\(bad)")
         }
         for open in ["0666", "0602", "0601", "0777"] {
             #expect(
-                base.error { $0["admin"] = ["unix": "/run/a.sock", "mode": open] }
+                GatewayConfigurationTests.error { $0["admin"] = ["unix": "/run/a.sock", "mode": open] }
                     == "admin.mode \(open) lets others connect; its last digit must be 0 (such as \"0600\" or \"0660\")")
         }
-        #expect(base.error { $0["admin"] = ["unix": "/run/a.sock", "mode": "0660"] } == nil)
-        #expect(base.error { $0["admin"] = ["unix": "/run/a.sock", "mode": "0600"] } == nil)
+        #expect(GatewayConfigurationTests.error { $0["admin"] = ["unix": "/run/a.sock", "mode": "0660"] } == nil)
+        #expect(GatewayConfigurationTests.error { $0["admin"] = ["unix": "/run/a.sock", "mode": "0600"] } == nil)
     }
 
     @Test func theAdminTokenCanBeTurnedOffOnAnOwnerOnlySocketOnly() {
@@ -71,71 +70,71 @@ import Testing
             c["adminTokenFile"] = nil
             c["adminTokenDisabled"] = true
         }
-        #expect(base.error { off(&$0, ["unix": "/run/a.sock", "mode": "0600"]) } == nil)
-        #expect(base.error { off(&$0, ["unix": "/run/a.sock"]) } == nil)
+        #expect(GatewayConfigurationTests.error { off(&$0, ["unix": "/run/a.sock", "mode": "0600"]) } == nil)
+        #expect(GatewayConfigurationTests.error { off(&$0, ["unix": "/run/a.sock"]) } == nil)
         #expect(
-            base.error { off(&$0, ["unix": "/run/a.sock", "mode": "0660"]) }
+            GatewayConfigurationTests.error { off(&$0, ["unix": "/run/a.sock", "mode": "0660"]) }
                 == "adminTokenDisabled: true with admin.unix needs admin.mode 0600 (owner only): "
                 + "anyone the mode admits would call the admin API without a token")
-        #expect(base.error { off(&$0, ["unix": "/run/a.sock", "mode": "0620"]) }?.hasPrefix("adminTokenDisabled") == true)
+        #expect(GatewayConfigurationTests.error { off(&$0, ["unix": "/run/a.sock", "mode": "0620"]) }?.hasPrefix("adminTokenDisabled") == true)
         // TCP as before: loopback only.
-        #expect(base.error { off(&$0, ["host": "127.0.0.1", "port": 8081]) } == nil)
-        #expect(base.error { off(&$0, ["host": "0.0.0.0", "port": 8081]) }?.hasPrefix("adminTokenDisabled") == true)
+        #expect(GatewayConfigurationTests.error { off(&$0, ["host": "127.0.0.1", "port": 8081]) } == nil)
+        #expect(GatewayConfigurationTests.error { off(&$0, ["host": "0.0.0.0", "port": 8081]) }?.hasPrefix("adminTokenDisabled") == true)
     }
 
     @Test func theProxyStaysOnTCP() {
         #expect(
-            base.error { $0["proxy"] = ["unix": "/run/authgate/proxy.sock"] }?
+            GatewayConfigurationTests.error { $0["proxy"] = ["unix": "/run/authgate/proxy.sock"] }?
                 .hasPrefix("proxy.unix is not supported: the proxy listens on TCP") == true)
     }
 
     @Test func theProbeListenerIsOptionalAndValidatedLikeTheOthers() throws {
-        #expect(try base.load { _ in }.probes == nil)
-        let c = try base.load { $0["probes"] = ["host": "0.0.0.0", "port": 8082] }
+        #expect(try GatewayConfigurationTests.load { _ in }.probes == nil)
+        let c = try GatewayConfigurationTests.load { $0["probes"] = ["host": "0.0.0.0", "port": 8082] }
         #expect(c.probes == .init(host: "0.0.0.0", port: 8082))
         #expect(c.listeners.map(\.field) == ["proxy", "admin", "probes"])
-        #expect(base.error { $0["probes"] = ["host": "0.0.0.0", "port": 70000] } == "probes.port must be 0…65535")
-        #expect(base.error { $0["probes"] = ["host": "0.0.0.0"] } == "probes.port is required with probes.host")
+        #expect(GatewayConfigurationTests.error { $0["probes"] = ["host": "0.0.0.0", "port": 70000] } == "probes.port must be 0…65535")
+        #expect(GatewayConfigurationTests.error { $0["probes"] = ["host": "0.0.0.0"] } == "probes.port is required with probes.host")
         #expect(
-            base.error { $0["probes"] = ["host": "0.0.0.0", "port": 8082, "unix": "/run/p.sock"] }
+            GatewayConfigurationTests.error { $0["probes"] = ["host": "0.0.0.0", "port": 8082, "unix": "/run/p.sock"] }
                 == "probes: set either host and port, or unix, not both")
-        #expect(base.error { $0["probes"] = ["host": "0.0.0.0", "port": 8082, "token": "x"] } == "unknown field probes.token")
+        #expect(GatewayConfigurationTests.error { $0["probes"] = ["host": "0.0.0.0", "port": 8082, "token": "x"] } == "unknown field probes.token")
     }
 
     @Test func noTwoListenersShareAPortOrASocket() {
         // SO_REUSEPORT would let both bind, and split the port's connections between them.
-        #expect(base.error { $0["probes"] = ["host": "0.0.0.0", "port": 8081] } == "probes.port is also admin.port")
-        #expect(base.error { $0["admin"] = ["host": "::1", "port": 8080] } == "admin.port is also proxy.port")
+        #expect(GatewayConfigurationTests.error { $0["probes"] = ["host": "0.0.0.0", "port": 8081] } == "probes.port is also admin.port")
+        #expect(GatewayConfigurationTests.error { $0["admin"] = ["host": "::1", "port": 8080] } == "admin.port is also proxy.port")
         #expect(
-            base.error {
+            GatewayConfigurationTests.error {
                 $0["admin"] = ["unix": "/run/a.sock"]
                 $0["probes"] = ["unix": "/run/a.sock"]
             } == "probes.unix is also admin.unix")
         // Port 0 picks a free port each time.
         #expect(
-            base.error {
+            GatewayConfigurationTests.error {
                 $0["proxy"] = ["host": "127.0.0.1", "port": 0]
                 $0["admin"] = ["host": "127.0.0.1", "port": 0]
             } == nil)
     }
 
     @Test func theSocketDirectoryMustExist() throws {
-        let c = try base.load { $0["admin"] = ["unix": "/nonexistent-authgate-dir/admin.sock"] }
+        let c = try GatewayConfigurationTests.load { $0["admin"] = ["unix": "/nonexistent-authgate-dir/admin.sock"] }
         #expect(throws: ConfigurationError("admin.unix: the directory /nonexistent-authgate-dir does not exist")) {
             try c.checkListenerDirectories()
         }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("agl-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let here = try base.load { $0["admin"] = ["unix": dir + "/admin.sock"] }
+        let here = try GatewayConfigurationTests.load { $0["admin"] = ["unix": dir + "/admin.sock"] }
         try here.checkListenerDirectories()
         // A file is not a directory.
-        let file = try base.load { $0["admin"] = ["unix": dir + "/admin.sock/x.sock"] }
+        let file = try GatewayConfigurationTests.load { $0["admin"] = ["unix": dir + "/admin.sock/x.sock"] }
         FileManager.default.createFile(atPath: dir + "/admin.sock", contents: Data())
         #expect(throws: ConfigurationError.self) { try file.checkListenerDirectories() }
         // TCP listeners have no directory to check.
         var asked: [String] = []
-        try base.load { _ in }.checkListenerDirectories { asked.append($0); return false }
+        try GatewayConfigurationTests.load { _ in }.checkListenerDirectories { asked.append($0); return false }
         #expect(asked.isEmpty)
     }
 

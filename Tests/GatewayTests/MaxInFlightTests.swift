@@ -4,6 +4,7 @@ import Foundation
 import Gateway
 import Locking
 import Testing
+import TestSupport
 
 /// `routes[].maxInFlight`: requests wait in AuthGate and take the token as they leave, so a
 /// rotation while they wait never reaches the API with a revoked token.
@@ -19,15 +20,6 @@ import Testing
             c.routes[1].maxInFlight = n
             c.routes[1].queueTimeoutSeconds = timeout
         }
-    }
-
-    func eventually(_ condition: () async throws -> Bool) async rethrows -> Bool {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return try await condition()
     }
 
     @Test func noMoreThanMaxInFlightRequestsReachTheAPIAtOnce() async throws {
@@ -102,15 +94,8 @@ import Testing
 
     @Test func maxInFlightIsRefusedOnAPublicRouteAndOutOfRange() {
         func error(_ route: [String: Any]) -> String? {
-            var object = try! JSONSerialization.jsonObject(with: Data(GatewayConfigurationTests.minimal.utf8)) as! [String: Any]
-            var r: [String: Any] = ["prefix": "/", "upstream": "https://api.example.com"]
-            r.merge(route) { $1 }
-            object["routes"] = [r]
-            do {
-                _ = try GatewayConfiguration.load(from: JSONSerialization.data(withJSONObject: object))
-                return nil
-            } catch {
-                return String(describing: error)
+            GatewayConfigurationTests.error {
+                $0["routes"] = [["prefix": "/", "upstream": "https://api.example.com"].merging(route) { $1 }]
             }
         }
         #expect(error(["maxInFlight": 16, "queueTimeoutSeconds": 5]) == nil)

@@ -73,7 +73,7 @@ import TestSupport
             #expect(metrics.contains("authgate_buffered_request_bytes 0"))
             // Room again: the next request's save goes through (after the retry backoff).
             try FileManager.default.removeItem(atPath: sealed)
-            let saved = try await eventually(10) {
+            let saved = try await eventually {
                 _ = try await stack.proxy("GET", "/data")
                 return try await stack.admin("GET", "/readyz", token: nil).status == 200
             }
@@ -81,15 +81,5 @@ import TestSupport
             #expect(FileManager.default.fileExists(atPath: sealed))
             #expect(try await stack.admin("GET", "/metrics").text.contains(#"authgate_unsaved_credentials{session="default"} 0"#))
         }
-    }
-
-    /// Polls `condition` every 50 ms for up to `seconds`.
-    func eventually(_ seconds: Double, _ condition: () async throws -> Bool) async rethrows -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return try await condition()
     }
 }

@@ -7,28 +7,17 @@ import TestSupport
 /// The gateway's memory is bounded by its configuration: connections on the proxy listener,
 /// and request bodies held in memory across both listeners.
 @Suite struct ResourceLimitsTests {
-    func configurationError(_ edit: (inout [String: Any]) -> Void) -> String? {
-        var object = try! JSONSerialization.jsonObject(with: Data(GatewayConfigurationTests.minimal.utf8)) as! [String: Any]
-        edit(&object)
-        do {
-            _ = try GatewayConfiguration.load(from: JSONSerialization.data(withJSONObject: object))
-            return nil
-        } catch {
-            return String(describing: error)
-        }
-    }
-
     @Test func limitsOutOfRangeAreRefusedWithTheirName() {
-        #expect(configurationError { $0["maxConnections"] = 0 } == "maxConnections must be 1…1000000")
-        #expect(configurationError { $0["maxConnections"] = 256 } == nil)
-        #expect(configurationError { $0["maxBufferedRequestBytes"] = 1000 }?.hasPrefix("maxBufferedRequestBytes must be") == true)
-        #expect(configurationError { $0["maxBufferedRequestBytes"] = 8 << 20 } == nil)
+        #expect(GatewayConfigurationTests.error { $0["maxConnections"] = 0 } == "maxConnections must be 1…1000000")
+        #expect(GatewayConfigurationTests.error { $0["maxConnections"] = 256 } == nil)
+        #expect(GatewayConfigurationTests.error { $0["maxBufferedRequestBytes"] = 1000 }?.hasPrefix("maxBufferedRequestBytes must be") == true)
+        #expect(GatewayConfigurationTests.error { $0["maxBufferedRequestBytes"] = 8 << 20 } == nil)
         #expect(
-            configurationError {
+            GatewayConfigurationTests.error {
                 $0["maxBufferedRequestBytes"] = 2 << 20
                 $0["replayLimitBytes"] = 4 << 20
             } == "replayLimitBytes must not exceed maxBufferedRequestBytes (2097152)")
-        #expect(configurationError { $0["maxBufferedRequestBytes"] = 1 << 20 } == nil, "the default replay limit fits")
+        #expect(GatewayConfigurationTests.error { $0["maxBufferedRequestBytes"] = 1 << 20 } == nil, "the default replay limit fits")
     }
 
     @Test func bodiesPastTheBudgetGet503WhileOthersAreServed() async throws {
@@ -79,14 +68,5 @@ import TestSupport
             #expect(third.status == 503)
             #expect(third.text.contains("connection limit"))
         }
-    }
-
-    func eventually(_ condition: () async throws -> Bool) async rethrows -> Bool {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return try await condition()
     }
 }

@@ -196,18 +196,6 @@ final class Stack: Sendable {
     }
 }
 
-/// Polls `condition` every 10 ms until it holds or `timeout` has passed, and returns whether
-/// it held. The timeout is generous on purpose: the suite also runs under ThreadSanitizer on
-/// a loaded machine, and a condition that holds returns at once anyway.
-func eventually(timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return try await condition()
-}
-
 /// Reads `GET /auth/events` on its own thread and keeps every byte received, so that a test
 /// can wait for an event and search the whole stream.
 final class EventStreamRecorder: Sendable {

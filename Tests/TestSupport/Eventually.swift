@@ -1,0 +1,15 @@
+/// Polls `condition` every `interval` until it holds or `timeout` has passed, and returns
+/// whether it held. For waiting on a signal another thread or process gives (a request
+/// arrived, a gauge moved), never as a stand-in for one. The timeout is generous on
+/// purpose: the suite also runs under ThreadSanitizer on a loaded machine, and a condition
+/// that holds returns at once anyway.
+public func eventually(
+    timeout: Duration = .seconds(20), interval: Duration = .milliseconds(10), _ condition: () async throws -> Bool
+) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: interval)
+    }
+    return try await condition()
+}
