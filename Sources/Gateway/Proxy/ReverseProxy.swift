@@ -27,6 +27,8 @@ public final class ReverseProxy: HTTPResponder {
     public let tasks = TaskTracker()
     /// Per route prefix, the bound on its authenticated requests at the upstream at once.
     private let limiters: [String: InFlightLimiter]
+    /// The configured session names; nil with no authentication.
+    private let sessionNames: Set<String>?
 
     /// Creates a proxy; requests matching no route go to `fallback` (or get 404). Only
     /// clients in `trustedProxies` (IP addresses) have their `X-Forwarded-For` kept.
@@ -46,6 +48,7 @@ public final class ReverseProxy: HTTPResponder {
         self.limiters = limiters
         self.clients = UpstreamClientPool(configuration: clientConfiguration)
         self.authentication = authentication
+        self.sessionNames = authentication.map { Set($0.sessions.keys) }
         self.metrics = metrics
         self.fallback = fallback
     }
@@ -64,59 +67,46 @@ public final class ReverseProxy: HTTPResponder {
             ?? fallback?.bodyPolicy(for: head, limits: limits) ?? .stream
     }
 
+    /// The plan for a request with this head (``ExchangePlan/decide(method:target:livenessPath:table:hasFallback:sessions:)``).
+    public func plan(for head: RequestHead) -> ExchangePlan {
+        ExchangePlan.decide(
+            method: head.method, target: head.target, livenessPath: livenessPath, table: table,
+            hasFallback: fallback != nil, sessions: sessionNames)
+    }
+
     public func respond(to request: HTTPRequest, writer: ResponseWriter) {
-        let target: RequestTarget
-        do throws(WireError) {
-            target = try RequestTarget(request.head.target)
-        } catch {
-            writer.respond(problem: error.problem)
-            return
-        }
-        if let livenessPath, target.path == livenessPath, request.head.method == "GET" || request.head.isHead {
+        switch plan(for: request.head) {
+        case .liveness:
             // Reserved on the proxy listener too, for probes that only know one port.
             var h = HTTPHeaders()
             h.add(name: "Content-Type", value: "application/json")
             writer.respond(status: 200, headers: h, body: Array(#"{"status":"ok"}"#.utf8))
-            return
-        }
-        guard let route = table.route(for: target.path) else {
-            if let fallback {
-                fallback.respond(to: request, writer: writer)
-            } else {
-                writer.respond(problem: GatewayProblem.noRoute)
-            }
-            return
-        }
-        let started = ContinuousClock.now
-        if !route.requiresAuthentication {
+        case .fallback:
+            fallback?.respond(to: request, writer: writer)
+        case .reject(let problem):
+            writer.respond(problem: problem)
+        case .forward(let route, let target):
+            let started = ContinuousClock.now
             let metrics = self.metrics
             start(request, route, target, writer, token: nil, decide: nil) { outcome in
                 metrics.request(kind: "public", status: outcome.status, duration: ContinuousClock.now - started)
             }
-            return
-        }
-        guard let authentication else {
-            writer.respond(
-                problem: GatewayProblem.make(
-                    "no-session-configured", 500, "this route requires authentication but no session is configured"))
-            return
-        }
-        tasks.start(on: request.loop) {
-            let status = await self.authenticated(request, route, target, writer, authentication)
-            self.metrics.request(kind: "authenticated", status: status, duration: ContinuousClock.now - started)
+        case .authenticate(let route, let target, let name):
+            // `plan` checked that the session exists.
+            guard let session = authentication?.sessions[name], let authentication else { return }
+            let started = ContinuousClock.now
+            tasks.start(on: request.loop) {
+                let status = await self.authenticated(request, route, target, writer, session, authentication)
+                self.metrics.request(kind: "authenticated", status: status, duration: ContinuousClock.now - started)
+            }
         }
     }
 
     /// Serves one request on an authenticated route; returns the status the client got.
     private func authenticated(
         _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
-        _ auth: ProxyAuthentication
+        _ session: AuthActor, _ auth: ProxyAuthentication
     ) async -> Int {
-        guard let session = auth.sessions[route.session] else {
-            writer.respond(
-                problem: GatewayProblem.make("no-session-configured", 500, "this route's session is not configured"))
-            return 500
-        }
         let replayable: Bool
         if case .buffered = request.body { replayable = true } else { replayable = false }
         let metrics = self.metrics
@@ -129,21 +119,19 @@ public final class ReverseProxy: HTTPResponder {
             return try await path.run(bodyReplayable: replayable) { token, attempt in
                 if attempt.replaysSoFar > 0 { metrics.replay("replayed", session: name) }
                 let outcome = await exchange(request, route, target, writer, token: token) { status, headers in
-                    switch path.verdict(status: status, wwwAuthenticate: headers[all: "www-authenticate"], attempt: attempt) {
+                    let answer = ExchangePlan.Answer(
+                        path.verdict(status: status, wwwAuthenticate: headers[all: "www-authenticate"], attempt: attempt))
+                    switch answer {
                     case .deliver:
                         return .forward(HTTPHeaders())
                     case .replay:
                         return .intercept
-                    case .passThrough(let reason):
+                    case .passThrough(let reason, let refreshInBackground):
                         metrics.replay(reason.rawValue, session: name)
-                        if reason == .bodyStreamed {
-                            // The body went upstream as it arrived and cannot be sent again:
-                            // still refresh, so the next request gets a new token.
+                        if refreshInBackground {
                             tasks.start(on: nil) { _ = try? await session.refresh(after: attempt.generation) }
                         }
-                        var extra = HTTPHeaders()
-                        extra.add(name: "AuthGate-Replay", value: reason.headerValue)
-                        return .forward(extra)
+                        return .forward(answer.extraHeaders)
                     }
                 }
                 if case .intercepted = outcome { return .replay }

@@ -1,0 +1,96 @@
+public import AuthCore
+public import HTTPWire
+
+/// What the proxy does with a request, decided from its head alone, and what it does with
+/// the head of an upstream answer on an authenticated route. Both are pure: no socket, no
+/// session, no clock (`ExchangePlanTests`).
+///
+/// ``ReverseProxy`` takes a plan for each request and carries it out:
+///
+/// | plan | the proxy |
+/// |---|---|
+/// | ``liveness`` | answers `200 {"status":"ok"}` itself |
+/// | ``fallback`` | hands the request to its fallback responder |
+/// | ``reject(_:)`` | answers with the problem document |
+/// | ``forward(_:_:)`` | sends the request upstream as it is (a public route) |
+/// | ``authenticate(_:_:session:)`` | runs ``AuthenticatedExchange`` with the route's session |
+public enum ExchangePlan: Sendable, Equatable {
+    /// The proxy listener's liveness path (`GET` or `HEAD`): answered without a route.
+    case liveness
+    /// No route matches and a fallback responder is there to take the request.
+    case fallback
+    /// Answered at once with a problem: a target that cannot be parsed (400), no route
+    /// (404), or an authenticated route whose session is not configured (500).
+    case reject(Problem)
+    /// A public route: forwarded with no token.
+    case forward(ProxyRoute, RequestTarget)
+    /// An authenticated route: forwarded with the token of the session named `session`,
+    /// refreshed and replayed under the ``ReplayRule``.
+    case authenticate(ProxyRoute, RequestTarget, session: String)
+
+    /// The plan for a request with `method` and `target` (its request-target as sent).
+    ///
+    /// - Parameters:
+    ///   - livenessPath: the path answered as liveness on the proxy listener, if any.
+    ///   - table: the routes.
+    ///   - hasFallback: whether a responder takes requests that match no route.
+    ///   - sessions: the configured session names; `nil` when the proxy has no sessions.
+    public static func decide(
+        method: String, target: String, livenessPath: String?, table: RouteTable, hasFallback: Bool,
+        sessions: Set<String>?
+    ) -> ExchangePlan {
+        let parsed: RequestTarget
+        do throws(WireError) {
+            parsed = try RequestTarget(target)
+        } catch {
+            return .reject(error.problem)
+        }
+        if let livenessPath, parsed.path == livenessPath, method == "GET" || method == "HEAD" {
+            return .liveness
+        }
+        guard let route = table.route(for: parsed.path) else {
+            return hasFallback ? .fallback : .reject(GatewayProblem.noRoute)
+        }
+        guard route.requiresAuthentication else { return .forward(route, parsed) }
+        guard let sessions else {
+            return .reject(
+                GatewayProblem.make("no-session-configured", 500, "this route requires authentication but no session is configured"))
+        }
+        guard sessions.contains(route.session) else {
+            return .reject(GatewayProblem.make("no-session-configured", 500, "this route's session is not configured"))
+        }
+        return .authenticate(route, parsed, session: route.session)
+    }
+
+    /// What becomes of an upstream answer's head on an authenticated route, given the
+    /// ``ReplayRule`` verdict on it.
+    public enum Answer: Sendable, Equatable {
+        /// The answer goes to the client as it is.
+        case deliver
+        /// The answer is held back and its body discarded; the request is sent again.
+        case replay
+        /// The rejection goes to the client with `AuthGate-Replay: <reason>`. When
+        /// `refreshInBackground` is set, the session is refreshed anyway (after the
+        /// attempt's generation), so the next request carries a new token.
+        case passThrough(ReplayRule.PassReason, refreshInBackground: Bool)
+
+        /// The answer for `verdict`.
+        public init(_ verdict: ReplayRule.Verdict) {
+            switch verdict {
+            case .deliver: self = .deliver
+            case .replay: self = .replay
+            case .passThrough(let reason):
+                // A streamed body went upstream as it arrived and cannot be sent again; the
+                // token it carried was still rejected, so the next request needs a new one.
+                self = .passThrough(reason, refreshInBackground: reason == .bodyStreamed)
+            }
+        }
+
+        /// The header fields added to the client's response (`AuthGate-Replay` on a pass-through).
+        public var extraHeaders: HTTPHeaders {
+            var headers = HTTPHeaders()
+            if case .passThrough(let reason, _) = self { headers.add(name: "AuthGate-Replay", value: reason.headerValue) }
+            return headers
+        }
+    }
+}
