@@ -85,13 +85,11 @@ let package = Package(
         ),
         .executableTarget(
             name: "authgate",
+            // The executable reaches everything through Gateway (and the fakes of `dev`):
+            // it wires no loop, server or client of its own.
             dependencies: [
-                "Locking",
                 "Gateway",
                 "AuthGateTesting",
-                "Runtime",
-                "HTTPWire",
-                "AuthCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

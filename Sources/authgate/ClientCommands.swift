@@ -1,8 +1,6 @@
 import ArgumentParser
 import Foundation
 import Gateway
-import HTTPWire
-import Runtime
 
 /// Options shared by the client subcommands, which call the admin API.
 struct AdminOptions: ParsableArguments {
@@ -26,11 +24,7 @@ struct AdminOptions: ParsableArguments {
     }
 
     /// Sends one request to the admin API and prints the answer; non-2xx exits 1.
-    func call(_ method: String, _ path: String, body: String? = nil) throws {
-        let endpoint = try endpoint()
-        var headers = HTTPHeaders()
-        if let t = try token() { headers.add(name: "Authorization", value: "Bearer \(t)") }
-        if body != nil { headers.add(name: "Content-Type", value: "application/json") }
+    func call(_ method: String, _ path: String, body: [UInt8]? = nil) throws {
         var path = path
         if let session {
             // Session names are restricted to characters that need no escaping in a query.
@@ -39,16 +33,9 @@ struct AdminOptions: ParsableArguments {
             }
             path += (path.contains("?") ? "&" : "?") + "session=" + session
         }
-        let request = UpstreamRequest(
-            method: method, url: endpoint.url(path), headers: headers, body: body.map { .bytes(Array($0.utf8)) } ?? .none)
-        let response = try runBlocking {
-            let loop = try EventLoop(name: "authgate-cli")
-            loop.start()
-            defer { loop.shutdown() }
-            let client = await UpstreamClient.make(
-                on: loop, configuration: UpstreamClientConfiguration(unixSocketPath: endpoint.unixSocketPath))
-            return try await client.send(request)
-        }
+        let client = AdminClient(endpoint: try endpoint(), token: try token())
+        let target = path
+        let response = try runBlocking { try await client.send(method, target, json: body) }
         print(String(decoding: response.body, as: UTF8.self))
         if !(200..<300).contains(response.status) { throw ExitCode(1) }
     }
@@ -81,9 +68,9 @@ struct Login: ParsableCommand {
         fields["code_verifier"] = codeVerifier
         fields["redirect_uri"] = redirectURI
         fields["scope"] = scope
-        let body = "{" + fields.sorted { $0.key < $1.key }.map { "\(Problem.quote($0.key)):\(Problem.quote($0.value))" }
-            .joined(separator: ",") + "}"
-        try options.call("POST", "/auth/login", body: body)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        try options.call("POST", "/auth/login", body: Array(try encoder.encode(fields)))
     }
 }
 

@@ -1,12 +1,10 @@
 import ArgumentParser
-import AuthCore
 import AuthGateTesting
 import Foundation
 import Gateway
 import Glibc
-import HTTPWire
 import Logging
-import Runtime
+import ServiceLifecycle
 
 /// `authgate dev`: everything in one process on fixed loopback ports — a fake
 /// authorization server, a fake API that rejects expired tokens, and the gateway.
@@ -20,7 +18,7 @@ struct Dev: ParsableCommand {
     @Option(help: "Lifetime of the access tokens the fake server issues, in seconds.") var tokenLifetime = 30
     @Option(help: "Refresh this many seconds before expiry (0: only when the API says 401).") var refreshSkew = 5
     @Option(help: "Where the dev session's encrypted tokens and state live.") var stateDir = ".authgate-dev"
-    @Option(help: "Event loops (default: one per core).") var loops = EventLoopGroup.coreCount
+    @Option(help: "Event loops (default: one per core).") var loops: Int?
     @Option(help: "Fake authorization server latency in milliseconds.") var authLatencyMs = 0
     @Option(help: "Refreshes that may replace a young token within 30 s before the refresh-loop guard stops them.")
     var refreshLoopLimit = 5
@@ -28,69 +26,69 @@ struct Dev: ParsableCommand {
     var userInfo = false
 
     func run() throws {
-        LoggingSystem.bootstrap { label in
-            var h = JSONLogHandler(label: label)
-            h.logLevel = .info
-            return h
-        }
-        let signals = SignalWaiter(SIGINT, SIGTERM)
+        JSONLogHandler.bootstrap(level: .info)
+        // Blocked in every thread (before any starts), so the service group's signal source
+        // is the only one to see them.
+        _ = SignalWaiter(SIGINT, SIGTERM)
         let logger = Logger(label: "authgate.dev")
         var bytes = [UInt8](repeating: 0, count: 24)
         for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
         let adminToken = bytes.map { String(format: "%02x", $0) }.joined()
-
-        // The fake servers get their own loop.
-        let fakes = try EventLoopGroup(loopCount: 1, name: "dev-fakes")
         var fakeConfig = FakeAuthorizationServer.Configuration()
         fakeConfig.accessTokenLifetime = .seconds(tokenLifetime)
         fakeConfig.latency = .milliseconds(authLatencyMs)
-        let clock = SystemAuthClock()
-        let authorization = FakeAuthorizationServer(configuration: fakeConfig, clock: clock)
-        let authServer = HTTPServer(
-            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: authPort), group: fakes,
-            responder: FakeAuthorizationServerResponder(server: authorization))
-        let api = HTTPServer(
-            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: apiPort), group: fakes,
-            responder: FakeResourceServer(authorization: authorization))
-        try authServer.start()
-        try api.start()
+        // The fake servers get their own loop.
+        try FakeServers.with(configuration: fakeConfig, authorizationPort: authPort, apiPort: apiPort) { fakes in
+            try serve(fakes, adminToken: adminToken, logger: logger)
+        }
+    }
 
+    /// Runs the gateway in front of `fakes` until SIGINT or SIGTERM.
+    private func serve(_ fakes: FakeServers, adminToken: String, logger: Logger) throws {
+        let authorization = "http://127.0.0.1:\(fakes.authorizationPort)"
+        let api = "http://127.0.0.1:\(fakes.apiPort)"
         var config = GatewayConfiguration(
             proxy: .init(host: "127.0.0.1", port: port), admin: .init(host: "127.0.0.1", port: adminPort),
             authorization: .init(
-                tokenEndpoint: "http://127.0.0.1:\(authServer.port)/oauth/token", clientID: "authgate",
-                clientAuthentication: "basic", revocationEndpoint: "http://127.0.0.1:\(authServer.port)/oauth/revoke"),
+                tokenEndpoint: "\(authorization)/oauth/token", clientID: "authgate", clientAuthentication: "basic",
+                revocationEndpoint: "\(authorization)/oauth/revoke"),
             routes: [
-                .init(prefix: "/public", upstream: "http://127.0.0.1:\(api.port)", requiresAuthentication: false),
-                .init(prefix: "/", upstream: "http://127.0.0.1:\(api.port)", requiresAuthentication: true),
+                .init(prefix: "/public", upstream: api, requiresAuthentication: false),
+                .init(prefix: "/", upstream: api, requiresAuthentication: true),
             ],
             stateDirectory: stateDir, keyFile: "\(stateDir)/store.key", createKey: true, loops: loops)
-        if userInfo { config.userInfo = UserInfoProbe.Configuration(url: "http://127.0.0.1:\(api.port)/userinfo") }
+        config.refreshSkewSeconds = refreshSkew
+        config.refreshJitterSeconds = 0
+        config.refreshLoopLimit = max(1, refreshLoopLimit)
+        if userInfo { config.userInfo = UserInfoProbe.Configuration(url: "\(api)/userinfo") }
         // Dev mode's own scratch directory: made owner-only rather than refused.
         try FileManager.default.createDirectory(
             atPath: stateDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: stateDir)
-        let key = try TokenStoreKey.load(fromFile: "\(stateDir)/store.key", createIfMissing: true)
-        var sessionConfig = AuthActor.Configuration()
-        sessionConfig.skew = .seconds(refreshSkew)
-        sessionConfig.jitter = .zero
-        sessionConfig.refreshWindow = RefreshWindow(interval: .seconds(30), maximumAttempts: max(1, refreshLoopLimit))
-        let secrets = GatewayService.Secrets(clientSecret: "s3cret", adminToken: adminToken, storeKey: key)
-        let sessionSettings = sessionConfig
-        let gatewayConfig = config
-        let service = try runBlocking {
-            try await GatewayService.start(
-                configuration: gatewayConfig, secrets: secrets, logger: logger, clock: clock, sessionConfiguration: sessionSettings)
+        var secrets = try SecretSources.resolve(config, environment: [:])
+        secrets.clientSecret = "s3cret"
+        secrets.adminToken = adminToken
+        let runner = GatewayRunner(configuration: config, secrets: secrets, logger: logger, grace: .seconds(2)) { gateway in
+            banner(proxy: gateway.proxyServer.port, admin: gateway.adminServer.port, fakes: fakes, adminToken: adminToken)
         }
-        let p = service.proxyServer.port
-        let a = service.adminServer.port
+        try runBlocking {
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: [.init(service: runner)], gracefulShutdownSignals: [.sigterm, .sigint],
+                    cancellationSignals: [], logger: logger))
+            try await group.run()
+        }
+    }
+
+    private func banner(proxy p: Int, admin a: Int, fakes: FakeServers, adminToken: String) {
+        let authPort = fakes.authorizationPort
         print(
             """
 
             AuthGate dev mode
-              proxy          http://127.0.0.1:\(p)   (→ fake API on :\(api.port); /public/… is a guest route)
+              proxy          http://127.0.0.1:\(p)   (→ fake API on :\(fakes.apiPort); /public/… is a guest route)
               admin API      http://127.0.0.1:\(a)   admin token: \(adminToken)
-              fake authorization server http://127.0.0.1:\(authServer.port)   user alice / wonderland; tokens live \(tokenLifetime) s
+              fake authorization server http://127.0.0.1:\(authPort)   user alice / wonderland; tokens live \(tokenLifetime) s
               state          \(stateDir)/ (encrypted tokens, session state, store key)
 
             Try, in another terminal:
@@ -105,15 +103,9 @@ struct Dev: ParsableCommand {
               curl -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/auth/session     # with --user-info: "registration"
               curl -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/metrics
               curl -X POST -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/auth/logout
-              curl http://127.0.0.1:\(authServer.port)/stats           # what the fake authorization server saw
+              curl http://127.0.0.1:\(authPort)/stats           # what the fake authorization server saw
 
             """)
         fflush(nil)
-        let sig = signals.wait()
-        logger.info("shutting down", metadata: ["signal": "\(sig)"])
-        try runBlocking { await service.shutdown(grace: .seconds(2)) }
-        authServer.shutdown(grace: .zero)
-        api.shutdown(grace: .zero)
-        fakes.shutdown()
     }
 }

@@ -3,7 +3,6 @@ import Foundation
 import Gateway
 import Glibc
 import Logging
-import Runtime
 import ServiceLifecycle
 
 /// `authgate serve --config FILE`: the gateway for real.
@@ -32,7 +31,11 @@ struct Serve: ParsableCommand {
             configuration = try GatewayConfiguration.load(from: data)
             // A Unix socket's directory (systemd's RuntimeDirectory=, a Kubernetes emptyDir).
             try configuration.checkListenerDirectories()
-            secrets = try SecretSources.resolve(configuration)
+            let environment = ProcessInfo.processInfo.environment
+            // Read once: out of the environment, so nothing that reads it later (a child
+            // process, a crash reporter, getenv) finds the key there.
+            unsetenv("AUTHGATE_STORE_KEY")
+            secrets = try SecretSources.resolve(configuration, environment: environment)
             // Created owner-only by `serve`; `--check-config` only checks one that exists.
             do {
                 try StateDirectory.prepare(configuration.stateDirectory, create: !checkConfig)
@@ -48,11 +51,7 @@ struct Serve: ParsableCommand {
             return
         }
         let level = Logger.Level(rawValue: logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var h = JSONLogHandler(label: label)
-            h.logLevel = level
-            return h
-        }
+        JSONLogHandler.bootstrap(level: level)
         // Blocked in every thread (before any starts), so the service group's signal source
         // is the only one to see them.
         _ = SignalWaiter(SIGINT, SIGTERM)

@@ -33,11 +33,17 @@ func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) 
     return try box.get()
 }
 
-final class ResultBox<T: Sendable>: Sendable {
-    private let value = Locked<Result<T, any Error>?>(nil)
-    func set(_ r: Result<T, any Error>) { value.withLock { $0 = r } }
-    func get() throws -> T { try value.withLock { $0 }!.get() }
+/// The result of the work `runBlocking` waits for; set on one thread, read on another
+/// after the semaphore, under a lock.
+final class ResultBox<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Result<T, any Error>?
+    func set(_ r: Result<T, any Error>) { lock.withLock { value = r } }
+    func get() throws -> T {
+        // Read only after the semaphore was signalled, so the value is set.
+        try lock.withLock { value }!.get()
+    }
 }
 
 import Dispatch
-import Locking
+import Foundation

@@ -49,4 +49,38 @@ import TestSupport
         #expect(throws: (any Error).self) { try RawClient(port: proxyPort) }
         await stack.stop()
     }
+
+    struct Refused: Error {}
+
+    /// `withGateway` stops the gateway when its body returns, and at once when it throws,
+    /// rethrowing: no listener is left open either way.
+    @Test func withGatewayStopsTheGatewayWhenItsBodyReturnsOrThrows() async throws {
+        let upstream = try Upstream()
+        defer { upstream.stop() }
+        let stack = try Stack()
+        var configuration = stack.configuration
+        configuration.routes = [.init(prefix: "/", upstream: upstream.url, requiresAuthentication: false)]
+        let secrets = GatewayService.Secrets(
+            clientSecret: "s3cret", adminToken: Stack.adminToken, storeKey: try TokenStoreKey(rawBytes: [UInt8](repeating: 1, count: 32)))
+        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let ports = try await GatewayService.withGateway(configuration: configuration, secrets: secrets, logger: logger) {
+            gateway in
+            let port = gateway.proxyServer.port
+            let answer = try await onThread { try Stack.request(port: port, "GET", "/x", headers: [], body: "") }
+            #expect(answer.status == 200)
+            return [port, gateway.adminServer.port]
+        }
+        for port in ports {
+            #expect(throws: (any Error).self, "port \(port) still open") { try RawClient(port: port) }
+        }
+        let admin = Locked(0)
+        await #expect(throws: Refused.self) {
+            try await GatewayService.withGateway(configuration: configuration, secrets: secrets, logger: logger) { gateway in
+                admin.withLock { $0 = gateway.adminServer.port }
+                throw Refused()
+            }
+        }
+        #expect(throws: (any Error).self) { try RawClient(port: admin.withLock { $0 }) }
+        await stack.stop()
+    }
 }

@@ -43,12 +43,13 @@ import Testing
         let stack = try Stack(stateDirectory: root + "/nested/state")
         var configuration = stack.configuration
         configuration.keyFile = nil
-        let service = try await GatewayService.start(
+        try await GatewayService.withGateway(
             configuration: configuration,
             secrets: .init(clientSecret: "s3cret", adminToken: Stack.adminToken, storeKey: TokenStoreKey.random()),
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        #expect(mode(root + "/nested/state") == 0o700)
-        await service.shutdown(grace: .zero)
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), grace: .zero
+        ) { _ in
+            #expect(mode(root + "/nested/state") == 0o700)
+        }
         await stack.stop()
     }
 

@@ -19,7 +19,8 @@ extension GatewayConfiguration {
         }
         if let n = maxReplays, !(0...10).contains(n) { throw ConfigurationError("maxReplays must be 0…10") }
         for (field, value, range) in [
-            ("loops", loops, 1...256), ("replayLimitBytes", replayLimitBytes, 0...(64 << 20)),
+            ("loops", loops, 1...256), ("refreshJitterSeconds", refreshJitterSeconds, 0...3_600),
+            ("refreshLoopLimit", refreshLoopLimit, 1...1_000_000), ("replayLimitBytes", replayLimitBytes, 0...(64 << 20)),
             ("connectTimeoutSeconds", connectTimeoutSeconds, 1...300),
             ("upstreamTimeoutSeconds", upstreamTimeoutSeconds, 1...86_400),
             ("maxConnections", maxConnections, 1...1_000_000),

@@ -117,6 +117,12 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     /// When to refresh before expiry: seconds (`30`) or a share of the lifetime (`"50%"`).
     /// Takes the place of `refreshSkewSeconds`; set one of them.
     public var refreshLead: RefreshLead?
+    /// A random extra lead of up to this many seconds, drawn per token, so replicas do not
+    /// refresh in lockstep (default 5; 0 turns it off). Never more than half a token's life.
+    public var refreshJitterSeconds: Int?
+    /// The refresh-loop guard: at most this many refreshes that replace a young token within
+    /// 30 s (default 5). Refreshes at expiry never count.
+    public var refreshLoopLimit: Int?
     /// The most times one request is replayed after its token was rejected (default 3;
     /// 0 turns replays off).
     public var maxReplays: Int?

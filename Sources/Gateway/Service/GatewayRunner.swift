@@ -35,16 +35,24 @@ public struct GatewayRunner: Service {
         self.started = started
     }
 
+    /// Runs the gateway until a graceful shutdown (drained for up to `grace`) or
+    /// cancellation (stopped at once).
     public func run() async throws {
-        let service = try await GatewayService.start(configuration: configuration, secrets: secrets, logger: logger)
-        started?(service)
         do {
-            try await gracefulShutdown()
-            logger.info("graceful shutdown: draining", metadata: ["shutdown.grace": "\(grace)"])
-            await service.shutdown(grace: grace)
-        } catch {
-            logger.info("cancelled: stopping now")
-            await service.shutdown(grace: .zero)
+            try await GatewayService.withGateway(
+                configuration: configuration, secrets: secrets, logger: logger, grace: grace
+            ) { gateway in
+                started?(gateway)
+                do {
+                    try await gracefulShutdown()
+                } catch {
+                    logger.info("cancelled: stopping now")
+                    throw error
+                }
+                logger.info("graceful shutdown: draining", metadata: ["shutdown.grace": "\(grace)"])
+            }
+        } catch is CancellationError {
+            // Stopped at once; the service group asked for it.
         }
         logger.info("stopped")
     }

@@ -121,6 +121,8 @@ public final class GatewayService: Sendable {
         case .percent(let p)?: sessionConfig.leadFraction = Double(p) / 100
         case nil: break
         }
+        if let s = c.refreshJitterSeconds { sessionConfig.jitter = .seconds(s) }
+        if let n = c.refreshLoopLimit { sessionConfig.refreshWindow.maximumAttempts = n }
         let metrics = GatewayMetrics()
         var sessions: [String: GatewaySession] = [:]
         for s in c.allSessions {

@@ -1,20 +1,36 @@
 import Foundation
 import HTTPWire
-import Logging
+public import Logging
 
 /// One JSON object per line on standard error: time, level, label, message, metadata.
 /// Nothing logged anywhere in AuthGate carries a token; this handler adds nothing of its own.
-struct JSONLogHandler: LogHandler {
-    let label: String
-    var logLevel: Logger.Level = .info
-    var metadata: Logger.Metadata = [:]
+public struct JSONLogHandler: LogHandler {
+    /// The logger's label.
+    public let label: String
+    /// The lowest level written.
+    public var logLevel: Logger.Level = .info
+    /// Metadata written on every line.
+    public var metadata: Logger.Metadata = [:]
 
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    /// Creates a handler for `label`.
+    public init(label: String, logLevel: Logger.Level = .info) {
+        self.label = label
+        self.logLevel = logLevel
+    }
+
+    /// Bootstraps swift-log with this handler at `level`, once per process.
+    public static func bootstrap(level: Logger.Level) {
+        LoggingSystem.bootstrap { JSONLogHandler(label: $0, logLevel: level) }
+    }
+
+    /// Metadata by key.
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    func log(event: LogEvent) {
+    /// Writes one line.
+    public func log(event: LogEvent) {
         var fields: [String: String] = [:]
         for (k, v) in metadata { fields[k] = "\(v)" }
         for (k, v) in event.metadata ?? [:] { fields[k] = "\(v)" }

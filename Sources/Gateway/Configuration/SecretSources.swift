@@ -1,13 +1,12 @@
-import AuthCore
+public import AuthCore
 import Foundation
-import Gateway
 
-/// Reads the secrets a configuration points at. Environment variables are read here, in
-/// the executable, and nowhere else.
-enum SecretSources {
+/// Reads the secrets a configuration points at: files, the environment the executable
+/// passes in (`AUTHGATE_STORE_KEY`, `CREDENTIALS_DIRECTORY`), and systemd credentials.
+public enum SecretSources {
     /// The secret in the file at `path`, which the configuration names as `field`: one line
     /// of text, trimmed. Every refusal names the field and the path, never the content.
-    static func readFile(_ path: String, field: String) throws -> String {
+    public static func readFile(_ path: String, field: String) throws -> String {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -30,13 +29,11 @@ enum SecretSources {
     }
 
     /// The store key: `AUTHGATE_STORE_KEY` (base64), a systemd credential named
-    /// `authgate-store-key`, or the configured key file.
-    static func storeKey(_ c: GatewayConfiguration) throws -> TokenStoreKey {
-        let env = ProcessInfo.processInfo.environment
+    /// `authgate-store-key`, or the configured key file. The caller removes
+    /// `AUTHGATE_STORE_KEY` from its process environment once it has read it, so nothing
+    /// that reads it later (a child process, a crash reporter, getenv) finds the key there.
+    static func storeKey(_ c: GatewayConfiguration, environment env: [String: String]) throws -> TokenStoreKey {
         if let b64 = env["AUTHGATE_STORE_KEY"], !b64.isEmpty {
-            // Read once: out of the environment, so nothing that reads it later (a child
-            // process, a crash reporter, getenv) finds the key there.
-            unsetenv("AUTHGATE_STORE_KEY")
             do { return try TokenStoreKey(base64: b64) } catch {
                 throw ConfigurationError("AUTHGATE_STORE_KEY is not a base64 32-byte key")
             }
@@ -61,7 +58,9 @@ enum SecretSources {
         }
     }
 
-    static func resolve(_ c: GatewayConfiguration) throws -> GatewayService.Secrets {
+    /// Every secret `c` names; `environment` is the process environment as read at start.
+    /// Throws a ``ConfigurationError`` naming the field, never quoting a secret.
+    public static func resolve(_ c: GatewayConfiguration, environment: [String: String]) throws -> GatewayService.Secrets {
         let clientSecret = try c.authorization.clientSecretFile.map { try readFile($0, field: "authorization.clientSecretFile") }
         let adminToken = try c.adminTokenFile.map { try readFile($0, field: "adminTokenFile") }
         var sessionSecrets: [String: String] = [:]
@@ -71,6 +70,6 @@ enum SecretSources {
             }
         }
         return GatewayService.Secrets(
-            clientSecret: clientSecret, adminToken: adminToken, storeKey: try storeKey(c), sessionClientSecrets: sessionSecrets)
+            clientSecret: clientSecret, adminToken: adminToken, storeKey: try storeKey(c, environment: environment), sessionClientSecrets: sessionSecrets)
     }
 }

@@ -1,0 +1,50 @@
+public import HTTPWire
+import Runtime
+
+/// Calls a running gateway's admin API, for the `authgate` client commands: one request,
+/// on an event loop of its own that lives as long as the call.
+///
+/// ```swift
+/// let client = AdminClient(endpoint: try AdminEndpoint(parsing: "unix:/run/authgate/admin.sock"), token: token)
+/// let answer = try await client.send("GET", "/auth/session")
+/// print(answer.status, String(decoding: answer.body, as: UTF8.self))
+/// ```
+public struct AdminClient: Sendable {
+    /// An answer of the admin API.
+    public struct Response: Sendable {
+        /// The HTTP status.
+        public var status: Int
+        /// The header fields.
+        public var headers: HTTPHeaders
+        /// The body (at most 1 MiB).
+        public var body: [UInt8]
+    }
+
+    /// Where the admin API listens.
+    public let endpoint: AdminEndpoint
+    /// The admin token sent as `Authorization: Bearer`, if any.
+    public let token: String?
+
+    /// Creates a client; `token` is never shown in an error.
+    public init(endpoint: AdminEndpoint, token: String?) {
+        self.endpoint = endpoint
+        self.token = token
+    }
+
+    /// Sends `method path` (the path with its query), with a JSON `body` when given.
+    /// Throws when the admin API cannot be reached or does not answer.
+    public func send(_ method: String, _ path: String, json body: [UInt8]? = nil) async throws -> Response {
+        var headers = HTTPHeaders()
+        if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if body != nil { headers.add(name: "Content-Type", value: "application/json") }
+        let request = UpstreamRequest(
+            method: method, url: endpoint.url(path), headers: headers, body: body.map { .bytes($0) } ?? .none)
+        let loop = try EventLoop(name: "authgate-cli")
+        loop.start()
+        defer { loop.shutdown() }
+        let client = await UpstreamClient.make(
+            on: loop, configuration: UpstreamClientConfiguration(unixSocketPath: endpoint.unixSocketPath))
+        let response = try await client.send(request)
+        return Response(status: response.status, headers: response.headers, body: response.body)
+    }
+}
