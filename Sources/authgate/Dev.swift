@@ -4,7 +4,6 @@ import Foundation
 import Gateway
 import Glibc
 import Logging
-import ServiceLifecycle
 
 /// `authgate dev`: everything in one process on fixed loopback ports — a fake
 /// authorization server, a fake API that rejects expired tokens, and the gateway.
@@ -72,11 +71,7 @@ struct Dev: ParsableCommand {
             banner(proxy: gateway.proxyServer.port, admin: gateway.adminServer.port, fakes: fakes, adminToken: adminToken)
         }
         try runBlocking {
-            let group = ServiceGroup(
-                configuration: .init(
-                    services: [.init(service: runner)], gracefulShutdownSignals: [.sigterm, .sigint],
-                    cancellationSignals: [], logger: logger))
-            try await group.run()
+            try await runner.runUntilSignalled()
         }
     }
 

@@ -3,7 +3,6 @@ import Foundation
 import Gateway
 import Glibc
 import Logging
-import ServiceLifecycle
 
 /// `authgate serve --config FILE`: the gateway for real.
 struct Serve: ParsableCommand {
@@ -58,13 +57,7 @@ struct Serve: ParsableCommand {
         let logger = Logger(label: "authgate")
         let runner = GatewayRunner(configuration: configuration, secrets: secrets, logger: logger)
         do {
-            try runBlocking {
-                let group = ServiceGroup(
-                    configuration: .init(
-                        services: [.init(service: runner)], gracefulShutdownSignals: [.sigterm, .sigint],
-                        cancellationSignals: [], logger: logger))
-                try await group.run()
-            }
+            try runBlocking { try await runner.runUntilSignalled() }
         } catch let failure as IssuerDiscovery.Failure {
             // A provider that answered with something unusable is a configuration error (78);
             // one that did not answer in time is unavailable (69, EX_UNAVAILABLE).

@@ -56,4 +56,15 @@ public struct GatewayRunner: Service {
         }
         logger.info("stopped")
     }
+
+    /// Runs the gateway in a `ServiceGroup` of its own until SIGTERM or SIGINT starts a
+    /// graceful shutdown: what `authgate serve` and `authgate dev` do. Block both signals in
+    /// every thread first, so the group's signal source is the only one to see them.
+    public func runUntilSignalled() async throws {
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: self)], gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [],
+                logger: logger))
+        try await group.run()
+    }
 }
