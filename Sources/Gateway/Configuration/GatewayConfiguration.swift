@@ -9,10 +9,15 @@ public import Foundation
 public struct GatewayConfiguration: Sendable, Codable, Equatable {
     /// A proxied path prefix.
     public struct Route: Sendable, Codable, Equatable {
+        /// The path prefix the route serves (starts with `/`; matched at a segment boundary).
         public var prefix: String
+        /// The upstream base URL (`http` or `https`, no query or fragment).
         public var upstream: String
+        /// Remove the prefix from the path sent upstream (default `false`).
         public var stripPrefix: Bool?
+        /// Attach the session's token (default `true`); `false` makes a public route.
         public var requiresAuthentication: Bool?
+        /// On a public route, pass the client's own `Authorization` through (default `false`).
         public var forwardClientAuthorization: Bool?
         /// The session whose token this route gets (default `default`: the top-level
         /// `authorization`).
@@ -22,6 +27,7 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         public var maxInFlight: Int?
         /// How long a request waits for one of those slots before a 503 (default 30).
         public var queueTimeoutSeconds: Int?
+        /// Creates a route; every option left `nil` takes its default.
         public init(
             prefix: String, upstream: String, stripPrefix: Bool? = nil, requiresAuthentication: Bool? = nil,
             forwardClientAuthorization: Bool? = nil, session: String? = nil, maxInFlight: Int? = nil,
@@ -45,6 +51,7 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         public var issuer: String?
         /// The token endpoint; required unless `issuer` is set.
         public var tokenEndpoint: String?
+        /// The OAuth 2 client identifier.
         public var clientID: String?
         /// A file holding the client secret.
         public var clientSecretFile: String?
@@ -54,6 +61,7 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         public var mapping: TokenEndpointMapping?
         /// The RFC 7009 revocation endpoint: a logout someone asked for revokes the tokens.
         public var revocationEndpoint: String?
+        /// Creates the settings of an authorization server.
         public init(
             tokenEndpoint: String?, clientID: String? = nil, clientSecretFile: String? = nil,
             clientAuthentication: String? = nil, mapping: TokenEndpointMapping? = nil, revocationEndpoint: String? = nil,
@@ -75,9 +83,11 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         /// The name routes and the admin API (`?session=`) use; also the account name in
         /// the stores. Lower-case letters, digits, `-` and `_`; not `default`.
         public var name: String
+        /// The session's authorization server and client.
         public var authorization: Authorization
         /// The user-info call for this session.
         public var userInfo: UserInfoProbe.Configuration?
+        /// Creates a session.
         public init(name: String, authorization: Authorization, userInfo: UserInfoProbe.Configuration? = nil) {
             self.name = name
             self.authorization = authorization
@@ -100,9 +110,11 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     public var adminTokenFile: String?
     /// Must be true to run the admin API without a token.
     public var adminTokenDisabled: Bool?
+    /// The default session's authorization server and client.
     public var authorization: Authorization
     /// More sessions, each named; routes choose one with `session`.
     public var sessions: [Session]?
+    /// The proxy's routes (at least one); the longest matching prefix wins.
     public var routes: [Route]
     /// Where the encrypted tokens and the session state live.
     public var stateDirectory: String
@@ -148,8 +160,9 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     public var userInfo: UserInfoProbe.Configuration?
     /// A path the proxy listener answers itself for liveness probes (default `/livez`).
     public var proxyLivenessPath: String?
-    /// Upstream timeouts in seconds.
+    /// How long connecting to an upstream may take, in seconds (default 5).
     public var connectTimeoutSeconds: Int?
+    /// How long one upstream exchange may take, in seconds (default 60).
     public var upstreamTimeoutSeconds: Int?
     /// Accept `http://` for the token, revocation and user-info endpoints, the issuer and
     /// authenticated routes' upstreams on hosts other than loopback (default `false`: a
@@ -159,6 +172,7 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     /// appended to); anyone else's is replaced by the client's address.
     public var trustForwardedFrom: [String]?
 
+    /// Creates a configuration with the required fields; set the others as properties.
     public init(
         proxy: Listener, admin: Listener, adminTokenFile: String? = nil, adminTokenDisabled: Bool? = nil,
         authorization: Authorization, routes: [Route], stateDirectory: String, keyFile: String? = nil,
@@ -196,5 +210,6 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
 /// A configuration that cannot be used.
 public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
     public let description: String
+    /// Creates an error; `message` names the field and never quotes a secret.
     public init(_ message: String) { description = message }
 }

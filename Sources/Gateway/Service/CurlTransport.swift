@@ -14,6 +14,7 @@ public struct CurlTransport: HTTPTransport {
         self.maxResponseBytes = maxResponseBytes
     }
 
+    /// Sends `request` on the client's loop and returns the whole answer.
     public func send(_ request: HTTPRequestValue) async throws -> HTTPResponseValue {
         var headers = HTTPHeaders()
         for (name, value) in request.headers { headers.add(name: name, value: value) }

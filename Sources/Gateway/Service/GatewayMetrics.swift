@@ -36,11 +36,15 @@ public final class GatewayMetrics: Sendable {
 
     /// What `/metrics` reads of one session when it renders.
     public struct SessionGauges: Sendable {
+        /// The session's name (the `session` label).
         public var name: String
+        /// A refresh is in flight.
         public var refreshing: Bool
+        /// The session holds tokens.
         public var loggedIn: Bool
         /// A rotated pair is held only in memory (its save failed).
         public var unsavedCredentials: Bool
+        /// Creates the readings.
         public init(name: String, refreshing: Bool, loggedIn: Bool, unsavedCredentials: Bool = false) {
             self.name = name
             self.refreshing = refreshing
@@ -59,6 +63,7 @@ public final class GatewayMetrics: Sendable {
         public var bufferedRequestBytes: Int
         /// Authenticated requests waiting for a slot at their route's upstream.
         public var upstreamQueueWaiting: Int
+        /// Creates the readings.
         public init(
             proxyConnections: Int = 0, stateDirectoryFreeBytes: Int? = nil, bufferedRequestBytes: Int = 0,
             upstreamQueueWaiting: Int = 0

@@ -13,10 +13,13 @@ public final class GatewayService: Sendable {
     public struct Secrets: Sendable {
         /// The default session's client secret.
         public var clientSecret: String?
+        /// The admin API's bearer token (`nil`: the admin API takes no token).
         public var adminToken: String?
+        /// The key that seals the tokens at rest.
         public var storeKey: TokenStoreKey
         /// The client secrets of the other sessions, by session name.
         public var sessionClientSecrets: [String: String]
+        /// Creates the secrets.
         public init(
             clientSecret: String?, adminToken: String?, storeKey: TokenStoreKey, sessionClientSecrets: [String: String] = [:]
         ) {
@@ -32,14 +35,19 @@ public final class GatewayService: Sendable {
         }
     }
 
+    /// The event loops every listener and upstream client runs on.
     public let group: EventLoopGroup
+    /// The proxy listener.
     public let proxyServer: HTTPServer
+    /// The admin API's listener.
     public let adminServer: HTTPServer
     /// The probe listener (`/livez`, `/readyz` only), when configured.
     public let probeServer: HTTPServer?
     /// Every session by name; `default` is always there.
     public let sessions: [String: GatewaySession]
+    /// The metrics every part reports to (served at `/metrics`).
     public let metrics: GatewayMetrics
+    /// What `/readyz` answers.
     public let readiness: Readiness
     /// The default session.
     public var session: AuthActor { sessions[GatewayConfiguration.defaultSession]!.actor }
