@@ -64,3 +64,73 @@ wrk_row() {
 to_ms() {
   awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n = n; else if (v ~ /s$/) n *= 1000; print n }'
 }
+
+# The cost model: figures noise moves little, from the proxy's own processes.
+
+# proc_family PID...: the processes and their children (nginx's master and workers).
+proc_family() {
+  local q
+  for q in "$@"; do echo "$q"; pgrep -P "$q" || true; done
+}
+
+# cpu_ticks PID...: user + system clock ticks of the processes and their children
+# (/proc/PID/stat fields 14 and 15 include every thread of a process).
+cpu_ticks() {
+  local total=0 p
+  for p in $(proc_family "$@"); do
+    total=$((total + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$total"
+}
+
+# wrk_cpu_row NAME URL PID...: like wrk_row, and also the CPU time the processes used per
+# request wrk completed, in microseconds (sets cpu_us).
+wrk_cpu_row() {
+  local name="$1" url="$2"; shift 2
+  local before after out requests
+  before="$(cpu_ticks "$@")"
+  out="$(wrk -t"$threads" -c"$conns" -d"$duration" --latency "$url")"
+  after="$(cpu_ticks "$@")"
+  rps="$(awk '/^Requests\/sec/ {print $2}' <<<"$out")"
+  p50="$(awk '$1=="50%" {print $2}' <<<"$out")"
+  p99="$(awk '$1=="99%" {print $2}' <<<"$out")"
+  requests="$(awk '/requests in/ {print $1}' <<<"$out")"
+  cpu_us="$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v n="$requests" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')"
+  local errors; errors="$(awk '/Non-2xx|Socket errors/ {print}' <<<"$out" | tr '\n' ' ')"
+  printf '| %s | %s | %s | %s | %s | %s |\n' "$name" "$rps" "$p50" "$p99" "$cpu_us" "${errors:-none}"
+}
+
+# syscall_row NAME URL REQUESTS PID...: runs exactly REQUESTS requests (wrk stops each
+# thread after its share) with `strace -c -f` attached to the processes and their threads,
+# and prints the system calls per request, in total and for the six most frequent.
+syscall_row() {
+  local name="$1" url="$2" n="$3"; shift 3
+  local per=$((n / threads)) attach=() p
+  cat > "$tmp/count.lua" <<LUA
+local done = 0
+function response(status, headers, body)
+  done = done + 1
+  if done >= $per then wrk.thread:stop() end
+end
+LUA
+  for p in $(proc_family "$@"); do attach+=(-p "$p"); done
+  strace -c -f -o "$tmp/strace.txt" "${attach[@]}" 2>/dev/null &
+  local tracer=$!
+  sleep 1
+  wrk -t"$threads" -c"$conns" -d60s -s "$tmp/count.lua" "$url" > "$tmp/wrk-count.txt"
+  kill -INT "$tracer"; wait "$tracer" 2>/dev/null || true
+  local done_requests; done_requests="$(awk '/requests in/ {print $1}' "$tmp/wrk-count.txt")"
+  awk -v n="$done_requests" -v name="$name" '
+    $NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ && $NF != "total" { calls[$NF] = $4 }
+    $NF == "total" { total = $4 }
+    END {
+      top = ""
+      for (k = 0; k < 6; k++) {
+        best = ""; for (s in calls) if (best == "" || calls[s] > calls[best]) best = s
+        if (best == "") break
+        top = top sprintf("%s %.2f, ", best, calls[best] / n); delete calls[best]
+      }
+      sub(/, $/, "", top)
+      printf "| %s | %d | %.2f | %s |\n", name, n, total / n, top
+    }' "$tmp/strace.txt"
+}
