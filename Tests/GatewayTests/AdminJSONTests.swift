@@ -64,3 +64,39 @@ import Testing
                 == #"{"reason":"session_not_restored","status":"not_ready"}"#)
     }
 }
+
+/// The admin API's refusals keep their problem `type` codes and statuses (documented in
+/// `openapi/authgate.yaml`), and their details never repeat what a client sent.
+@Suite struct AdminRequestErrorCodeTests {
+    static let table: [(String, Int)] = [
+        ("invalid-query", 400), ("unexpected-body", 400), ("malformed-json", 400), ("unsupported-media-type", 415),
+        ("unknown-session", 404), ("invalid-body", 422), ("missing-field", 422), ("unknown-field", 422),
+        ("invalid-field", 422), ("unsupported-grant-type", 422),
+    ]
+
+    @Test func codesAreStable() {
+        #expect(AdminRequestError.Code.allCases.map(\.rawValue) == Self.table.map(\.0))
+        for code in AdminRequestError.Code.allCases {
+            #expect(code.status == Self.table.first { $0.0 == code.rawValue }?.1)
+            #expect(AdminRequestError(code, "refused").problem.type == "https://authgate.dev/problems/\(code.rawValue)")
+        }
+    }
+
+    @Test func aSecretSentInALoginIsNotRepeated() {
+        let secret = "cs_live_9a8b7c6d5e4f3a2b1c0d"
+        let bodies = [
+            #"{"grant_type":"password","username":"a","password":"x","password":"\#(secret)"}"#,
+            #"{"grant_type":"\#(secret)"}"#, #"{"grant_type":"import","access_token":"\#(secret)\u0001"}"#,
+            #"{"\#(secret)":"x","grant_type":"client_credentials"}"#, #"{"grant_type":"password","password":"\#(secret)""#,
+        ]
+        for body in bodies {
+            do {
+                _ = try LoginRequest.parse(contentTypes: ["application/json"], body: Array(body.utf8))
+                Issue.record("accepted \(body)")
+            } catch {
+                #expect(!"\(error)".contains(secret), "\(error)")
+                #expect(!String(decoding: error.problem.json, as: UTF8.self).contains(secret), "\(body)")
+            }
+        }
+    }
+}
