@@ -177,31 +177,30 @@ extension FakeAuthorizationServer {
     }
 
     private func seedError(_ code: String, _ message: String) -> HTTPResponseValue {
-        let body = try! JSONSerialization.data(withJSONObject: ["code": code, "message": message], options: [.sortedKeys])
-        return HTTPResponseValue(status: 401, headers: [("Content-Type", "application/json")], body: Array(body))
+        let body = Self.json(["code": code, "message": message])
+        return HTTPResponseValue(status: 401, headers: [("Content-Type", "application/json")], body: body)
     }
 
     private func headerTokenResponse(_ issued: IssuedTokens) -> HTTPResponseValue {
         var data: [String: Any] = [:]
         if let refresh = issued.refreshToken { data["refreshToken"] = refresh }
         if configuration.sendsExpiresIn { data["expiresIn"] = Int(issued.lifetime.components.seconds) }
-        let body = try! JSONSerialization.data(withJSONObject: ["data": data], options: [.sortedKeys])
+        let body = Self.json(["data": data])
         return HTTPResponseValue(
             status: 200,
             headers: [("Authorization", "Bearer \(issued.accessToken)"), ("Content-Type", "application/json")],
-            body: Array(body))
+            body: body)
     }
 
     // MARK: - Responses
 
     func oauthError(_ status: Int, _ code: String, _ description: String) -> HTTPResponseValue {
-        let body = try! JSONSerialization.data(
-            withJSONObject: ["error": code, "error_description": description], options: [.sortedKeys])
+        let body = Self.json(["error": code, "error_description": description])
         var headers: [(name: String, value: String)] = [
             ("Content-Type", "application/json"), ("Cache-Control", "no-store"),
         ]
         if status == 401 { headers.append(("WWW-Authenticate", #"Basic realm="token""#)) }
-        return HTTPResponseValue(status: status, headers: headers, body: Array(body))
+        return HTTPResponseValue(status: status, headers: headers, body: body)
     }
 
     private func tokenJSON(_ issued: IssuedTokens) -> HTTPResponseValue {
@@ -210,10 +209,10 @@ extension FakeAuthorizationServer {
         if let refresh = issued.refreshToken { object["refresh_token"] = refresh }
         if let scope = issued.scope { object["scope"] = scope }
         if let idToken = issued.idToken { object["id_token"] = idToken }
-        let body = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        let body = Self.json(object)
         return HTTPResponseValue(
             status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")],
-            body: Array(body))
+            body: body)
     }
 }
 

@@ -88,7 +88,7 @@ extension FakeAuthorizationServer {
             let claims: [String: Any] = [
                 "sub": subject, "iat": Int(issuedAt), "exp": Int(expiry), "jti": randomHex(8),
             ]
-            let payload = try! JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys])
+            let payload = Self.json(claims)
             token = "\(header).\(Base64URL.encode(payload)).\(Base64URL.encode(Array(randomHex(16).utf8)))"
         }
         accessIndex[token] = (family, clock.now + configuration.accessTokenLifetime)
@@ -107,7 +107,7 @@ extension FakeAuthorizationServer {
         ]
         if let clientID { claims["aud"] = clientID }
         let header = Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
-        let payload = try! JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys])
+        let payload = Self.json(claims)
         let token = "\(header).\(Base64URL.encode(payload)).\(Base64URL.encode(Array(randomHex(16).utf8)))"
         issued.idTokens.append(token)
         return token

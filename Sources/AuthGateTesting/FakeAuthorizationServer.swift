@@ -235,10 +235,10 @@ public actor FakeAuthorizationServer: HTTPTransport {
         switch failure {
         case .dropAnswerAfterCommit:
             _ = handle(request)
-            throw HTTPTransportError(.connectionLost, "injected: answer dropped after commit")
+            throw AuthError.transport(.connectionLost, "injected: answer dropped after commit")
         case .networkError:
             counters.refreshAttempts += 1
-            throw HTTPTransportError(.connectFailed, "injected: connection refused")
+            throw AuthError.transport(.connectFailed, "injected: connection refused")
         case .serverError(let status):
             counters.refreshAttempts += 1
             return HTTPResponseValue(

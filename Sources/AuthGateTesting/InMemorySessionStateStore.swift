@@ -5,8 +5,8 @@ internal import Locking
 public final class InMemorySessionStateStore: SessionStateStore {
     private struct State {
         var states: [AccountID: SessionState] = [:]
-        var saveFailures: [SessionStateStoreError] = []
-        var loadFailures: [SessionStateStoreError] = []
+        var saveFailures: [AuthError] = []
+        var loadFailures: [AuthError] = []
     }
 
     private let state = Locked(State())
@@ -15,12 +15,12 @@ public final class InMemorySessionStateStore: SessionStateStore {
     public init() {}
 
     /// Makes the next `count` saves fail with `error`.
-    public func failNextSave(with error: SessionStateStoreError = SessionStateStoreError(.io, errno: 28), count: Int = 1) {
+    public func failNextSave(with error: AuthError = AuthError.io(28, operation: "write", store: .sessionState), count: Int = 1) {
         state.withLock { $0.saveFailures += Array(repeating: error, count: count) }
     }
 
     /// Makes the next `count` loads fail with `error`.
-    public func failNextLoad(with error: SessionStateStoreError = SessionStateStoreError(.corrupt), count: Int = 1) {
+    public func failNextLoad(with error: AuthError = AuthError.store(.corrupt, .sessionState), count: Int = 1) {
         state.withLock { $0.loadFailures += Array(repeating: error, count: count) }
     }
 

@@ -10,7 +10,7 @@ public final class InMemoryTokenStore: TokenStore {
 
     private struct State {
         var records: [AccountID: TokenRecord] = [:]
-        var failures: [Operation: [TokenStoreError]] = [:]
+        var failures: [Operation: [AuthError]] = [:]
         var saves = 0
         var deletes = 0
     }
@@ -21,7 +21,7 @@ public final class InMemoryTokenStore: TokenStore {
     public init() {}
 
     /// Makes the next `count` calls of `operation` fail with `error`.
-    public func failNext(_ operation: Operation, with error: TokenStoreError, count: Int = 1) {
+    public func failNext(_ operation: Operation, with error: AuthError, count: Int = 1) {
         state.withLock { $0.failures[operation, default: []] += Array(repeating: error, count: count) }
     }
 
@@ -46,7 +46,7 @@ public final class InMemoryTokenStore: TokenStore {
     /// How many deletes succeeded.
     public var deleteCount: Int { state.withLock { $0.deletes } }
 
-    private func takeFailure(_ operation: Operation, _ state: inout State) -> TokenStoreError? {
+    private func takeFailure(_ operation: Operation, _ state: inout State) -> AuthError? {
         guard var queue = state.failures[operation], !queue.isEmpty else { return nil }
         let error = queue.removeFirst()
         state.failures[operation] = queue

@@ -5,7 +5,7 @@
 /// so a credential in a malformed header never leaks into an error body.
 public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Stable codes, one per kind of refusal.
-    public enum Code: String, Sendable {
+    public enum Code: String, Sendable, CaseIterable {
         case malformedRequest = "malformed-request"
         case invalidMethod = "invalid-method"
         case methodNotImplemented = "method-not-implemented"

@@ -14,7 +14,7 @@ import Testing
         let error = await #expect(throws: AuthError.self) { try await h.actor.refresh(after: first.generation) }
         #expect(error?.code == .refreshFailed)
         #expect(error?.retryAfter == .seconds(120))
-        #expect(error?.endpointError?.code == .rateLimited)
+        #expect(error?.underlyingAuthError?.code == .rateLimited)
         #expect(await h.actor.status.isLoggedIn)
         #expect(h.tokenStore.record(for: .default)?.accessToken == first.value, "tokens kept")
 
@@ -220,7 +220,7 @@ import Testing
             try await h.actor.login(.password(username: "alice", password: "wrong"))
         }
         #expect(error?.code == .loginFailed)
-        #expect(error?.endpointError?.oauthError?.error == "invalid_grant")
+        #expect(error?.underlyingAuthError?.oauthError?.error == "invalid_grant")
         #expect(h.tokenStore.record(for: .default) == nil)
         #expect(h.stateStore.stored(for: .default) == nil)
     }

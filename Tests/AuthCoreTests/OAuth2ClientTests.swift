@@ -108,7 +108,7 @@ func json(_ status: Int, _ text: String, headers: [(name: String, value: String)
 
     @Test func basicAuthenticationCannotShareTheAuthorizationHeaderWithAnExpiredBearer() {
         let mapping = TokenEndpointMapping(refreshSendsExpiredAccessToken: true)
-        let error = #expect(throws: TokenEndpointError.self) {
+        let error = #expect(throws: AuthError.self) {
             try client(ScriptedTransport(), authentication: .basic, mapping: mapping)
                 .makeRequest(for: .refreshToken("rt", expiredAccessToken: "at"))
         }
@@ -122,15 +122,15 @@ func json(_ status: Int, _ text: String, headers: [(name: String, value: String)
     }
 
     @Test(arguments: [
-        (400, "invalid_grant", TokenEndpointError.Disposition.terminal),
+        (400, "invalid_grant", AuthError.Disposition.terminal),
         (401, "invalid_client", .terminal),
         (400, "unauthorized_client", .terminal),
         (400, "temporarily_unavailable", .transient),
         (403, "invalid_grant", .transient),
     ])
-    func oauthErrorBodiesAreClassified(status: Int, code: String, disposition: TokenEndpointError.Disposition) async {
+    func oauthErrorBodiesAreClassified(status: Int, code: String, disposition: AuthError.Disposition) async {
         let transport = ScriptedTransport(json(status, #"{"error":"\#(code)","error_description":"nope"}"#))
-        let error = await #expect(throws: TokenEndpointError.self) { try await client(transport).requestToken(.refreshToken("r")) }
+        let error = await #expect(throws: AuthError.self) { try await client(transport).requestToken(.refreshToken("r")) }
         #expect(error?.code == .oauthError)
         #expect(error?.oauthError == OAuthErrorResponse(error: code, errorDescription: "nope"))
         #expect(error?.disposition == disposition)
@@ -138,14 +138,14 @@ func json(_ status: Int, _ text: String, headers: [(name: String, value: String)
 
     @Test func rateLimitAndServerErrorsAreTransientWithRetryAfter() async {
         let limited = ScriptedTransport(HTTPResponseValue(status: 429, headers: [("Retry-After", "17")]))
-        let error = await #expect(throws: TokenEndpointError.self) { try await client(limited).requestToken(.refreshToken("r")) }
+        let error = await #expect(throws: AuthError.self) { try await client(limited).requestToken(.refreshToken("r")) }
         #expect(error?.code == .rateLimited)
         #expect(error?.disposition == .transient)
         #expect(error?.retryAfter == .seconds(17))
 
         let date = "Fri, 15 Jan 2027 08:00:30 GMT"
         let unavailable = ScriptedTransport(HTTPResponseValue(status: 503, headers: [("Retry-After", date)]))
-        let serverError = await #expect(throws: TokenEndpointError.self) { try await client(unavailable).requestToken(.refreshToken("r")) }
+        let serverError = await #expect(throws: AuthError.self) { try await client(unavailable).requestToken(.refreshToken("r")) }
         #expect(serverError?.code == .serverError)
         #expect(serverError?.disposition == .transient)
         #expect(serverError?.retryAfter == .seconds(30), "HTTP-date 30 s after the test clock's wall time")
@@ -153,23 +153,23 @@ func json(_ status: Int, _ text: String, headers: [(name: String, value: String)
 
     @Test func nonOAuthBodyIsTransientAndGarbageSuccessIsAmbiguous() async {
         let html = ScriptedTransport(HTTPResponseValue(status: 401, headers: [("Content-Type", "text/html")], body: Array("<html/>".utf8)))
-        let htmlError = await #expect(throws: TokenEndpointError.self) { try await client(html).requestToken(.refreshToken("r")) }
+        let htmlError = await #expect(throws: AuthError.self) { try await client(html).requestToken(.refreshToken("r")) }
         #expect(htmlError?.code == .unexpectedStatus)
         #expect(htmlError?.disposition == .transient)
 
         let garbage = ScriptedTransport(HTTPResponseValue(status: 200, body: Array("oops".utf8)))
-        let garbageError = await #expect(throws: TokenEndpointError.self) { try await client(garbage).requestToken(.refreshToken("r")) }
+        let garbageError = await #expect(throws: AuthError.self) { try await client(garbage).requestToken(.refreshToken("r")) }
         #expect(garbageError?.code == .malformedResponse)
         #expect(garbageError?.disposition == .ambiguous)
     }
 
     @Test func transportFailuresAreTransientOrAmbiguous() async {
-        let refused = ScriptedTransport(error: HTTPTransportError(.connectFailed))
-        let refusedError = await #expect(throws: TokenEndpointError.self) { try await client(refused).requestToken(.refreshToken("r")) }
+        let refused = ScriptedTransport(error: AuthError.transport(.connectFailed))
+        let refusedError = await #expect(throws: AuthError.self) { try await client(refused).requestToken(.refreshToken("r")) }
         #expect(refusedError?.code == .network)
         #expect(refusedError?.disposition == .transient)
-        let lost = ScriptedTransport(error: HTTPTransportError(.connectionLost))
-        let lostError = await #expect(throws: TokenEndpointError.self) { try await client(lost).requestToken(.refreshToken("r")) }
+        let lost = ScriptedTransport(error: AuthError.transport(.connectionLost))
+        let lostError = await #expect(throws: AuthError.self) { try await client(lost).requestToken(.refreshToken("r")) }
         #expect(lostError?.disposition == .ambiguous)
     }
 
@@ -188,7 +188,7 @@ func json(_ status: Int, _ text: String, headers: [(name: String, value: String)
 
         let pkce = PKCEPair()
         let code = await server.issueAuthorizationCode(subject: "alice", redirectURI: "https://app/cb", codeChallenge: pkce.challenge)
-        let wrong = await #expect(throws: TokenEndpointError.self) {
+        let wrong = await #expect(throws: AuthError.self) {
             try await oauth.requestToken(.authorizationCode(code: code, redirectURI: "https://app/cb", codeVerifier: "wrong-verifier"))
         }
         #expect(wrong?.oauthError?.error == "invalid_grant")
@@ -199,7 +199,7 @@ func json(_ status: Int, _ text: String, headers: [(name: String, value: String)
         let badClient = OAuth2Client(
             configuration: .init(tokenEndpoint: "https://auth.example.test/oauth/token", clientID: "authgate", clientSecret: "wrong"),
             transport: server, clock: clock)
-        let clientError = await #expect(throws: TokenEndpointError.self) { try await badClient.requestToken(.clientCredentials()) }
+        let clientError = await #expect(throws: AuthError.self) { try await badClient.requestToken(.clientCredentials()) }
         #expect(clientError?.oauthError?.error == "invalid_client")
         #expect(clientError?.disposition == .terminal)
     }

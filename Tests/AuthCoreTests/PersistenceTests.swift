@@ -48,11 +48,11 @@ import Testing
     @Test func unreadableTokenStoreIsAnErrorNotAnEmptySession() async throws {
         let h = Harness()
         try await h.login()
-        h.tokenStore.failNext(.load, with: TokenStoreError(.wrongKey, account: .default))
+        h.tokenStore.failNext(.load, with: AuthError.store(.wrongKey, .tokens, account: .default))
         let restarted = h.restarted()
         let error = await #expect(throws: AuthError.self) { try await restarted.restore() }
         #expect(error?.code == .storage)
-        #expect(error?.tokenStoreError?.code == .wrongKey)
+        #expect(error?.underlyingAuthError?.code == .wrongKey)
         #expect(h.tokenStore.record(for: .default) != nil, "nothing is deleted")
         #expect(h.stateStore.stored(for: .default)?.isLoggedIn == true)
     }
@@ -89,7 +89,7 @@ import Testing
 
     @Test func failedTokenSaveAtLoginNeverWritesLoggedInState() async throws {
         let h = Harness()
-        h.tokenStore.failNext(.save, with: TokenStoreError.io(28, operation: "write"))
+        h.tokenStore.failNext(.save, with: AuthError.io(28, operation: "write"))
         let error = await #expect(throws: AuthError.self) { try await h.login() }
         #expect(error?.code == .storage)
         #expect(h.stateStore.stored(for: .default) == nil)
@@ -99,7 +99,7 @@ import Testing
     @Test func crashDuringLogoutBetweenStateAndTokenDeleteRestoresLoggedOut() async throws {
         let h = Harness()
         try await h.login()
-        h.tokenStore.failNext(.delete, with: TokenStoreError.io(5, operation: "unlink"))
+        h.tokenStore.failNext(.delete, with: AuthError.io(5, operation: "unlink"))
         let error = await #expect(throws: AuthError.self) { try await h.actor.logout() }
         #expect(error?.code == .storage)
         #expect(await !h.actor.status.isLoggedIn, "logged out in memory even when a store fails")
@@ -115,7 +115,7 @@ import Testing
         let h = Harness()
         let token = try await h.login()
         h.stateStore.failNextSave()
-        h.tokenStore.failNext(.delete, with: TokenStoreError.io(5, operation: "unlink"))
+        h.tokenStore.failNext(.delete, with: AuthError.io(5, operation: "unlink"))
         let error = await #expect(throws: AuthError.self) { try await h.actor.logout() }
         #expect(error?.code == .storage)
         #expect(h.stateStore.stored(for: .default)?.isLoggedIn == true)
@@ -136,7 +136,7 @@ import Testing
         let first = try await h.login()
         // The server rotates, then the save of the new pair fails: as if the process died
         // between the server's answer and persistence.
-        h.tokenStore.failNext(.save, with: TokenStoreError.io(28, operation: "write"))
+        h.tokenStore.failNext(.save, with: AuthError.io(28, operation: "write"))
         let second = try await h.actor.refresh(after: first.generation)
         #expect(second.generation > first.generation, "the running process keeps serving the new pair")
         #expect(h.tokenStore.record(for: .default)?.accessToken == first.value, "disk still has the old pair")
@@ -168,7 +168,7 @@ import Testing
     @Test func unpersistedRotatedPairIsSavedOnTheNextTokenCall() async throws {
         let h = Harness()
         let first = try await h.login()
-        h.tokenStore.failNext(.save, with: TokenStoreError.io(28, operation: "write"))
+        h.tokenStore.failNext(.save, with: AuthError.io(28, operation: "write"))
         let second = try await h.actor.refresh(after: first.generation)
         #expect(h.tokenStore.record(for: .default)?.accessToken == first.value)
         #expect(try await h.actor.token() == second)
@@ -178,7 +178,7 @@ import Testing
     @Test func persistingAPendingPairBacksOffWhileTheStoreKeepsFailing() async throws {
         let h = Harness()
         let first = try await h.login()
-        let diskFull = TokenStoreError.io(28, operation: "write")
+        let diskFull = AuthError.io(28, operation: "write")
         h.tokenStore.failNext(.save, with: diskFull, count: 3)
         let second = try await h.actor.refresh(after: first.generation)  // save 1 fails
         #expect(try await h.actor.token() == second)  // retry now: save 2 fails, next in 1 s
@@ -201,7 +201,7 @@ import Testing
         let first = try await h.login()
         await h.server.inject(.dropAnswerAfterCommit)
         let error = await #expect(throws: AuthError.self) { try await h.actor.refresh(after: first.generation) }
-        #expect(error?.endpointError?.disposition == .ambiguous)
+        #expect(error?.underlyingAuthError?.disposition == .ambiguous)
         h.clock.advance(by: .seconds(1))
         let second = try await h.actor.refresh(after: first.generation)
         #expect(second.generation > first.generation)
@@ -213,7 +213,7 @@ import Testing
     @Test func aRotatedPairHeldOnlyInMemoryIsSavedAtShutdownDespiteTheBackoff() async throws {
         let h = Harness()
         let first = try await h.login()
-        h.tokenStore.failNext(.save, with: TokenStoreError.io(28, operation: "write"))
+        h.tokenStore.failNext(.save, with: AuthError.io(28, operation: "write"))
         let second = try await h.actor.refresh(after: first.generation)
         #expect(h.actor.holdsUnsavedCredentials)
         #expect(h.tokenStore.record(for: .default)?.generation == first.generation)
@@ -228,7 +228,7 @@ import Testing
     @Test func aFlushThatFailsSaysSo() async throws {
         let h = Harness()
         let first = try await h.login()
-        h.tokenStore.failNext(.save, with: TokenStoreError.io(28, operation: "write"), count: 2)
+        h.tokenStore.failNext(.save, with: AuthError.io(28, operation: "write"), count: 2)
         _ = try await h.actor.refresh(after: first.generation)
         #expect(await h.actor.flushPendingCredentials() == false)
         #expect(h.actor.holdsUnsavedCredentials)

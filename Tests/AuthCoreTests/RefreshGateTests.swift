@@ -3,7 +3,7 @@ import Testing
 
 @Suite struct RefreshGateTests {
     let t0 = MonotonicInstant(offset: .seconds(1000))
-    let serverError = TokenEndpointError(code: .serverError, disposition: .transient, status: 503)
+    let serverError = AuthError.tokenEndpoint(.serverError, .transient, status: 503)
 
     @Test func transientFailuresBackOffExponentiallyAndSuccessStartsOver() {
         var gate = RefreshGate(policy: BackoffPolicy(), window: RefreshWindow(interval: .seconds(1), maximumAttempts: 100))
@@ -24,7 +24,7 @@ import Testing
 
     @Test func retryAfterOverridesTheExponentialDelay() {
         var gate = RefreshGate(policy: BackoffPolicy(), window: RefreshWindow())
-        var limited = TokenEndpointError(code: .rateLimited, disposition: .transient, status: 429)
+        var limited = AuthError.tokenEndpoint(.rateLimited, .transient, status: 429)
         limited.retryAfter = .seconds(90)
         #expect(gate.recordTransientFailure(limited, at: t0) == .seconds(90))
         #expect(gate.admit(at: t0 + .seconds(89)) == .backingOff(retryAfter: .seconds(1), lastError: limited))
@@ -33,7 +33,7 @@ import Testing
 
     @Test func retryAfterIsClampedBetweenTheBackoffStepAndTheMaximum() {
         var gate = RefreshGate(policy: BackoffPolicy(), window: RefreshWindow(interval: .seconds(1), maximumAttempts: 100))
-        var limited = TokenEndpointError(code: .rateLimited, disposition: .transient, status: 429)
+        var limited = AuthError.tokenEndpoint(.rateLimited, .transient, status: 429)
         limited.retryAfter = .seconds(99_999_999)
         #expect(gate.recordTransientFailure(limited, at: t0) == .seconds(300), "never longer than the maximum backoff")
         #expect(gate.admit(at: t0 + .seconds(300)) == .proceed)

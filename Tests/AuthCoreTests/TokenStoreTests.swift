@@ -59,7 +59,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try await EncryptedFileTokenStore(directory: directory, key: .random()).save(record, for: account)
         let other = try EncryptedFileTokenStore(directory: directory, key: .random())
-        let error = await #expect(throws: TokenStoreError.self) { try await other.load(for: self.account) }
+        let error = await #expect(throws: AuthError.self) { try await other.load(for: self.account) }
         #expect(error?.code == .wrongKey)
         #expect(error?.description.contains("SECRET") == false)
     }
@@ -79,7 +79,7 @@ import Testing
         default: bytes = Data()
         }
         try bytes.write(to: url)
-        let error = await #expect(throws: TokenStoreError.self) { try await store.load(for: self.account) }
+        let error = await #expect(throws: AuthError.self) { try await store.load(for: self.account) }
         #expect(error?.code == .corrupt)
     }
 
@@ -90,7 +90,7 @@ import Testing
         try await store.save(record, for: account)
         let bob = AccountID("bob")
         try FileManager.default.copyItem(atPath: store.path(for: account), toPath: store.path(for: bob))
-        let error = await #expect(throws: TokenStoreError.self) { try await store.load(for: bob) }
+        let error = await #expect(throws: AuthError.self) { try await store.load(for: bob) }
         #expect(error?.code == .corrupt)
     }
 
@@ -104,7 +104,7 @@ import Testing
             directory: directory, key: key, faults: { candidate, _ in candidate == step ? ENOSPC : nil })
         var updated = record
         updated.accessToken = "NEW"
-        let error = await #expect(throws: TokenStoreError.self) { try await failing.save(updated, for: self.account) }
+        let error = await #expect(throws: AuthError.self) { try await failing.save(updated, for: self.account) }
         #expect(error?.code == .io)
         #expect(error?.errno == ENOSPC)
         #expect(try await failing.load(for: account) == record, "the old record is intact")
@@ -129,7 +129,7 @@ import Testing
         } else {
             store2 = store
         }
-        let error = await #expect(throws: TokenStoreError.self) { try await store2.save(self.record, for: self.account) }
+        let error = await #expect(throws: AuthError.self) { try await store2.save(self.record, for: self.account) }
         #expect(error?.code == .io)
         #expect(error?.errno == (geteuid() == 0 ? EROFS : EACCES))
     }
@@ -139,7 +139,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let path = directory + "/token.key"
-        let missing = #expect(throws: TokenStoreError.self) { try TokenStoreKey.load(fromFile: path, createIfMissing: false) }
+        let missing = #expect(throws: AuthError.self) { try TokenStoreKey.load(fromFile: path, createIfMissing: false) }
         #expect(missing?.code == .keyUnavailable)
         let created = try TokenStoreKey.load(fromFile: path, createIfMissing: true)
         #expect(mode(of: path) == 0o600)
@@ -151,7 +151,7 @@ import Testing
     @Test func keyFromEnvironmentValueMustBe32Bytes() throws {
         let good = Data(repeating: 7, count: 32).base64EncodedString()
         #expect(throws: Never.self) { try TokenStoreKey(base64: good) }
-        let short = #expect(throws: TokenStoreError.self) { try TokenStoreKey(base64: Data(repeating: 7, count: 16).base64EncodedString()) }
+        let short = #expect(throws: AuthError.self) { try TokenStoreKey(base64: Data(repeating: 7, count: 16).base64EncodedString()) }
         #expect(short?.code == .keyUnavailable)
     }
 
@@ -167,7 +167,7 @@ import Testing
         let text = try String(contentsOfFile: store.path(for: account), encoding: .utf8)
         #expect(text.contains("\"isLoggedIn\" : true"))
         try "not json".write(toFile: store.path(for: account), atomically: false, encoding: .utf8)
-        let error = await #expect(throws: SessionStateStoreError.self) { try await store.load(for: self.account) }
+        let error = await #expect(throws: AuthError.self) { try await store.load(for: self.account) }
         #expect(error?.code == .corrupt)
     }
 

@@ -17,12 +17,12 @@ import Testing
         return (oauth, transport)
     }
 
-    func refusal(_ response: HTTPResponseValue, mapping: TokenEndpointMapping = .standard) -> TokenEndpointError? {
+    func refusal(_ response: HTTPResponseValue, mapping: TokenEndpointMapping = .standard) -> AuthError? {
         let (oauth, _) = client(mapping: mapping)
         do {
             _ = try oauth.parse(response, for: .refreshToken("r"), now: Date(timeIntervalSince1970: 0))
             return nil
-        } catch let error as TokenEndpointError {
+        } catch let error as AuthError {
             return error
         } catch {
             Issue.record("unexpected \(error)")
@@ -91,7 +91,7 @@ import Testing
             try await h.actor.login(importing: TokenResponse(accessToken: Self.evil))
         }
         #expect(error?.code == .loginFailed)
-        #expect(error?.endpointError?.field == "access_token")
+        #expect(error?.underlyingAuthError?.field == "access_token")
         #expect(await h.actor.status.isLoggedIn == false)
         #expect(TokenSyntax.violation(in: TokenResponse(accessToken: "a", tokenType: "x y")) == "token_type")
         #expect(TokenSyntax.violation(in: TokenResponse(accessToken: "a", refreshToken: "\u{1}")) == "refresh_token")

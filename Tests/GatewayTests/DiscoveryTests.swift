@@ -58,6 +58,6 @@ final class CountingRefusals: HTTPTransport {
     var count: Int { calls.withLock { $0 } }
     func send(_ request: HTTPRequestValue) async throws -> HTTPResponseValue {
         calls.withLock { $0 += 1 }
-        throw HTTPTransportError(.connectFailed, "refused")
+        throw AuthError.transport(.connectFailed, "refused")
     }
 }

@@ -4,7 +4,7 @@ extension OAuth2Client {
     /// Interprets a token endpoint response (pure; no I/O).
     ///
     /// - 2xx: the token response, read through the mapping; a body that cannot be read is
-    ///   ``TokenEndpointError/Disposition/ambiguous`` (the server may have rotated).
+    ///   ``AuthError/Disposition/ambiguous`` (the server may have rotated).
     /// - 429, 5xx: transient, with `Retry-After` when sent.
     /// - 400/401 with an RFC 6749 §5.2 error body: terminal (for the standard codes).
     /// - A status listed in ``TokenEndpointMapping/terminalStatuses``: terminal.
@@ -12,7 +12,7 @@ extension OAuth2Client {
     ///
     /// A success whose `access_token`, `token_type` or `refresh_token` breaks its syntax
     /// (``TokenSyntax``; such a token could split the header line it goes into) is
-    /// ``TokenEndpointError/Code/invalidTokenSyntax``, ambiguous, naming the field only.
+    /// ``AuthError/Code/invalidTokenSyntax``, ambiguous, naming the field only.
     public func parse(_ response: HTTPResponseValue, for grant: Grant, now: Date) throws
         -> TokenResponse
     {
@@ -24,26 +24,22 @@ extension OAuth2Client {
         guard (200..<300).contains(response.status) else {
             let oauthError = json.flatMap { Self.oauthError(in: $0, paths: mapping.paths) }
             if response.status == 429 {
-                throw TokenEndpointError(
-                    code: .rateLimited, disposition: .transient, status: 429,
+                throw AuthError.tokenEndpoint(.rateLimited, .transient, status: 429,
                     oauthError: oauthError, retryAfter: retryAfter)
             }
             if response.status >= 500 {
-                throw TokenEndpointError(
-                    code: .serverError, disposition: .transient, status: response.status,
+                throw AuthError.tokenEndpoint(.serverError, .transient, status: response.status,
                     oauthError: oauthError, retryAfter: retryAfter)
             }
             if let oauthError {
                 let terminal =
                     oauthError.isTerminal && [400, 401].contains(response.status)
                     || mapping.terminalStatuses.contains(response.status)
-                throw TokenEndpointError(
-                    code: .oauthError, disposition: terminal ? .terminal : .transient,
+                throw AuthError.tokenEndpoint(.oauthError, terminal ? .terminal : .transient,
                     status: response.status, oauthError: oauthError, retryAfter: retryAfter)
             }
             let terminal = mapping.terminalStatuses.contains(response.status)
-            throw TokenEndpointError(
-                code: .unexpectedStatus, disposition: terminal ? .terminal : .transient,
+            throw AuthError.tokenEndpoint(.unexpectedStatus, terminal ? .terminal : .transient,
                 status: response.status, retryAfter: retryAfter,
                 message: terminal ? "status declared terminal by the mapping" : "no OAuth error body")
         }
@@ -56,8 +52,7 @@ extension OAuth2Client {
             accessToken = json.flatMap { JSONPath.string(at: paths.accessToken, in: $0) }
         }
         guard let accessToken, !accessToken.isEmpty else {
-            throw TokenEndpointError(
-                code: .malformedResponse, disposition: .ambiguous, status: response.status,
+            throw AuthError.tokenEndpoint(.malformedResponse, .ambiguous, status: response.status,
                 message: "no access token in the response")
         }
         var result = TokenResponse(accessToken: accessToken)
@@ -71,8 +66,7 @@ extension OAuth2Client {
             result.idToken = JSONPath.string(at: paths.idToken, in: json)
         }
         if let field = TokenSyntax.violation(in: result) {
-            throw TokenEndpointError(
-                code: .invalidTokenSyntax, disposition: .ambiguous, status: response.status,
+            throw AuthError.tokenEndpoint(.invalidTokenSyntax, .ambiguous, status: response.status,
                 message: "\(TokenSyntax.requirement(for: field)); the response was not used", field: field)
         }
         return result

@@ -4,7 +4,7 @@ internal import Foundation
 ///
 /// It speaks the password, client-credentials, authorization-code (+ PKCE) and refresh-token
 /// grants, authenticates the client with Basic or in the body, parses §5.2 errors and turns
-/// every failure into a ``TokenEndpointError`` whose ``TokenEndpointError/disposition`` says
+/// every failure into a ``AuthError`` of the ``AuthError/Code/Domain/tokenEndpoint`` domain whose ``AuthError/disposition`` says
 /// whether a session should end. Servers that deviate are described by a
 /// ``TokenEndpointMapping``.
 public struct OAuth2Client: TokenGrantClient {
@@ -56,29 +56,27 @@ public struct OAuth2Client: TokenGrantClient {
         self.clock = clock
     }
 
-    /// Presents `grant` and returns the tokens, or throws ``TokenEndpointError``.
+    /// Presents `grant` and returns the tokens, or throws ``AuthError`` of the ``AuthError/Code/Domain/tokenEndpoint`` domain.
     public func requestToken(_ grant: Grant) async throws -> TokenResponse {
         let request = try makeRequest(for: grant)
         let response: HTTPResponseValue
         do {
             response = try await transport.send(request)
-        } catch let error as HTTPTransportError {
-            throw TokenEndpointError(
-                code: error.requestMayHaveBeenProcessed ? .networkAfterSend : .network,
-                disposition: error.requestMayHaveBeenProcessed ? .ambiguous : .transient,
-                message: error.description)
+        } catch let error as AuthError where error.code.domain == .transport {
+            throw AuthError.tokenEndpoint(
+                error.requestMayHaveBeenProcessed ? .networkAfterSend : .network,
+                error.requestMayHaveBeenProcessed ? .ambiguous : .transient, underlying: error)
         } catch is CancellationError {
             throw CancellationError()
         } catch {
-            throw TokenEndpointError(
-                code: .network, disposition: .transient, message: String(describing: type(of: error)))
+            throw AuthError.tokenEndpoint(.network, .transient, message: String(describing: type(of: error)))
         }
         return try parse(response, for: grant, now: clock.wallNow)
     }
 
     /// Revokes the session's tokens (RFC 7009): the refresh token when there is one (the
     /// server ends its access tokens with it), else the access token. Does nothing without
-    /// a revocation endpoint. Throws ``TokenEndpointError`` when the server refuses or
+    /// a revocation endpoint. Throws ``AuthError`` of the ``AuthError/Code/Domain/tokenEndpoint`` domain when the server refuses or
     /// cannot be reached.
     /// Whether a revocation endpoint is configured.
     public var canRevoke: Bool { configuration.revocationEndpoint != nil }
@@ -90,11 +88,10 @@ public struct OAuth2Client: TokenGrantClient {
         do {
             response = try await transport.send(request)
         } catch {
-            throw TokenEndpointError(code: .network, disposition: .transient, message: "the revocation endpoint did not answer")
+            throw AuthError.tokenEndpoint(.network, .transient, message: "the revocation endpoint did not answer")
         }
         guard (200..<300).contains(response.status) else {
-            throw TokenEndpointError(
-                code: .unexpectedStatus, disposition: .terminal,
+            throw AuthError.tokenEndpoint(.unexpectedStatus, .terminal,
                 message: "the revocation endpoint answered HTTP \(response.status)")
         }
     }

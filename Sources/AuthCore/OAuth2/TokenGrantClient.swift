@@ -2,9 +2,9 @@
 ///
 /// ``OAuth2Client`` is the implementation; tests may script their own.
 public protocol TokenGrantClient: Sendable {
-    /// Presents `grant` to the token endpoint. Throws ``TokenEndpointError``.
+    /// Presents `grant` to the token endpoint. Throws ``AuthError`` of the ``AuthError/Code/Domain/tokenEndpoint`` domain.
     func requestToken(_ grant: Grant) async throws -> TokenResponse
-    /// Revokes a session's tokens at the server (RFC 7009). Throws ``TokenEndpointError``.
+    /// Revokes a session's tokens at the server (RFC 7009). Throws ``AuthError`` of the ``AuthError/Code/Domain/tokenEndpoint`` domain.
     func revoke(refreshToken: String?, accessToken: String) async throws
     /// Whether ``revoke(refreshToken:accessToken:)`` reaches a server (a revocation
     /// endpoint is configured).

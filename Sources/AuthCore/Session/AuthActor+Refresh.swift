@@ -53,7 +53,7 @@ extension AuthActor {
         switch phase {
         case .loggedOut(let reason?):
             // The caller saw a session; it ended while the caller was suspended.
-            return .failed(AuthError(.sessionEnded, logoutReason: reason))
+            return .failed(AuthError.sessionEnded(reason))
         case .loggedOut(nil):
             return .failed(AuthError.loginRequired)
         case .active(let session):
@@ -107,7 +107,7 @@ extension AuthActor {
         case .proceed:
             break
         case .backingOff(let retryAfter, let lastError):
-            throw AuthError(.backingOff, retryAfter: retryAfter, endpointError: lastError)
+            throw AuthError.backingOff(retryAfter: retryAfter, lastError: lastError)
         case .excessive:
             let retryAfter = gate.loopGuardRetryAfter(at: now, replacing: current)
             if !alreadyTripped {
@@ -123,10 +123,10 @@ extension AuthActor {
                         "auth.refresh.retry_in": "\(retryAfter)",
                     ])
                 events.publish(
-                    .refreshFailed(code: AuthError.Code.excessiveRefresh.rawValue, retryAfter: retryAfter),
+                    .refreshFailed(code: AuthError.Code.excessiveRefresh.name, retryAfter: retryAfter),
                     status: status)
             }
-            throw AuthError(.excessiveRefresh, retryAfter: retryAfter)
+            throw AuthError.excessiveRefresh(retryAfter: retryAfter)
         }
         nextFlightID += 1
         refreshesStarted += 1
@@ -165,15 +165,14 @@ extension AuthActor {
             await commitRefresh(response, flightID: flightID, epoch: flightEpoch)
         case .failure(let error):
             let endpointError =
-                error as? TokenEndpointError
-                ?? TokenEndpointError(
-                    code: .network, disposition: .transient, message: String(describing: type(of: error)))
-            switch endpointError.disposition {
+                (error as? AuthError).flatMap { $0.code.domain == .tokenEndpoint ? $0 : nil }
+                ?? AuthError.tokenEndpoint(.network, .transient, message: String(describing: type(of: error)))
+            switch endpointError.disposition ?? .transient {
             case .terminal:
                 countRefresh("terminal")
                 logger.info("refresh refused for good; logging out", metadata: ["auth.error": "\(endpointError)"])
                 _ = try? await endSession(
-                    reason: .refreshRejected(code: endpointError.oauthError?.error ?? endpointError.code.rawValue),
+                    reason: .refreshRejected(code: endpointError.oauthError?.error ?? endpointError.code.name),
                     onlyEpoch: flightEpoch)
             case .transient, .ambiguous:
                 failTransiently(endpointError, flightID: flightID)
@@ -230,7 +229,7 @@ extension AuthActor {
         }
     }
 
-    private func failTransiently(_ error: TokenEndpointError, flightID: UInt64) {
+    private func failTransiently(_ error: AuthError, flightID: UInt64) {
         countRefresh("transient")
         let delay = gate.recordTransientFailure(error, at: clock.now, randomFraction: randomFraction())
         let waiters = inFlight?.waiters ?? [:]
@@ -241,8 +240,8 @@ extension AuthActor {
                 "auth.error": "\(error)", "auth.backoff": "\(delay)",
                 "auth.failures": "\(gate.consecutiveFailures)",
             ])
-        events.publish(.refreshFailed(code: error.code.rawValue, retryAfter: delay), status: status)
-        let failure = AuthError(.refreshFailed, retryAfter: delay, endpointError: error)
+        events.publish(.refreshFailed(code: error.code.name, retryAfter: delay), status: status)
+        let failure = AuthError.refreshFailed(retryAfter: delay, cause: error)
         for continuation in waiters.values {
             continuation.resume(throwing: failure)
         }

@@ -15,8 +15,8 @@ extension AuthActor {
         let requestedAt = (clock.now, clock.wallNow)
         do {
             response = try await client.requestToken(grant)
-        } catch let error as TokenEndpointError {
-            throw AuthError(.loginFailed, endpointError: error)
+        } catch let error as AuthError where error.code.domain == .tokenEndpoint {
+            throw AuthError.loginFailed(error)
         }
         var subject = subject
         if subject == nil, case .password(let username, _, _) = grant { subject = username }
@@ -28,11 +28,9 @@ extension AuthActor {
     @discardableResult
     public func login(importing response: TokenResponse, subject: String? = nil) async throws -> AccessToken {
         if let field = TokenSyntax.violation(in: response) {
-            throw AuthError(
-                .loginFailed,
-                endpointError: TokenEndpointError(
-                    code: .invalidTokenSyntax, disposition: .terminal, message: TokenSyntax.requirement(for: field),
-                    field: field))
+            throw AuthError.loginFailed(
+                .tokenEndpoint(
+                    .invalidTokenSyntax, .terminal, message: TokenSyntax.requirement(for: field), field: field))
         }
         return try await install(response, grantType: nil, subject: subject)
     }
@@ -193,7 +191,7 @@ extension AuthActor {
         gate.recordSuccess()
         let waiters = inFlight?.waiters ?? [:]
         inFlight = nil
-        let failure = AuthError(.sessionEnded, logoutReason: reason)
+        let failure = AuthError.sessionEnded(reason)
         for continuation in waiters.values {
             continuation.resume(throwing: failure)
         }

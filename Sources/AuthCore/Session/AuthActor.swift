@@ -308,7 +308,7 @@ public actor AuthActor {
             }
             if error.code == .refreshNotPossible, case .active = phase {
                 _ = try? await endSession(reason: .expiredWithoutRefreshToken, onlyEpoch: epoch)
-                throw AuthError(.sessionEnded, logoutReason: .expiredWithoutRefreshToken)
+                throw AuthError.sessionEnded(.expiredWithoutRefreshToken)
             }
             throw error
         }

@@ -6,7 +6,7 @@ public struct RefreshGate: Sendable, Equatable {
         /// Start it.
         case proceed
         /// A transient failure is being backed off; try again after `retryAfter`.
-        case backingOff(retryAfter: Duration, lastError: TokenEndpointError?)
+        case backingOff(retryAfter: Duration, lastError: AuthError?)
         /// Too many premature refreshes in the window: something rejects every new token.
         case excessive
     }
@@ -37,7 +37,7 @@ public struct RefreshGate: Sendable, Equatable {
     /// No refresh before this instant.
     public private(set) var notBefore: MonotonicInstant?
     /// The last transient failure.
-    public private(set) var lastError: TokenEndpointError?
+    public private(set) var lastError: AuthError?
     /// Whether the loop guard refused a refresh and has not admitted a counted one since.
     /// A trip starts when this turns `true`; ``AuthActor`` logs and publishes once per trip.
     public private(set) var isLoopGuardTripped = false
@@ -116,7 +116,7 @@ public struct RefreshGate: Sendable, Equatable {
     /// `Retry-After` is clamped to [the step, the maximum]; `randomFraction` (in `0..<1`)
     /// draws the jitter (see ``BackoffPolicy``).
     public mutating func recordTransientFailure(
-        _ error: TokenEndpointError, at now: MonotonicInstant, randomFraction: Double = 0
+        _ error: AuthError, at now: MonotonicInstant, randomFraction: Double = 0
     ) -> Duration {
         consecutiveFailures += 1
         let delay = policy.delay(

@@ -26,7 +26,7 @@ struct AtomicFile: Sendable {
 
     private func check(_ step: Step, _ path: String) throws {
         if let errno = faults?(step, path) {
-            throw FileSystemError(errno: errno, operation: step.rawValue)
+            throw AuthError.io(errno, operation: step.rawValue)
         }
     }
 
@@ -39,7 +39,7 @@ struct AtomicFile: Sendable {
         }
         try check(.rename, path)
         guard rename(temporary, path) == 0 else {
-            throw FileSystemError(errno: errno, operation: "rename")
+            throw AuthError.io(errno, operation: "rename")
         }
         committed = true
         try syncDirectory(of: path)
@@ -55,7 +55,7 @@ struct AtomicFile: Sendable {
         try check(.rename, path)
         guard link(temporary, path) == 0 else {
             if errno == EEXIST { return false }
-            throw FileSystemError(errno: errno, operation: "link")
+            throw AuthError.io(errno, operation: "link")
         }
         try syncDirectory(of: path)
         return true
@@ -66,14 +66,14 @@ struct AtomicFile: Sendable {
         let temporary = "\(path)\(Self.temporaryMarker)\(getpid())-\(UInt32.random(in: 0 ... .max))"
         try check(.open, temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode_t(mode))
-        guard fd >= 0 else { throw FileSystemError(errno: errno, operation: "open") }
+        guard fd >= 0 else { throw AuthError.io(errno, operation: "open") }
         var written = false
         defer {
             if !written { unlink(temporary) }
         }
         defer { close(fd) }
         guard fchmod(fd, mode_t(mode)) == 0 else {
-            throw FileSystemError(errno: errno, operation: "fchmod")
+            throw AuthError.io(errno, operation: "fchmod")
         }
         try check(.write, temporary)
         var offset = 0
@@ -83,12 +83,12 @@ struct AtomicFile: Sendable {
             }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw FileSystemError(errno: errno, operation: "write")
+                throw AuthError.io(errno, operation: "write")
             }
             offset += n
         }
         try check(.fsync, temporary)
-        guard fsync(fd) == 0 else { throw FileSystemError(errno: errno, operation: "fsync") }
+        guard fsync(fd) == 0 else { throw AuthError.io(errno, operation: "fsync") }
         written = true
         return temporary
     }
@@ -134,7 +134,7 @@ struct AtomicFile: Sendable {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
-            throw FileSystemError(errno: errno, operation: "open")
+            throw AuthError.io(errno, operation: "open")
         }
         defer { close(fd) }
         var result: [UInt8] = []
@@ -143,7 +143,7 @@ struct AtomicFile: Sendable {
             let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw FileSystemError(errno: errno, operation: "read")
+                throw AuthError.io(errno, operation: "read")
             }
             if count == 0 { break }
             result.append(contentsOf: chunk[0..<count])
@@ -156,7 +156,7 @@ struct AtomicFile: Sendable {
         try check(.unlink, path)
         if unlink(path) != 0 {
             if errno == ENOENT { return }
-            throw FileSystemError(errno: errno, operation: "unlink")
+            throw AuthError.io(errno, operation: "unlink")
         }
         try syncDirectory(of: path)
     }
@@ -164,7 +164,7 @@ struct AtomicFile: Sendable {
     /// Creates `directory` (mode 0700) when absent.
     func ensureDirectory(_ directory: String) throws {
         if mkdir(directory, 0o700) != 0, errno != EEXIST {
-            throw FileSystemError(errno: errno, operation: "mkdir")
+            throw AuthError.io(errno, operation: "mkdir")
         }
     }
 
@@ -177,8 +177,8 @@ struct AtomicFile: Sendable {
             directory = "."
         }
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw FileSystemError(errno: errno, operation: "open directory") }
+        guard fd >= 0 else { throw AuthError.io(errno, operation: "open directory") }
         defer { close(fd) }
-        guard fsync(fd) == 0 else { throw FileSystemError(errno: errno, operation: "fsync directory") }
+        guard fsync(fd) == 0 else { throw AuthError.io(errno, operation: "fsync directory") }
     }
 }

@@ -8,8 +8,8 @@ internal import Foundation
 ///   directory. A crash leaves the old record or the new one.
 /// - The account name is authenticated data: a record copied to another account's file
 ///   does not open.
-/// - A record that does not open is an error (``TokenStoreError/Code/corrupt`` or
-///   ``TokenStoreError/Code/wrongKey``), never an empty session.
+/// - A record that does not open is an error (``AuthError/Code/corrupt`` or
+///   ``AuthError/Code/wrongKey``), never an empty session.
 ///
 /// File layout: `"AGTS"`, a version byte (1), the 8-byte key fingerprint, then the AES-GCM
 /// combined box (12-byte nonce, ciphertext, 16-byte tag) of the JSON-encoded ``TokenRecord``.
@@ -35,23 +35,14 @@ public final class EncryptedFileTokenStore: TokenStore {
         self.directory = directory
         self.key = key
         self.file = AtomicFile(faults: faults)
-        do {
-            try file.ensureDirectory(directory)
-        } catch let error as FileSystemError {
-            throw TokenStoreError.io(error.errno, operation: error.operation)
-        }
+        try file.attributing(nil, in: .tokens) { try $0.ensureDirectory(directory) }
         // Temporary files a crash left behind (their writer is gone).
         file.removeStaleTemporaries(in: directory)
     }
 
     /// The file that holds `account`'s record.
     public func path(for account: AccountID) -> String {
-        let digest = SHA256.hash(data: Array(account.rawValue.utf8))
-        let name = digest.prefix(12).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
-        return "\(directory)/tokens-\(name).sealed"
+        AtomicFile.path(for: account, in: directory, prefix: "tokens-", suffix: ".sealed")
     }
 
     private func associatedData(for account: AccountID) -> [UInt8] {
@@ -80,47 +71,37 @@ public final class EncryptedFileTokenStore: TokenStore {
             encoder.dateEncodingStrategy = .secondsSince1970
             plaintext = try encoder.encode(record)
         } catch {
-            throw TokenStoreError(.encodingError, account: account, message: "record did not encode")
+            throw AuthError.store(.encodingError, .tokens, account: account, message: "record did not encode")
         }
         let sealed: [UInt8]
         do {
             let box = try AES.GCM.seal(
                 plaintext, using: key.key, authenticating: associatedData(for: account))
             guard let combined = box.combined else {
-                throw TokenStoreError(.encodingError, account: account, message: "no combined box")
+                throw AuthError.store(.encodingError, .tokens, account: account, message: "no combined box")
             }
             sealed = Self.magic + [Self.version] + key.identifier + Array(combined)
-        } catch let error as TokenStoreError {
+        } catch let error as AuthError {
             throw error
         } catch {
-            throw TokenStoreError(.encodingError, account: account, message: "sealing failed")
+            throw AuthError.store(.encodingError, .tokens, account: account, message: "sealing failed")
         }
-        do {
-            try file.write(sealed, to: path(for: account), mode: 0o600)
-        } catch let error as FileSystemError {
-            throw TokenStoreError.io(error.errno, operation: error.operation, account: account)
-        }
+        try file.attributing(account, in: .tokens) { try $0.write(sealed, to: path(for: account), mode: 0o600) }
     }
 
     private func loadNow(for account: AccountID) throws -> TokenRecord? {
-        let bytes: [UInt8]?
-        do {
-            bytes = try file.read(path(for: account))
-        } catch let error as FileSystemError {
-            throw TokenStoreError.io(error.errno, operation: error.operation, account: account)
-        }
+        let bytes = try file.attributing(account, in: .tokens) { try $0.read(path(for: account)) }
         guard let bytes else { return nil }
         let headerLength = Self.magic.count + 1 + 8
         guard bytes.count > headerLength + 28, Array(bytes.prefix(4)) == Self.magic else {
-            throw TokenStoreError(.corrupt, account: account, message: "not a sealed token record")
+            throw AuthError.store(.corrupt, .tokens, account: account, message: "not a sealed token record")
         }
         guard bytes[4] == Self.version else {
-            throw TokenStoreError(.corrupt, account: account, message: "unknown version \(bytes[4])")
+            throw AuthError.store(.corrupt, .tokens, account: account, message: "unknown version \(bytes[4])")
         }
         let identifier = Array(bytes[5..<headerLength])
         guard identifier == key.identifier else {
-            throw TokenStoreError(
-                .wrongKey, account: account, message: "record was sealed with another key")
+            throw AuthError.store(.wrongKey, .tokens, account: account, message: "record was sealed with another key")
         }
         let plaintext: Data
         do {
@@ -128,23 +109,18 @@ public final class EncryptedFileTokenStore: TokenStore {
             plaintext = try AES.GCM.open(
                 box, using: key.key, authenticating: associatedData(for: account))
         } catch {
-            throw TokenStoreError(
-                .corrupt, account: account, message: "authentication failed (tampered or truncated)")
+            throw AuthError.store(.corrupt, .tokens, account: account, message: "authentication failed (tampered or truncated)")
         }
         do {
             let decoder = JSONDecoder()
             decoder.dateDecodingStrategy = .secondsSince1970
             return try decoder.decode(TokenRecord.self, from: plaintext)
         } catch {
-            throw TokenStoreError(.corrupt, account: account, message: "record did not decode")
+            throw AuthError.store(.corrupt, .tokens, account: account, message: "record did not decode")
         }
     }
 
     private func deleteNow(for account: AccountID) throws {
-        do {
-            try file.remove(path(for: account))
-        } catch let error as FileSystemError {
-            throw TokenStoreError.io(error.errno, operation: error.operation, account: account)
-        }
+        try file.attributing(account, in: .tokens) { try $0.remove(path(for: account)) }
     }
 }

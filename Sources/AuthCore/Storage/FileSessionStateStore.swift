@@ -1,4 +1,3 @@
-internal import Crypto
 internal import Foundation
 
 /// A ``SessionStateStore`` keeping one JSON file per account, written atomically
@@ -18,23 +17,14 @@ public final class FileSessionStateStore: SessionStateStore {
     init(directory: String, faults: AtomicFile.FaultInjector?) throws {
         self.directory = directory
         self.file = AtomicFile(faults: faults)
-        do {
-            try file.ensureDirectory(directory)
-        } catch let error as FileSystemError {
-            throw SessionStateStoreError(.io, errno: error.errno, operation: error.operation)
-        }
+        try file.attributing(nil, in: .sessionState) { try $0.ensureDirectory(directory) }
         // Temporary files a crash left behind (their writer is gone).
         file.removeStaleTemporaries(in: directory)
     }
 
     /// The file that holds `account`'s state.
     public func path(for account: AccountID) -> String {
-        let digest = SHA256.hash(data: Array(account.rawValue.utf8))
-        let name = digest.prefix(12).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
-        return "\(directory)/state-\(name).json"
+        AtomicFile.path(for: account, in: directory, prefix: "state-", suffix: ".json")
     }
 
     /// Reads the state of `account`; `nil` when there is no file.
@@ -48,19 +38,14 @@ public final class FileSessionStateStore: SessionStateStore {
     }
 
     private func loadNow(for account: AccountID) throws -> SessionState? {
-        let bytes: [UInt8]?
-        do {
-            bytes = try file.read(path(for: account))
-        } catch let error as FileSystemError {
-            throw SessionStateStoreError(.io, account: account, errno: error.errno, operation: error.operation)
-        }
+        let bytes = try file.attributing(account, in: .sessionState) { try $0.read(path(for: account)) }
         guard let bytes else { return nil }
         do {
             let decoder = JSONDecoder()
             decoder.dateDecodingStrategy = .iso8601
             return try decoder.decode(SessionState.self, from: Data(bytes))
         } catch {
-            throw SessionStateStoreError(.corrupt, account: account)
+            throw AuthError.store(.corrupt, .sessionState, account: account)
         }
     }
 
@@ -72,12 +57,8 @@ public final class FileSessionStateStore: SessionStateStore {
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             data = try encoder.encode(state)
         } catch {
-            throw SessionStateStoreError(.encodingError, account: account)
+            throw AuthError.store(.encodingError, .sessionState, account: account)
         }
-        do {
-            try file.write(Array(data), to: path(for: account), mode: 0o600)
-        } catch let error as FileSystemError {
-            throw SessionStateStoreError(.io, account: account, errno: error.errno, operation: error.operation)
-        }
+        try file.attributing(account, in: .sessionState) { try $0.write(Array(data), to: path(for: account), mode: 0o600) }
     }
 }

@@ -2,7 +2,7 @@
 ///
 /// The verbs follow the Keychain wrappers AuthGate replaces: ``save(_:for:)`` updates on
 /// duplicate, ``load(for:)`` answers `nil` when nothing is stored, ``delete(for:)`` accepts
-/// an absent record. Every failure is a ``TokenStoreError``; a record that cannot be read
+/// an absent record. Every failure is an ``AuthError`` of the ``AuthError/Code/Domain/store`` domain; a record that cannot be read
 /// (corrupt, tampered, wrong key) is an error, never an empty session.
 public protocol TokenStore: Sendable {
     /// Saves `record` for `account`, replacing any previous record. Durable on return.

@@ -22,8 +22,8 @@ extension AdminAPI {
             do {
                 try await writer.writeBody(Array("retry: 2000\n\n".utf8))
                 for await record in stream {
-                    let message = "id: \(record.id)\nevent: \(record.event.name)\ndata: \(AdminJSON.event(record))\n\n"
-                    try await writer.writeBody(Array(message.utf8))
+                    let head = "id: \(record.id)\nevent: \(record.event.name)\ndata: "
+                    try await writer.writeBody(Array(head.utf8) + AdminJSON.encode(EventDocument(record)) + Array("\n\n".utf8))
                 }
                 writer.end()
             } catch {}

@@ -48,9 +48,9 @@ public final class AdminAPI: HTTPResponder {
     }
 
     /// The session document of `session`, now.
-    func sessionDocument(_ session: GatewaySession) async -> String {
+    func sessionDocument(_ session: GatewaySession) async -> SessionDocument {
         let status = await session.actor.status
-        return AdminJSON.session(status, registration: session.userInfo?.registration)
+        return SessionDocument(status, registration: session.userInfo?.registration)
     }
 
     /// The session named by the checked `query` (default `default`), or nil after answering
@@ -117,11 +117,11 @@ public final class AdminAPI: HTTPResponder {
             }
         case .sessions:
             tasks.start(on: request.loop) {
-                var documents: [String] = []
+                var documents: [SessionDocument] = []
                 for session in self.sessions.values.sorted(by: { $0.name < $1.name }) {
                     documents.append(await self.sessionDocument(session))
                 }
-                self.json(writer, 200, "{\"sessions\":[\(documents.joined(separator: ","))]}")
+                self.json(writer, 200, SessionListDocument(sessions: documents))
             }
         case .refresh:
             guard let session = addressedSession(query, writer) else { return }
@@ -203,7 +203,7 @@ public final class AdminAPI: HTTPResponder {
             return
         }
         let authError = error as? AuthError ?? AuthError.storage(error)
-        if authError.code == .loginFailed, let endpoint = authError.endpointError {
+        if authError.code == .loginFailed, let endpoint = authError.underlyingAuthError {
             let p = AdminJSON.loginFailure(endpoint)
             writer.respond(problem: p, headers: GatewayProblem.withChallenge(p))
             return
@@ -212,8 +212,8 @@ public final class AdminAPI: HTTPResponder {
         writer.respond(problem: p, headers: h)
     }
 
-    func json(_ writer: ResponseWriter, _ status: Int, _ text: String) {
-        HealthEndpoints.json(writer, status, text)
+    func json(_ writer: ResponseWriter, _ status: Int, _ document: some Encodable) {
+        HealthEndpoints.json(writer, status, document)
     }
 
     private func allow(_ method: String, _ allowed: [String], _ writer: ResponseWriter) -> Bool {

@@ -16,7 +16,7 @@ import HTTPWire
 /// Messages name the member or parameter and never repeat a value a client sent.
 struct AdminRequestError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The problem `type` code (`https://authgate.dev/problems/<code>`).
-    enum Code: String, Sendable {
+    enum Code: String, Sendable, CaseIterable {
         case invalidQuery = "invalid-query"
         case unexpectedBody = "unexpected-body"
         case malformedJSON = "malformed-json"

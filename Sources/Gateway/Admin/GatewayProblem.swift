@@ -78,7 +78,8 @@ public enum GatewayProblem {
             return (make("login-failed", 401, "the login was refused"), headers)
         case .refreshReentered:
             return (make("refresh-reentered", 500, "the token request itself asked for a token; check the transport"), headers)
-        case .storage:
+        default:
+            // `auth.storage`, and any error of another domain that reached the gateway as is.
             return (make("token-store-failed", 500, "the token store failed; see the AuthGate log"), headers)
         }
     }

@@ -10,25 +10,39 @@ enum HealthEndpoints {
         switch request.head.path {
         case "/livez":
             guard allow(request.head.method, ["GET", "HEAD"], writer) else { return true }
-            json(writer, 200, #"{"status":"ok"}"#)
+            json(writer, 200, Health(status: "ok"))
         case "/readyz":
             guard allow(request.head.method, ["GET", "HEAD"], writer) else { return true }
             let (ready, reason) = readiness.check()
             json(
                 writer, ready ? 200 : 503,
-                ready ? #"{"status":"ready"}"# : #"{"status":"not_ready","reason":"\#(reason?.rawValue ?? "")"}"#)
+                ready ? Health(status: "ready") : Health(status: "not_ready", reason: reason?.rawValue ?? ""))
         default:
             return false
         }
         return true
     }
 
-    /// A JSON answer that no cache keeps.
-    static func json(_ writer: ResponseWriter, _ status: Int, _ text: String) {
+    /// The `/livez` and `/readyz` document: `status`, and `reason` when not ready.
+    struct Health: Encodable, Sendable {
+        var status: String
+        var reason: String?
+    }
+
+    /// `document` as a JSON answer that no cache keeps. A document that does not encode
+    /// (none of the admin documents can fail to) is answered 500.
+    static func json(_ writer: ResponseWriter, _ status: Int, _ document: some Encodable) {
+        let body: [UInt8]
+        do {
+            body = try AdminJSON.encode(document)
+        } catch {
+            writer.respond(problem: GatewayProblem.make("internal-error", 500, "the answer could not be encoded"))
+            return
+        }
         var h = HTTPHeaders()
         h.add(name: "Content-Type", value: "application/json")
         h.add(name: "Cache-Control", value: "no-store")
-        writer.respond(status: status, headers: h, body: Array(text.utf8))
+        writer.respond(status: status, headers: h, body: body)
     }
 
     /// True when `method` is among `allowed`; otherwise answers 405 with `Allow` and returns false.

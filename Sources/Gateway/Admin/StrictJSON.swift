@@ -276,12 +276,15 @@ struct StrictJSON {
         isShowable(name) ? "\"\(name)\"" : "(a name not shown)"
     }
 
-    /// Whether `name` is 1–64 of `A-Z a-z 0-9 _ - .`: safe to repeat in a message.
+    /// Whether `name` is 1–64 of `A-Z a-z 0-9 _ - .` and not shaped like a credential (16
+    /// or more characters mixing letters and digits, as tokens and secrets are): safe to
+    /// repeat in a message.
     static func isShowable(_ name: String) -> Bool {
-        (1...64).contains(name.utf8.count)
-            && name.utf8.allSatisfy {
-                (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x5F
-                    || $0 == 0x2D || $0 == 0x2E
-            }
+        let bytes = name.utf8
+        let isDigit = { (b: UInt8) in (0x30...0x39).contains(b) }
+        let isLetter = { (b: UInt8) in (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) }
+        let credentialShaped = bytes.count >= 16 && bytes.contains(where: isDigit) && bytes.contains(where: isLetter)
+        return (1...64).contains(bytes.count) && !credentialShaped
+            && bytes.allSatisfy { isDigit($0) || isLetter($0) || $0 == 0x5F || $0 == 0x2D || $0 == 0x2E }
     }
 }

@@ -25,10 +25,10 @@ public struct CurlTransport: HTTPTransport {
             return HTTPResponseValue(status: r.status, headers: r.headers.fields, body: r.body)
         } catch {
             switch error.kind {
-            case .connectFailed, .tls, .invalidRequest: throw HTTPTransportError(.connectFailed, error.message)
-            case .timeout: throw HTTPTransportError(.timeout, error.message)
-            case .connectionReset, .invalidResponse, .responseTooLarge: throw HTTPTransportError(.connectionLost, error.message)
-            case .cancelled, .other: throw HTTPTransportError(.other, error.message)
+            case .connectFailed, .tls, .invalidRequest: throw AuthError.transport(.connectFailed, error.message)
+            case .timeout: throw AuthError.transport(.timeout, error.message)
+            case .connectionReset, .invalidResponse, .responseTooLarge: throw AuthError.transport(.connectionLost, error.message)
+            case .cancelled, .other: throw AuthError.transport(.other, error.message)
             }
         }
     }

@@ -1,0 +1,59 @@
+import AuthCore
+import Foundation
+
+/// The session document of the admin API (`GET /auth/session`, and inside events and
+/// `GET /auth/sessions`). Holds no token.
+///
+/// A missing value is `null`, except `registration`, which is there only when it is known
+/// to apply to this session.
+struct SessionDocument: Encodable, Sendable, Equatable {
+    var account: String
+    /// `logged_in`, `guest` or `logged_out`.
+    var state: String
+    var subject: String?
+    /// RFC 3339.
+    var expiresAt: String?
+    var generation: UInt64?
+    /// RFC 3339.
+    var lastLogin: String?
+    var guest: Bool
+    var epoch: UInt64
+    /// What the user-info call said, for a logged-in session.
+    var registration: String?
+
+    /// The document of `status`; `registration` is shown only while logged in.
+    init(_ status: SessionStatus, registration: UserInfoProbe.Registration? = nil) {
+        account = status.account.rawValue
+        state = status.isLoggedIn ? "logged_in" : (status.isGuest ? "guest" : "logged_out")
+        subject = status.subject
+        expiresAt = AdminJSON.rfc3339(status.expiresAt)
+        generation = status.generation?.rawValue
+        lastLogin = AdminJSON.rfc3339(status.lastLogin)
+        guest = status.isGuest
+        epoch = status.epoch
+        self.registration = status.isLoggedIn ? registration?.rawValue : nil
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case account, state, subject, expiresAt = "expires_at", generation, lastLogin = "last_login", guest, epoch
+        case registration
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(account, forKey: .account)
+        try c.encode(state, forKey: .state)
+        try c.encode(subject, forKey: .subject)
+        try c.encode(expiresAt, forKey: .expiresAt)
+        try c.encode(generation, forKey: .generation)
+        try c.encode(lastLogin, forKey: .lastLogin)
+        try c.encode(guest, forKey: .guest)
+        try c.encode(epoch, forKey: .epoch)
+        try c.encodeIfPresent(registration, forKey: .registration)
+    }
+}
+
+/// `GET /auth/sessions`: every session's document, by name.
+struct SessionListDocument: Encodable, Sendable, Equatable {
+    var sessions: [SessionDocument]
+}
