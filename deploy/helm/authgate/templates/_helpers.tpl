@@ -1,0 +1,75 @@
+{{/* The chart's name, or nameOverride. */}}
+{{- define "authgate.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The objects' name: fullnameOverride, the release name when it holds the chart's
+name, or <release>-<chart>. */}}
+{{- define "authgate.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The labels that select the pod. */}}
+{{- define "authgate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "authgate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The labels of every object. */}}
+{{- define "authgate.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "authgate.selectorLabels" . }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* Where the pod mounts the Secret's files. */}}
+{{- define "authgate.secretsPath" -}}/run/secrets/authgate{{- end }}
+
+{{/* The admin socket's path (admin.listener unix). */}}
+{{- define "authgate.adminSocket" -}}
+{{- printf "%s/admin.sock" (trimSuffix "/" .Values.authgate.admin.socketDirectory) }}
+{{- end }}
+
+{{/* The AuthGate configuration: values.config with the fields that follow from the pod.
+Refuses what cannot work: a ServiceMonitor without a TCP admin API on 0.0.0.0. */}}
+{{- define "authgate.configuration" -}}
+{{- $v := .Values }}
+{{- range $field := list "proxy" "admin" "probes" "adminTokenFile" "adminTokenDisabled" "stateDirectory" "keyFile" "createKey" }}
+{{- if hasKey $v.config $field }}
+{{- fail (printf "config.%s is set by the chart; remove it from the values" $field) }}
+{{- end }}
+{{- end }}
+{{- if $v.serviceMonitor.enabled }}
+{{- if or (ne $v.authgate.admin.listener "tcp") (ne $v.authgate.admin.host "0.0.0.0") }}
+{{- fail "serviceMonitor.enabled needs authgate.admin.listener tcp and authgate.admin.host 0.0.0.0: /metrics is on the admin API" }}
+{{- end }}
+{{- end }}
+{{- $c := deepCopy $v.config }}
+{{- $auth := deepCopy (default dict $v.config.authorization) }}
+{{- if hasKey $auth "clientSecretFile" }}
+{{- fail "config.authorization.clientSecretFile is set by the chart from secrets.clientSecretKey" }}
+{{- end }}
+{{- if $v.secrets.clientSecretKey }}
+{{- $_ := set $auth "clientSecretFile" (printf "%s/client-secret" (include "authgate.secretsPath" .)) }}
+{{- end }}
+{{- $_ := set $c "authorization" $auth }}
+{{- $_ := set $c "proxy" (dict "host" "127.0.0.1" "port" $v.authgate.proxy.port) }}
+{{- if eq $v.authgate.admin.listener "unix" }}
+{{- $_ := set $c "admin" (dict "unix" (include "authgate.adminSocket" .) "mode" $v.authgate.admin.socketMode) }}
+{{- else }}
+{{- $_ := set $c "admin" (dict "host" $v.authgate.admin.host "port" $v.authgate.admin.port) }}
+{{- end }}
+{{- $_ := set $c "probes" (dict "host" "0.0.0.0" "port" $v.authgate.probes.port) }}
+{{- $_ := set $c "adminTokenFile" (printf "%s/admin-token" (include "authgate.secretsPath" .)) }}
+{{- $_ := set $c "stateDirectory" (printf "%s/state" (trimSuffix "/" $v.state.mountPath)) }}
+{{- toPrettyJson $c }}
+{{- end }}
