@@ -74,13 +74,13 @@ public struct OAuth2Client: TokenGrantClient {
         return try parse(response, for: grant, now: clock.wallNow)
     }
 
-    /// Revokes the session's tokens (RFC 7009): the refresh token when there is one (the
-    /// server ends its access tokens with it), else the access token. Does nothing without
-    /// a revocation endpoint. Throws ``AuthError`` of the ``AuthError/Code/Domain/tokenEndpoint`` domain when the server refuses or
-    /// cannot be reached.
     /// Whether a revocation endpoint is configured.
     public var canRevoke: Bool { configuration.revocationEndpoint != nil }
 
+    /// Revokes the session's tokens (RFC 7009): the refresh token when there is one (the
+    /// server ends its access tokens with it), else the access token. Does nothing without
+    /// a revocation endpoint. Throws ``AuthError`` of the ``AuthError/Code/Domain/tokenEndpoint``
+    /// domain when the server refuses or cannot be reached.
     public func revoke(refreshToken: String?, accessToken: String) async throws {
         let (token, hint) = refreshToken.map { ($0, "refresh_token") } ?? (accessToken, "access_token")
         guard let request = try makeRevocationRequest(token: token, hint: hint) else { return }
