@@ -24,6 +24,30 @@ import Testing
         return UInt32(info.st_mode) & 0o777
     }
 
+    /// The record is stored as one flat JSON object, as before the fields were shared with
+    /// `Credentials`: a file written by an earlier release still opens.
+    @Test func theStoredRecordIsOneFlatObjectAndAnEarlierFileStillReads() throws {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: encoder.encode(record)) as? [String: Any])
+        #expect(
+            Set(object.keys)
+                == ["accessToken", "refreshToken", "tokenType", "scope", "expiresAt", "issuedAt", "generation", "grantType"])
+        #expect(object["generation"] as? Int == 7)
+        let earlier = #"""
+            {"accessToken":"ACCESS-SECRET","refreshToken":"REFRESH-SECRET","tokenType":"Bearer","scope":"read",
+             "expiresAt":1900000000,"issuedAt":1800000000,"generation":7,"grantType":"password"}
+            """#
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        #expect(try decoder.decode(TokenRecord.self, from: Data(earlier.utf8)) == record)
+        var withoutGrant = record
+        withoutGrant.grantType = nil
+        let noGrant = #"{"accessToken":"ACCESS-SECRET","refreshToken":"REFRESH-SECRET","tokenType":"Bearer","scope":"read","expiresAt":1900000000,"issuedAt":1800000000,"generation":7}"#
+        #expect(try decoder.decode(TokenRecord.self, from: Data(noGrant.utf8)) == withoutGrant)
+    }
+
     @Test func saveLoadDeleteFollowTheKeychainVerbs() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -5,27 +5,20 @@ public import Foundation
 /// The expiry is kept twice: as a deadline on the monotonic clock (what decisions use, immune
 /// to wall-clock jumps) and as a wall-clock date (what is shown and persisted). Printing a
 /// `Credentials` never prints a token.
-public struct Credentials: Sendable, Equatable, CustomStringConvertible,
+public struct Credentials: TokenSetCarrier, Sendable, Equatable, CustomStringConvertible,
     CustomDebugStringConvertible
 {
-    /// The access token.
-    public var accessToken: String
-    /// The refresh token, when the server issued one.
-    public var refreshToken: String?
-    /// The token type, normally `Bearer`.
-    public var tokenType: String
-    /// The granted scope.
-    public var scope: String?
-    /// An OpenID Connect ID token, when present.
-    public var idToken: String?
+    /// The tokens and their wall-clock facts (read as the credentials' own fields:
+    /// `credentials.accessToken`, `credentials.expiresAt`).
+    public var tokens: TokenSet
     /// When the access token expires, on the monotonic clock; `nil` when unknown.
     public var deadline: MonotonicInstant?
-    /// When the access token expires, on the wall clock, for display; `nil` when unknown.
-    public var expiresAt: Date?
-    /// When these credentials were obtained (wall clock).
-    public var issuedAt: Date
-    /// The generation of the access token.
-    public var generation: TokenGeneration
+
+    /// Creates credentials from `tokens` and their monotonic deadline.
+    public init(tokens: TokenSet, deadline: MonotonicInstant?) {
+        self.tokens = tokens
+        self.deadline = deadline
+    }
 
     /// Creates credentials.
     public init(
@@ -33,15 +26,11 @@ public struct Credentials: Sendable, Equatable, CustomStringConvertible,
         scope: String? = nil, idToken: String? = nil, deadline: MonotonicInstant?,
         expiresAt: Date?, issuedAt: Date, generation: TokenGeneration
     ) {
-        self.accessToken = accessToken
-        self.refreshToken = refreshToken
-        self.tokenType = tokenType
-        self.scope = scope
-        self.idToken = idToken
-        self.deadline = deadline
-        self.expiresAt = expiresAt
-        self.issuedAt = issuedAt
-        self.generation = generation
+        self.init(
+            tokens: TokenSet(
+                accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType, scope: scope, idToken: idToken,
+                expiresAt: expiresAt, issuedAt: issuedAt, generation: generation),
+            deadline: deadline)
     }
 
     /// Builds credentials from a token response.
@@ -53,13 +42,8 @@ public struct Credentials: Sendable, Equatable, CustomStringConvertible,
         response: TokenResponse, previousRefreshToken: String?, generation: TokenGeneration,
         now: MonotonicInstant, wallNow: Date
     ) {
-        self.accessToken = response.accessToken
-        self.refreshToken = response.refreshToken ?? previousRefreshToken
-        self.tokenType = response.tokenType
-        self.scope = response.scope
-        self.idToken = response.idToken
-        self.issuedAt = wallNow
-        self.generation = generation
+        let deadline: MonotonicInstant?
+        let expiresAt: Date?
         if let expiresIn = response.expiresIn {
             // A JWT's `exp` is whole seconds: servers that compute it as ⌊issued⌋ + expires_in
             // reject the token up to a second before `expires_in` says. Take the earlier of the
@@ -70,16 +54,20 @@ public struct Credentials: Sendable, Equatable, CustomStringConvertible,
                 let byExp = Duration.milliseconds(Int64((exp.timeIntervalSince(wallNow) * 1000).rounded()))
                 lifetime = max(expiresIn - Self.maxJWTCorrection, min(expiresIn, byExp))
             }
-            self.deadline = now + lifetime
-            self.expiresAt = wallNow.addingTimeInterval(lifetime.timeInterval)
+            deadline = now + lifetime
+            expiresAt = wallNow.addingTimeInterval(lifetime.timeInterval)
         } else if let exp = JWTClaims(decodingPayloadOf: response.accessToken)?.expirationDate {
             let remaining = exp.timeIntervalSince(wallNow)
-            self.deadline = now + .milliseconds(Int64((remaining * 1000).rounded()))
-            self.expiresAt = exp
+            deadline = now + .milliseconds(Int64((remaining * 1000).rounded()))
+            expiresAt = exp
         } else {
-            self.deadline = nil
-            self.expiresAt = nil
+            deadline = nil
+            expiresAt = nil
         }
+        self.init(
+            accessToken: response.accessToken, refreshToken: response.refreshToken ?? previousRefreshToken,
+            tokenType: response.tokenType, scope: response.scope, idToken: response.idToken, deadline: deadline,
+            expiresAt: expiresAt, issuedAt: wallNow, generation: generation)
     }
 
     /// The most a JWT `exp` may bring an `expires_in` expiry forward.
@@ -92,11 +80,7 @@ public struct Credentials: Sendable, Equatable, CustomStringConvertible,
     }
 
     /// A description with every token redacted.
-    public var description: String {
-        "Credentials(generation: \(generation), accessToken: <redacted>, refreshToken: "
-            + "\(refreshToken == nil ? "nil" : "<redacted>"), tokenType: \(tokenType), "
-            + "scope: \(scope ?? "nil"), expiresAt: \(expiresAt.map { "\($0)" } ?? "unknown"))"
-    }
+    public var description: String { "Credentials(generation: \(tokens.generation), \(tokens.redactedFields))" }
 
     /// Same as ``description``: tokens are never printed.
     public var debugDescription: String { description }

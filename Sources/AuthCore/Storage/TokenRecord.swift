@@ -4,25 +4,12 @@ public import Foundation
 ///
 /// Deadlines on the monotonic clock do not survive a restart, so the record keeps the
 /// wall-clock expiry; ``AuthActor/restore()`` turns it back into a deadline.
-public struct TokenRecord: Sendable, Equatable, Codable, CustomStringConvertible,
+public struct TokenRecord: TokenSetCarrier, Sendable, Equatable, Codable, CustomStringConvertible,
     CustomDebugStringConvertible
 {
-    /// The access token.
-    public var accessToken: String
-    /// The refresh token.
-    public var refreshToken: String?
-    /// The token type.
-    public var tokenType: String
-    /// The granted scope.
-    public var scope: String?
-    /// The ID token.
-    public var idToken: String?
-    /// The wall-clock expiry of the access token.
-    public var expiresAt: Date?
-    /// When the tokens were obtained.
-    public var issuedAt: Date
-    /// The generation of the access token.
-    public var generation: TokenGeneration
+    /// The tokens and their wall-clock facts (read as the record's own fields:
+    /// `record.accessToken`).
+    public var tokens: TokenSet
     /// The grant that started the session (`client_credentials` sessions are renewed by
     /// running that grant again).
     public var grantType: String?
@@ -33,41 +20,46 @@ public struct TokenRecord: Sendable, Equatable, Codable, CustomStringConvertible
         scope: String? = nil, idToken: String? = nil, expiresAt: Date?, issuedAt: Date,
         generation: TokenGeneration, grantType: String? = nil
     ) {
-        self.accessToken = accessToken
-        self.refreshToken = refreshToken
-        self.tokenType = tokenType
-        self.scope = scope
-        self.idToken = idToken
-        self.expiresAt = expiresAt
-        self.issuedAt = issuedAt
-        self.generation = generation
+        self.tokens = TokenSet(
+            accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType, scope: scope, idToken: idToken,
+            expiresAt: expiresAt, issuedAt: issuedAt, generation: generation)
         self.grantType = grantType
     }
 
     /// The record of `credentials`.
     public init(_ credentials: Credentials, grantType: String?) {
-        self.init(
-            accessToken: credentials.accessToken, refreshToken: credentials.refreshToken,
-            tokenType: credentials.tokenType, scope: credentials.scope,
-            idToken: credentials.idToken, expiresAt: credentials.expiresAt,
-            issuedAt: credentials.issuedAt, generation: credentials.generation,
-            grantType: grantType)
+        self.tokens = credentials.tokens
+        self.grantType = grantType
     }
 
     /// Credentials for this record, with the monotonic deadline derived from the wall-clock
     /// expiry at (`now`, `wallNow`).
     public func credentials(now: MonotonicInstant, wallNow: Date) -> Credentials {
-        let deadline = expiresAt.map { now + .interval($0.timeIntervalSince(wallNow)) }
-        return Credentials(
-            accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType,
-            scope: scope, idToken: idToken, deadline: deadline, expiresAt: expiresAt,
-            issuedAt: issuedAt, generation: generation)
+        let deadline = tokens.expiresAt.map { now + .interval($0.timeIntervalSince(wallNow)) }
+        return Credentials(tokens: tokens, deadline: deadline)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case grantType
+    }
+
+    /// Reads the flat form the stores write: the ``TokenSet`` fields and `grantType` side by side.
+    public init(from decoder: any Decoder) throws {
+        tokens = try TokenSet(from: decoder)
+        grantType = try decoder.container(keyedBy: CodingKeys.self).decodeIfPresent(String.self, forKey: .grantType)
+    }
+
+    /// Writes the flat form: the ``TokenSet`` fields and `grantType` side by side.
+    public func encode(to encoder: any Encoder) throws {
+        try tokens.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(grantType, forKey: .grantType)
     }
 
     /// A description with every token redacted.
     public var description: String {
-        "TokenRecord(\(generation), accessToken: <redacted>, refreshToken: "
-            + "\(refreshToken == nil ? "nil" : "<redacted>"), expiresAt: \(expiresAt.map { "\($0)" } ?? "unknown"))"
+        "TokenRecord(\(tokens.generation), accessToken: <redacted>, refreshToken: "
+            + "\(tokens.refreshToken == nil ? "nil" : "<redacted>"), expiresAt: \(tokens.expiresAt.map { "\($0)" } ?? "unknown"))"
     }
 
     /// Same as ``description``.
