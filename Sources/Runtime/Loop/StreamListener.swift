@@ -38,18 +38,15 @@ final class StreamListener: LoopHandle {
     ) throws(RuntimeError) -> StreamListener {
         var addr = sockaddr_storage()
         try SocketAddress.make(host: host, port: port, into: &addr)
-        let listener = try StreamListener(tcp: loop, family: host.contains(":") ? AF_INET6 : AF_INET)
-        do throws(RuntimeError) {
+        let address = ListenAddress.tcp(host: host, port: port)
+        return try configured(StreamListener(tcp: loop, family: host.contains(":") ? AF_INET6 : AF_INET)) {
+            listener throws(RuntimeError) in
             try listener.setReusePort()
             let rc = withUnsafePointer(to: &addr) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_tcp_bind(listener.typed(uv_tcp_t.self), $0, 0) }
             }
-            try RuntimeError.checkListen(rc, "bind \(ListenAddress.tcp(host: host, port: port))")
-            try listener.listen(backlog, "listen \(ListenAddress.tcp(host: host, port: port))", onConnection)
-            return listener
-        } catch {
-            listener.close()
-            throw error
+            try RuntimeError.checkListen(rc, "bind \(address)")
+            try listener.listen(backlog, "listen \(address)", onConnection)
         }
     }
 
@@ -60,13 +57,21 @@ final class StreamListener: LoopHandle {
         loop: UnsafeMutablePointer<uv_loop_t>, path: String, mode: UInt32, backlog: Int32,
         onConnection: @escaping (_ status: Int32) -> Void
     ) throws(RuntimeError) -> StreamListener {
-        let listener = try StreamListener(pipe: loop)
-        do throws(RuntimeError) {
+        try configured(StreamListener(pipe: loop)) { listener throws(RuntimeError) in
             try RuntimeError.checkListen(uv_pipe_bind(listener.typed(uv_pipe_t.self), path), "bind unix:\(path)")
             if chmod(path, mode_t(mode)) != 0 {
                 throw .listen(-errno, "chmod \(String(mode, radix: 8)) unix:\(path)")
             }
             try listener.listen(backlog, "listen unix:\(path)", onConnection)
+        }
+    }
+
+    /// `listener` after `configure` ran on it; closed when that throws.
+    private static func configured(
+        _ listener: StreamListener, _ configure: (StreamListener) throws(RuntimeError) -> Void
+    ) throws(RuntimeError) -> StreamListener {
+        do throws(RuntimeError) {
+            try configure(listener)
             return listener
         } catch {
             listener.close()
