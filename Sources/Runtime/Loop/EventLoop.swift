@@ -115,6 +115,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         _ = EventLoop.ignoreSIGPIPE
         let box = Unmanaged.passRetained(self).toOpaque()
         let rc = pthread_create(&thread, nil, { arg in
+            // Invariant: `arg` is the retained `box` passed below, never nil.
             let loop = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
             loop.run()
             return nil
