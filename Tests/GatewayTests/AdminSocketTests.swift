@@ -53,8 +53,8 @@ import Testing
                     do {
                         try await second.startGateway { $0.admin = .init(unix: path) }
                         Issue.record("a second gateway took the admin socket of a running one")
-                    } catch let error as UVError {
-                        #expect(error.code == -EADDRINUSE)
+                    } catch let error as RuntimeError {
+                        #expect(error.systemCode == -EADDRINUSE)
                         #expect(error.description.contains(path))
                     }
                 }

@@ -8,7 +8,7 @@ enum ExchangeOutcome: Sendable {
     /// The response was held back (a token rejection to answer with refresh and replay).
     case intercepted
     /// No response reached the client from the upstream; a problem document did.
-    case failed(UpstreamError)
+    case failed(RuntimeError)
 }
 
 /// What to do with a response once its head is known.
@@ -64,7 +64,7 @@ final class ProxyExchange: UpstreamResponseHandler {
         return true
     }
 
-    func upstreamFinished(_ error: UpstreamError?) {
+    func upstreamFinished(_ error: RuntimeError?) {
         transfer = nil
         if intercepted {
             completion?(.intercepted)

@@ -204,7 +204,7 @@ public final class ReverseProxy: HTTPResponder {
             body: body)
         let metrics = self.metrics
         let exchange = ProxyExchange(writer: writer, decide: decide) { outcome in
-            if case .failed(let e) = outcome { metrics.upstreamFailure(e.kind.rawValue) }
+            if case .failed(let e) = outcome { metrics.upstreamFailure(e.code.description) }
             completion(outcome)
         }
         let transfer = clients.client(for: request.loop).start(upstream, handler: exchange)

@@ -24,11 +24,11 @@ public struct CurlTransport: HTTPTransport {
             let r = try await client.send(upstream, maxBodyBytes: maxResponseBytes)
             return HTTPResponseValue(status: r.status, headers: r.headers.fields, body: r.body)
         } catch {
-            switch error.kind {
+            switch error.code {
             case .connectFailed, .tls, .invalidRequest: throw AuthError.transport(.connectFailed, error.message)
             case .timeout: throw AuthError.transport(.timeout, error.message)
             case .connectionReset, .invalidResponse, .responseTooLarge: throw AuthError.transport(.connectionLost, error.message)
-            case .cancelled, .other: throw AuthError.transport(.other, error.message)
+            default: throw AuthError.transport(.other, error.message)
             }
         }
     }

@@ -27,11 +27,12 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     }
 
     let uv: UnsafeMutablePointer<uv_loop_t>
-    private let async: UnsafeMutablePointer<uv_async_t>
-    private let idle: UnsafeMutablePointer<uv_idle_t>
+    private let wakeup: LoopAsync
+    private let idle: LoopIdle
     private let state = Locked(State())
     private let threadID = Atomic<UInt>(0)
     private let dropped = Atomic<Int>(0)
+    private let started = Atomic<Bool>(false)
     private let shutDown = Atomic<Bool>(false)
     private var thread = pthread_t()
     private var spareJobs: [Job] = []
@@ -41,32 +42,57 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     /// A name for logs and thread names.
     public let name: String
 
-    /// Creates a loop; call ``start()`` to run it on its own thread.
-    public init(name: String = "authgate-loop") throws(UVError) {
-        self.name = name
-        uv = .allocate(capacity: 1)
-        async = .allocate(capacity: 1)
-        idle = .allocate(capacity: 1)
-        readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
+    /// Creates a loop; call ``start()`` to run it on its own thread. Throws when libuv
+    /// cannot make the loop or its wakeup handles (out of descriptors).
+    public init(name: String = "authgate-loop") throws(RuntimeError) {
+        let uv = UnsafeMutablePointer<uv_loop_t>.allocate(capacity: 1)
         let rc = uv_loop_init(uv)
         if rc < 0 {
             uv.deallocate()
-            async.deallocate()
-            idle.deallocate()
-            readBuffer.deallocate()
-            throw UVError(code: rc, operation: "uv_loop_init")
+            throw .libuv(rc, "uv_loop_init")
         }
+        // The callbacks find the loop through `uv.pointee.data`, set below before any
+        // callback can run (callbacks run only inside `uv_run`, on the thread `start` makes).
+        let wakeup: LoopAsync
+        let idle: LoopIdle
+        do throws(RuntimeError) {
+            wakeup = try LoopAsync(loop: uv) { EventLoop.from(uv).drain() }
+            do throws(RuntimeError) {
+                idle = try LoopIdle(loop: uv) { EventLoop.from(uv).drain() }
+            } catch {
+                wakeup.close()
+                throw error
+            }
+        } catch {
+            EventLoop.discard(uv)
+            throw error
+        }
+        self.uv = uv
+        self.wakeup = wakeup
+        self.idle = idle
+        self.name = name
+        readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
         uv.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        try! UVError.check(
-            uv_async_init(uv, async) { handle in EventLoop.from(handle!.pointee.loop).drain() }, "uv_async_init")
-        try! UVError.check(uv_idle_init(uv, idle), "uv_idle_init")
     }
 
     deinit {
-        uv.deallocate()
-        async.deallocate()
-        idle.deallocate()
+        if !started.load(ordering: .acquiring) {
+            // Never run: close the handles here, on the only thread that ever saw them.
+            idle.close()
+            wakeup.close()
+            EventLoop.discard(uv)
+        } else {
+            uv.deallocate()
+        }
         readBuffer.deallocate()
+    }
+
+    /// Runs the close callbacks of a loop that never ran, closes it and frees it. A loop
+    /// that still has handles open is left allocated: freeing it would leave them dangling.
+    private static func discard(_ uv: UnsafeMutablePointer<uv_loop_t>) {
+        // uv_run's result (whether handles are still active) is what uv_loop_close checks.
+        _ = uv_run(uv, UV_RUN_NOWAIT)
+        if uv_loop_close(uv) == 0 { uv.deallocate() }
     }
 
     private static let ignoreSIGPIPE: Bool = {
@@ -74,8 +100,10 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         return true
     }()
 
-    static func from(_ loop: UnsafeMutablePointer<uv_loop_t>?) -> EventLoop {
-        Unmanaged<EventLoop>.fromOpaque(loop!.pointee.data).takeUnretainedValue()
+    private static func from(_ uv: UnsafeMutablePointer<uv_loop_t>) -> EventLoop {
+        // Invariant: `init` sets `data` to the loop before any callback can run, and the
+        // loop outlives its thread's `uv_run` (the thread holds a reference).
+        Unmanaged<EventLoop>.fromOpaque(uv.pointee.data!).takeUnretainedValue()
     }
 
     /// Starts the loop thread. Returns once the thread runs.
@@ -83,9 +111,11 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     /// Also makes the process ignore `SIGPIPE`: libuv writes to sockets with `write(2)`,
     /// and a peer that closed must give `EPIPE`, not kill the server.
     public func start() {
+        precondition(!started.exchange(true, ordering: .acquiringAndReleasing), "\(name) started twice")
         _ = EventLoop.ignoreSIGPIPE
         let box = Unmanaged.passRetained(self).toOpaque()
         let rc = pthread_create(&thread, nil, { arg in
+            // Invariant: `arg` is the retained `box` passed below, never nil.
             let loop = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
             loop.run()
             return nil
@@ -98,7 +128,8 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
 
     private func run() {
         threadID.store(UInt(pthread_self()), ordering: .releasing)
-        uv_run(uv, UV_RUN_DEFAULT)
+        // uv_run's result (whether handles are still active) is what uv_loop_close checks.
+        _ = uv_run(uv, UV_RUN_DEFAULT)
         // Every handle is closed by now; a busy loop here is a leak worth failing on.
         let rc = uv_loop_close(uv)
         precondition(rc == 0, "uv_loop_close: handles still open on \(name)")
@@ -122,37 +153,62 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         if inEventLoop { job() } else { push(.closure(job)) }
     }
 
+    private enum Wakeup {
+        case dropped, pending, idle, failed(RuntimeError)
+    }
+
     private func push(_ job: Job) {
         let onLoop = inEventLoop
-        let mustSignal = state.withLock { s -> Bool? in
+        let wakeup = state.withLock { s -> Wakeup in
             // After shutdown the job cannot run: it is dropped (a late response to a
             // connection that is already gone, for example).
-            guard s.acceptingJobs else { return nil }
+            guard s.acceptingJobs else { return .dropped }
             s.jobs.append(job)
-            if s.wakeupPending { return false }
+            if s.wakeupPending { return .pending }
             s.wakeupPending = true
-            return true
+            if onLoop { return .idle }
+            // Sent under the lock: the loop thread closes the async handle only after it
+            // stopped accepting jobs under this lock, so the handle is open here.
+            do throws(RuntimeError) {
+                try self.wakeup.send()
+            } catch {
+                return .failed(error)
+            }
+            return .pending
         }
-        guard let mustSignal else {
-            dropped.add(1, ordering: .relaxed)
+        switch wakeup {
+        case .pending:
             return
-        }
-        guard mustSignal else { return }
-        if onLoop {
-            uv_idle_start(idle) { handle in EventLoop.from(handle!.pointee.loop).drain() }
-        } else {
-            uv_async_send(async)
+        case .dropped:
+            dropped.add(1, ordering: .relaxed)
+        case .idle:
+            do throws(RuntimeError) {
+                try idle.start()
+            } catch {
+                // Only a closing handle refuses, and the handles close after the queue
+                // stopped accepting jobs: a job accepted here would never run.
+                preconditionFailure("\(name): \(error)")
+            }
+        case .failed(let error):
+            // libuv 1.44's uv_async_send does not fail on an open handle.
+            preconditionFailure("\(name): \(error)")
         }
     }
 
     private func drain() {
-        uv_idle_stop(idle)
+        idle.stop()
         // Swap buffers so the lock is held only for the swap.
         var batch = spareJobs
         state.withLock { s in
             swap(&batch, &s.jobs)
             s.wakeupPending = false
         }
+        run(batch)
+        batch.removeAll(keepingCapacity: true)
+        spareJobs = batch
+    }
+
+    private func run(_ batch: [Job]) {
         for job in batch {
             switch job {
             case .closure(let f):
@@ -161,8 +217,6 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
                 j.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
             }
         }
-        batch.removeAll(keepingCapacity: true)
-        spareJobs = batch
     }
 
     // MARK: Executor
@@ -206,14 +260,20 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     }
 
     private func closeOwnHandles() {
-        // Run whatever raced in, then refuse more.
+        // Run whatever raced in. Refusing more and taking what came meanwhile is one step,
+        // so every job the queue accepted runs (what those jobs enqueue is dropped).
         drain()
-        state.withLock { $0.acceptingJobs = false }
-        uv_idle_stop(idle)
-        uv_close(UnsafeMutablePointer<uv_handle_t>(OpaquePointer(idle)), nil)
-        uv_close(UnsafeMutablePointer<uv_handle_t>(OpaquePointer(async)), nil)
+        var last: [Job] = []
+        state.withLock { s in
+            s.acceptingJobs = false
+            swap(&last, &s.jobs)
+        }
+        run(last)
+        idle.close()
+        wakeup.close()
         // Whatever is still open now would keep the loop, and `shutdown`, waiting forever:
-        // name it on stderr, so the owner that forgot to close it can be found.
+        // name it on stderr, so the owner that forgot to close it can be found. (uv_walk
+        // returns void.)
         uv_walk(uv, { handle, _ in
             guard let handle, uv_is_closing(handle) == 0 else { return }
             let type = String(cString: uv_handle_type_name(handle.pointee.type))

@@ -4,7 +4,7 @@ public final class EventLoopGroup: Sendable {
     public let loops: [EventLoop]
 
     /// Starts `count` loops (default: one per core).
-    public init(loopCount: Int = EventLoopGroup.coreCount, name: String = "authgate-loop") throws(UVError) {
+    public init(loopCount: Int = EventLoopGroup.coreCount, name: String = "authgate-loop") throws(RuntimeError) {
         var loops: [EventLoop] = []
         for i in 0..<max(1, loopCount) {
             let loop = try EventLoop(name: "\(name)-\(i)")

@@ -49,18 +49,18 @@ public final class HTTPServer: Sendable {
 
     /// Binds every loop's listener (the first loop's only, for a Unix socket). Throws the
     /// first bind error (and listens nowhere then).
-    public func start() throws(UVError) {
+    public func start() throws(RuntimeError) {
         var address = configuration.address
         var port = 0
         let loops = address.isUnix ? Array(group.loops.prefix(1)) : group.loops
         for loop in loops {
-            let result = Locked<Result<(Int, LoopBound<ServerLoopState>), UVError>?>(nil)
+            let result = Locked<Result<(Int, LoopBound<ServerLoopState>), RuntimeError>?>(nil)
             let done = DispatchSemaphore(value: 0)
             let target = address
             let context = self.context
             loop.execute {
                 let state = ServerLoopState(loop: loop, context: context)
-                do throws(UVError) {
+                do throws(RuntimeError) {
                     let bound = try state.listen(target)
                     let box = LoopBound(state, loop: loop)
                     loop.onShutdown { state.shutdown(grace: .zero) {} }

@@ -3,8 +3,9 @@ import Glibc
 
 /// Socket address helpers over libuv's.
 enum SocketAddress {
-    /// Fills `storage` from a textual IPv4 or IPv6 address and a port.
-    static func make(host: String, port: Int, into storage: inout sockaddr_storage) throws(UVError) {
+    /// Fills `storage` from a textual IPv4 or IPv6 address and a port; throws
+    /// ``RuntimeError/Code/listenFailed`` for text that is not an address.
+    static func make(host: String, port: Int, into storage: inout sockaddr_storage) throws(RuntimeError) {
         let rc: Int32
         if host.contains(":") {
             rc = withUnsafeMutablePointer(to: &storage) {
@@ -15,20 +16,20 @@ enum SocketAddress {
                 $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { uv_ip4_addr(host, Int32(port), $0) }
             }
         }
-        try UVError.check(rc, "parse address \(host)")
+        try RuntimeError.checkListen(rc, "parse address \(host)")
     }
 
-    /// `ip:port` (or `[ip]:port`) of an address.
+    /// `ip:port` (or `[ip]:port`) of an address; `unknown` for one libuv cannot name.
     static func describe(_ storage: UnsafeMutablePointer<sockaddr_storage>) -> String {
         var name = [CChar](repeating: 0, count: 64)
         if storage.pointee.ss_family == sa_family_t(AF_INET6) {
             return storage.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
-                uv_ip6_name(sin6, &name, name.count)
+                guard uv_ip6_name(sin6, &name, name.count) == 0 else { return "unknown" }
                 return "[\(text(name))]:\(UInt16(bigEndian: sin6.pointee.sin6_port))"
             }
         }
         return storage.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
-            uv_ip4_name(sin, &name, name.count)
+            guard uv_ip4_name(sin, &name, name.count) == 0 else { return "unknown" }
             return "\(text(name)):\(UInt16(bigEndian: sin.pointee.sin_port))"
         }
     }

@@ -5,7 +5,7 @@ import Glibc
 enum UnixSocketFile {
     /// Makes `path` free for `bind`: leaves a free path alone, removes a socket file nobody
     /// answers on, and throws for a live socket, a file of another kind or an unusable path.
-    static func prepare(_ path: String) throws(UVError) {
+    static func prepare(_ path: String) throws(RuntimeError) {
         _ = try address(path)
         let found = try inspect(path)
         let probe = found == .socket ? probe(path) : nil
@@ -13,19 +13,19 @@ enum UnixSocketFile {
         case .bind:
             return
         case .removeThenBind:
-            if unlink(path) != 0 && errno != ENOENT { throw UVError(code: -errno, operation: "unlink stale socket \(path)") }
+            if unlink(path) != 0 && errno != ENOENT { throw .listen(-errno, "unlink stale socket \(path)") }
         case .refuse(let code, let reason):
-            throw UVError(code: code, operation: "listen unix:\(path)", detail: reason)
+            throw .listen(code, "listen unix:\(path)", reason: reason)
         }
     }
 
     /// What is at `path` (without following a symbolic link).
-    static func inspect(_ path: String) throws(UVError) -> StaleSocketRule.Found {
+    static func inspect(_ path: String) throws(RuntimeError) -> StaleSocketRule.Found {
         var info = stat()
         if lstat(path, &info) != 0 {
             let e = errno
             if e == ENOENT { return .nothing }
-            throw UVError(code: -e, operation: "lstat \(path)")
+            throw .listen(-e, "lstat \(path)")
         }
         return info.st_mode & S_IFMT == S_IFSOCK ? .socket : .notSocket
     }
@@ -50,15 +50,14 @@ enum UnixSocketFile {
 
     /// The `sockaddr_un` of `path`; throws `ENAMETOOLONG` past ``ListenAddress/maxUnixPathBytes``
     /// (libuv 1.44 would cut the path short without a word) and `EINVAL` for a NUL in it.
-    static func address(_ path: String) throws(UVError) -> sockaddr_un {
+    static func address(_ path: String) throws(RuntimeError) -> sockaddr_un {
         let bytes = Array(path.utf8)
         guard bytes.count <= ListenAddress.maxUnixPathBytes else {
-            throw UVError(
-                code: -ENAMETOOLONG, operation: "listen unix:\(path)",
-                detail: "a socket path has at most \(ListenAddress.maxUnixPathBytes) bytes")
+            throw .listen(
+                -ENAMETOOLONG, "listen unix:\(path)", reason: "a socket path has at most \(ListenAddress.maxUnixPathBytes) bytes")
         }
         guard !bytes.isEmpty, !bytes.contains(0) else {
-            throw UVError(code: -EINVAL, operation: "listen unix:\(path)", detail: "not a usable socket path")
+            throw .listen(-EINVAL, "listen unix:\(path)", reason: "not a usable socket path")
         }
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)

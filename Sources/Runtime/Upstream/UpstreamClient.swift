@@ -3,7 +3,8 @@ import CLibUV
 import Glibc
 import HTTPWire
 
-private let curlReady: Bool = curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
+/// libcurl's process-wide setup, done once, before the first client.
+private let curlGlobalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_ALL))
 
 /// An HTTP client on libcurl's multi-socket API, driven by one ``EventLoop`` through
 /// `uv_poll` and `uv_timer`: no second event loop, no thread pool. TLS, HTTP/2,
@@ -22,46 +23,68 @@ public final class UpstreamClient: @unchecked Sendable {
     /// The loop that drives this client.
     public let loop: EventLoop
     let configuration: UpstreamClientConfiguration
-    private let multi: UnsafeMutableRawPointer
-    private let timer: UnsafeMutablePointer<uv_timer_t>
-    private var polls: [Int32: UnsafeMutablePointer<uv_poll_t>] = [:]
+    /// Nil when setting libcurl up failed (``setupError`` says why).
+    private var multi: CurlMulti?
+    private var timer: LoopTimer?
+    /// Why the client cannot work; every exchange fails with it.
+    private var setupError: RuntimeError?
+    private var polls: [Int32: LoopPoll] = [:]
     /// Descriptors whose poll handle is closing; true when libcurl asked to close the socket meanwhile.
     private var closingPolls: [Int32: Bool] = [:]
-    private var pollDescriptors: [UnsafeMutablePointer<uv_poll_t>: Int32] = [:]
-    private var transfers: [ObjectIdentifier: UpstreamTransfer] = [:]
+    /// The transfers in the multi handle, by easy handle.
+    private var transfers: [UnsafeMutableRawPointer: UpstreamTransfer] = [:]
     private var closed = false
+    /// How deep the client is in libcurl calls that run callbacks: libcurl refuses to
+    /// remove a transfer from inside them, so a transfer cancelled there is removed on the
+    /// next turn of the loop.
+    private var curlDepth = 0
     /// Easy handles kept after use: `curl_easy_reset` keeps their caches, saving setup.
-    private var idleHandles: [UnsafeMutableRawPointer] = []
-    /// libuv handles not yet closed (the timer and every poll); the client stays alive
-    /// until they are, since their callbacks point at it.
-    private var openHandles = 1
-    private var keepAlive: Unmanaged<UpstreamClient>?
+    private var idleHandles: [CurlEasy] = []
+    /// Easy handles libcurl would not take out of the multi handle: neither reused nor
+    /// cleaned up before the multi handle is.
+    private var strandedHandles: [CurlEasy] = []
 
-    /// Creates a client on `loop`. Call on the loop thread.
+    /// Creates a client on `loop`. Call on the loop thread. When libcurl or libuv cannot
+    /// be set up (out of memory or descriptors), every exchange fails with the reason.
     public init(loop: EventLoop, configuration: UpstreamClientConfiguration = UpstreamClientConfiguration()) {
         precondition(loop.inEventLoop, "UpstreamClient must be created on its loop")
-        precondition(curlReady, "curl_global_init failed")
         self.loop = loop
         self.configuration = configuration
-        multi = curl_multi_init()!
-        timer = .allocate(capacity: 1)
-        uv_timer_init(loop.uv, timer)
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        timer.pointee.data = me
-        ag_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, me)
-        ag_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, me)
-        ag_multi_setopt_socket_callback(multi) { _, fd, what, user, _ in
-            Unmanaged<UpstreamClient>.fromOpaque(user!).takeUnretainedValue().socketChanged(fd, what)
-            return 0
+        do throws(RuntimeError) {
+            try setUp()
+        } catch {
+            setupError = error
         }
-        ag_multi_setopt_timer_callback(multi) { _, ms, user in
-            Unmanaged<UpstreamClient>.fromOpaque(user!).takeUnretainedValue().timerChanged(ms)
-            return 0
-        }
-        ag_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
-        ag_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, configuration.maxConnectionsPerHost * 4)
-        ag_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         loop.onShutdown { [self] in close() }
+    }
+
+    private func setUp() throws(RuntimeError) {
+        if curlGlobalInit != CURLE_OK { throw .curl(curlGlobalInit, "curl_global_init") }
+        let multi = try CurlMulti()
+        self.multi = multi
+        timer = try LoopTimer(loop: loop.uv) { [unowned self] in act(CURL_SOCKET_TIMEOUT, 0) }
+        // The callbacks get the client unretained: it outlives the multi handle, which
+        // `close` cleans up.
+        try multi.setCallbacks(
+            socket: { easy, fd, what, user, _ in
+                UpstreamClient.from(user).socketChanged(easy, fd, what)
+                return 0
+            },
+            timer: { _, ms, user in
+                UpstreamClient.from(user).timerChanged(ms)
+                return 0
+            },
+            user: Unmanaged.passUnretained(self).toOpaque())
+        try multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
+        try multi.set(CURLMOPT_MAXCONNECTS, configuration.maxConnectionsPerHost * 4)
+        try multi.set(CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+    }
+
+    /// The client behind a libcurl callback's user pointer.
+    private static func from(_ user: UnsafeMutableRawPointer?) -> UpstreamClient {
+        // Invariant: libcurl passes back the pointer `setUp` or `UpstreamTransfer.prepare`
+        // registered (never nil), and the client outlives its multi handle.
+        Unmanaged<UpstreamClient>.fromOpaque(user!).takeUnretainedValue()
     }
 
     /// Creates a client on `loop` from any thread.
@@ -78,27 +101,27 @@ public final class UpstreamClient: @unchecked Sendable {
     public func start(_ request: UpstreamRequest, handler: any UpstreamResponseHandler) -> UpstreamTransfer {
         precondition(loop.inEventLoop)
         let transfer = UpstreamTransfer(client: self, request: request, handler: handler)
-        if closed {
-            transfer.fail(UpstreamError(.cancelled, "the upstream client is shut down"))
+        guard let multi, !closed, setupError == nil else {
+            transfer.fail(
+                closed
+                    ? .upstream(.cancelled, "the upstream client is shut down")
+                    : .upstream(.upstreamFailed, "the upstream client could not be set up", underlying: setupError))
             return transfer
         }
-        if let error = transfer.prepare() {
-            transfer.fail(error)
-            return transfer
-        }
-        transfers[ObjectIdentifier(transfer)] = transfer
-        let rc = curl_multi_add_handle(multi, transfer.easy)
-        if rc != CURLM_OK {
-            transfers[ObjectIdentifier(transfer)] = nil
-            transfer.finish(UpstreamError(.other, "curl_multi_add_handle: \(String(cString: curl_multi_strerror(rc)))"))
+        do throws(RuntimeError) {
+            let easy = try transfer.prepare()
+            try multi.add(easy)
+            transfers[easy.handle] = transfer
+        } catch {
+            transfer.fail(error.code.isUpstream ? error : .upstream(.upstreamFailed, "libcurl refused the exchange", underlying: error))
         }
         return transfer
     }
 
     /// Sends `request` and buffers the whole response (for small exchanges such as token
     /// endpoint calls). Callable from any thread or task.
-    public func send(_ request: UpstreamRequest, maxBodyBytes: Int = 1 << 20) async throws(UpstreamError) -> UpstreamResponse {
-        let result: Result<UpstreamResponse, UpstreamError> = await withCheckedContinuation { cont in
+    public func send(_ request: UpstreamRequest, maxBodyBytes: Int = 1 << 20) async throws(RuntimeError) -> UpstreamResponse {
+        let result: Result<UpstreamResponse, RuntimeError> = await withCheckedContinuation { cont in
             loop.executeSoonOrNow { [self] in
                 let collector = BufferingHandler(maxBodyBytes: maxBodyBytes, continuation: cont)
                 collector.transfer = start(request, handler: collector)
@@ -109,69 +132,55 @@ public final class UpstreamClient: @unchecked Sendable {
 
     // MARK: libcurl → libuv
 
-    private func socketChanged(_ fd: curl_socket_t, _ what: Int32) {
-        guard let poll = polls[fd] ?? newPoll(fd) else { return }
-        if what == CURL_POLL_REMOVE {
-            // libcurl keeps the connection (idle in its pool) or is about to close it.
-            // Keep the handle, stopped, until the socket is really closed: reusing it
-            // saves a handle, an ioctl and a close per request on a kept-alive connection.
-            uv_poll_stop(poll)
-            return
+    private func socketChanged(_ easy: UnsafeMutableRawPointer?, _ fd: curl_socket_t, _ what: Int32) {
+        do throws(RuntimeError) {
+            let poll: LoopPoll
+            if let known = polls[fd] { poll = known } else { poll = try newPoll(fd) }
+            if what == CURL_POLL_REMOVE {
+                // libcurl keeps the connection (idle in its pool) or is about to close it.
+                // Keep the handle, stopped, until the socket is really closed: reusing it
+                // saves a handle, an ioctl and a close per request on a kept-alive connection.
+                poll.stop()
+                return
+            }
+            var events: Int32 = 0
+            if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events |= Int32(UV_READABLE.rawValue) }
+            if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { events |= Int32(UV_WRITABLE.rawValue) }
+            try poll.start(events)
+        } catch {
+            // An error returned to libcurl would make the whole multi handle unusable: the
+            // transfer that wanted the socket watched fails instead.
+            guard let easy, let transfer = transfers[easy] else { return }
+            transfer.cancel(.upstream(.upstreamFailed, "the upstream socket cannot be watched", underlying: error))
         }
-        var events: Int32 = 0
-        if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events |= Int32(UV_READABLE.rawValue) }
-        if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { events |= Int32(UV_WRITABLE.rawValue) }
-        uv_poll_start(poll, events) { p, status, events in
-            let client = Unmanaged<UpstreamClient>.fromOpaque(p!.pointee.data).takeUnretainedValue()
-            guard let fd = client.pollDescriptors[p!] else { return }
+    }
+
+    private func newPoll(_ fd: curl_socket_t) throws(RuntimeError) -> LoopPoll {
+        let poll = try LoopPoll(loop: loop.uv, socket: fd) { [unowned self] status, events in
             var flags: Int32 = 0
             if status < 0 { flags |= CURL_CSELECT_ERR }
             if events & Int32(UV_READABLE.rawValue) != 0 { flags |= CURL_CSELECT_IN }
             if events & Int32(UV_WRITABLE.rawValue) != 0 { flags |= CURL_CSELECT_OUT }
-            client.act(fd, flags)
+            act(fd, flags)
         }
-    }
-
-    private func newPoll(_ fd: curl_socket_t) -> UnsafeMutablePointer<uv_poll_t>? {
-        let poll = UnsafeMutablePointer<uv_poll_t>.allocate(capacity: 1)
-        guard uv_poll_init_socket(loop.uv, poll, fd) == 0 else {
-            poll.deallocate()
-            return nil
-        }
-        poll.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         polls[fd] = poll
-        pollDescriptors[poll] = fd
-        openHandles += 1
         return poll
     }
 
-    private func pollClosed(_ poll: UnsafeMutablePointer<uv_poll_t>) {
-        let fd = pollDescriptors.removeValue(forKey: poll) ?? -1
-        poll.deallocate()
-        if closingPolls.removeValue(forKey: fd) == true {
-            Glibc.close(fd)
-        }
-        handleClosed()
-    }
-
-    private func handleClosed() {
-        openHandles -= 1
-        if openHandles == 0, let k = keepAlive {
-            keepAlive = nil
-            k.release()
+    /// Closes the poll handle of `fd`; the socket is closed in its close callback when
+    /// libcurl asked for that meanwhile (the descriptor-reuse rule).
+    private func closePoll(_ fd: Int32, _ poll: LoopPoll) {
+        closingPolls[fd] = true
+        // The closure keeps the client alive until the handle is closed.
+        poll.close { [self] in
+            if closingPolls.removeValue(forKey: fd) == true { Glibc.close(fd) }
         }
     }
 
     /// libcurl wants to close `fd`: defer it while its poll handle is still open or closing.
     fileprivate func closeSocket(_ fd: curl_socket_t) {
         if let poll = polls.removeValue(forKey: fd) {
-            uv_poll_stop(poll)
-            closingPolls[fd] = true
-            uv_close(UnsafeMutablePointer(OpaquePointer(poll))) { h in
-                let poll = UnsafeMutablePointer<uv_poll_t>(OpaquePointer(h!))
-                let client = Unmanaged<UpstreamClient>.fromOpaque(poll.pointee.data).takeUnretainedValue()
-                client.pollClosed(poll)
-            }
+            closePoll(fd, poll)
         } else if closingPolls[fd] != nil {
             closingPolls[fd] = true
         } else {
@@ -180,62 +189,94 @@ public final class UpstreamClient: @unchecked Sendable {
     }
 
     private func timerChanged(_ ms: Int) {
+        guard let timer else { return }
         if ms < 0 {
-            uv_timer_stop(timer)
-        } else {
-            uv_timer_start(timer, { t in
-                let client = Unmanaged<UpstreamClient>.fromOpaque(t!.pointee.data).takeUnretainedValue()
-                client.act(CURL_SOCKET_TIMEOUT, 0)
-            }, UInt64(ms), 0)
+            timer.stop()
+            return
+        }
+        do throws(RuntimeError) {
+            try timer.start(after: UInt64(ms))
+        } catch {
+            // Only a closing timer refuses, and it closes with the client; libcurl must
+            // not be told (that would make the multi handle unusable).
+            precondition(closed, "the upstream client's timer refused to start: \(error)")
         }
     }
 
     private func act(_ fd: curl_socket_t, _ flags: Int32) {
-        guard !closed else { return }
-        var running: Int32 = 0
-        curl_multi_socket_action(multi, fd, flags, &running)
+        guard !closed, let multi else { return }
+        do throws(RuntimeError) {
+            try inCurl { () throws(RuntimeError) in try multi.socketAction(fd, flags) }
+        } catch {
+            // libcurl's state is in doubt: no transfer can be trusted to finish.
+            for transfer in Array(transfers.values) {
+                detach(transfer)
+                transfer.finish(.upstream(.upstreamFailed, "libcurl failed", underlying: error))
+            }
+            return
+        }
         reapCompleted()
     }
 
+    /// Runs `body`, a libcurl call that may call back into the client.
+    private func inCurl<T>(_ body: () throws(RuntimeError) -> T) throws(RuntimeError) -> T {
+        curlDepth += 1
+        defer { curlDepth -= 1 }
+        return try body()
+    }
+
     private func reapCompleted() {
-        var pending: Int32 = 0
-        while let msg = curl_multi_info_read(multi, &pending) {
-            guard msg.pointee.msg == CURLMSG_DONE, let easy = msg.pointee.easy_handle else { continue }
-            let code = msg.pointee.data.result
-            var raw: UnsafeMutableRawPointer?
-            ag_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &raw)
-            guard let raw else { continue }
-            let transfer = Unmanaged<UpstreamTransfer>.fromOpaque(raw).takeUnretainedValue()
+        guard let multi else { return }
+        for (easy, result) in multi.completed() {
+            guard let transfer = transfers[easy] else { continue }
             detach(transfer)
-            transfer.complete(code)
+            transfer.complete(result)
         }
     }
 
     /// An easy handle: a reset one when available, else a new one.
-    func takeHandle() -> UnsafeMutableRawPointer {
-        idleHandles.popLast() ?? curl_easy_init()!
+    func takeHandle() throws(RuntimeError) -> CurlEasy {
+        if let easy = idleHandles.popLast() { return easy }
+        return try CurlEasy()
     }
 
     /// Returns an easy handle that is out of the multi handle.
-    func recycle(_ easy: UnsafeMutableRawPointer) {
-        if closed || idleHandles.count >= 256 {
-            curl_easy_cleanup(easy)
-        } else {
-            curl_easy_reset(easy)
-            idleHandles.append(easy)
-        }
+    func recycle(_ easy: CurlEasy) {
+        // Dropped ones are cleaned up in their deinit.
+        guard !closed, idleHandles.count < 256, !strandedHandles.contains(where: { $0 === easy }) else { return }
+        easy.reset()
+        idleHandles.append(easy)
     }
 
-    /// Takes `transfer` out of the multi handle (done or cancelled).
+    /// Takes `transfer` out of the multi handle (done or cancelled). From inside a libcurl
+    /// callback, where libcurl refuses, it happens on the next turn of the loop.
     func detach(_ transfer: UpstreamTransfer) {
-        guard transfers.removeValue(forKey: ObjectIdentifier(transfer)) != nil else { return }
-        curl_multi_remove_handle(multi, transfer.easy)
+        guard let easy = transfer.easy?.handle, transfers[easy] === transfer, let multi else { return }
+        if curlDepth > 0 {
+            let client = LoopBound(self, loop: loop)
+            let later = LoopBound(transfer, loop: loop)
+            loop.execute { client.value.detach(later.value) }
+            return
+        }
+        transfers[easy] = nil
+        guard let handle = transfer.easy else { return }
+        do throws(RuntimeError) {
+            try multi.remove(handle)
+        } catch {
+            // Still in the multi handle: the easy handle must not be reused or cleaned up first.
+            strandedHandles.append(handle)
+        }
     }
 
     /// Unpauses after the handler accepts bytes again, or the upload has more.
     func unpause(_ transfer: UpstreamTransfer) {
-        guard transfers[ObjectIdentifier(transfer)] != nil else { return }
-        curl_easy_pause(transfer.easy, CURLPAUSE_CONT)
+        guard let easy = transfer.easy, transfers[easy.handle] === transfer else { return }
+        do throws(RuntimeError) {
+            try inCurl { () throws(RuntimeError) in try easy.pause(CURLPAUSE_CONT) }
+        } catch {
+            transfer.cancel(.upstream(.upstreamFailed, "the upstream transfer could not be resumed", underlying: error))
+            return
+        }
         reapCompleted()
     }
 
@@ -243,35 +284,26 @@ public final class UpstreamClient: @unchecked Sendable {
     func close() {
         guard !closed else { return }
         closed = true
-        keepAlive = Unmanaged.passRetained(self)
         for transfer in Array(transfers.values) {
             detach(transfer)
-            transfer.finish(UpstreamError(.cancelled, "the upstream client shut down"))
+            transfer.finish(.upstream(.cancelled, "the upstream client shut down"))
         }
-        uv_timer_stop(timer)
-        for easy in idleHandles { curl_easy_cleanup(easy) }
+        timer?.close()
         idleHandles.removeAll()
-        curl_multi_cleanup(multi)
-        for (fd, poll) in polls {
-            uv_poll_stop(poll)
-            closingPolls[fd] = true
-            uv_close(UnsafeMutablePointer(OpaquePointer(poll))) { h in
-                let poll = UnsafeMutablePointer<uv_poll_t>(OpaquePointer(h!))
-                let client = Unmanaged<UpstreamClient>.fromOpaque(poll.pointee.data).takeUnretainedValue()
-                client.pollClosed(poll)
-            }
+        do throws(RuntimeError) {
+            // libcurl closes its pooled connections here, through `closeSocket`.
+            try multi?.close()
+        } catch {
+            assertionFailure("\(error)")  // nothing is left to tell: the client is going away
         }
+        strandedHandles.removeAll()
+        for (fd, poll) in polls { closePoll(fd, poll) }
         polls.removeAll()
-        uv_close(UnsafeMutablePointer(OpaquePointer(timer))) { h in
-            let client = Unmanaged<UpstreamClient>.fromOpaque(h!.pointee.data).takeUnretainedValue()
-            h!.deallocate()
-            client.handleClosed()
-        }
     }
 
     /// The closesocket callback shared by every transfer of this client.
     static let closeSocketCallback: ag_closesocket_callback = { user, fd in
-        Unmanaged<UpstreamClient>.fromOpaque(user!).takeUnretainedValue().closeSocket(fd)
+        UpstreamClient.from(user).closeSocket(fd)
         return 0
     }
 }
@@ -279,11 +311,11 @@ public final class UpstreamClient: @unchecked Sendable {
 /// Collects a whole response for ``UpstreamClient/send(_:maxBodyBytes:)``.
 private final class BufferingHandler: UpstreamResponseHandler {
     let maxBodyBytes: Int
-    var continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamError>, Never>?
+    var continuation: CheckedContinuation<Result<UpstreamResponse, RuntimeError>, Never>?
     var response = UpstreamResponse(status: 0, headers: HTTPHeaders(), body: [])
     var transfer: UpstreamTransfer?
 
-    init(maxBodyBytes: Int, continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamError>, Never>) {
+    init(maxBodyBytes: Int, continuation: CheckedContinuation<Result<UpstreamResponse, RuntimeError>, Never>) {
         self.maxBodyBytes = maxBodyBytes
         self.continuation = continuation
     }
@@ -295,14 +327,14 @@ private final class BufferingHandler: UpstreamResponseHandler {
 
     func upstreamBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         if response.body.count + bytes.count > maxBodyBytes {
-            transfer?.cancel(UpstreamError(.responseTooLarge, "the upstream response exceeds \(maxBodyBytes) bytes"))
+            transfer?.cancel(.upstream(.responseTooLarge, "the upstream response exceeds \(maxBodyBytes) bytes"))
             return true
         }
         response.body.append(contentsOf: bytes)
         return true
     }
 
-    func upstreamFinished(_ error: UpstreamError?) {
+    func upstreamFinished(_ error: RuntimeError?) {
         guard let c = continuation else { return }
         continuation = nil
         transfer = nil

@@ -5,19 +5,17 @@ import HTTPWire
 /// One exchange with an upstream: a libcurl easy handle and its state. Loop-confined.
 public final class UpstreamTransfer {
     unowned let client: UpstreamClient
-    let easy: UnsafeMutableRawPointer
+    /// The easy handle, from ``prepare()`` on.
+    private(set) var easy: CurlEasy?
     private let request: UpstreamRequest
     private var handler: (any UpstreamResponseHandler)?
-    private var headerList: UnsafeMutablePointer<curl_slist>?
-    private var url: [CChar] = []
-    private var method: [CChar] = []
+    private let headerList = CurlHeaderList()
 
     // Response.
     private var status = 0
     private var headers = HTTPHeaders()
     private var headDelivered = false
     private var finished = false
-    private var cancelReason: UpstreamError?
 
     // Upload.
     private var upload: [UInt8] = []
@@ -29,12 +27,10 @@ public final class UpstreamTransfer {
         self.client = client
         self.request = request
         self.handler = handler
-        self.easy = client.takeHandle()
     }
 
     deinit {
-        client.recycle(easy)
-        curl_slist_free_all(headerList)
+        if let easy { client.recycle(easy) }
     }
 
     /// Whether the exchange has ended.
@@ -47,48 +43,72 @@ public final class UpstreamTransfer {
     }
 
     /// Stops the exchange; the handler hears `reason` (default: cancelled).
-    public func cancel(_ reason: UpstreamError = UpstreamError(.cancelled, "the exchange was cancelled")) {
+    public func cancel(_ reason: RuntimeError = .upstream(.cancelled, "the exchange was cancelled")) {
         guard !finished else { return }
-        client.detach(self)
         finish(reason)
+        client.detach(self)
     }
 
-    /// Sets every option; returns an error for a request libcurl cannot make.
-    func prepare() -> UpstreamError? {
-        let cfg = client.configuration
+    /// The transfer behind a libcurl callback's user pointer.
+    private static func from(_ user: UnsafeMutableRawPointer?) -> UpstreamTransfer {
+        // Invariant: libcurl passes back the pointer `prepare` registered (never nil), and
+        // the client holds the transfer while its easy handle is in the multi handle.
+        Unmanaged<UpstreamTransfer>.fromOpaque(user!).takeUnretainedValue()
+    }
+
+    /// Takes an easy handle and sets every option; throws an ``RuntimeError/Code/invalidRequest``
+    /// error for a request that cannot be sent as it is, and the libcurl error when libcurl
+    /// cannot make a handle.
+    func prepare() throws(RuntimeError) -> CurlEasy {
         guard request.url.hasPrefix("http://") || request.url.hasPrefix("https://") else {
-            return UpstreamError(.invalidRequest, "the upstream URL must be http or https")
+            throw .upstream(.invalidRequest, "the upstream URL must be http or https")
         }
-        url = Array(request.url.utf8CString)
+        // The last line against header injection: libcurl sends each line as given, so a
+        // value with CR or LF would start a header (or a request) of its own.
+        for field in request.headers.fields {
+            guard FramingRules.isValidFieldName(field.name.utf8) else {
+                throw .upstream(.invalidRequest, "a request header name is not an HTTP token; nothing was sent")
+            }
+            guard FramingRules.isValidFieldValue(field.value.utf8) else {
+                throw .upstream(
+                    .invalidRequest, "the value of the request header \(field.name) contains a control character; nothing was sent")
+            }
+        }
+        let easy = try client.takeHandle()
+        self.easy = easy
+        do throws(RuntimeError) {
+            try setOptions(easy)
+        } catch {
+            throw .upstream(.invalidRequest, "libcurl refused an option for this request", underlying: error)
+        }
+        return easy
+    }
+
+    private func setOptions(_ easy: CurlEasy) throws(RuntimeError) {
+        let cfg = client.configuration
         let me = Unmanaged.passUnretained(self).toOpaque()
-        var ok = true
-        func check(_ rc: CURLcode) { if rc != CURLE_OK { ok = false } }
-        check(ag_easy_setopt_pointer(easy, CURLOPT_PRIVATE, me))
-        check(ag_easy_setopt_string(easy, CURLOPT_URL, url))
-        check(ag_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
-        check(ag_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0))
-        check(ag_easy_setopt_long(easy, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS)))
-        check(ag_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(cfg.connectTimeout.milliseconds)))
-        if let total = cfg.totalTimeout { check(ag_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(total.milliseconds))) }
+        try easy.set(CURLOPT_URL, request.url)
+        try easy.set(CURLOPT_NOSIGNAL, 1)
+        try easy.set(CURLOPT_FOLLOWLOCATION, 0)
+        try easy.set(CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
+        try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(cfg.connectTimeout.milliseconds))
+        if let total = cfg.totalTimeout { try easy.set(CURLOPT_TIMEOUT_MS, Int(total.milliseconds)) }
         // Idle: fewer than 1 byte/s for the idle time aborts.
-        check(ag_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1))
-        check(ag_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(cfg.idleTimeout.milliseconds / 1000))))
-        check(ag_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(cfg.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1)))
-        if let ca = cfg.caFile { check(ag_easy_setopt_string(easy, CURLOPT_CAINFO, ca)) }
-        if let ca = cfg.caPath { check(ag_easy_setopt_string(easy, CURLOPT_CAPATH, ca)) }
-        if let cert = cfg.clientCertificate { check(ag_easy_setopt_string(easy, CURLOPT_SSLCERT, cert)) }
-        if let key = cfg.clientKey { check(ag_easy_setopt_string(easy, CURLOPT_SSLKEY, key)) }
-        if let socket = cfg.unixSocketPath { check(ag_easy_setopt_string(easy, CURLOPT_UNIX_SOCKET_PATH, socket)) }
-        check(ag_easy_setopt_pointer(easy, CURLOPT_CLOSESOCKETDATA, Unmanaged.passUnretained(client).toOpaque()))
-        check(ag_easy_setopt_closesocket_callback(easy, UpstreamClient.closeSocketCallback))
-        check(ag_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, me))
-        check(ag_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION) { buf, size, n, user in
-            Unmanaged<UpstreamTransfer>.fromOpaque(user!).takeUnretainedValue().onHeaderLine(buf!, size * n)
-        })
-        check(ag_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me))
-        check(ag_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION) { buf, size, n, user in
-            Unmanaged<UpstreamTransfer>.fromOpaque(user!).takeUnretainedValue().onBody(buf!, size * n)
-        })
+        try easy.set(CURLOPT_LOW_SPEED_LIMIT, 1)
+        try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(cfg.idleTimeout.milliseconds / 1000)))
+        try easy.set(CURLOPT_HTTP_VERSION, Int(cfg.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1))
+        if let ca = cfg.caFile { try easy.set(CURLOPT_CAINFO, ca) }
+        if let ca = cfg.caPath { try easy.set(CURLOPT_CAPATH, ca) }
+        if let cert = cfg.clientCertificate { try easy.set(CURLOPT_SSLCERT, cert) }
+        if let key = cfg.clientKey { try easy.set(CURLOPT_SSLKEY, key) }
+        if let socket = cfg.unixSocketPath { try easy.set(CURLOPT_UNIX_SOCKET_PATH, socket) }
+        try easy.setCloseSocket(UpstreamClient.closeSocketCallback, user: Unmanaged.passUnretained(client).toOpaque())
+        try easy.set(
+            CURLOPT_HEADERFUNCTION, { buf, size, n, user in UpstreamTransfer.from(user).onHeaderLine(buf, size * n) },
+            CURLOPT_HEADERDATA, user: me)
+        try easy.set(
+            CURLOPT_WRITEFUNCTION, { buf, size, n, user in UpstreamTransfer.from(user).onBody(buf, size * n) },
+            CURLOPT_WRITEDATA, user: me)
         let hasBody: Bool
         switch request.body {
         case .none:
@@ -96,11 +116,11 @@ public final class UpstreamTransfer {
         case .bytes(let b):
             hasBody = true
             upload = b
-            check(ag_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(b.count)))
+            try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(b.count))
         case .stream(let stream, let length):
             hasBody = true
             if let length {
-                check(ag_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(length)))
+                try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(length))
             } else {
                 // libcurl sends a body of unknown length chunked (HTTP/1.1) only when asked to.
                 chunkedUpload = true
@@ -109,61 +129,36 @@ public final class UpstreamTransfer {
         }
         switch (request.method, hasBody) {
         case ("GET", false):
-            check(ag_easy_setopt_long(easy, CURLOPT_HTTPGET, 1))
+            try easy.set(CURLOPT_HTTPGET, 1)
         case ("HEAD", _):
-            check(ag_easy_setopt_long(easy, CURLOPT_NOBODY, 1))
+            try easy.set(CURLOPT_NOBODY, 1)
         case (_, true), ("POST", false):
-            check(ag_easy_setopt_long(easy, CURLOPT_POST, 1))
-            if !hasBody { check(ag_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, 0)) }
-            check(ag_easy_setopt_pointer(easy, CURLOPT_READDATA, me))
-            check(ag_easy_setopt_data_callback(easy, CURLOPT_READFUNCTION) { buf, size, n, user in
-                Unmanaged<UpstreamTransfer>.fromOpaque(user!).takeUnretainedValue().onRead(buf!, size * n)
-            })
-            if request.method != "POST" { setMethod(request.method, &ok) }
+            try easy.set(CURLOPT_POST, 1)
+            if !hasBody { try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: 0) }
+            try easy.set(
+                CURLOPT_READFUNCTION, { buf, size, n, user in UpstreamTransfer.from(user).onRead(buf, size * n) },
+                CURLOPT_READDATA, user: me)
+            if request.method != "POST" { try easy.set(CURLOPT_CUSTOMREQUEST, request.method) }
         default:
-            setMethod(request.method, &ok)
-        }
-        // The last line against header injection: libcurl sends each line as given, so a
-        // value with CR or LF would start a header (or a request) of its own.
-        for field in request.headers.fields {
-            guard FramingRules.isValidFieldName(field.name.utf8) else {
-                return UpstreamError(.invalidRequest, "a request header name is not an HTTP token; nothing was sent")
-            }
-            guard FramingRules.isValidFieldValue(field.value.utf8) else {
-                return UpstreamError(
-                    .invalidRequest, "the value of the request header \(field.name) contains a control character; nothing was sent")
-            }
+            try easy.set(CURLOPT_CUSTOMREQUEST, request.method)
         }
         // Appended one by one, with no intermediate array: this runs for every request.
-        func append(_ line: String) -> Bool {
-            guard let appended = curl_slist_append(headerList, line) else { return false }
-            headerList = appended
-            return true
-        }
-        var appended = true
         for field in request.headers.fields {
             var line = field.name
             line += ": "
             line += field.value
-            appended = appended && append(line)
+            try headerList.append(line)
         }
         // libcurl adds Accept and Expect on its own; an empty value suppresses each.
-        if !request.headers.contains("Accept") { appended = appended && append("Accept:") }
-        appended = appended && append("Expect:")
-        if chunkedUpload { appended = appended && append("Transfer-Encoding: chunked") }
-        guard appended else { return UpstreamError(.other, "curl_slist_append failed (out of memory)") }
-        check(ag_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList))
-        return ok ? nil : UpstreamError(.invalidRequest, "libcurl refused an option for this request")
-    }
-
-    private func setMethod(_ m: String, _ ok: inout Bool) {
-        method = Array(m.utf8CString)
-        if ag_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method) != CURLE_OK { ok = false }
+        if !request.headers.contains("Accept") { try headerList.append("Accept:") }
+        try headerList.append("Expect:")
+        if chunkedUpload { try headerList.append("Transfer-Encoding: chunked") }
+        try easy.set(CURLOPT_HTTPHEADER, headerList)
     }
 
     // MARK: Callbacks from libcurl
 
-    private func onHeaderLine(_ buf: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
+    private func onHeaderLine(_ buf: UnsafeMutablePointer<CChar>?, _ count: Int) -> Int {
         // Works on the bytes: one header line arrives per call, and strings are made only
         // for the name and the value that are kept.
         let raw = UnsafeRawBufferPointer(start: buf, count: count)
@@ -222,7 +217,10 @@ public final class UpstreamTransfer {
         return digits == 3 && (i == line.endIndex || line[i] == 0x20) ? code : 0
     }
 
-    private func onBody(_ buf: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
+    private func onBody(_ buf: UnsafeMutablePointer<CChar>?, _ count: Int) -> Int {
+        // A cancelled transfer takes nothing more: returning less than `count` makes
+        // libcurl end it (CURLE_WRITE_ERROR) until the client takes it out.
+        if finished { return 0 }
         if !headDelivered {
             headDelivered = true
             handler?.upstreamHead(status: status, headers: headers)
@@ -232,7 +230,8 @@ public final class UpstreamTransfer {
         return accepted ? count : ag_writefunc_pause()
     }
 
-    private func onRead(_ buf: UnsafeMutablePointer<CChar>, _ capacity: Int) -> Int {
+    private func onRead(_ buf: UnsafeMutablePointer<CChar>?, _ capacity: Int) -> Int {
+        guard let buf, !finished else { return ag_readfunc_abort() }
         if let stream = streamBody {
             switch stream.readNow(into: UnsafeMutableRawBufferPointer(start: buf, count: capacity)) {
             case .bytes(let n): return n
@@ -263,7 +262,7 @@ public final class UpstreamTransfer {
     func complete(_ code: CURLcode) {
         if code == CURLE_OK {
             if !headDelivered {
-                finish(UpstreamError(.invalidResponse, "the upstream sent no response"))
+                finish(.upstream(.invalidResponse, "the upstream sent no response"))
             } else {
                 finish(nil)
             }
@@ -272,9 +271,9 @@ public final class UpstreamTransfer {
         finish(UpstreamTransfer.classify(code))
     }
 
-    func fail(_ error: UpstreamError) { finish(error) }
+    func fail(_ error: RuntimeError) { finish(error) }
 
-    func finish(_ error: UpstreamError?) {
+    func finish(_ error: RuntimeError?) {
         guard !finished else { return }
         finished = true
         let h = handler
@@ -282,22 +281,22 @@ public final class UpstreamTransfer {
         h?.upstreamFinished(error)
     }
 
-    static func classify(_ code: CURLcode) -> UpstreamError {
+    static func classify(_ code: CURLcode) -> RuntimeError {
         let text = String(cString: curl_easy_strerror(code))
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
-            return UpstreamError(.timeout, curlCode: Int32(code.rawValue), "the upstream did not answer in time")
+            return .upstream(.timeout, "the upstream did not answer in time", curlCode: Int32(code.rawValue))
         case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST:
-            return UpstreamError(.connectFailed, curlCode: Int32(code.rawValue), "could not connect to the upstream: \(text)")
+            return .upstream(.connectFailed, "could not connect to the upstream: \(text)", curlCode: Int32(code.rawValue))
         case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM:
-            return UpstreamError(.connectionReset, curlCode: Int32(code.rawValue), "the upstream connection failed: \(text)")
+            return .upstream(.connectionReset, "the upstream connection failed: \(text)", curlCode: Int32(code.rawValue))
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR:
-            return UpstreamError(.tls, curlCode: Int32(code.rawValue), "TLS with the upstream failed: \(text)")
+            return .upstream(.tls, "TLS with the upstream failed: \(text)", curlCode: Int32(code.rawValue))
         case CURLE_WEIRD_SERVER_REPLY, CURLE_UNSUPPORTED_PROTOCOL, CURLE_BAD_CONTENT_ENCODING:
-            return UpstreamError(.invalidResponse, curlCode: Int32(code.rawValue), "the upstream answer is not valid HTTP: \(text)")
+            return .upstream(.invalidResponse, "the upstream answer is not valid HTTP: \(text)", curlCode: Int32(code.rawValue))
         default:
-            return UpstreamError(.other, curlCode: Int32(code.rawValue), "the upstream exchange failed: \(text)")
+            return .upstream(.upstreamFailed, "the upstream exchange failed: \(text)", curlCode: Int32(code.rawValue))
         }
     }
 }

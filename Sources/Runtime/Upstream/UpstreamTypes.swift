@@ -83,48 +83,6 @@ public struct UpstreamResponse: Sendable {
     public var body: [UInt8]
 }
 
-/// Why an upstream exchange failed.
-public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The kinds of failure, each with its status for the client.
-    public enum Kind: String, Sendable {
-        case connectFailed = "upstream-connect-failed"
-        case connectionReset = "upstream-connection-reset"
-        case tls = "upstream-tls-failed"
-        case timeout = "upstream-timeout"
-        case invalidResponse = "upstream-invalid-response"
-        case responseTooLarge = "upstream-response-too-large"
-        case cancelled = "upstream-cancelled"
-        case invalidRequest = "upstream-invalid-request"
-        case other = "upstream-failed"
-    }
-
-    /// The kind.
-    public let kind: Kind
-    /// libcurl's result code, when it came from libcurl.
-    public let curlCode: Int32
-    /// What went wrong, without any header or body content.
-    public let message: String
-
-    /// Creates an error.
-    public init(_ kind: Kind, curlCode: Int32 = 0, _ message: String) {
-        self.kind = kind
-        self.curlCode = curlCode
-        self.message = message
-    }
-
-    /// 504 for a timeout, 502 for everything else.
-    public var status: Int { kind == .timeout ? 504 : 502 }
-
-    /// The problem+json document for a client.
-    public var problem: Problem {
-        Problem(
-            type: "https://authgate.dev/problems/\(kind.rawValue)", title: ResponseHead.reason(for: status), status: status,
-            detail: message)
-    }
-
-    public var description: String { "\(kind.rawValue): \(message)" }
-}
-
 /// Receives an upstream response as it arrives, on the loop thread.
 public protocol UpstreamResponseHandler: AnyObject {
     /// The final (non-1xx) status and header fields.
@@ -132,6 +90,7 @@ public protocol UpstreamResponseHandler: AnyObject {
     /// Body bytes. Return false to refuse them for now: the transfer pauses and the same
     /// bytes come again after ``UpstreamTransfer/resume()``.
     func upstreamBody(_ bytes: UnsafeRawBufferPointer) -> Bool
-    /// The exchange ended; nil means success.
-    func upstreamFinished(_ error: UpstreamError?)
+    /// The exchange ended; nil means success, else an error with one of the `upstream-…`
+    /// codes (``RuntimeError/Code/isUpstream``).
+    func upstreamFinished(_ error: RuntimeError?)
 }
