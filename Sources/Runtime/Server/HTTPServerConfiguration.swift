@@ -24,24 +24,10 @@ public struct HTTPServerConfiguration: Sendable {
     /// only the per-request limit applies). Past it a request gets 503 and is closed.
     public var bufferBudget: BufferBudget?
 
-    /// Creates a configuration for a TCP listener; the defaults are the documented ones.
-    public init(
-        host: String = "127.0.0.1",
-        port: Int = 8080,
-        limits: HTTPLimits = HTTPLimits(),
-        headTimeout: Duration = .seconds(10),
-        bodyIdleTimeout: Duration = .seconds(30),
-        keepAliveTimeout: Duration = .seconds(60),
-        maxConnections: Int = 10_000,
-        backlog: Int32 = 1024,
-        writeHighWater: Int = 256 * 1024,
-        bodyHighWater: Int = 256 * 1024,
-        bufferBudget: BufferBudget? = nil
-    ) {
-        self.init(
-            address: .tcp(host: host, port: port), limits: limits, headTimeout: headTimeout, bodyIdleTimeout: bodyIdleTimeout,
-            keepAliveTimeout: keepAliveTimeout, maxConnections: maxConnections, backlog: backlog,
-            writeHighWater: writeHighWater, bodyHighWater: bodyHighWater, bufferBudget: bufferBudget)
+    /// Creates a configuration for a TCP listener on `host`:`port`, every other setting at
+    /// its documented default (set them as properties).
+    public init(host: String = "127.0.0.1", port: Int = 8080) {
+        self.init(address: .tcp(host: host, port: port))
     }
 
     /// Creates a configuration listening at `address`; the defaults are the documented ones.
