@@ -101,9 +101,21 @@ extension Connection {
     }
 
     /// A libuv call failed: remember the first failure and close at once.
-    private func failed(_ error: any Error) {
-        if failure == nil { failure = error as? UVError }
+    private func failed(_ error: UVError) {
+        if failure == nil { failure = error }
         execute(step { m, _ in m.abort() })
+    }
+
+    /// Whether `rc` is success; a libuv error closes the connection.
+    @discardableResult
+    private func checked(_ rc: Int32, _ operation: String) -> Bool {
+        do throws(UVError) {
+            try UVError.check(rc, operation)
+            return true
+        } catch {
+            failed(error)
+            return false
+        }
     }
 
     // MARK: Reading
@@ -122,11 +134,11 @@ extension Connection {
                 // Invariant: libuv passes the handle being read and the buffer it filled.
                 Connection.from(stream!.pointee.data).onRead(nread, buf!.pointee.base)
             })
-        do { try UVError.check(rc, "uv_read_start") } catch { failed(error) }
+        checked(rc, "uv_read_start")
     }
 
     private func stopReading() {
-        do { try UVError.check(uv_read_stop(stream_t), "uv_read_stop") } catch { failed(error) }
+        checked(uv_read_stop(stream_t), "uv_read_stop")
     }
 
     // MARK: Writing
@@ -142,16 +154,19 @@ extension Connection {
 
     /// Sends `bytes`; true when they all left at once (no write request is in flight for them).
     private func send(_ bytes: [UInt8]) -> Bool {
-        // uv_try_write refuses (UV_EAGAIN) while earlier writes are queued, so order holds;
-        // any other refusal is met again, and reported, by uv_write.
-        let n = bytes.withUnsafeBytes { raw -> Int32 in
-            // Invariant: the state machine never returns an empty write.
-            var buf = uv_buf_init(
-                UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: CChar.self)), UInt32(raw.count))
-            return uv_try_write(stream_t, &buf, 1)
+        var offset = 0
+        if writeRequests == 0 {
+            // Nothing queued: try to send at once. A refusal (UV_EAGAIN, or an error that
+            // uv_write meets again and reports) leaves everything to uv_write.
+            let n = bytes.withUnsafeBytes { raw -> Int32 in
+                // Invariant: the state machine never returns an empty write.
+                var buf = uv_buf_init(
+                    UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: CChar.self)), UInt32(raw.count))
+                return uv_try_write(stream_t, &buf, 1)
+            }
+            if n > 0 { offset = Int(n) }
+            if offset == bytes.count { return true }
         }
-        let offset = n > 0 ? Int(n) : 0
-        if offset == bytes.count { return true }
         let request = WriteRequest(bytes[offset...])
         let req = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
         req.pointee.data = Unmanaged.passRetained(request).toOpaque()
@@ -171,11 +186,14 @@ extension Connection {
             if failure == nil { failure = UVError(code: rc, operation: "uv_write") }
             let queued = queuedBytes
             execute(step { m, now in m.writeCompleted(failed: true, queuedBytes: queued, now: now) })
+            return false
         }
+        writeRequests += 1
         return false
     }
 
     private func writeCompleted(_ status: Int32) {
+        writeRequests -= 1
         if status < 0, failure == nil, status != UV_ECANCELED.rawValue {
             failure = UVError(code: status, operation: "write")
         }
@@ -200,11 +218,11 @@ extension Connection {
     private func armTimer(_ ms: UInt64) {
         // Invariant: the timer's `data` is this connection (set in `init`).
         let rc = uv_timer_start(timer, { t in Connection.from(t!.pointee.data).timerFired() }, ms, 0)
-        do { try UVError.check(rc, "uv_timer_start") } catch { failed(error) }
+        checked(rc, "uv_timer_start")
     }
 
     private func stopTimer() {
-        do { try UVError.check(uv_timer_stop(timer), "uv_timer_stop") } catch { failed(error) }
+        checked(uv_timer_stop(timer), "uv_timer_stop")
     }
 
     private func timerFired() {
@@ -218,6 +236,7 @@ extension Connection {
         guard !handlesClosing else { return }
         handlesClosing = true
         // uv_close stops reading and the timer itself; what is still queued is cancelled.
+        // Invariant: libuv passes each close callback the handle being closed.
         uv_close(UnsafeMutablePointer(OpaquePointer(stream_t))) { h in Connection.from(h!.pointee.data).handleClosed() }
         if timerReady {
             uv_close(UnsafeMutablePointer(OpaquePointer(timer))) { h in Connection.from(h!.pointee.data).handleClosed() }

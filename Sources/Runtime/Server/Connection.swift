@@ -45,6 +45,8 @@ final class Connection {
     var processing = false
     /// Whether `uv_close` was called on the handles.
     var handlesClosing = false
+    /// `uv_write` requests whose callback has not run yet.
+    var writeRequests = 0
 
     init(
         loop: EventLoop, context: ServerContext, registry: ServerLoopState, stream: UnsafeMutablePointer<uv_stream_t>,
