@@ -1,0 +1,216 @@
+import HTTPWire
+
+extension Connection.StateMachine {
+    /// Whether `sequence` names the request being answered on an open connection.
+    func isCurrent(_ sequence: Int) -> Bool {
+        sequence == self.sequence && phase != .closed && exchange != nil
+    }
+
+    /// Whether `sequence` names the request whose streamed response is under way.
+    func isStreaming(_ sequence: Int) -> Bool {
+        guard isCurrent(sequence), case .streaming = exchange?.response else { return false }
+        return true
+    }
+
+    /// Whether a client-gone handler for `sequence` is kept (else it runs at once).
+    func keepsGoneHandler(for sequence: Int) -> Bool {
+        phase != .closed && sequence == self.sequence
+    }
+
+    /// Whether the client keeps up with `queuedBytes` in libuv's write queue.
+    func isWritable(queuedBytes: Int) -> Bool {
+        phase == .closed || queuedBytes <= configuration.writeHighWater
+    }
+
+    /// Whether a writable handler runs at once (else it waits for the queue to drain).
+    func runsWritableHandlerNow(queuedBytes: Int) -> Bool {
+        isWritable(queuedBytes: queuedBytes) && writesInFlight == 0
+    }
+
+    // MARK: Responses
+
+    /// A whole response with a `Content-Length` body.
+    mutating func respond(
+        _ sequence: Int, status: Int, headers: HTTPHeaders, body: [UInt8], now: UInt64
+    ) -> [Action] {
+        guard isCurrent(sequence), var ex = exchange, ex.response == .none else { return [] }
+        var h = headers
+        h.remove(name: "Content-Length")
+        h.remove(name: "Transfer-Encoding")
+        h.remove(name: "Connection")
+        let hasBody = ResponseHead.allowsBody(status: status)
+        if hasBody { h.add(name: "Content-Length", value: String(body.count)) }
+        if !ex.requestEnded { ex.keepAlive = false }
+        if !ex.keepAlive { h.add(name: "Connection", value: "close") }
+        var out: [UInt8] = []
+        out.reserveCapacity(128 + h.count * 32 + body.count)
+        ResponseHead(status: status, headers: h).serialize(into: &out)
+        if hasBody && !ex.isHead { out.append(contentsOf: body) }
+        ex.response = .done
+        exchange = ex
+        var actions: [Action] = []
+        write(out, &actions)
+        responseDone(now: now, &actions)
+        return actions
+    }
+
+    /// The head of a streamed response. Without `Content-Length` the body is chunked
+    /// (HTTP/1.1) or delimited by closing the connection (HTTP/1.0).
+    mutating func writeHead(_ sequence: Int, status: Int, headers: HTTPHeaders) -> [Action] {
+        guard isCurrent(sequence), var ex = exchange, ex.response == .none else { return [] }
+        var h = headers
+        h.remove(name: "Transfer-Encoding")
+        h.remove(name: "Connection")
+        let bodyless = ex.isHead || !ResponseHead.allowsBody(status: status)
+        var chunked = false
+        if !bodyless && !h.contains("Content-Length") {
+            if ex.isHTTP11 {
+                h.add(name: "Transfer-Encoding", value: "chunked")
+                chunked = true
+            } else {
+                ex.keepAlive = false
+            }
+        }
+        if !ex.keepAlive { h.add(name: "Connection", value: "close") }
+        var out: [UInt8] = []
+        ResponseHead(status: status, headers: h).serialize(into: &out)
+        // Held until the first body bytes or the end of this loop turn, so a small
+        // response leaves in one write.
+        heldHead = out
+        ex.response = .streaming(chunked: chunked, bodyless: bodyless)
+        exchange = ex
+        return [.scheduleHeadFlush]
+    }
+
+    /// The end of the loop turn that held a response head: send it if still held.
+    mutating func flushHeldHead() -> [Action] {
+        var actions: [Action] = []
+        if heldHead != nil { write([], &actions) }
+        return actions
+    }
+
+    /// Body bytes of the current streamed response (framed as a chunk when chunked).
+    mutating func writeBody(_ sequence: Int, _ bytes: UnsafeRawBufferPointer) -> [Action] {
+        guard isStreaming(sequence), case .streaming(let chunked, let bodyless) = exchange?.response, !bodyless,
+            !bytes.isEmpty
+        else { return [] }
+        var actions: [Action] = []
+        if chunked {
+            var out = ChunkedEncoding.chunkHeader(bytes.count)
+            out.reserveCapacity(out.count + bytes.count + 2)
+            out.append(contentsOf: bytes)
+            out.append(contentsOf: ChunkedEncoding.chunkTrailer)
+            write(out, &actions)
+        } else {
+            write(Array(bytes), &actions)
+        }
+        return actions
+    }
+
+    /// The end of the current streamed response.
+    mutating func end(_ sequence: Int, now: UInt64) -> [Action] {
+        guard isStreaming(sequence), var ex = exchange, case .streaming(let chunked, let bodyless) = ex.response
+        else { return [] }
+        var actions: [Action] = []
+        if chunked && !bodyless { write(ChunkedEncoding.terminator, &actions) } else if heldHead != nil { write([], &actions) }
+        ex.response = .done
+        exchange = ex
+        responseDone(now: now, &actions)
+        return actions
+    }
+
+    // MARK: Writing
+
+    /// A write returned by an earlier event finished; `queuedBytes` is what libuv's write
+    /// queue still holds.
+    mutating func writeCompleted(failed: Bool, queuedBytes: Int, now: UInt64) -> [Action] {
+        guard phase != .closed else { return [] }
+        writesInFlight -= 1
+        var actions: [Action] = []
+        if failed {
+            close(&actions)
+            return actions
+        }
+        if queuedBytes <= configuration.writeHighWater / 2 { actions.append(.resumeWriters) }
+        closeIfFlushed(now: now, &actions)
+        return actions
+    }
+
+    /// Answers a request that cannot be served with problem+json and closes.
+    mutating func fail(_ error: WireError, now: UInt64, _ actions: inout [Action]) {
+        guard phase == .open else { return }
+        if var ex = exchange {
+            if ex.hasStream { actions.append(.failBodyStream(.wire(error))) }
+            ex.hasStream = false
+            exchange = ex
+        }
+        if (exchange?.response ?? ResponseState.none) == ResponseState.none {
+            var h = HTTPHeaders()
+            h.add(name: "Content-Type", value: Problem.contentType)
+            h.add(name: "Content-Length", value: String(error.problem.json.count))
+            h.add(name: "Connection", value: "close")
+            var out: [UInt8] = []
+            ResponseHead(status: error.status, headers: h).serialize(into: &out)
+            if exchange?.isHead != true { out.append(contentsOf: error.problem.json) }
+            write(out, &actions)
+            exchange?.response = .done
+        }
+        pauseReading(&actions)
+        phase = .closingAfterFlush
+        closeIfFlushed(now: now, &actions)
+    }
+
+    mutating func write(_ payload: [UInt8], _ actions: inout [Action]) {
+        guard phase != .closed else { return }
+        var bytes = payload
+        if let held = heldHead {
+            heldHead = nil
+            bytes = held + payload
+        }
+        guard !bytes.isEmpty else { return }
+        writesInFlight += 1
+        actions.append(.write(bytes))
+    }
+
+    private mutating func responseDone(now: UInt64, _ actions: inout [Action]) {
+        guard let ex = exchange else { return }
+        if !ex.keepAlive || !ex.requestEnded {
+            // The body was not read to its end: the connection cannot be reused.
+            phase = .closingAfterFlush
+            closeIfFlushed(now: now, &actions)
+            return
+        }
+        finishExchange(now: now, &actions)
+    }
+
+    /// The exchange is over: get ready for the next request.
+    private mutating func finishExchange(now: UInt64, _ actions: inout [Action]) {
+        if let ex = exchange, ex.reserved > 0 { actions.append(.releaseBudget(ex.reserved)) }
+        exchange = nil
+        consumerBehind = false
+        actions.append(.resetExchange)
+        if serverDraining {
+            phase = .closingAfterFlush
+            closeIfFlushed(now: now, &actions)
+            return
+        }
+        setTimer(pendingBytes == 0 ? .keepAlive : .head, now: now, &actions)
+        actions.append(.drainPending)
+    }
+
+    private mutating func closeIfFlushed(now: UInt64, _ actions: inout [Action]) {
+        guard phase == .closingAfterFlush, writesInFlight == 0 else { return }
+        linger(now: now, &actions)
+    }
+
+    /// Closes gracefully after a response: shut down the sending side, then read and
+    /// discard for a moment. Closing at once with unread bytes would send a reset, and a
+    /// reset can destroy the response before the client reads it (a 413 or 431 answered
+    /// while the client is still sending, a pipelined request after `Connection: close`).
+    private mutating func linger(now: UInt64, _ actions: inout [Action]) {
+        phase = .lingering
+        actions.append(.shutdownWrite)
+        resumeReading(now: now, &actions)
+        setTimer(.linger, now: now, &actions)
+    }
+}
