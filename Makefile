@@ -1,7 +1,7 @@
 # AuthGate — the two commands a newcomer needs, and the pieces CI runs.
 #   make dev    run AuthGate in development mode on 127.0.0.1
 #   make test   build and run every test: unit and integration (swift test), the parser
-#               fuzzer, the OpenAPI checks against a live server, the interop suite against
+#               fuzzer, every public declaration documented, the OpenAPI checks against a live server, the interop suite against
 #               real authorization servers, then ASan and TSan runs
 
 SWIFT ?= swift
@@ -29,6 +29,7 @@ fuzz: deps
 	scripts/fuzz $(FUZZ_SECONDS)
 
 openapi: deps
+	scripts/check-docs
 	scripts/check-openapi
 	scripts/check-deploy
 
