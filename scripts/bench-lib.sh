@@ -49,14 +49,19 @@ rss_kib() {
   echo "$total"
 }
 
+# wrk_parse WRK-OUTPUT: sets rps, p50, p99, requests and errors from wrk's report.
+wrk_parse() {
+  rps="$(awk '/^Requests\/sec/ {print $2}' <<<"$1")"
+  p50="$(awk '$1=="50%" {print $2}' <<<"$1")"
+  p99="$(awk '$1=="99%" {print $2}' <<<"$1")"
+  requests="$(awk '/requests in/ {print $1}' <<<"$1")"
+  errors="$(awk '/Non-2xx|Socket errors/ {print}' <<<"$1" | tr '\n' ' ')"
+}
+
 # wrk_row NAME URL [extra wrk args]: prints "| name | rps | p50 | p99 |" and sets rps/p50/p99
 wrk_row() {
   local name="$1" url="$2"; shift 2
-  local out; out="$(wrk -t"$threads" -c"$conns" -d"$duration" --latency "$@" "$url")"
-  rps="$(awk '/^Requests\/sec/ {print $2}' <<<"$out")"
-  p50="$(awk '$1=="50%" {print $2}' <<<"$out")"
-  p99="$(awk '$1=="99%" {print $2}' <<<"$out")"
-  local errors; errors="$(awk '/Non-2xx|Socket errors/ {print}' <<<"$out" | tr '\n' ' ')"
+  wrk_parse "$(wrk -t"$threads" -c"$conns" -d"$duration" --latency "$@" "$url")"
   printf '| %s | %s | %s | %s | %s |\n' "$name" "$rps" "$p50" "$p99" "${errors:-none}"
 }
 
@@ -87,16 +92,12 @@ cpu_ticks() {
 # request wrk completed, in microseconds (sets cpu_us).
 wrk_cpu_row() {
   local name="$1" url="$2"; shift 2
-  local before after out requests
+  local before after out
   before="$(cpu_ticks "$@")"
   out="$(wrk -t"$threads" -c"$conns" -d"$duration" --latency "$url")"
   after="$(cpu_ticks "$@")"
-  rps="$(awk '/^Requests\/sec/ {print $2}' <<<"$out")"
-  p50="$(awk '$1=="50%" {print $2}' <<<"$out")"
-  p99="$(awk '$1=="99%" {print $2}' <<<"$out")"
-  requests="$(awk '/requests in/ {print $1}' <<<"$out")"
+  wrk_parse "$out"
   cpu_us="$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v n="$requests" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')"
-  local errors; errors="$(awk '/Non-2xx|Socket errors/ {print}' <<<"$out" | tr '\n' ' ')"
   printf '| %s | %s | %s | %s | %s | %s |\n' "$name" "$rps" "$p50" "$p99" "$cpu_us" "${errors:-none}"
 }
 
@@ -119,7 +120,8 @@ LUA
   sleep 1
   wrk -t"$threads" -c"$conns" -d60s -s "$tmp/count.lua" "$url" > "$tmp/wrk-count.txt"
   kill -INT "$tracer"; wait "$tracer" 2>/dev/null || true
-  local done_requests; done_requests="$(awk '/requests in/ {print $1}' "$tmp/wrk-count.txt")"
+  wrk_parse "$(cat "$tmp/wrk-count.txt")"
+  local done_requests=$requests
   awk -v n="$done_requests" -v name="$name" '
     $NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ && $NF != "total" { calls[$NF] = $4 }
     $NF == "total" { total = $4 }

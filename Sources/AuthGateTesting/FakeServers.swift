@@ -15,9 +15,12 @@ public final class FakeServers: Sendable {
     public let authorization: FakeAuthorizationServer
     /// The API behind the gateway.
     public let api: FakeResourceServer
-    private let group: EventLoopGroup
-    private let authorizationServer: HTTPServer
-    private let apiServer: HTTPServer
+    /// The loop both run on (a test may host more servers there).
+    public let group: EventLoopGroup
+    /// The authorization server's listener.
+    public let authorizationServer: HTTPServer
+    /// The API's listener.
+    public let apiServer: HTTPServer
 
     /// The port the authorization server listens on.
     public var authorizationPort: Int { authorizationServer.port }

@@ -37,11 +37,13 @@ struct CapturingHandler: LogHandler {
 /// all on loopback with ephemeral ports.
 final class Stack: Sendable {
     static let adminToken = "test-admin-token-0123456789"
-    let fakes: EventLoopGroup
-    let authorization: FakeAuthorizationServer
-    let authServer: HTTPServer
-    let api: FakeResourceServer
-    let apiServer: HTTPServer
+    /// The fake authorization server and API, on a loop of their own.
+    let servers: FakeServers
+    var fakes: EventLoopGroup { servers.group }
+    var authorization: FakeAuthorizationServer { servers.authorization }
+    var authServer: HTTPServer { servers.authorizationServer }
+    var api: FakeResourceServer { servers.api }
+    var apiServer: HTTPServer { servers.apiServer }
     let stateDirectory: String
     let keyFile: String
     let logs = LogCapture()
@@ -58,15 +60,7 @@ final class Stack: Sendable {
     ) throws {
         self.clock = clock
         fakeConfiguration = fake
-        fakes = try EventLoopGroup(loopCount: 1, name: "fakes")
-        authorization = FakeAuthorizationServer(configuration: fake, clock: clock ?? SystemAuthClock())
-        authServer = HTTPServer(
-            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), group: fakes,
-            responder: FakeAuthorizationServerResponder(server: authorization))
-        api = FakeResourceServer(authorization: authorization)
-        apiServer = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), group: fakes, responder: api)
-        try authServer.start()
-        try apiServer.start()
+        servers = try FakeServers(configuration: fake, clock: clock ?? SystemAuthClock())
         self.stateDirectory = stateDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("ag-\(UUID().uuidString)").path
         keyFile = self.stateDirectory + "/store.key"
     }
@@ -141,9 +135,7 @@ final class Stack: Sendable {
         await stopGateway()
         // A test's hook may hold the stack itself: break that cycle.
         api.beforeCheckingTokens(nil)
-        authServer.shutdown(grace: .zero)
-        apiServer.shutdown(grace: .zero)
-        fakes.shutdown()
+        servers.shutdown()
         try? FileManager.default.removeItem(atPath: stateDirectory)
     }
 

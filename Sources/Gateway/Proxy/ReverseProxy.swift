@@ -92,8 +92,12 @@ public final class ReverseProxy: HTTPResponder {
                 metrics.request(kind: "public", status: outcome.status, duration: ContinuousClock.now - started)
             }
         case .authenticate(let route, let target, let name):
-            // `plan` checked that the session exists.
-            guard let session = authentication?.sessions[name], let authentication else { return }
+            // `plan` checked that the session exists; answer anyway rather than leave the client waiting.
+            guard let authentication, let session = authentication.sessions[name] else {
+                writer.respond(
+                    problem: GatewayProblem.make("no-session-configured", 500, "this route's session is not configured"))
+                return
+            }
             let started = ContinuousClock.now
             tasks.start(on: request.loop) {
                 let status = await self.authenticated(request, route, target, writer, session, authentication)
