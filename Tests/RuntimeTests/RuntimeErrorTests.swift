@@ -56,7 +56,7 @@ import Testing
             (CURLE_WRITE_ERROR, .upstreamFailed), (CURLE_OUT_OF_MEMORY, .upstreamFailed),
         ]
         for (result, code) in cases {
-            let error = UpstreamTransfer.classify(result)
+            let error = CurlTransfer.classify(result)
             #expect(error.code == code, "\(result)")
             #expect(error.curlCode == Int32(result.rawValue))
         }

@@ -43,17 +43,20 @@ import Testing
         }
     }
 
-    @Test func oddUpstreamHeadsAreReadByteForByte() async throws {
+    @Test(arguments: [true, false])
+    func oddUpstreamHeadsAreReadByteForByte(loopHTTP1: Bool) async throws {
         let canned = try CannedServer(
             response: "HTTP/1.1 100 Continue\r\n\r\n"
                 + "HTTP/1.1 203 Odd Reason Phrase\r\nX-Padded:   v a l  \t\r\nX-Folded: a\r\n  b\r\n"
                 + "Bad Name: dropped\r\nX-Empty:\r\nX-Ctl: a\u{1}b\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
         defer { canned.stop() }
-        try await withClient { client, _ in
+        try await withClient(UpstreamClientConfiguration(loopHTTP1: loopHTTP1)) { client, _ in
             let r = try await client.send(UpstreamRequest(method: "GET", url: "http://127.0.0.1:\(canned.port)/"))
             #expect(r.status == 203, "the final status, not the 100")
             #expect(r.headers[first: "x-padded"] == "v a l", "OWS trimmed, inner spaces kept")
-            #expect(r.headers[first: "x-folded"] == "a b", "obs-fold joined")
+            // RFC 9112 §5.2: each obs-fold becomes one or more SP (libcurl makes one, the
+            // loop's client keeps the continuation's own spaces).
+            #expect(r.headers[first: "x-folded"]?.split(separator: " ") == ["a", "b"], "obs-fold joined")
             #expect(r.headers[first: "x-empty"] == "")
             #expect(!r.headers.contains("bad name") && r.headers[first: "x-ctl"] == nil, "invalid fields dropped")
             #expect(String(decoding: r.body, as: UTF8.self) == "ok")

@@ -24,7 +24,7 @@ enum HeadDecision {
 /// Loop-confined.
 final class ProxyExchange: UpstreamResponseHandler {
     let writer: ResponseWriter
-    var transfer: UpstreamTransfer?
+    var transfer: (any UpstreamTransfer)?
     private let decide: ((Int, HTTPHeaders) -> HeadDecision)?
     private let completion: ((ExchangeOutcome) -> Void)?
     private var headSent = false

@@ -2,7 +2,7 @@
 ///
 /// `@unchecked Sendable` is safe because `value` checks that the caller is on `loop`
 /// and every mutation goes through it.
-public struct LoopBound<Value: AnyObject>: @unchecked Sendable {
+public struct LoopBound<Value>: @unchecked Sendable {
     /// The loop the value belongs to.
     public let loop: EventLoop
     private let _value: Value

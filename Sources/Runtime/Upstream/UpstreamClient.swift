@@ -32,8 +32,10 @@ public final class UpstreamClient: @unchecked Sendable {
     /// Descriptors whose poll handle is closing; true when libcurl asked to close the socket meanwhile.
     private var closingPolls: [Int32: Bool] = [:]
     /// The transfers in the multi handle, by easy handle.
-    private var transfers: [UnsafeMutableRawPointer: UpstreamTransfer] = [:]
+    private var transfers: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var closed = false
+    /// The loop's own HTTP/1.1 connections, per `http://` origin.
+    private var http1Pools: [HTTP1Origin: HTTP1Pool] = [:]
     /// How deep the client is in libcurl calls that run callbacks: libcurl refuses to
     /// remove a transfer from inside them, so a transfer cancelled there is removed on the
     /// next turn of the loop.
@@ -82,7 +84,7 @@ public final class UpstreamClient: @unchecked Sendable {
 
     /// The client behind a libcurl callback's user pointer.
     private static func from(_ user: UnsafeMutableRawPointer?) -> UpstreamClient {
-        // Invariant: libcurl passes back the pointer `setUp` or `UpstreamTransfer.prepare`
+        // Invariant: libcurl passes back the pointer `setUp` or `CurlTransfer.prepare`
         // registered (never nil), and the client outlives its multi handle.
         Unmanaged<UpstreamClient>.fromOpaque(user!).takeUnretainedValue()
     }
@@ -98,9 +100,25 @@ public final class UpstreamClient: @unchecked Sendable {
 
     /// Starts an exchange; `handler` hears about it on this loop. Call on the loop.
     @discardableResult
-    public func start(_ request: UpstreamRequest, handler: any UpstreamResponseHandler) -> UpstreamTransfer {
+    public func start(_ request: UpstreamRequest, handler: any UpstreamResponseHandler) -> any UpstreamTransfer {
         precondition(loop.inEventLoop)
-        let transfer = UpstreamTransfer(client: self, request: request, handler: handler)
+        if configuration.loopHTTP1, configuration.unixSocketPath == nil, !closed,
+            let (origin, target) = HTTP1Origin.parse(request.url)
+        {
+            do throws(RuntimeError) {
+                let head = try HTTP1RequestHead.make(request, target: target, origin: origin)
+                let pool = http1Pools[origin] ?? HTTP1Pool(client: self, origin: origin)
+                http1Pools[origin] = pool
+                let exchange = HTTP1Exchange(request: request, head: head, pool: pool, handler: handler)
+                pool.start(exchange)
+                return exchange
+            } catch {
+                let refused = CurlTransfer(client: self, request: request, handler: handler)
+                refused.fail(error)
+                return refused
+            }
+        }
+        let transfer = CurlTransfer(client: self, request: request, handler: handler)
         guard let multi, !closed, setupError == nil else {
             transfer.fail(
                 closed
@@ -250,7 +268,7 @@ public final class UpstreamClient: @unchecked Sendable {
 
     /// Takes `transfer` out of the multi handle (done or cancelled). From inside a libcurl
     /// callback, where libcurl refuses, it happens on the next turn of the loop.
-    func detach(_ transfer: UpstreamTransfer) {
+    func detach(_ transfer: CurlTransfer) {
         guard let easy = transfer.easy?.handle, transfers[easy] === transfer, let multi else { return }
         if curlDepth > 0 {
             let client = LoopBound(self, loop: loop)
@@ -269,7 +287,7 @@ public final class UpstreamClient: @unchecked Sendable {
     }
 
     /// Unpauses after the handler accepts bytes again, or the upload has more.
-    func unpause(_ transfer: UpstreamTransfer) {
+    func unpause(_ transfer: CurlTransfer) {
         guard let easy = transfer.easy, transfers[easy.handle] === transfer else { return }
         do throws(RuntimeError) {
             try inCurl { () throws(RuntimeError) in try easy.pause(CURLPAUSE_CONT) }
@@ -288,6 +306,7 @@ public final class UpstreamClient: @unchecked Sendable {
             detach(transfer)
             transfer.finish(.upstream(.cancelled, "the upstream client shut down"))
         }
+        for pool in http1Pools.values { pool.close() }
         timer?.close()
         idleHandles.removeAll()
         do throws(RuntimeError) {
@@ -313,7 +332,7 @@ private final class BufferingHandler: UpstreamResponseHandler {
     let maxBodyBytes: Int
     var continuation: CheckedContinuation<Result<UpstreamResponse, RuntimeError>, Never>?
     var response = UpstreamResponse(status: 0, headers: HTTPHeaders(), body: [])
-    var transfer: UpstreamTransfer?
+    var transfer: (any UpstreamTransfer)?
 
     init(maxBodyBytes: Int, continuation: CheckedContinuation<Result<UpstreamResponse, RuntimeError>, Never>) {
         self.maxBodyBytes = maxBodyBytes

@@ -23,13 +23,17 @@ public struct UpstreamClientConfiguration: Sendable {
     /// Connect every request to this Unix domain socket instead of the URL's host and port
     /// (`CURLOPT_UNIX_SOCKET_PATH`); the URL still gives the path and the `Host` header.
     public var unixSocketPath: String?
+    /// Serve `http://` upstreams on the loop's own HTTP/1.1 connections (``HTTP1Pool``)
+    /// rather than through libcurl, which keeps TLS, HTTP/2 and Unix sockets.
+    public var loopHTTP1: Bool
 
     /// Creates a configuration; the defaults suit a sidecar on one host.
     public init(
         connectTimeout: Duration = .seconds(5), totalTimeout: Duration? = .seconds(60), idleTimeout: Duration = .seconds(30),
         maxConnectionsPerHost: Int = 64, caFile: String? = nil, caPath: String? = nil, clientCertificate: String? = nil,
-        clientKey: String? = nil, http2: Bool = true, unixSocketPath: String? = nil
+        clientKey: String? = nil, http2: Bool = true, unixSocketPath: String? = nil, loopHTTP1: Bool = true
     ) {
+        self.loopHTTP1 = loopHTTP1
         self.unixSocketPath = unixSocketPath
         self.connectTimeout = connectTimeout
         self.totalTimeout = totalTimeout
@@ -93,4 +97,24 @@ public protocol UpstreamResponseHandler: AnyObject {
     /// The exchange ended; nil means success, else an error with one of the `upstream-…`
     /// codes (``RuntimeError/Code/isUpstream``).
     func upstreamFinished(_ error: RuntimeError?)
+}
+
+/// One exchange in flight with an upstream, as its starter sees it. Loop-confined.
+///
+/// Two engines implement it: ``HTTP1Exchange`` on the loop's own connections for
+/// `http://` upstreams, and libcurl for the rest (TLS, HTTP/2, Unix sockets).
+public protocol UpstreamTransfer: AnyObject {
+    /// Whether the exchange has ended (its handler has heard `upstreamFinished`).
+    var isFinished: Bool { get }
+    /// Continues an exchange whose handler refused body bytes; they come again.
+    func resume()
+    /// Stops the exchange; the handler hears `reason`.
+    func cancel(_ reason: RuntimeError)
+}
+
+extension UpstreamTransfer {
+    /// Stops the exchange; the handler hears that it was cancelled.
+    public func cancel() {
+        cancel(.upstream(.cancelled, "the exchange was cancelled"))
+    }
 }

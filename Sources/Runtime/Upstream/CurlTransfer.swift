@@ -2,8 +2,8 @@ import CCurl
 import Glibc
 import HTTPWire
 
-/// One exchange with an upstream: a libcurl easy handle and its state. Loop-confined.
-public final class UpstreamTransfer {
+/// One exchange with an upstream through libcurl: an easy handle and its state. Loop-confined.
+final class CurlTransfer: UpstreamTransfer {
     unowned let client: UpstreamClient
     /// The easy handle, from ``prepare()`` on.
     private(set) var easy: CurlEasy?
@@ -43,17 +43,17 @@ public final class UpstreamTransfer {
     }
 
     /// Stops the exchange; the handler hears `reason` (default: cancelled).
-    public func cancel(_ reason: RuntimeError = .upstream(.cancelled, "the exchange was cancelled")) {
+    public func cancel(_ reason: RuntimeError) {
         guard !finished else { return }
         finish(reason)
         client.detach(self)
     }
 
     /// The transfer behind a libcurl callback's user pointer.
-    private static func from(_ user: UnsafeMutableRawPointer?) -> UpstreamTransfer {
+    private static func from(_ user: UnsafeMutableRawPointer?) -> CurlTransfer {
         // Invariant: libcurl passes back the pointer `prepare` registered (never nil), and
         // the client holds the transfer while its easy handle is in the multi handle.
-        Unmanaged<UpstreamTransfer>.fromOpaque(user!).takeUnretainedValue()
+        Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
     }
 
     /// Takes an easy handle and sets every option; throws an ``RuntimeError/Code/invalidRequest``
@@ -104,10 +104,10 @@ public final class UpstreamTransfer {
         if let socket = cfg.unixSocketPath { try easy.set(CURLOPT_UNIX_SOCKET_PATH, socket) }
         try easy.setCloseSocket(UpstreamClient.closeSocketCallback, user: Unmanaged.passUnretained(client).toOpaque())
         try easy.set(
-            CURLOPT_HEADERFUNCTION, { buf, size, n, user in UpstreamTransfer.from(user).onHeaderLine(buf, size * n) },
+            CURLOPT_HEADERFUNCTION, { buf, size, n, user in CurlTransfer.from(user).onHeaderLine(buf, size * n) },
             CURLOPT_HEADERDATA, user: me)
         try easy.set(
-            CURLOPT_WRITEFUNCTION, { buf, size, n, user in UpstreamTransfer.from(user).onBody(buf, size * n) },
+            CURLOPT_WRITEFUNCTION, { buf, size, n, user in CurlTransfer.from(user).onBody(buf, size * n) },
             CURLOPT_WRITEDATA, user: me)
         let hasBody: Bool
         switch request.body {
@@ -136,7 +136,7 @@ public final class UpstreamTransfer {
             try easy.set(CURLOPT_POST, 1)
             if !hasBody { try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: 0) }
             try easy.set(
-                CURLOPT_READFUNCTION, { buf, size, n, user in UpstreamTransfer.from(user).onRead(buf, size * n) },
+                CURLOPT_READFUNCTION, { buf, size, n, user in CurlTransfer.from(user).onRead(buf, size * n) },
                 CURLOPT_READDATA, user: me)
             if request.method != "POST" { try easy.set(CURLOPT_CUSTOMREQUEST, request.method) }
         default:
@@ -268,7 +268,7 @@ public final class UpstreamTransfer {
             }
             return
         }
-        finish(UpstreamTransfer.classify(code))
+        finish(CurlTransfer.classify(code))
     }
 
     func fail(_ error: RuntimeError) { finish(error) }

@@ -1,0 +1,278 @@
+private import CHTTPParser
+
+/// One step of reading a response stream.
+public enum ResponseEvent {
+    /// All input was consumed; feed more.
+    case needMoreData
+    /// The final (non-1xx) status line and header fields.
+    case head(status: Int, headers: HTTPHeaders)
+    /// Body bytes, decoded from their transfer coding; the buffer points into the input
+    /// given to `parse`.
+    case body(UnsafeRawBufferPointer)
+    /// The response ended. `keepAlive` says whether the connection may carry another
+    /// exchange (HTTP/1.1 without `Connection: close`, and a body not delimited by close).
+    case end(keepAlive: Bool)
+    /// The response is not valid HTTP/1.x; the connection cannot be used again.
+    case error(WireError)
+}
+
+/// A pull-style HTTP/1.x response reader over Debian's http-parser, the counterpart of
+/// ``RequestParser`` for the upstream side of the proxy.
+///
+/// Interim (1xx) responses are read and skipped; a response to `HEAD` is read without a
+/// body when ``expectNoBody()`` is called before its head arrives. Field names and values
+/// that are not valid HTTP are dropped, never passed on (RFC 9110 §5.5); each obs-fold
+/// becomes the spaces that follow it (RFC 9112 §5.2). Chunked bodies get
+/// the strictness http-parser lacks (``ChunkFramingScanner``). Not thread-safe: one
+/// connection owns one.
+public final class ResponseParser {
+    private let parser: UnsafeMutablePointer<http_parser>
+    private let settings: UnsafeMutablePointer<http_parser_settings>
+    private let limits: HTTPLimits
+
+    private var fields: [(name: String, value: String)] = []
+    private var field: [UInt8] = []
+    private var value: [UInt8] = []
+    private var inValue = false
+    private var headBytes = 0
+    private var headDone = false
+    private var noBody = false
+    private var chunkScanner: ChunkFramingScanner?
+    private var violation: WireError?
+
+    private var pendingHead: (Int, HTTPHeaders)?
+    private var pendingBody: UnsafeRawBufferPointer?
+    private var pendingEnd: Bool?
+    private var failed: WireError?
+
+    /// Creates a parser; `limits.maxHeadBytes` and `maxHeaderCount` bound a response head.
+    public init(limits: HTTPLimits = HTTPLimits()) {
+        self.limits = limits
+        parser = .allocate(capacity: 1)
+        settings = .allocate(capacity: 1)
+        http_parser_init(parser, HTTP_RESPONSE)
+        http_parser_settings_init(settings)
+        settings.pointee.on_message_begin = { p in ResponseParser.owner(p).onMessageBegin() }
+        settings.pointee.on_header_field = { p, at, n in ResponseParser.owner(p).onField(at, n) }
+        settings.pointee.on_header_value = { p, at, n in ResponseParser.owner(p).onValue(at, n) }
+        settings.pointee.on_headers_complete = { p in ResponseParser.owner(p).onHeadersComplete() }
+        settings.pointee.on_body = { p, at, n in ResponseParser.owner(p).onBody(at, n) }
+        settings.pointee.on_message_complete = { p in ResponseParser.owner(p).onMessageComplete() }
+        prepare()
+    }
+
+    private func prepare() {
+        parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        // Fields with a name that is not a token or a value with a control character reach
+        // `flushField`, which drops them (as libcurl did) rather than failing the response.
+        parser.pointee.lenient_http_headers = 1
+    }
+
+    deinit {
+        parser.deallocate()
+        settings.deallocate()
+    }
+
+    /// Makes the parser ready for the next response on the same connection.
+    public func reset() {
+        http_parser_init(parser, HTTP_RESPONSE)
+        prepare()
+        headDone = false
+        headBytes = 0
+        noBody = false
+        chunkScanner = nil
+        violation = nil
+        failed = nil
+        pendingHead = nil
+        pendingBody = nil
+        pendingEnd = nil
+    }
+
+    /// The next response answers a `HEAD` request: it has no body, whatever its head says.
+    public func expectNoBody() { noBody = true }
+
+    /// Whether any byte of the current response has been read.
+    public var started: Bool { headBytes > 0 || headDone }
+
+    /// Reads from `input` until an event; returns it and the bytes consumed.
+    public func parse(_ input: UnsafeRawBufferPointer) -> (ResponseEvent, Int) {
+        if let failed { return (.error(failed), 0) }
+        guard let base = input.baseAddress, input.count > 0 else { return (.needMoreData, 0) }
+        let scanningHead = !headDone
+        let n = http_parser_execute(parser, settings, base.assumingMemoryBound(to: CChar.self), input.count)
+        if scanningHead {
+            headBytes += n
+        } else if chunkScanner != nil, let e = chunkScanner!.scan(UnsafeRawBufferPointer(rebasing: input[0..<n])) {
+            return fail(e, n)
+        }
+        let errno = http_errno(rawValue: parser.pointee.http_errno)
+        if errno == HPE_PAUSED {
+            http_parser_pause(parser, 0)
+            if let (status, headers) = pendingHead {
+                pendingHead = nil
+                return (.head(status: status, headers: headers), n)
+            }
+            if let body = pendingBody {
+                pendingBody = nil
+                return (.body(body), n)
+            }
+            if let keepAlive = pendingEnd {
+                pendingEnd = nil
+                return (.end(keepAlive: keepAlive), n)
+            }
+            return (.needMoreData, n)
+        }
+        if errno != HPE_OK { return fail(violation ?? Self.error(for: errno), n) }
+        if parser.pointee.upgrade != 0 {
+            return fail(WireError(.upgradeUnsupported, status: 502, "the upstream switched protocols"), n)
+        }
+        if !headDone && headBytes > limits.maxHeadBytes { return fail(Self.headTooLarge(limits), n) }
+        return (.needMoreData, n)
+    }
+
+    /// The connection reached end of file: ends a body delimited by close, else fails (the
+    /// response was cut short, or never began).
+    public func finishInput() -> ResponseEvent {
+        if let failed { return .error(failed) }
+        if headDone {
+            // A zero-length input tells http-parser the stream ended: it completes a body
+            // delimited by close, and refuses anything else.
+            _ = http_parser_execute(parser, settings, nil, 0)
+            if http_errno(rawValue: parser.pointee.http_errno) == HPE_PAUSED {
+                http_parser_pause(parser, 0)
+                pendingEnd = nil
+                return .end(keepAlive: false)
+            }
+        }
+        let e = WireError(
+            .malformedRequest, status: 502,
+            started
+                ? "the upstream closed the connection before the response ended"
+                : "the upstream closed the connection without a response")
+        failed = e
+        return .error(e)
+    }
+
+    private func fail(_ e: WireError, _ n: Int) -> (ResponseEvent, Int) {
+        failed = e
+        return (.error(e), n)
+    }
+
+    private static func owner(_ p: UnsafeMutablePointer<http_parser>?) -> ResponseParser {
+        // Invariant: http-parser passes back the parser whose `data` holds this object.
+        Unmanaged<ResponseParser>.fromOpaque(p!.pointee.data).takeUnretainedValue()
+    }
+
+    private static func headTooLarge(_ limits: HTTPLimits) -> WireError {
+        WireError(.headTooLarge, status: 502, "the upstream response head exceeds \(limits.maxHeadBytes) bytes")
+    }
+
+    private func onMessageBegin() -> Int32 {
+        fields.removeAll(keepingCapacity: true)
+        field.removeAll(keepingCapacity: true)
+        value.removeAll(keepingCapacity: true)
+        inValue = false
+        return 0
+    }
+
+    private func onField(_ at: UnsafePointer<CChar>?, _ n: Int) -> Int32 {
+        if inValue, let e = flushField() {
+            violation = e
+            return 1
+        }
+        append(&field, at, n)
+        return checkHeadSize()
+    }
+
+    private func onValue(_ at: UnsafePointer<CChar>?, _ n: Int) -> Int32 {
+        inValue = true
+        append(&value, at, n)
+        return checkHeadSize()
+    }
+
+    private func checkHeadSize() -> Int32 {
+        if headBytes + field.count + value.count > limits.maxHeadBytes + 4096 {
+            violation = Self.headTooLarge(limits)
+            return 1
+        }
+        return 0
+    }
+
+    private func flushField() -> WireError? {
+        defer {
+            field.removeAll(keepingCapacity: true)
+            value.removeAll(keepingCapacity: true)
+            inValue = false
+        }
+        var v = value[...]
+        while let last = v.last, last == 0x20 || last == 0x09 { v = v.dropLast() }
+        guard FramingRules.isValidFieldName(field), FramingRules.isValidFieldValue(v) else { return nil }
+        if fields.count >= limits.maxHeaderCount {
+            return WireError(.tooManyHeaders, status: 502, "the upstream response has more than \(limits.maxHeaderCount) header fields")
+        }
+        fields.append((String(decoding: field, as: UTF8.self), String(decoding: v, as: UTF8.self)))
+        return nil
+    }
+
+    private func onHeadersComplete() -> Int32 {
+        if inValue || !field.isEmpty, let e = flushField() {
+            violation = e
+            return -1
+        }
+        let status = Int(parser.pointee.status_code)
+        if (100..<200).contains(status) {
+            // An interim response, read as a message without a body (101 stops the parser:
+            // `parse` refuses the switch).
+            return 0
+        }
+        headDone = true
+        chunkScanner = parser.pointee.flags & F_CHUNKED.rawValue != 0 && !noBody ? ChunkFramingScanner() : nil
+        pendingHead = (status, HTTPHeaders(fields))
+        http_parser_pause(parser, 1)
+        // 1 tells http-parser that no body follows.
+        return noBody ? 1 : 0
+    }
+
+    private func onBody(_ at: UnsafePointer<CChar>?, _ n: Int) -> Int32 {
+        pendingBody = UnsafeRawBufferPointer(start: UnsafeRawPointer(at), count: n)
+        http_parser_pause(parser, 1)
+        return 0
+    }
+
+    private func onMessageComplete() -> Int32 {
+        guard headDone else {
+            // The end of an interim response: the final one follows.
+            headBytes = 0
+            return 0
+        }
+        headDone = false
+        pendingEnd = http_should_keep_alive(parser) != 0
+        http_parser_pause(parser, 1)
+        return 0
+    }
+
+    private func append(_ buffer: inout [UInt8], _ at: UnsafePointer<CChar>?, _ n: Int) {
+        guard let at, n > 0 else { return }
+        at.withMemoryRebound(to: UInt8.self, capacity: n) { buffer.append(contentsOf: UnsafeBufferPointer(start: $0, count: n)) }
+    }
+
+    private static func error(for e: http_errno) -> WireError {
+        switch e {
+        case HPE_HEADER_OVERFLOW:
+            return WireError(.headTooLarge, status: 502, "the upstream response head is too large")
+        case HPE_INVALID_CONTENT_LENGTH:
+            return WireError(.invalidContentLength, status: 502, "the upstream's Content-Length is not a decimal number")
+        case HPE_UNEXPECTED_CONTENT_LENGTH:
+            return WireError(
+                .conflictingFraming, status: 502, "the upstream sent Content-Length twice, or with Transfer-Encoding")
+        case HPE_INVALID_TRANSFER_ENCODING:
+            return WireError(.unsupportedTransferEncoding, status: 502, "the upstream's Transfer-Encoding is not supported")
+        case HPE_INVALID_CHUNK_SIZE:
+            return WireError(.invalidChunk, status: 502, "a chunk size line from the upstream is malformed")
+        case HPE_INVALID_VERSION:
+            return WireError(.unsupportedVersion, status: 502, "the upstream's HTTP version is malformed or unsupported")
+        default:
+            return WireError(.malformedRequest, status: 502, "the upstream response is not valid HTTP/1.1")
+        }
+    }
+}

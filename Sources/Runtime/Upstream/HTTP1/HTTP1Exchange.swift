@@ -1,0 +1,55 @@
+/// One exchange on the loop's own HTTP/1.1 client (``HTTP1Pool``): the request, its
+/// handler, and the connection serving it once it has one. Loop-confined.
+final class HTTP1Exchange: UpstreamTransfer {
+    let request: UpstreamRequest
+    let head: HTTP1RequestHead
+    unowned let pool: HTTP1Pool
+    private var handler: (any UpstreamResponseHandler)?
+    /// The connection serving the exchange; nil while it waits for one.
+    var connection: HTTP1Connection?
+    /// Whether the exchange was already sent again after a reused connection turned out
+    /// to be closed.
+    var retried = false
+    private(set) var isFinished = false
+
+    init(request: UpstreamRequest, head: HTTP1RequestHead, pool: HTTP1Pool, handler: any UpstreamResponseHandler) {
+        self.request = request
+        self.head = head
+        self.pool = pool
+        self.handler = handler
+    }
+
+    /// Whether the request can be sent a second time: its body, if any, is in memory.
+    var replayable: Bool {
+        if case .stream = request.body { return false }
+        return true
+    }
+
+    /// The handler while the exchange is running.
+    var activeHandler: (any UpstreamResponseHandler)? { handler }
+
+    func resume() {
+        connection?.resumeDelivery()
+    }
+
+    func cancel(_ reason: RuntimeError) {
+        guard !isFinished else { return }
+        let connection = self.connection
+        finish(reason)
+        if let connection {
+            connection.abandon()
+        } else {
+            pool.dequeue(self)
+        }
+    }
+
+    /// Ends the exchange; the handler hears `error` (nil: success). Only once.
+    func finish(_ error: RuntimeError?) {
+        guard !isFinished else { return }
+        isFinished = true
+        connection = nil
+        let h = handler
+        handler = nil
+        h?.upstreamFinished(error)
+    }
+}

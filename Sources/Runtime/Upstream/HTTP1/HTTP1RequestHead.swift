@@ -1,0 +1,84 @@
+import HTTPWire
+
+/// The bytes of an upstream request's head, and how its body is framed. Pure.
+struct HTTP1RequestHead {
+    /// How the body that follows the head is delimited.
+    enum Framing: Equatable {
+        /// No body.
+        case none
+        /// `Content-Length` bytes.
+        case length(UInt64)
+        /// Chunked transfer coding (a streamed body of unknown length).
+        case chunked
+    }
+
+    /// The serialised head, ending with the empty line.
+    let bytes: [UInt8]
+    /// The body framing the head announced.
+    let framing: Framing
+
+    /// Serialises `request` for `target` on `origin`. Adds `Host` when the request has
+    /// none, and the framing field; refuses (``RuntimeError/Code/invalidRequest``, nothing
+    /// sent) a header a peer would read differently: a name that is not a token, a value
+    /// with a control character, or a framing field of the caller's own.
+    static func make(_ request: UpstreamRequest, target: String, origin: HTTP1Origin) throws(RuntimeError) -> HTTP1RequestHead {
+        guard FramingRules.isValidFieldValue(target.utf8), !target.utf8.contains(0x20), request.method.utf8.allSatisfy(FramingRules.isTokenByte),
+            !request.method.isEmpty
+        else {
+            throw .upstream(.invalidRequest, "the request line cannot be sent as it is; nothing was sent")
+        }
+        let framing: Framing
+        switch request.body {
+        case .none:
+            // A method that defines a body announces an empty one, as curl does.
+            framing = ["POST", "PUT", "PATCH"].contains(request.method) ? .length(0) : .none
+        case .bytes(let b): framing = .length(UInt64(b.count))
+        case .stream(_, let length?): framing = .length(length)
+        case .stream(_, nil): framing = .chunked
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        out.append(contentsOf: request.method.utf8)
+        out.append(0x20)
+        out.append(contentsOf: target.utf8)
+        out.append(contentsOf: " HTTP/1.1\r\n".utf8)
+        var hasHost = false
+        for field in request.headers.fields {
+            guard FramingRules.isValidFieldName(field.name.utf8) else {
+                throw .upstream(.invalidRequest, "a request header name is not an HTTP token; nothing was sent")
+            }
+            guard FramingRules.isValidFieldValue(field.value.utf8) else {
+                throw .upstream(
+                    .invalidRequest, "the value of the request header \(field.name) contains a control character; nothing was sent")
+            }
+            if field.name.caseInsensitiveEquals("content-length") || field.name.caseInsensitiveEquals("transfer-encoding") {
+                // The client frames the body itself (as libcurl would).
+                continue
+            }
+            if field.name.caseInsensitiveEquals("host") { hasHost = true }
+            out.append(contentsOf: field.name.utf8)
+            out.append(0x3A)
+            out.append(0x20)
+            out.append(contentsOf: field.value.utf8)
+            out.append(0x0D)
+            out.append(0x0A)
+        }
+        if !hasHost {
+            out.append(contentsOf: "Host: ".utf8)
+            out.append(contentsOf: origin.authority.utf8)
+            out.append(contentsOf: "\r\n".utf8)
+        }
+        switch framing {
+        case .none: break
+        case .length(let n):
+            out.append(contentsOf: "Content-Length: ".utf8)
+            out.append(contentsOf: String(n).utf8)
+            out.append(contentsOf: "\r\n".utf8)
+        case .chunked:
+            out.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8)
+        }
+        out.append(0x0D)
+        out.append(0x0A)
+        return HTTP1RequestHead(bytes: out, framing: framing)
+    }
+}
