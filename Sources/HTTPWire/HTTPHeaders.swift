@@ -64,18 +64,18 @@ extension String {
     @inlinable
     public func caseInsensitiveEquals(_ other: String) -> Bool {
         // Lengths first: O(1) for native strings, and most names differ in length.
-        if self.utf8.count != other.utf8.count { return false }
-        var a = self.utf8.makeIterator()
-        var b = other.utf8.makeIterator()
-        while true {
-            switch (a.next(), b.next()) {
-            case (nil, nil): return true
-            case let (x?, y?):
-                if x == y { continue }
-                let lx = (x >= 65 && x <= 90) ? x | 0x20 : x
-                let ly = (y >= 65 && y <= 90) ? y | 0x20 : y
-                if lx != ly { return false }
-            default: return false
+        let count = utf8.count
+        if count != other.utf8.count { return false }
+        var a = self
+        var b = other
+        // Contiguous UTF-8 (no copy for native strings): a byte loop, no iterators.
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                for i in 0..<count where x[i] != y[i] {
+                    let lower = x[i] | 0x20
+                    guard lower == y[i] | 0x20, lower >= 0x61, lower <= 0x7A else { return false }
+                }
+                return true
             }
         }
     }

@@ -35,6 +35,8 @@ public final class ResponseParser {
     private var value: [UInt8] = []
     private var inValue = false
     private var headBytes = 0
+    /// Field-name and value bytes of the head being read, counted as they arrive.
+    private var fieldBytes = 0
     private var headDone = false
     private var noBody = false
     private var chunkScanner: ChunkFramingScanner?
@@ -172,6 +174,7 @@ public final class ResponseParser {
         field.removeAll(keepingCapacity: true)
         value.removeAll(keepingCapacity: true)
         inValue = false
+        fieldBytes = 0
         return 0
     }
 
@@ -181,17 +184,19 @@ public final class ResponseParser {
             return 1
         }
         append(&field, at, n)
+        fieldBytes += n
         return checkHeadSize()
     }
 
     private func onValue(_ at: UnsafePointer<CChar>?, _ n: Int) -> Int32 {
         inValue = true
         append(&value, at, n)
+        fieldBytes += n
         return checkHeadSize()
     }
 
     private func checkHeadSize() -> Int32 {
-        if headBytes + field.count + value.count > limits.maxHeadBytes + 4096 {
+        if fieldBytes > limits.maxHeadBytes {
             violation = Self.headTooLarge(limits)
             return 1
         }

@@ -48,7 +48,9 @@ enum LoopResolver {
         req.pointee.data = Unmanaged.passRetained(Pending(done)).toOpaque()
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        // SOCK_STREAM, 1 on Linux: naming the constant here hides it from the rest of the module
+        // under whole-module optimisation (Swift 6.3), so the value is written out.
+        hints.ai_socktype = 1
         let rc = uv_getaddrinfo(loop, req, { req, status, info in
             // Invariant: libuv passes back the request, whose `data` holds the retained callback.
             let pending = Unmanaged<Pending>.fromOpaque(req!.pointee.data).takeRetainedValue()

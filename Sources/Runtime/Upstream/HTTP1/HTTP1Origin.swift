@@ -10,43 +10,52 @@ struct HTTP1Origin: Hashable, Sendable {
 
     /// The origin and request target of `url`, or nil when the URL is not one this client
     /// serves: not `http://`, with user information, or without a valid host or port.
+    /// The fragment is not sent; an empty path is `/`.
     static func parse(_ url: String) -> (origin: HTTP1Origin, target: String)? {
-        guard url.hasPrefix("http://") else { return nil }
-        let rest = url.utf8.dropFirst(7)
-        let end = rest.firstIndex { $0 == 0x2F || $0 == 0x3F || $0 == 0x23 } ?? rest.endIndex
-        let authority = Substring(rest[rest.startIndex..<end])
-        guard !authority.isEmpty, !authority.contains("@") else { return nil }
-        var target = String(Substring(rest[end...]))
-        if let hash = target.firstIndex(of: "#") { target = String(target[..<hash]) }
-        if target.isEmpty || target.hasPrefix("?") { target = "/" + target }
-        let host: Substring
-        var portText: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return nil }
-            host = authority[authority.index(after: authority.startIndex)..<close]
-            let after = authority[authority.index(after: close)...]
-            if !after.isEmpty {
-                guard after.hasPrefix(":") else { return nil }
-                portText = after.dropFirst()
-            }
-        } else if let colon = authority.firstIndex(of: ":") {
-            host = authority[..<colon]
-            portText = authority[authority.index(after: colon)...]
-        } else {
-            host = authority
+        var url = url
+        // Runs once per proxied request: bytes, not string indices.
+        return url.withUTF8 { b -> (HTTP1Origin, String)? in
+            let scheme: StaticString = "http://"
+            guard b.count > scheme.utf8CodeUnitCount else { return nil }
+            for i in 0..<scheme.utf8CodeUnitCount where b[i] != scheme.utf8Start[i] { return nil }
+            let start = scheme.utf8CodeUnitCount
+            var end = start
+            while end < b.count, b[end] != 0x2F, b[end] != 0x3F, b[end] != 0x23 { end += 1 }
+            var fragment = end
+            while fragment < b.count, b[fragment] != 0x23 { fragment += 1 }
+            guard let (host, port) = hostAndPort(UnsafeBufferPointer(rebasing: b[start..<end])) else { return nil }
+            let authority = String(decoding: UnsafeBufferPointer(rebasing: b[start..<end]), as: UTF8.self)
+            let path = UnsafeBufferPointer(rebasing: b[end..<fragment])
+            let target = path.first == 0x2F ? String(decoding: path, as: UTF8.self) : "/" + String(decoding: path, as: UTF8.self)
+            return (HTTP1Origin(host: host, port: port, authority: authority), target)
         }
-        var port = 80
-        if let portText {
-            guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy(\.isASCIIDigit), let p = Int(portText),
-                (1...65535).contains(p)
-            else { return nil }
-            port = p
-        }
-        guard !host.isEmpty, host.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
-        return (HTTP1Origin(host: String(host), port: port, authority: String(authority)), target)
     }
-}
 
-extension Character {
-    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
+    /// The host and port of an authority (`host`, `host:port`, `[v6]:port`); nil for one
+    /// with user information, an empty host, a bad port or a byte that cannot be in it.
+    private static func hostAndPort(_ a: UnsafeBufferPointer<UInt8>) -> (String, Int)? {
+        guard !a.isEmpty, a.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x40 }) else { return nil }
+        var hostRange = 0..<a.count
+        var portStart: Int?
+        if a[0] == 0x5B {
+            guard let close = a.firstIndex(of: 0x5D) else { return nil }
+            hostRange = 1..<close
+            if close + 1 < a.count {
+                guard a[close + 1] == 0x3A else { return nil }
+                portStart = close + 2
+            }
+        } else if let colon = a.firstIndex(of: 0x3A) {
+            hostRange = 0..<colon
+            portStart = colon + 1
+        }
+        guard !hostRange.isEmpty else { return nil }
+        var port = 80
+        if let portStart {
+            let digits = a[portStart...]
+            guard !digits.isEmpty, digits.count <= 5, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            port = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+            guard (1...65535).contains(port) else { return nil }
+        }
+        return (String(decoding: UnsafeBufferPointer(rebasing: a[hostRange]), as: UTF8.self), port)
+    }
 }

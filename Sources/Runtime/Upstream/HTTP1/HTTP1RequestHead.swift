@@ -31,16 +31,16 @@ struct HTTP1RequestHead {
         switch request.body {
         case .none:
             // A method that defines a body announces an empty one, as curl does.
-            framing = ["POST", "PUT", "PATCH"].contains(request.method) ? .length(0) : .none
+            framing = request.method == "POST" || request.method == "PUT" || request.method == "PATCH" ? .length(0) : .none
         case .bytes(let b): framing = .length(UInt64(b.count))
         case .stream(_, let length?): framing = .length(length)
         case .stream(_, nil): framing = .chunked
         }
         var out: [UInt8] = []
         out.reserveCapacity(256)
-        out.append(contentsOf: request.method.utf8)
+        append(request.method, to: &out)
         out.append(0x20)
-        out.append(contentsOf: target.utf8)
+        append(target, to: &out)
         out.append(contentsOf: " HTTP/1.1\r\n".utf8)
         var hasHost = false
         for field in request.headers.fields {
@@ -51,21 +51,26 @@ struct HTTP1RequestHead {
                 throw .upstream(
                     .invalidRequest, "the value of the request header \(field.name) contains a control character; nothing was sent")
             }
-            if field.name.caseInsensitiveEquals("content-length") || field.name.caseInsensitiveEquals("transfer-encoding") {
+            switch field.name.utf8.count {
+            case 4 where field.name.caseInsensitiveEquals("host"):
+                hasHost = true
+            case 14 where field.name.caseInsensitiveEquals("content-length"),
+                17 where field.name.caseInsensitiveEquals("transfer-encoding"):
                 // The client frames the body itself (as libcurl would).
                 continue
+            default:
+                break
             }
-            if field.name.caseInsensitiveEquals("host") { hasHost = true }
-            out.append(contentsOf: field.name.utf8)
+            append(field.name, to: &out)
             out.append(0x3A)
             out.append(0x20)
-            out.append(contentsOf: field.value.utf8)
+            append(field.value, to: &out)
             out.append(0x0D)
             out.append(0x0A)
         }
         if !hasHost {
             out.append(contentsOf: "Host: ".utf8)
-            out.append(contentsOf: origin.authority.utf8)
+            append(origin.authority, to: &out)
             out.append(contentsOf: "\r\n".utf8)
         }
         switch framing {
@@ -80,5 +85,11 @@ struct HTTP1RequestHead {
         out.append(0x0D)
         out.append(0x0A)
         return HTTP1RequestHead(bytes: out, framing: framing)
+    }
+
+    /// Appends the UTF-8 of `s` in one copy.
+    private static func append(_ s: String, to out: inout [UInt8]) {
+        var s = s
+        s.withUTF8 { out.append(contentsOf: $0) }
     }
 }

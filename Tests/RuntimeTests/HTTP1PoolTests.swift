@@ -1,0 +1,137 @@
+import Foundation
+import Glibc
+import HTTPWire
+import Runtime
+import Testing
+import TestSupport
+
+/// The loop's own HTTP/1.1 client against a real nginx (which names its connection in
+/// each answer, `$connection`) and a server that drops a kept-alive connection unasked.
+@Suite(.serialized)
+struct HTTP1PoolTests {
+    func withClient(
+        _ config: UpstreamClientConfiguration = UpstreamClientConfiguration(), _ body: (UpstreamClient) async throws -> Void
+    ) async throws {
+        let loop = try EventLoop(name: "pool-loop")
+        loop.start()
+        defer { loop.shutdown() }
+        try await body(await UpstreamClient.make(on: loop, configuration: config))
+    }
+
+    func connection(_ client: UpstreamClient, _ port: Int) async throws -> String {
+        let r = try await client.send(UpstreamRequest(method: "GET", url: "http://127.0.0.1:\(port)/"))
+        #expect(r.status == 200)
+        return String(decoding: r.body, as: UTF8.self)
+    }
+
+    @Test func sequentialExchangesShareOneKeptAliveConnection() async throws {
+        let nginx = try Nginx(serverBlock: #"location / { return 200 "$connection"; }"#)
+        defer { nginx.stop() }
+        try await withClient { client in
+            var seen: [String] = []
+            for _ in 0..<5 { seen.append(try await connection(client, nginx.port)) }
+            #expect(Set(seen).count == 1, "\(seen)")
+        }
+    }
+
+    @Test func aConnectionThePeerEndsIsReplacedWithoutAnError() async throws {
+        // nginx closes after two requests (Connection: close) and after 1 s idle.
+        let nginx = try Nginx(
+            serverBlock: #"keepalive_requests 2; keepalive_timeout 1s; location / { return 200 "$connection"; }"#)
+        defer { nginx.stop() }
+        try await withClient { client in
+            var seen: [String] = []
+            for _ in 0..<5 { seen.append(try await connection(client, nginx.port)) }
+            #expect(seen[0] == seen[1] && seen[1] != seen[2] && seen[2] == seen[3] && seen[3] != seen[4], "\(seen)")
+            try await Task.sleep(for: .milliseconds(1500))
+            let after = try await connection(client, nginx.port)
+            #expect(after != seen[4], "the idle connection nginx closed is not reused")
+        }
+    }
+
+    @Test func noMoreConnectionsThanTheLimitAndEveryExchangeIsServed() async throws {
+        let nginx = try Nginx(serverBlock: #"location / { return 200 "$connection"; }"#)
+        defer { nginx.stop() }
+        try await withClient(UpstreamClientConfiguration(maxConnectionsPerHost: 2)) { client in
+            let seen = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<40 { group.addTask { try await connection(client, nginx.port) } }
+                return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+            }
+            #expect(!seen.isEmpty && seen.count <= 2, "\(seen)")
+        }
+    }
+
+    @Test func aRequestOnAConnectionThePeerJustClosedIsSentAgainOnANewOne() async throws {
+        let server = try DroppingServer()
+        defer { server.stop() }
+        try await withClient { client in
+            let first = try await connection(client, server.port)
+            // The server reads the second request on that connection and closes it.
+            let second = try await connection(client, server.port)
+            #expect(first == "1" && second == "1", "answered on a new connection")
+            #expect(server.accepted == 2)
+        }
+    }
+}
+
+/// Answers the first request on each connection ("1", kept alive), then reads the next
+/// one and closes the connection without an answer: the race a pooled client meets when
+/// a server ends an idle connection just as a request goes out.
+final class DroppingServer: @unchecked Sendable {
+    // @unchecked: `fd` never changes; `count` is guarded by `lock`.
+    let port: Int
+    private let fd: Int32
+    private let lock = NSLock()
+    private var count = 0
+
+    var accepted: Int { lock.withLock { count } }
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, len) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &len) == 0
+            }
+        }
+        guard ok else {
+            Glibc.close(fd)
+            throw RawClient.ClientError.socket(errno)
+        }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: addr.sin_port))
+        Thread.detachNewThread { [self] in serve() }
+    }
+
+    private func readHead(_ c: Int32) -> Bool {
+        var seen: [UInt8] = []
+        var byte: UInt8 = 0
+        while !seen.suffix(4).elementsEqual([13, 10, 13, 10]) {
+            if recv(c, &byte, 1, 0) <= 0 { return false }
+            seen.append(byte)
+        }
+        return true
+    }
+
+    private func serve() {
+        while true {
+            let c = accept(fd, nil, nil)
+            if c < 0 { return }
+            lock.withLock { count += 1 }
+            if readHead(c) {
+                let answer = Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1".utf8)
+                _ = answer.withUnsafeBytes { send(c, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                _ = readHead(c)
+            }
+            Glibc.close(c)
+        }
+    }
+
+    func stop() {
+        Glibc.shutdown(fd, Int32(SHUT_RDWR))
+        Glibc.close(fd)
+    }
+}
