@@ -73,6 +73,7 @@ let package = Package(
                 "Runtime",
                 "HTTPWire",
                 "AuthCore",
+                "PostgresStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -84,6 +85,7 @@ let package = Package(
             name: "PostgresStore",
             dependencies: [
                 "AuthCore",
+                "Locking",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -139,6 +141,7 @@ let package = Package(
             name: "PostgresStoreTests",
             dependencies: [
                 "AuthCore",
+                "AuthGateTesting",
                 "PostgresStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),

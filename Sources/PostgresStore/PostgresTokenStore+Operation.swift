@@ -1,4 +1,4 @@
-public import AuthCore
+internal import AuthCore
 internal import PostgresNIO
 
 extension PostgresTokenStore {
@@ -24,12 +24,15 @@ extension PostgresTokenStore {
                     throw AuthError.store(
                         .unavailable, store, account: account, message: "PostgreSQL did not answer within \(timeout)")
                 }
+                recordReachable(true)
                 return result
             }
         } catch let error as AuthError {
+            recordReachable(false)
             logger.info("token store operation failed", metadata: ["store.error": "\(error)"])
             throw error
         } catch {
+            recordReachable(false)
             let reason = PostgresStoreError.classify(error, configuration: configuration)
             logger.info("token store operation failed", metadata: ["store.error": "\(reason.code)"])
             throw AuthError.store(.unavailable, store, account: account, message: "PostgreSQL: \(reason.message)")

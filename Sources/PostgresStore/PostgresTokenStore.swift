@@ -2,6 +2,7 @@ public import AuthCore
 internal import Foundation
 public import Logging
 internal import PostgresNIO
+internal import Locking
 
 /// A ``AuthCore/TokenStore`` and ``AuthCore/SessionStateStore`` in one PostgreSQL table, shared
 /// by every replica that serves the same identity: one row per account.
@@ -25,6 +26,13 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
     let sealer: TokenSealer
     let logger: Logger
     private let runTask: Task<Void, Never>
+    private let reachable = Locked(true)
+
+    /// Whether the last operation reached the database (read without waiting, for `/readyz`).
+    public var isReachable: Bool { reachable.withLock { $0 } }
+
+    /// Records whether an operation reached the database.
+    func recordReachable(_ ok: Bool) { reachable.withLock { $0 = ok } }
 
     init(
         configuration: PostgresStoreConfiguration, client: PostgresClient, sealer: TokenSealer, logger: Logger,
@@ -35,7 +43,21 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
         self.sealer = sealer
         self.logger = logger
         self.operationTimeout = operationTimeout
-        self.runTask = Task { await client.run() }
+        let reachable = self.reachable
+        self.runTask = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await client.run() }
+                group.addTask {
+                    // Whether the database answers, for `/readyz`, even while no session writes.
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .seconds(2))
+                        if Task.isCancelled { break }
+                        let ok = await Self.ping(client, timeout: operationTimeout)
+                        reachable.withLock { $0 = ok }
+                    }
+                }
+            }
+        }
     }
 
     /// Connects, migrates and checks the store; throws a ``PostgresStoreError`` naming the
@@ -71,6 +93,18 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
             operationTimeout: operationTimeout)
     }
 
+    static func ping(_ client: PostgresClient, timeout: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { (try? await client.query("SELECT 1")) != nil }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? false
+        }
+    }
+
     /// Stops the connection pool. Operations after this fail as unavailable.
     public func close() async {
         runTask.cancel()
@@ -86,7 +120,7 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
         let sealed = Data(try sealer.seal(record, for: account))
         let generation = Int64(bitPattern: record.generation.rawValue)
         try await run(account, .tokens) { client, table in
-            try await client.query(
+            _ = try await client.query(
                 """
                 INSERT INTO \(unescaped: table) (account, sealed, generation) VALUES (\(account.rawValue), \(sealed), \(generation))
                 ON CONFLICT (account) DO UPDATE SET sealed = EXCLUDED.sealed, generation = EXCLUDED.generation, updated_at = now()
@@ -108,7 +142,7 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
     /// Removes `account`'s tokens (the row stays, with its state).
     public func delete(for account: AccountID) async throws {
         try await run(account, .tokens) { client, table in
-            try await client.query(
+            _ = try await client.query(
                 "UPDATE \(unescaped: table) SET sealed = NULL, updated_at = now() WHERE account = \(account.rawValue)")
         }
     }
@@ -139,7 +173,7 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
             throw AuthError.store(.encodingError, .sessionState, account: account)
         }
         try await run(account, .sessionState) { client, table in
-            try await client.query(
+            _ = try await client.query(
                 """
                 INSERT INTO \(unescaped: table) (account, state) VALUES (\(account.rawValue), \(text))
                 ON CONFLICT (account) DO UPDATE SET state = EXCLUDED.state, updated_at = now()
