@@ -1,4 +1,4 @@
-public import Foundation
+internal import Foundation
 
 /// Where the PostgreSQL token store lives and how to reach it, checked before any connection.
 ///
