@@ -37,10 +37,10 @@ public enum PostgresSchema {
 
     /// Connects once on a connection of its own (so that every failure is named), then
     /// creates or migrates the schema and checks the role's rights. Throws
-    /// ``PostgresStoreError``.
+    /// ``PostgresStoreError``. Returns the configuration of that connection (the listener's).
     static func prepare(
         _ c: PostgresStoreConfiguration, password: String?, tls: PostgresStoreTLS, logger: Logger
-    ) async throws {
+    ) async throws -> PostgresConnection.Configuration {
         var configuration = PostgresConnection.Configuration(
             host: c.host, port: c.port, username: c.username, password: password, database: c.database, tls: tls.connection)
         configuration.options.connectTimeout = .seconds(5)
@@ -58,6 +58,7 @@ public enum PostgresSchema {
             throw PostgresStoreError.classify(error, configuration: c)
         }
         try? await connection.close()
+        return configuration
     }
 
     /// Brings `table` to ``version`` in one transaction.

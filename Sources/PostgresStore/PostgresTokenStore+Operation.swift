@@ -1,4 +1,5 @@
 internal import AuthCore
+internal import Logging
 internal import PostgresNIO
 
 extension PostgresTokenStore {
@@ -36,6 +37,27 @@ extension PostgresTokenStore {
             let reason = PostgresStoreError.classify(error, configuration: configuration)
             logger.info("token store operation failed", metadata: ["store.error": "\(reason.code)"])
             throw AuthError.store(.unavailable, store, account: account, message: "PostgreSQL: \(reason.message)")
+        }
+    }
+
+    /// Runs the write `statement` (which returns the row's generation when it changed
+    /// something) in a transaction that also notifies the other replicas (`kind account
+    /// generation`) when it did.
+    func write(
+        _ account: AccountID, _ store: AuthError.Store, kind: String,
+        _ statement: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> PostgresRowSequence
+    ) async throws {
+        let channel = self.channel
+        let logger = self.logger
+        try await run(account, store) { client, table in
+            try await client.withTransaction(logger: logger) { connection in
+                var generation: Int64?
+                for try await (g) in try await statement(connection, table, logger).decode(Int64.self) { generation = g }
+                if let generation {
+                    let payload = NotificationHub.Change(kind: kind, account: account.rawValue, generation: UInt64(generation)).payload
+                    _ = try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
+                }
+            }
         }
     }
 }

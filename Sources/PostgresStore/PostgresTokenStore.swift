@@ -22,9 +22,16 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
     public let configuration: PostgresStoreConfiguration
     /// How long one operation may take before it fails as unavailable.
     public let operationTimeout: Duration
+    /// This replica's name in the lease column (`lease_owner`).
+    public let replicaID: String
+    /// The lease's term and the longest wait for another replica's.
+    public let leaseTerms: LeaseRule.Terms
     let client: PostgresClient
     let sealer: TokenSealer
     let logger: Logger
+    let hub = NotificationHub()
+    /// The renewal task of each lease this replica holds, by account.
+    let renewals = Locked<[String: Task<Void, Never>]>([:])
     private let runTask: Task<Void, Never>
     private let reachable = Locked(true)
 
@@ -34,19 +41,27 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
     /// Records whether an operation reached the database.
     func recordReachable(_ ok: Bool) { reachable.withLock { $0 = ok } }
 
+    /// The channel of the table's notifications.
+    var channel: String { configuration.table + "_events" }
+
     init(
-        configuration: PostgresStoreConfiguration, client: PostgresClient, sealer: TokenSealer, logger: Logger,
-        operationTimeout: Duration
+        configuration: PostgresStoreConfiguration, client: PostgresClient, listener: PostgresConnection.Configuration,
+        sealer: TokenSealer, logger: Logger, operationTimeout: Duration, replicaID: String, leaseTerms: LeaseRule.Terms
     ) {
         self.configuration = configuration
         self.client = client
         self.sealer = sealer
         self.logger = logger
         self.operationTimeout = operationTimeout
+        self.replicaID = replicaID
+        self.leaseTerms = leaseTerms
         let reachable = self.reachable
+        let hub = self.hub
+        let channel = configuration.table + "_events"
         self.runTask = Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await client.run() }
+                group.addTask { await Self.listen(on: channel, with: listener, hub: hub, logger: logger) }
                 group.addTask {
                     // Whether the database answers, for `/readyz`, even while no session writes.
                     while !Task.isCancelled {
@@ -70,12 +85,15 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
     ///   - key: the key that seals the tokens (the same as the file store's).
     ///   - logger: where to log (no secret is ever logged).
     ///   - operationTimeout: the bound of each operation once open.
+    ///   - replicaID: this replica's name in the lease column (default: host name, process
+    ///     id and a random suffix).
+    ///   - leaseTerms: the refresh lease's term and the longest wait for another's.
     public static func open(
         _ configuration: PostgresStoreConfiguration, password: String?, key: TokenStoreKey, logger: Logger,
-        operationTimeout: Duration = .seconds(5)
+        operationTimeout: Duration = .seconds(5), replicaID: String? = nil, leaseTerms: LeaseRule.Terms = .init()
     ) async throws -> PostgresTokenStore {
         let tls = try PostgresStoreTLS(configuration.tlsMode)
-        try await PostgresSchema.prepare(configuration, password: password, tls: tls, logger: logger)
+        let listener = try await PostgresSchema.prepare(configuration, password: password, tls: tls, logger: logger)
         var clientConfiguration = PostgresClient.Configuration(
             host: configuration.host, port: configuration.port, username: configuration.username, password: password,
             database: configuration.database, tls: tls.client)
@@ -88,9 +106,10 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
                 "store.kind": "postgres", "store.host": "\(configuration.host)", "store.database": "\(configuration.database)",
                 "store.table": "\(configuration.table)", "store.schema_version": "\(PostgresSchema.version)",
             ])
+        let me = replicaID ?? "\(ProcessInfo.processInfo.hostName)/\(getpid())/\(UInt32.random(in: 0...UInt32.max))"
         return PostgresTokenStore(
-            configuration: configuration, client: client, sealer: TokenSealer(key: key), logger: logger,
-            operationTimeout: operationTimeout)
+            configuration: configuration, client: client, listener: listener, sealer: TokenSealer(key: key), logger: logger,
+            operationTimeout: operationTimeout, replicaID: me, leaseTerms: leaseTerms)
     }
 
     static func ping(_ client: PostgresClient, timeout: Duration) async -> Bool {
@@ -107,6 +126,8 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
 
     /// Stops the connection pool. Operations after this fail as unavailable.
     public func close() async {
+        for task in renewals.withLock({ r in defer { r.removeAll() }; return Array(r.values) }) { task.cancel() }
+        hub.finish()
         runTask.cancel()
         await runTask.value
     }
@@ -115,16 +136,21 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
 
     // MARK: - TokenStore
 
-    /// Seals `record` and writes it into `account`'s row (created when absent).
+    /// Seals `record` and writes it into `account`'s row (created when absent): a login. The
+    /// row's generation and session epoch move on and any lease is void, so a refresh of
+    /// the previous session still in flight on any replica can no longer commit; the other
+    /// replicas are notified.
     public func save(_ record: TokenRecord, for account: AccountID) async throws {
         let sealed = Data(try sealer.seal(record, for: account))
-        let generation = Int64(bitPattern: record.generation.rawValue)
-        try await run(account, .tokens) { client, table in
-            _ = try await client.query(
+        try await write(account, .tokens, kind: "login") { connection, table, logger in
+            try await connection.query(
                 """
-                INSERT INTO \(unescaped: table) (account, sealed, generation) VALUES (\(account.rawValue), \(sealed), \(generation))
-                ON CONFLICT (account) DO UPDATE SET sealed = EXCLUDED.sealed, generation = EXCLUDED.generation, updated_at = now()
-                """)
+                INSERT INTO \(unescaped: table) AS t (account, sealed, generation, session_epoch)
+                VALUES (\(account.rawValue), \(sealed), 1, 1)
+                ON CONFLICT (account) DO UPDATE SET sealed = EXCLUDED.sealed, generation = t.generation + 1,
+                session_epoch = t.session_epoch + 1, lease_owner = NULL, lease_until = NULL, updated_at = now()
+                RETURNING generation
+                """, logger: logger)
         }
     }
 
@@ -139,11 +165,18 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
         return try sealer.open(Array(sealed), for: account)
     }
 
-    /// Removes `account`'s tokens (the row stays, with its state).
+    /// Removes `account`'s tokens (the row stays, with its state): a logout. The generation
+    /// and session epoch move on, so no late refresh result can store a pair again; the
+    /// other replicas are notified.
     public func delete(for account: AccountID) async throws {
-        try await run(account, .tokens) { client, table in
-            _ = try await client.query(
-                "UPDATE \(unescaped: table) SET sealed = NULL, updated_at = now() WHERE account = \(account.rawValue)")
+        try await write(account, .tokens, kind: "logout") { connection, table, logger in
+            try await connection.query(
+                """
+                UPDATE \(unescaped: table) SET sealed = NULL, generation = generation + 1, session_epoch = session_epoch + 1,
+                lease_owner = NULL, lease_until = NULL, updated_at = now()
+                WHERE account = \(account.rawValue) AND sealed IS NOT NULL
+                RETURNING generation
+                """, logger: logger)
         }
     }
 
@@ -172,12 +205,13 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
         } catch {
             throw AuthError.store(.encodingError, .sessionState, account: account)
         }
-        try await run(account, .sessionState) { client, table in
-            _ = try await client.query(
+        try await write(account, .sessionState, kind: "state") { connection, table, logger in
+            try await connection.query(
                 """
-                INSERT INTO \(unescaped: table) (account, state) VALUES (\(account.rawValue), \(text))
+                INSERT INTO \(unescaped: table) AS t (account, state) VALUES (\(account.rawValue), \(text))
                 ON CONFLICT (account) DO UPDATE SET state = EXCLUDED.state, updated_at = now()
-                """)
+                RETURNING generation
+                """, logger: logger)
         }
     }
 

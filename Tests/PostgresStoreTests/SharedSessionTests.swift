@@ -22,7 +22,7 @@ import Testing
                 configuration: .init(tokenEndpoint: "https://auth.example.test/oauth/token", clientID: "authgate", clientSecret: "s3cret"),
                 transport: server, clock: clock),
             tokenStore: store, stateStore: store, clock: clock, configuration: .init(skew: .seconds(30), jitter: .zero),
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), refreshCoordinator: store)
         return (actor, store)
     }
 

@@ -154,7 +154,8 @@ public final class GatewayService: Sendable {
             sessionLogger[metadataKey: "auth.session"] = "\(s.name)"
             let actor = AuthActor(
                 account: AccountID(s.name), client: oauth, tokenStore: tokenStore, stateStore: stateStore, clock: clock,
-                configuration: sessionConfig, logger: sessionLogger, executor: home, metricsFactory: metrics.factory)
+                configuration: sessionConfig, logger: sessionLogger, executor: home, metricsFactory: metrics.factory,
+                refreshCoordinator: stores.coordinator)
             let userInfo = s.userInfo.map {
                 UserInfoProbe(
                     configuration: $0, session: actor, transport: CurlTransport(client: tokenClient), policy: rejectionPolicy,

@@ -18,6 +18,8 @@ public struct GatewayStores: Sendable {
     public let tokens: any TokenStore
     /// Where the session state goes.
     public let states: any SessionStateStore
+    /// Who may refresh when replicas share the store (`nil`: this process alone).
+    public let coordinator: (any RefreshCoordinator)?
     /// Whether the store can take a write now (for `/readyz`).
     public let isWritable: @Sendable () -> Bool
     /// Free bytes where the store writes, when that means anything (files only).
@@ -33,7 +35,7 @@ public struct GatewayStores: Sendable {
             let directory = c.stateDirectory
             return GatewayStores(
                 kind: "file", tokens: try EncryptedFileTokenStore(directory: directory, key: key),
-                states: try FileSessionStateStore(directory: directory), isWritable: { access(directory, W_OK) == 0 },
+                states: try FileSessionStateStore(directory: directory), coordinator: nil, isWritable: { access(directory, W_OK) == 0 },
                 freeBytes: { StateDirectory.freeBytes(directory) }, close: {})
         }
         let password = try store.passwordFile.map { try SecretSources.readFile($0, field: "store.passwordFile") }
@@ -45,7 +47,7 @@ public struct GatewayStores: Sendable {
             throw ConfigurationError("\(error)")
         }
         return GatewayStores(
-            kind: "postgres", tokens: postgres, states: postgres, isWritable: { postgres.isReachable }, freeBytes: { nil },
+            kind: "postgres", tokens: postgres, states: postgres, coordinator: postgres, isWritable: { postgres.isReachable }, freeBytes: { nil },
             close: { await postgres.close() })
     }
 }
