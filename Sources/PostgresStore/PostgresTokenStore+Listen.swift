@@ -12,8 +12,19 @@ extension PostgresTokenStore {
         var id = 1_000
         while !Task.isCancelled {
             id += 1
+            let connection: PostgresConnection
             do {
-                let connection = try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
+                connection = try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
+            } catch {
+                if Task.isCancelled { break }
+                logger.info(
+                    "store notifications unavailable; reconnecting",
+                    metadata: ["store.error": "\(String(describing: type(of: error)))", "store.retry_in": "\(delay)"])
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+                continue
+            }
+            do {
                 try await withTaskCancellationHandler {
                     try await connection.listen(on: channel) { notifications in
                         delay = .milliseconds(100)
@@ -24,15 +35,18 @@ extension PostgresTokenStore {
                         }
                     }
                 } onCancel: {
-                    Task { try? await connection.close() }
+                    connection.close().whenComplete { _ in }
                 }
-                try? await connection.close()
             } catch {
-                if Task.isCancelled { break }
-                logger.info(
-                    "store notifications lost; reconnecting",
-                    metadata: ["store.error": "\(String(describing: type(of: error)))", "store.retry_in": "\(delay)"])
+                if !Task.isCancelled {
+                    logger.info(
+                        "store notifications lost; reconnecting",
+                        metadata: ["store.error": "\(String(describing: type(of: error)))", "store.retry_in": "\(delay)"])
+                }
             }
+            // Closed on every path: postgres-nio requires it before the connection goes away.
+            try? await connection.close()
+            if Task.isCancelled { break }
             try? await Task.sleep(for: delay)
             delay = min(delay * 2, .seconds(5))
         }

@@ -65,6 +65,11 @@ struct Replicas {
         }
     }
 
+    /// Every replica follows the others' notifications (as a gateway does).
+    func follow() -> [Task<Void, Never>] {
+        zip(stores, actors).map { store, actor in Task { await store.follow([.default: actor]) } }
+    }
+
     func close() async {
         for s in stores { await s.close() }
     }

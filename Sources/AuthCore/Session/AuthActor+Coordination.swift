@@ -43,3 +43,57 @@ extension AuthActor {
         }
     }
 }
+
+extension AuthActor {
+    /// Brings the session in line with the stores after another process that shares them
+    /// changed them (a notification said so, or the notifications were interrupted):
+    /// a pair refreshed or logged in elsewhere is adopted, a session logged out elsewhere
+    /// ends here (one ``AuthEvent/loggedOut(reason:epoch:)``, as
+    /// ``LogoutReason/tokensMissing``), a guest switch is taken over. Nothing is written:
+    /// whoever changed the stores wrote them. Calling it when nothing changed does nothing.
+    ///
+    /// Throws ``AuthError`` (``AuthError/Code/storage``) when the stores cannot be read; the
+    /// session is left as it was.
+    public func synchronize() async throws {
+        await acquireStoreLock()
+        defer { releaseStoreLock() }
+        let state: SessionState?
+        let record: TokenRecord?
+        do {
+            state = try await stateStore.load(for: account)
+            record = try await tokenStore.load(for: account)
+        } catch {
+            throw AuthError.storage(error)
+        }
+        let stored = record.flatMap { TokenSyntax.violation(in: $0) == nil ? $0 : nil }
+        switch (phase, stored) {
+        case (.active(let session), let stored?):
+            guard stored.accessToken != session.credentials.accessToken else { return }
+            if let state, state.isLoggedIn { sessionState = state }
+            await adoptLocked(stored)
+        case (.active, nil):
+            logger.info("the session ended on another replica; ending it here")
+            _ = try? await endSessionLocked(reason: .tokensMissing, persist: false)
+        case (.loggedOut, let stored?):
+            // A login elsewhere: installed once its state says so (it is written second).
+            guard let state, state.isLoggedIn else { return }
+            let generation = lastGeneration.next
+            lastGeneration = generation
+            var credentials = stored.credentials(now: clock.now, wallNow: clock.wallNow)
+            credentials.tokens.generation = generation
+            epoch += 1
+            sessionState = state
+            phase = .active(makeSession(credentials, grantType: stored.grantType))
+            gate.reset()
+            needsPersist = false
+            pendingLease = nil
+            logger.info("logged in on another replica", metadata: ["auth.generation": "\(generation)", "auth.epoch": "\(epoch)"])
+            events.publish(.loggedIn(status), status: status)
+        case (.loggedOut, nil):
+            guard let state, state.isGuest != sessionState.isGuest else { return }
+            sessionState.isGuest = state.isGuest
+            sessionState.updatedAt = state.updatedAt
+            events.publish(.state(status), status: status)
+        }
+    }
+}

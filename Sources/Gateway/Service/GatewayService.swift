@@ -189,6 +189,7 @@ public final class GatewayService: Sendable {
             }
         }
         readiness.restored(restoreProblems.isEmpty, problem: restoreProblems.first)
+        stores.follow(Dictionary(uniqueKeysWithValues: sessions.values.map { (AccountID($0.name), $0.actor) }))
         var eventTasks: [Task<Void, Never>] = []
         for s in sessions.values {
             guard let userInfo = s.userInfo else { continue }

@@ -1,5 +1,6 @@
 public import AuthCore
 import Foundation
+import Locking
 public import Logging
 import PostgresStore
 
@@ -26,6 +27,9 @@ public struct GatewayStores: Sendable {
     public let freeBytes: @Sendable () -> Int?
     /// Releases connections (at shutdown, after the sessions' last writes).
     public let close: @Sendable () async -> Void
+    /// Starts keeping the sessions in line with what other replicas write (postgres only;
+    /// it stops at ``close``).
+    public let follow: @Sendable ([AccountID: AuthActor]) -> Void
 
     /// Opens the stores `c` names, sealing with `key`.
     public static func open(_ c: GatewayConfiguration, key: TokenStoreKey, logger: Logger) async throws -> GatewayStores {
@@ -36,7 +40,7 @@ public struct GatewayStores: Sendable {
             return GatewayStores(
                 kind: "file", tokens: try EncryptedFileTokenStore(directory: directory, key: key),
                 states: try FileSessionStateStore(directory: directory), coordinator: nil, isWritable: { access(directory, W_OK) == 0 },
-                freeBytes: { StateDirectory.freeBytes(directory) }, close: {})
+                freeBytes: { StateDirectory.freeBytes(directory) }, close: {}, follow: { _ in })
         }
         let password = try store.passwordFile.map { try SecretSources.readFile($0, field: "store.passwordFile") }
         let postgres: PostgresTokenStore
@@ -46,8 +50,14 @@ public struct GatewayStores: Sendable {
         } catch let error as PostgresStoreError {
             throw ConfigurationError("\(error)")
         }
+        let following = Locked<Task<Void, Never>?>(nil)
         return GatewayStores(
-            kind: "postgres", tokens: postgres, states: postgres, coordinator: postgres, isWritable: { postgres.isReachable }, freeBytes: { nil },
-            close: { await postgres.close() })
+            kind: "postgres", tokens: postgres, states: postgres, coordinator: postgres, isWritable: { postgres.isReachable },
+            freeBytes: { nil },
+            close: {
+                await postgres.close()
+                await following.withLock { $0 }?.value
+            },
+            follow: { sessions in following.withLock { $0 = Task { await postgres.follow(sessions) } } })
     }
 }
