@@ -27,10 +27,11 @@ unit: deps
 	timeout 900 $(SWIFT) test --skip-build
 
 # The tests that need PostgreSQL, against a real server of their own (plain `swift test`
-# skips them, saying so).
+# skips them, saying so), then three `authgate serve` replicas sharing one session.
 postgres: deps
 	$(SWIFT) build --build-tests
 	timeout 900 scripts/with-postgres $(SWIFT) test --skip-build --filter PostgresStoreTests
+	AUTHGATE_BIN="$$($(SWIFT) build --show-bin-path)/authgate" scripts/scale-out-storm
 
 fuzz: deps
 	scripts/fuzz $(FUZZ_SECONDS)
