@@ -1,6 +1,7 @@
 # AuthGate — the two commands a newcomer needs, and the pieces CI runs.
 #   make dev    run AuthGate in development mode on 127.0.0.1
-#   make test   build and run every test: unit and integration (swift test), the parser
+#   make test   build and run every test: unit and integration (swift test), those that need
+#               a real PostgreSQL (scripts/with-postgres), the parser
 #               fuzzer, every public declaration documented, the OpenAPI checks against a live server, the interop suite against
 #               real authorization servers, then ASan and TSan runs
 
@@ -9,7 +10,7 @@ FUZZ_SECONDS ?= 60
 # Sanitizer runs: set SANITIZERS="" to skip, or to "address" for only ASan.
 SANITIZERS ?= address thread
 
-.PHONY: deps dev build test unit fuzz openapi interop sanitize bench clean
+.PHONY: deps dev build test unit postgres fuzz openapi interop sanitize bench clean
 
 deps:
 	@scripts/install-deps
@@ -25,6 +26,13 @@ unit: deps
 	$(SWIFT) build --build-tests
 	timeout 900 $(SWIFT) test --skip-build
 
+# The tests that need PostgreSQL, against a real server of their own (plain `swift test`
+# skips them, saying so), then three `authgate serve` replicas sharing one session.
+postgres: deps
+	$(SWIFT) build --build-tests
+	timeout 900 scripts/with-postgres $(SWIFT) test --skip-build --filter PostgresStoreTests
+	AUTHGATE_BIN="$$($(SWIFT) build --show-bin-path)/authgate" scripts/scale-out-storm
+
 fuzz: deps
 	scripts/fuzz $(FUZZ_SECONDS)
 
@@ -39,7 +47,7 @@ interop: deps
 sanitize: deps
 	scripts/sanitize $(SANITIZERS)
 
-test: unit fuzz openapi interop sanitize
+test: unit postgres fuzz openapi interop sanitize
 
 bench: deps
 	scripts/bench-server

@@ -64,6 +64,11 @@ struct Serve: ParsableCommand {
             let kind = failure.isConfigurationError ? "configuration error" : "unavailable"
             FileHandle.standardError.write(Data("authgate: \(kind): \(failure)\n".utf8))
             throw ExitCode(failure.isConfigurationError ? 78 : 69)
+        } catch let error as ConfigurationError {
+            // Found only once connected: the token store's database (unreachable, a refused
+            // password, missing rights) names its field like any other setting.
+            FileHandle.standardError.write(Data("authgate: configuration error: \(error)\n".utf8))
+            throw ExitCode(78)
         }
     }
 }

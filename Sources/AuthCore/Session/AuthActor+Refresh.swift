@@ -137,7 +137,24 @@ extension AuthActor {
             metadata: ["auth.generation": "\(session.credentials.generation)", "auth.epoch": "\(epoch)"])
         let client = self.client
         let marker = ObjectIdentifier(self)
+        let coordinator = self.coordinator
+        let account = self.account
+        let replacing = session.credentials.accessToken
         refreshTask = Task {
+            // Across replicas: take the lease on the pair, or adopt what another committed.
+            let lease: RefreshLease
+            do {
+                switch try await coordinator.acquire(for: account, replacing: replacing) {
+                case .granted(let granted):
+                    lease = granted
+                case .superseded(let stored):
+                    await self.adoptStored(stored, flightID: flight.id, epoch: flight.epoch)
+                    return
+                }
+            } catch {
+                await self.finishRefresh(flightID: flight.id, epoch: flight.epoch, result: .failure(error), lease: nil)
+                return
+            }
             let result: Result<TokenResponse, any Error>
             do {
                 let response = try await RefreshTaskMarker.$actor.withValue(marker) {
@@ -147,22 +164,27 @@ extension AuthActor {
             } catch {
                 result = .failure(error)
             }
-            await self.finishRefresh(flightID: flight.id, epoch: flight.epoch, result: result)
+            if case .failure = result { await coordinator.release(lease, for: account) }
+            await self.finishRefresh(flightID: flight.id, epoch: flight.epoch, result: result, lease: lease)
         }
     }
 
     /// Commits or rejects the result of refresh `flightID`.
-    func finishRefresh(flightID: UInt64, epoch flightEpoch: UInt64, result: Result<TokenResponse, any Error>)
-        async
-    {
+    func finishRefresh(
+        flightID: UInt64, epoch flightEpoch: UInt64, result: Result<TokenResponse, any Error>, lease: RefreshLease?
+    ) async {
         guard inFlight?.id == flightID else {
             logger.info("refresh result dropped: session changed meanwhile", metadata: ["auth.epoch": "\(flightEpoch)"])
             revokeIfLoggedOut(result, epoch: flightEpoch)
+            if case .success = result, let lease { await coordinator.release(lease, for: account) }
             return
         }
         switch result {
         case .success(let response):
-            await commitRefresh(response, flightID: flightID, epoch: flightEpoch)
+            await commitRefresh(response, flightID: flightID, epoch: flightEpoch, lease: lease)
+        case .failure(let error as AuthError) where error.code.domain == .store:
+            // The lease could not be had (the shared store did not answer): tokens kept.
+            failTransiently(error, flightID: flightID)
         case .failure(let error):
             let endpointError =
                 (error as? AuthError).flatMap { $0.code.domain == .tokenEndpoint ? $0 : nil }
@@ -180,14 +202,18 @@ extension AuthActor {
         }
     }
 
-    private func commitRefresh(_ response: TokenResponse, flightID: UInt64, epoch flightEpoch: UInt64) async {
+    private func commitRefresh(
+        _ response: TokenResponse, flightID: UInt64, epoch flightEpoch: UInt64, lease: RefreshLease?
+    ) async {
         await acquireStoreLock()
         defer { releaseStoreLock() }
         guard inFlight?.id == flightID, epoch == flightEpoch, case .active(let session) = phase else {
             logger.info("refresh result dropped: session ended meanwhile", metadata: ["auth.epoch": "\(flightEpoch)"])
             revokeIfLoggedOut(.success(response), epoch: flightEpoch)
+            if let lease { await coordinator.release(lease, for: account) }
             return
         }
+        let lease = lease ?? RefreshLease(owner: "local", fence: 0)
         let generation = lastGeneration.next
         lastGeneration = generation
         let obtainedAt = clock.now
@@ -200,8 +226,18 @@ extension AuthActor {
             wallNow: inFlight?.requestedAtWall ?? clock.wallNow)
         var persisted = true
         do {
-            try await tokenStore.save(TokenRecord(credentials, grantType: session.grantType), for: account)
+            let outcome = try await coordinator.commit(
+                TokenRecord(credentials, grantType: session.grantType), for: account, lease: lease)
+            if case .superseded(let stored) = outcome {
+                // Another replica's pair (or its logout) won: this result is never used.
+                logger.notice(
+                    "refresh result lost its fence; the stored session is adopted",
+                    metadata: ["auth.lease": "\(lease)", "auth.store.has_session": "\(stored != nil)"])
+                await adoptLocked(stored)
+                return
+            }
             needsPersist = false
+            pendingLease = nil
         } catch {
             // The server has already rotated: the old refresh token is spent. Keep the new
             // pair in memory (serving it) and retry persisting on the next token() call.
@@ -210,6 +246,7 @@ extension AuthActor {
             needsPersist = true
             persistFailures = 1
             persistRetryAt = clock.now
+            pendingLease = lease
             logger.info(
                 "refreshed tokens could not be persisted; kept in memory",
                 metadata: ["auth.generation": "\(generation)", "auth.store.error": "\(error)"])
@@ -253,9 +290,16 @@ extension AuthActor {
         defer { releaseStoreLock() }
         guard needsPersist, clock.now >= persistRetryAt, case .active(let session) = phase else { return }
         do {
-            try await tokenStore.save(
-                TokenRecord(session.credentials, grantType: session.grantType), for: account)
+            let outcome = try await coordinator.commit(
+                TokenRecord(session.credentials, grantType: session.grantType), for: account,
+                lease: pendingLease ?? RefreshLease(owner: "local", fence: 0))
             needsPersist = false
+            pendingLease = nil
+            if case .superseded(let stored) = outcome {
+                logger.notice("unsaved tokens lost their fence; the stored session is adopted")
+                await adoptLocked(stored)
+                return
+            }
             persistFailures = 0
             logger.info("pending tokens persisted", metadata: ["auth.generation": "\(session.credentials.generation)"])
         } catch {

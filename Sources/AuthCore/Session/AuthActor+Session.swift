@@ -176,8 +176,10 @@ extension AuthActor {
 
     /// Ends the session; the store lock is held. Returns the ended session's credentials.
     /// When a store fails, the session has ended all the same and the error is thrown.
+    /// With `persist: false` the stores are left alone (another process that shares them
+    /// ended the session and wrote them).
     @discardableResult
-    func endSessionLocked(reason: LogoutReason) async throws -> Credentials? {
+    func endSessionLocked(reason: LogoutReason, persist: Bool = true) async throws -> Credentials? {
         guard case .active(let ending) = phase else { return nil }
         let endedEpoch = epoch
         epoch += 1
@@ -200,19 +202,21 @@ extension AuthActor {
             isLoggedIn: false, subject: nil, lastLogin: sessionState.lastLogin, isGuest: false,
             updatedAt: wallNow)
         var storeError: (any Error)?
-        do {
-            try await stateStore.save(sessionState, for: account)
-        } catch {
-            storeError = error
-            storeFailureCounter.increment()
-            logger.info("session state not saved at logout", metadata: ["auth.store.error": "\(error)"])
-        }
-        do {
-            try await tokenStore.delete(for: account)
-        } catch {
-            storeError = storeError ?? error
-            storeFailureCounter.increment()
-            logger.info("tokens not deleted at logout", metadata: ["auth.store.error": "\(error)"])
+        if persist {
+            do {
+                try await stateStore.save(sessionState, for: account)
+            } catch {
+                storeError = error
+                storeFailureCounter.increment()
+                logger.info("session state not saved at logout", metadata: ["auth.store.error": "\(error)"])
+            }
+            do {
+                try await tokenStore.delete(for: account)
+            } catch {
+                storeError = storeError ?? error
+                storeFailureCounter.increment()
+                logger.info("tokens not deleted at logout", metadata: ["auth.store.error": "\(error)"])
+            }
         }
         logger.info("logged out", metadata: ["auth.reason": "\(reason)", "auth.epoch": "\(endedEpoch)"])
         events.publish(.loggedOut(reason: reason, epoch: endedEpoch), status: status)

@@ -108,6 +108,9 @@ public actor AuthActor {
 
     let client: any TokenGrantClient
     let tokenStore: any TokenStore
+    /// Who may refresh, across the processes that share ``tokenStore`` (see
+    /// ``RefreshCoordinator``); a ``LocalRefreshCoordinator`` when the store is not shared.
+    let coordinator: any RefreshCoordinator
     let stateStore: any SessionStateStore
     let clock: any AuthClock
     let configuration: Configuration
@@ -133,6 +136,8 @@ public actor AuthActor {
         set { unsaved.store(newValue, ordering: .relaxed) }
     }
     var persistRetryAt = MonotonicInstant(offset: .zero)
+    /// The lease of the rotated pair whose commit failed and is retried (its fence).
+    var pendingLease: RefreshLease?
     var persistFailures = 0
     var storeLockHeld = false
     var storeLockQueue: [CheckedContinuation<Void, Never>] = []
@@ -175,14 +180,17 @@ public actor AuthActor {
     ///   - randomFraction: the jitter source (refresh lead and backoff), a value in `0..<1`.
     ///   - metricsFactory: where the session's counters are made; `MetricsSystem.factory`
     ///     when `nil`.
+    ///   - refreshCoordinator: who may refresh when other processes share `tokenStore` (a
+    ///     ``LocalRefreshCoordinator`` over `tokenStore` when `nil`).
     public init(
         account: AccountID = .default, client: any TokenGrantClient, tokenStore: any TokenStore,
         stateStore: any SessionStateStore, clock: any AuthClock, events: EventBroadcaster? = nil,
         configuration: Configuration = Configuration(),
         logger: Logger = Logger(label: "authgate.auth"), executor: (any SerialExecutor)? = nil,
         randomFraction: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
-        metricsFactory: (any MetricsFactory)? = nil
+        metricsFactory: (any MetricsFactory)? = nil, refreshCoordinator: (any RefreshCoordinator)? = nil
     ) {
+        self.coordinator = refreshCoordinator ?? LocalRefreshCoordinator(store: tokenStore)
         self.account = account
         self.client = client
         self.tokenStore = tokenStore

@@ -1,4 +1,3 @@
-internal import Crypto
 internal import Foundation
 
 /// A ``TokenStore`` that keeps one AES-GCM-sealed file per account in a directory.
@@ -11,19 +10,15 @@ internal import Foundation
 /// - A record that does not open is an error (``AuthError/Code/corrupt`` or
 ///   ``AuthError/Code/wrongKey``), never an empty session.
 ///
-/// File layout: `"AGTS"`, a version byte (1), the 8-byte key fingerprint, then the AES-GCM
-/// combined box (12-byte nonce, ciphertext, 16-byte tag) of the JSON-encoded ``TokenRecord``.
+/// File layout: ``TokenSealer``'s, the same as every other token store's.
 ///
 /// The file I/O runs on a private serial dispatch queue, never on the caller's executor.
 public final class EncryptedFileTokenStore: TokenStore {
     /// The directory holding the files.
     public let directory: String
-    private let key: TokenStoreKey
+    private let sealer: TokenSealer
     private let file: AtomicFile
     private let io = BlockingIOQueue(label: "authgate.token-store")
-
-    private static let magic: [UInt8] = Array("AGTS".utf8)
-    private static let version: UInt8 = 1
 
     /// Opens (and creates, mode 0700, when absent) the store in `directory`.
     public convenience init(directory: String, key: TokenStoreKey) throws {
@@ -33,7 +28,7 @@ public final class EncryptedFileTokenStore: TokenStore {
     /// Opens the store with injected system-call faults (tests only).
     init(directory: String, key: TokenStoreKey, faults: AtomicFile.FaultInjector?) throws {
         self.directory = directory
-        self.key = key
+        self.sealer = TokenSealer(key: key)
         self.file = AtomicFile(faults: faults)
         try file.attributing(nil, in: .tokens) { try $0.ensureDirectory(directory) }
         // Temporary files a crash left behind (their writer is gone).
@@ -43,10 +38,6 @@ public final class EncryptedFileTokenStore: TokenStore {
     /// The file that holds `account`'s record.
     public func path(for account: AccountID) -> String {
         AtomicFile.path(for: account, in: directory, prefix: "tokens-", suffix: ".sealed")
-    }
-
-    private func associatedData(for account: AccountID) -> [UInt8] {
-        Array("authgate.tokens.v1:\(account.rawValue)".utf8)
     }
 
     /// Seals and writes `record`, replacing the previous one.
@@ -65,59 +56,14 @@ public final class EncryptedFileTokenStore: TokenStore {
     }
 
     private func saveNow(_ record: TokenRecord, for account: AccountID) throws {
-        let plaintext: Data
-        do {
-            let encoder = JSONEncoder()
-            encoder.dateEncodingStrategy = .secondsSince1970
-            plaintext = try encoder.encode(record)
-        } catch {
-            throw AuthError.store(.encodingError, .tokens, account: account, message: "record did not encode")
-        }
-        let sealed: [UInt8]
-        do {
-            let box = try AES.GCM.seal(
-                plaintext, using: key.key, authenticating: associatedData(for: account))
-            guard let combined = box.combined else {
-                throw AuthError.store(.encodingError, .tokens, account: account, message: "no combined box")
-            }
-            sealed = Self.magic + [Self.version] + key.identifier + Array(combined)
-        } catch let error as AuthError {
-            throw error
-        } catch {
-            throw AuthError.store(.encodingError, .tokens, account: account, message: "sealing failed")
-        }
+        let sealed = try sealer.seal(record, for: account)
         try file.attributing(account, in: .tokens) { try $0.write(sealed, to: path(for: account), mode: 0o600) }
     }
 
     private func loadNow(for account: AccountID) throws -> TokenRecord? {
         let bytes = try file.attributing(account, in: .tokens) { try $0.read(path(for: account)) }
         guard let bytes else { return nil }
-        let headerLength = Self.magic.count + 1 + 8
-        guard bytes.count > headerLength + 28, Array(bytes.prefix(4)) == Self.magic else {
-            throw AuthError.store(.corrupt, .tokens, account: account, message: "not a sealed token record")
-        }
-        guard bytes[4] == Self.version else {
-            throw AuthError.store(.corrupt, .tokens, account: account, message: "unknown version \(bytes[4])")
-        }
-        let identifier = Array(bytes[5..<headerLength])
-        guard identifier == key.identifier else {
-            throw AuthError.store(.wrongKey, .tokens, account: account, message: "record was sealed with another key")
-        }
-        let plaintext: Data
-        do {
-            let box = try AES.GCM.SealedBox(combined: Data(bytes[headerLength...]))
-            plaintext = try AES.GCM.open(
-                box, using: key.key, authenticating: associatedData(for: account))
-        } catch {
-            throw AuthError.store(.corrupt, .tokens, account: account, message: "authentication failed (tampered or truncated)")
-        }
-        do {
-            let decoder = JSONDecoder()
-            decoder.dateDecodingStrategy = .secondsSince1970
-            return try decoder.decode(TokenRecord.self, from: plaintext)
-        } catch {
-            throw AuthError.store(.corrupt, .tokens, account: account, message: "record did not decode")
-        }
+        return try sealer.open(bytes, for: account)
     }
 
     private func deleteNow(for account: AccountID) throws {

@@ -6,6 +6,7 @@ extension GatewayConfiguration {
     /// Checks values the types cannot.
     public func validate() throws {
         try validateListeners()
+        try validateStore()
         if adminTokenFile == nil && adminTokenDisabled != true {
             throw ConfigurationError("adminTokenFile is required (or set adminTokenDisabled: true explicitly)")
         }

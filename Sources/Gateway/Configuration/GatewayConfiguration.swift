@@ -118,6 +118,9 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     public var routes: [Route]
     /// Where the encrypted tokens and the session state live.
     public var stateDirectory: String
+    /// Where the tokens and the session state are kept: files in `stateDirectory` (the
+    /// default) or a PostgreSQL table replicas share (see ``Store``).
+    public var store: Store?
     /// A file holding the 32-byte store key (raw or base64).
     public var keyFile: String?
     /// Create the key file (mode 0600) when it is missing.

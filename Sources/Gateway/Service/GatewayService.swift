@@ -49,6 +49,8 @@ public final class GatewayService: Sendable {
     public let metrics: GatewayMetrics
     /// What `/readyz` answers.
     public let readiness: Readiness
+    /// The stores the sessions share.
+    public let stores: GatewayStores
     /// The default session.
     public var session: AuthActor { sessions[GatewayConfiguration.defaultSession]!.actor }
     /// The default session's user-info call, when configured.
@@ -62,9 +64,10 @@ public final class GatewayService: Sendable {
     private init(
         group: EventLoopGroup, proxyServer: HTTPServer, adminServer: HTTPServer, probeServer: HTTPServer?,
         sessions: [String: GatewaySession],
-        metrics: GatewayMetrics, readiness: Readiness, eventTasks: [Task<Void, Never>], proxyTasks: TaskTracker,
-        adminTasks: TaskTracker, logger: Logger
+        metrics: GatewayMetrics, readiness: Readiness, stores: GatewayStores, eventTasks: [Task<Void, Never>],
+        proxyTasks: TaskTracker, adminTasks: TaskTracker, logger: Logger
     ) {
+        self.stores = stores
         self.proxyTasks = proxyTasks
         self.adminTasks = adminTasks
         self.logger = logger
@@ -118,10 +121,9 @@ public final class GatewayService: Sendable {
         let discovery = IssuerDiscovery(
             transport: CurlTransport(client: tokenClient), logger: logger, allowInsecureHTTP: c.allowInsecureHTTP == true)
         let rejectionPolicy = c.upstreamRejection ?? UpstreamRejectionPolicy()
-        try StateDirectory.prepare(c.stateDirectory)
-        if let keyFile = c.keyFile { try StateDirectory.checkKeyFile(keyFile) }
-        let tokenStore = try EncryptedFileTokenStore(directory: c.stateDirectory, key: secrets.storeKey)
-        let stateStore = try FileSessionStateStore(directory: c.stateDirectory)
+        let stores = try await GatewayStores.open(c, key: secrets.storeKey, logger: logger)
+        let tokenStore = stores.tokens
+        let stateStore = stores.states
         var sessionConfig = sessionConfiguration ?? AuthActor.Configuration()
         if let skew = c.refreshSkewSeconds { sessionConfig.skew = .seconds(skew) }
         switch c.refreshLead {
@@ -152,7 +154,8 @@ public final class GatewayService: Sendable {
             sessionLogger[metadataKey: "auth.session"] = "\(s.name)"
             let actor = AuthActor(
                 account: AccountID(s.name), client: oauth, tokenStore: tokenStore, stateStore: stateStore, clock: clock,
-                configuration: sessionConfig, logger: sessionLogger, executor: home, metricsFactory: metrics.factory)
+                configuration: sessionConfig, logger: sessionLogger, executor: home, metricsFactory: metrics.factory,
+                refreshCoordinator: stores.coordinator)
             let userInfo = s.userInfo.map {
                 UserInfoProbe(
                     configuration: $0, session: actor, transport: CurlTransport(client: tokenClient), policy: rejectionPolicy,
@@ -164,7 +167,7 @@ public final class GatewayService: Sendable {
         let probes = sessions.values.sorted { $0.name < $1.name }.compactMap(\.userInfo)
         let actors = sessions.values.map(\.actor)
         let readiness = Readiness(
-            storesWritable: { access(directory, W_OK) == 0 }, freeBytes: { StateDirectory.freeBytes(directory) },
+            storesWritable: stores.isWritable, freeBytes: stores.freeBytes,
             unsavedCredentials: { actors.contains { $0.holdsUnsavedCredentials } },
             pending: { probes.lazy.compactMap(\.notReadyReason).first })
         var restoreProblems: [String] = []
@@ -186,6 +189,7 @@ public final class GatewayService: Sendable {
             }
         }
         readiness.restored(restoreProblems.isEmpty, problem: restoreProblems.first)
+        stores.follow(Dictionary(uniqueKeysWithValues: sessions.values.map { (AccountID($0.name), $0.actor) }))
         var eventTasks: [Task<Void, Never>] = []
         for s in sessions.values {
             guard let userInfo = s.userInfo else { continue }
@@ -231,6 +235,7 @@ public final class GatewayService: Sendable {
             adminServer.shutdown(grace: .zero)
             for s in sessions.values { s.actor.events.finish() }
             for t in eventTasks { await t.value }
+            await stores.close()
             throw error
         }
         var listening: Logger.Metadata = [
@@ -242,7 +247,7 @@ public final class GatewayService: Sendable {
         return GatewayService(
             group: group, proxyServer: proxyServer, adminServer: adminServer, probeServer: probeServer, sessions: sessions,
             metrics: metrics,
-            readiness: readiness, eventTasks: eventTasks, proxyTasks: proxyResponder.tasks, adminTasks: admin.tasks,
+            readiness: readiness, stores: stores, eventTasks: eventTasks, proxyTasks: proxyResponder.tasks, adminTasks: admin.tasks,
             logger: logger)
     }
 
@@ -295,6 +300,7 @@ public final class GatewayService: Sendable {
                     "session.background": "\(background.count)",
                 ])
         }
+        await stores.close()
         await Self.onThread { group.shutdown() }
     }
 

@@ -1,0 +1,99 @@
+internal import Foundation
+internal import Logging
+
+extension AuthActor {
+    /// The refresh `flightID` found, before sending anything, that another process already
+    /// replaced the pair (or ended the session): what is stored is adopted, with no token
+    /// request.
+    func adoptStored(_ stored: TokenRecord?, flightID: UInt64, epoch flightEpoch: UInt64) async {
+        await acquireStoreLock()
+        defer { releaseStoreLock() }
+        guard inFlight?.id == flightID, epoch == flightEpoch, case .active = phase else { return }
+        await adoptLocked(stored)
+    }
+
+    /// Installs the pair another process stored (a refresh or a login of theirs), resuming
+    /// every waiter of the refresh in flight with it; or, when nothing is stored, ends the
+    /// session here without writing the shared store (whoever ended it wrote it, and a
+    /// login since must not be undone). The store lock is held.
+    func adoptLocked(_ stored: TokenRecord?) async {
+        guard case .active(let session) = phase else { return }
+        guard let stored, TokenSyntax.violation(in: stored) == nil else {
+            logger.info("the shared store holds no session any more; ending it here")
+            _ = try? await endSessionLocked(reason: .tokensMissing, persist: false)
+            return
+        }
+        let generation = lastGeneration.next
+        lastGeneration = generation
+        var credentials = stored.credentials(now: clock.now, wallNow: clock.wallNow)
+        credentials.tokens.generation = generation
+        let adopted = makeSession(credentials, grantType: stored.grantType ?? session.grantType)
+        phase = .active(adopted)
+        gate.recordSuccess()
+        needsPersist = false
+        pendingLease = nil
+        let waiters = inFlight?.waiters ?? [:]
+        inFlight = nil
+        logger.debug(
+            "adopted the pair another replica stored",
+            metadata: ["auth.generation": "\(generation)", "auth.waiters": "\(waiters.count)"])
+        events.publish(.refreshed(generation: generation, persisted: true), status: status)
+        for continuation in waiters.values {
+            continuation.resume(returning: adopted.token)
+        }
+    }
+}
+
+extension AuthActor {
+    /// Brings the session in line with the stores after another process that shares them
+    /// changed them (a notification said so, or the notifications were interrupted):
+    /// a pair refreshed or logged in elsewhere is adopted, a session logged out elsewhere
+    /// ends here (one ``AuthEvent/loggedOut(reason:epoch:)``, as
+    /// ``LogoutReason/tokensMissing``), a guest switch is taken over. Nothing is written:
+    /// whoever changed the stores wrote them. Calling it when nothing changed does nothing.
+    ///
+    /// Throws ``AuthError`` (``AuthError/Code/storage``) when the stores cannot be read; the
+    /// session is left as it was.
+    public func synchronize() async throws {
+        await acquireStoreLock()
+        defer { releaseStoreLock() }
+        let state: SessionState?
+        let record: TokenRecord?
+        do {
+            state = try await stateStore.load(for: account)
+            record = try await tokenStore.load(for: account)
+        } catch {
+            throw AuthError.storage(error)
+        }
+        let stored = record.flatMap { TokenSyntax.violation(in: $0) == nil ? $0 : nil }
+        switch (phase, stored) {
+        case (.active(let session), let stored?):
+            guard stored.accessToken != session.credentials.accessToken else { return }
+            if let state, state.isLoggedIn { sessionState = state }
+            await adoptLocked(stored)
+        case (.active, nil):
+            logger.info("the session ended on another replica; ending it here")
+            _ = try? await endSessionLocked(reason: .tokensMissing, persist: false)
+        case (.loggedOut, let stored?):
+            // A login elsewhere: installed once its state says so (it is written second).
+            guard let state, state.isLoggedIn else { return }
+            let generation = lastGeneration.next
+            lastGeneration = generation
+            var credentials = stored.credentials(now: clock.now, wallNow: clock.wallNow)
+            credentials.tokens.generation = generation
+            epoch += 1
+            sessionState = state
+            phase = .active(makeSession(credentials, grantType: stored.grantType))
+            gate.reset()
+            needsPersist = false
+            pendingLease = nil
+            logger.info("logged in on another replica", metadata: ["auth.generation": "\(generation)", "auth.epoch": "\(epoch)"])
+            events.publish(.loggedIn(status), status: status)
+        case (.loggedOut, nil):
+            guard let state, state.isGuest != sessionState.isGuest else { return }
+            sessionState.isGuest = state.isGuest
+            sessionState.updatedAt = state.updatedAt
+            events.publish(.state(status), status: status)
+        }
+    }
+}

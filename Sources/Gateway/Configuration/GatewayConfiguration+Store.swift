@@ -1,0 +1,59 @@
+import Foundation
+
+extension GatewayConfiguration {
+    /// Where the sessions' tokens and state are kept: the encrypted files in
+    /// ``GatewayConfiguration/stateDirectory`` (`kind: "file"`, the default), or one
+    /// PostgreSQL table that replicas share (`kind: "postgres"`).
+    ///
+    /// ```json
+    /// "store": {"kind": "postgres", "url": "postgres://authgate@db:5432/authgate",
+    ///           "passwordFile": "/run/secrets/db-password", "tlsMode": "require"}
+    /// ```
+    public struct Store: Sendable, Codable, Equatable {
+        /// `file` (default) or `postgres`.
+        public var kind: String?
+        /// `postgres://USER@HOST[:PORT]/DATABASE`, without a password (postgres only).
+        public var url: String?
+        /// A file holding the role's password (postgres only).
+        public var passwordFile: String?
+        /// `disable`, `prefer` or `require` (default `require`; postgres only).
+        public var tlsMode: String?
+        /// The table (default `authgate_sessions`; postgres only).
+        public var table: String?
+
+        /// Creates the settings.
+        public init(
+            kind: String? = nil, url: String? = nil, passwordFile: String? = nil, tlsMode: String? = nil,
+            table: String? = nil
+        ) {
+            self.kind = kind
+            self.url = url
+            self.passwordFile = passwordFile
+            self.tlsMode = tlsMode
+            self.table = table
+        }
+
+        /// Whether the tokens go to PostgreSQL.
+        public var isPostgres: Bool { kind == "postgres" }
+    }
+
+    /// Checks `store` without connecting (the connection is checked at start).
+    func validateStore() throws {
+        guard let store else { return }
+        switch store.kind ?? "file" {
+        case "file":
+            for (name, value) in [
+                ("url", store.url), ("passwordFile", store.passwordFile), ("tlsMode", store.tlsMode), ("table", store.table),
+            ] where value != nil {
+                throw ConfigurationError("store.\(name) applies only to store.kind postgres")
+            }
+        case "postgres":
+            guard store.url != nil else { throw ConfigurationError("store.url is required with store.kind postgres") }
+            if let mode = store.tlsMode, !["disable", "prefer", "require"].contains(mode) {
+                throw ConfigurationError("store.tlsMode must be disable, prefer or require")
+            }
+        default:
+            throw ConfigurationError("store.kind must be file or postgres")
+        }
+    }
+}

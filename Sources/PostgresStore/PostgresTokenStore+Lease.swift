@@ -1,0 +1,165 @@
+public import AuthCore
+internal import Foundation
+internal import Logging
+internal import PostgresNIO
+
+/// The cross-replica single flight (see ``AuthCore/RefreshCoordinator`` and ``LeaseRule``):
+/// the lease is a row lock's worth of state kept in the row itself (owner, expiry on the
+/// database's clock), renewed while the refresh is in flight; waiting replicas wake on the
+/// holder's `NOTIFY`; the commit is compare-and-set on the row's generation.
+extension PostgresTokenStore: RefreshCoordinator {
+    /// Takes the lease on the pair whose access token is `accessToken`, waits for another
+    /// replica's lease (woken by its notification, at most until it expires), or answers what
+    /// is stored when that pair was replaced. Throws ``AuthCore/AuthError/Code/unavailable``
+    /// when the database does not answer or the wait exceeds ``LeaseRule/Terms/maximumWait``.
+    public func acquire(for account: AccountID, replacing accessToken: String) async throws -> RefreshClaim {
+        let clock = ContinuousClock()
+        let deadline = clock.now + leaseTerms.maximumWait
+        while true {
+            let seen = hub.version(of: account.rawValue)
+            let (decision, stored) = try await takeOrRead(account, replacing: accessToken)
+            switch decision {
+            case .take(let fence):
+                let lease = RefreshLease(owner: replicaID, fence: fence)
+                startRenewing(lease, for: account)
+                return .granted(lease)
+            case .superseded:
+                return .superseded(stored)
+            case .wait(let atMost):
+                let left = deadline - clock.now
+                guard left > .zero else {
+                    throw AuthError.store(
+                        .unavailable, .tokens, account: account, message: "another replica's refresh lease outlasted the wait")
+                }
+                // Woken by the holder's commit or release; at the latest when its lease lapses.
+                await hub.wait(for: account.rawValue, after: seen, timeout: min(atMost + .milliseconds(50), left))
+            }
+        }
+    }
+
+    /// Reads the row under a row lock and, when the rule says so, takes the lease.
+    private func takeOrRead(_ account: AccountID, replacing accessToken: String) async throws -> (LeaseRule.Decision, TokenRecord?) {
+        let me = replicaID
+        let term = leaseTerms.term
+        let sealer = self.sealer
+        let logger = self.logger
+        return try await run(account, .tokens) { client, table in
+            try await client.withTransaction(logger: logger) { connection in
+                let rows = try await connection.query(
+                    """
+                    SELECT sealed, generation, lease_owner, EXTRACT(EPOCH FROM (lease_until - clock_timestamp()))::float8
+                    FROM \(unescaped: table) WHERE account = \(account.rawValue) FOR UPDATE
+                    """, logger: logger)
+                var row: LeaseRule.Row?
+                var stored: TokenRecord?
+                for try await (sealed, generation, owner, remaining) in rows.decode((Data?, Int64, String?, Double?).self) {
+                    stored = try sealed.map { try sealer.open(Array($0), for: account) }
+                    row = LeaseRule.Row(
+                        storedAccessToken: stored?.accessToken, fence: UInt64(generation), owner: owner,
+                        remaining: remaining.map { .milliseconds(Int64($0 * 1000)) })
+                }
+                let decision = LeaseRule.decide(row, replacing: accessToken, me: me)
+                if case .take = decision {
+                    let millis = Int64(term / .milliseconds(1))
+                    try await connection.query(
+                        """
+                        UPDATE \(unescaped: table) SET lease_owner = \(me),
+                        lease_until = clock_timestamp() + make_interval(secs => \(Double(millis) / 1000))
+                        WHERE account = \(account.rawValue)
+                        """, logger: logger)
+                }
+                return (decision, stored)
+            }
+        }
+    }
+
+    /// Renews `lease` every ``LeaseRule/Terms/renewalInterval`` until it is committed or
+    /// released, or until the row shows it lost (then it stops, and the commit's fence decides).
+    private func startRenewing(_ lease: RefreshLease, for account: AccountID) {
+        let interval = leaseTerms.renewalInterval
+        let seconds = Double(leaseTerms.term / .milliseconds(1)) / 1000
+        let fence = Int64(lease.fence)
+        let task = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard let self, !Task.isCancelled else { return }
+                let renewed = try? await self.run(account, .tokens) { client, table in
+                    let rows = try await client.query(
+                        """
+                        UPDATE \(unescaped: table) SET lease_until = clock_timestamp() + make_interval(secs => \(seconds))
+                        WHERE account = \(account.rawValue) AND lease_owner = \(lease.owner) AND generation = \(fence)
+                        RETURNING 1
+                        """)
+                    var count = 0
+                    for try await _ in rows { count += 1 }
+                    return count
+                }
+                if renewed == 0 {
+                    self.logger.notice("refresh lease lost before the refresh finished", metadata: ["auth.lease": "\(lease)"])
+                    return
+                }
+            }
+        }
+        let previous = renewals.withLock { $0.updateValue(task, forKey: account.rawValue) }
+        previous?.cancel()
+    }
+
+    private func stopRenewing(_ account: AccountID) {
+        renewals.withLock { $0.removeValue(forKey: account.rawValue) }?.cancel()
+    }
+
+    /// Stores `record` only if the row's generation is still the lease's fence (no refresh,
+    /// login or logout since), clears the lease, and notifies the other replicas, all in one
+    /// transaction. Otherwise answers what is stored now.
+    public func commit(_ record: TokenRecord, for account: AccountID, lease: RefreshLease) async throws -> RefreshCommit {
+        stopRenewing(account)
+        let sealed = Data(try sealer.seal(record, for: account))
+        let fence = Int64(lease.fence)
+        let channel = self.channel
+        let logger = self.logger
+        let committed: Int64? = try await run(account, .tokens) { client, table in
+            try await client.withTransaction(logger: logger) { connection in
+                let rows = try await connection.query(
+                    """
+                    UPDATE \(unescaped: table) SET sealed = \(sealed), generation = generation + 1, lease_owner = NULL,
+                    lease_until = NULL, updated_at = now()
+                    WHERE account = \(account.rawValue) AND generation = \(fence) AND sealed IS NOT NULL
+                    RETURNING generation
+                    """, logger: logger)
+                var generation: Int64?
+                for try await (g) in rows.decode(Int64.self) { generation = g }
+                if let generation {
+                    let payload = NotificationHub.Change(kind: "refreshed", account: account.rawValue, generation: UInt64(generation)).payload
+                    try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
+                }
+                return generation
+            }
+        }
+        if committed != nil { return .committed }
+        return .superseded(try await load(for: account) as TokenRecord?)
+    }
+
+    /// Gives `lease` up (the refresh failed) and wakes the replicas waiting for it.
+    public func release(_ lease: RefreshLease, for account: AccountID) async {
+        stopRenewing(account)
+        let fence = Int64(lease.fence)
+        let payload = NotificationHub.Change(kind: "released", account: account.rawValue, generation: lease.fence).payload
+        let channel = self.channel
+        let logger = self.logger
+        do {
+            try await run(account, .tokens) { client, table in
+                try await client.withTransaction(logger: logger) { connection in
+                    _ = try await connection.query(
+                        """
+                        UPDATE \(unescaped: table) SET lease_owner = NULL, lease_until = NULL
+                        WHERE account = \(account.rawValue) AND lease_owner = \(lease.owner) AND generation = \(fence)
+                        """, logger: logger)
+                    _ = try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
+                }
+            }
+        } catch {
+            // It lapses on its own within a term.
+            logger.info("refresh lease not released; it lapses at its term", metadata: ["auth.lease": "\(lease)"])
+        }
+    }
+}

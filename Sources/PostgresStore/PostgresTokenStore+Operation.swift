@@ -1,0 +1,63 @@
+internal import AuthCore
+internal import Logging
+internal import PostgresNIO
+
+extension PostgresTokenStore {
+    /// Runs `body` against the pool within ``operationTimeout``; any failure becomes an
+    /// ``AuthCore/AuthError`` of the store domain (`unavailable`) naming the SQLSTATE or the
+    /// connection failure, never a value.
+    func run<Result: Sendable>(
+        _ account: AccountID, _ store: AuthError.Store,
+        _ body: @escaping @Sendable (PostgresClient, String) async throws -> Result
+    ) async throws -> Result {
+        let client = self.client
+        let table = self.table
+        let timeout = operationTimeout
+        do {
+            return try await withThrowingTaskGroup(of: Result?.self) { group in
+                group.addTask { try await body(client, table) }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let result = first else {
+                    throw AuthError.store(
+                        .unavailable, store, account: account, message: "PostgreSQL did not answer within \(timeout)")
+                }
+                recordReachable(true)
+                return result
+            }
+        } catch let error as AuthError {
+            recordReachable(false)
+            logger.info("token store operation failed", metadata: ["store.error": "\(error)"])
+            throw error
+        } catch {
+            recordReachable(false)
+            let reason = PostgresStoreError.classify(error, configuration: configuration)
+            logger.info("token store operation failed", metadata: ["store.error": "\(reason.code)"])
+            throw AuthError.store(.unavailable, store, account: account, message: "PostgreSQL: \(reason.message)")
+        }
+    }
+
+    /// Runs the write `statement` (which returns the row's generation when it changed
+    /// something) in a transaction that also notifies the other replicas (`kind account
+    /// generation`) when it did.
+    func write(
+        _ account: AccountID, _ store: AuthError.Store, kind: String,
+        _ statement: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> PostgresRowSequence
+    ) async throws {
+        let channel = self.channel
+        let logger = self.logger
+        try await run(account, store) { client, table in
+            try await client.withTransaction(logger: logger) { connection in
+                var generation: Int64?
+                for try await (g) in try await statement(connection, table, logger).decode(Int64.self) { generation = g }
+                if let generation {
+                    let payload = NotificationHub.Change(kind: kind, account: account.rawValue, generation: UInt64(generation)).payload
+                    _ = try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,230 @@
+public import AuthCore
+internal import Foundation
+public import Logging
+internal import PostgresNIO
+internal import Locking
+
+/// A ``AuthCore/TokenStore`` and ``AuthCore/SessionStateStore`` in one PostgreSQL table, shared
+/// by every replica that serves the same identity: one row per account.
+///
+/// - Tokens are sealed with ``AuthCore/TokenSealer`` (the encrypted file store's AES-GCM key
+///   and format) before they leave the process: the table, a dump or a backup shows no token.
+/// - The session state (logged in, subject, last login, guest) sits beside them in the same
+///   row, so every replica agrees on it.
+/// - ``open(_:password:key:logger:)`` connects once on its own to name what is wrong
+///   (unreachable, password, database, rights), creates or migrates the schema (with a
+///   version row, under an advisory lock so that replicas starting together do not race),
+///   and checks that the role may read and write the table.
+/// - Every operation is bounded by ``operationTimeout``: a database that does not answer is
+///   an ``AuthCore/AuthError/Code/unavailable`` error, never a request that hangs.
+public final class PostgresTokenStore: TokenStore, SessionStateStore {
+    /// The settings it was opened with.
+    public let configuration: PostgresStoreConfiguration
+    /// How long one operation may take before it fails as unavailable.
+    public let operationTimeout: Duration
+    /// This replica's name in the lease column (`lease_owner`).
+    public let replicaID: String
+    /// The lease's term and the longest wait for another replica's.
+    public let leaseTerms: LeaseRule.Terms
+    let client: PostgresClient
+    let sealer: TokenSealer
+    let logger: Logger
+    let hub = NotificationHub()
+    /// The renewal task of each lease this replica holds, by account.
+    let renewals = Locked<[String: Task<Void, Never>]>([:])
+    private let runTask: Task<Void, Never>
+    private let reachable = Locked(true)
+
+    /// Whether the last operation reached the database (read without waiting, for `/readyz`).
+    public var isReachable: Bool { reachable.withLock { $0 } }
+
+    /// Records whether an operation reached the database.
+    func recordReachable(_ ok: Bool) { reachable.withLock { $0 = ok } }
+
+    /// The channel of the table's notifications.
+    var channel: String { configuration.table + "_events" }
+
+    init(
+        configuration: PostgresStoreConfiguration, client: PostgresClient, listener: PostgresConnection.Configuration,
+        sealer: TokenSealer, logger: Logger, operationTimeout: Duration, replicaID: String, leaseTerms: LeaseRule.Terms
+    ) {
+        self.configuration = configuration
+        self.client = client
+        self.sealer = sealer
+        self.logger = logger
+        self.operationTimeout = operationTimeout
+        self.replicaID = replicaID
+        self.leaseTerms = leaseTerms
+        let reachable = self.reachable
+        let hub = self.hub
+        let channel = configuration.table + "_events"
+        self.runTask = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await client.run() }
+                group.addTask { await Self.listen(on: channel, with: listener, hub: hub, logger: logger) }
+                group.addTask {
+                    // Whether the database answers, for `/readyz`, even while no session writes.
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .seconds(2))
+                        if Task.isCancelled { break }
+                        let ok = await Self.ping(client, timeout: operationTimeout)
+                        reachable.withLock { $0 = ok }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Connects, migrates and checks the store; throws a ``PostgresStoreError`` naming the
+    /// configuration field at fault (`store.url`, `store.passwordFile`, `store.table`,
+    /// `store.tlsMode`).
+    ///
+    /// - Parameters:
+    ///   - configuration: where the database is.
+    ///   - password: the role's password (from `store.passwordFile`), if it needs one.
+    ///   - key: the key that seals the tokens (the same as the file store's).
+    ///   - logger: where to log (no secret is ever logged).
+    ///   - operationTimeout: the bound of each operation once open.
+    ///   - replicaID: this replica's name in the lease column (default: host name, process
+    ///     id and a random suffix).
+    ///   - leaseTerms: the refresh lease's term and the longest wait for another's.
+    public static func open(
+        _ configuration: PostgresStoreConfiguration, password: String?, key: TokenStoreKey, logger: Logger,
+        operationTimeout: Duration = .seconds(5), replicaID: String? = nil, leaseTerms: LeaseRule.Terms = .init()
+    ) async throws -> PostgresTokenStore {
+        let tls = try PostgresStoreTLS(configuration.tlsMode)
+        let listener = try await PostgresSchema.prepare(configuration, password: password, tls: tls, logger: logger)
+        var clientConfiguration = PostgresClient.Configuration(
+            host: configuration.host, port: configuration.port, username: configuration.username, password: password,
+            database: configuration.database, tls: tls.client)
+        clientConfiguration.options.connectTimeout = .seconds(5)
+        clientConfiguration.options.maximumConnections = 8
+        let client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
+        logger.info(
+            "token store opened",
+            metadata: [
+                "store.kind": "postgres", "store.host": "\(configuration.host)", "store.database": "\(configuration.database)",
+                "store.table": "\(configuration.table)", "store.schema_version": "\(PostgresSchema.version)",
+            ])
+        let me = replicaID ?? "\(ProcessInfo.processInfo.hostName)/\(getpid())/\(UInt32.random(in: 0...UInt32.max))"
+        return PostgresTokenStore(
+            configuration: configuration, client: client, listener: listener, sealer: TokenSealer(key: key), logger: logger,
+            operationTimeout: operationTimeout, replicaID: me, leaseTerms: leaseTerms)
+    }
+
+    static func ping(_ client: PostgresClient, timeout: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { (try? await client.query("SELECT 1")) != nil }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? false
+        }
+    }
+
+    /// Stops the connection pool. Operations after this fail as unavailable.
+    public func close() async {
+        for task in renewals.withLock({ r in defer { r.removeAll() }; return Array(r.values) }) { task.cancel() }
+        hub.finish()
+        runTask.cancel()
+        await runTask.value
+    }
+
+    var table: String { configuration.table }
+
+    // MARK: - TokenStore
+
+    /// Seals `record` and writes it into `account`'s row (created when absent): a login. The
+    /// row's generation and session epoch move on and any lease is void, so a refresh of
+    /// the previous session still in flight on any replica can no longer commit; the other
+    /// replicas are notified.
+    public func save(_ record: TokenRecord, for account: AccountID) async throws {
+        let sealed = Data(try sealer.seal(record, for: account))
+        try await write(account, .tokens, kind: "login") { connection, table, logger in
+            try await connection.query(
+                """
+                INSERT INTO \(unescaped: table) AS t (account, sealed, generation, session_epoch)
+                VALUES (\(account.rawValue), \(sealed), 1, 1)
+                ON CONFLICT (account) DO UPDATE SET sealed = EXCLUDED.sealed, generation = t.generation + 1,
+                session_epoch = t.session_epoch + 1, lease_owner = NULL, lease_until = NULL, updated_at = now()
+                RETURNING generation
+                """, logger: logger)
+        }
+    }
+
+    /// Reads and opens `account`'s record; `nil` when the row has none.
+    public func load(for account: AccountID) async throws -> TokenRecord? {
+        let sealed: Data? = try await run(account, .tokens) { client, table in
+            let rows = try await client.query("SELECT sealed FROM \(unescaped: table) WHERE account = \(account.rawValue)")
+            for try await (sealed) in rows.decode((Data?).self) { return sealed }
+            return nil
+        }
+        guard let sealed else { return nil }
+        return try sealer.open(Array(sealed), for: account)
+    }
+
+    /// Removes `account`'s tokens (the row stays, with its state): a logout. The generation
+    /// and session epoch move on, so no late refresh result can store a pair again; the
+    /// other replicas are notified.
+    public func delete(for account: AccountID) async throws {
+        try await write(account, .tokens, kind: "logout") { connection, table, logger in
+            try await connection.query(
+                """
+                UPDATE \(unescaped: table) SET sealed = NULL, generation = generation + 1, session_epoch = session_epoch + 1,
+                lease_owner = NULL, lease_until = NULL, updated_at = now()
+                WHERE account = \(account.rawValue) AND sealed IS NOT NULL
+                RETURNING generation
+                """, logger: logger)
+        }
+    }
+
+    // MARK: - SessionStateStore
+
+    /// Reads `account`'s session state; `nil` when none was written.
+    public func load(for account: AccountID) async throws -> SessionState? {
+        let text: String? = try await run(account, .sessionState) { client, table in
+            let rows = try await client.query("SELECT state FROM \(unescaped: table) WHERE account = \(account.rawValue)")
+            for try await (state) in rows.decode((String?).self) { return state }
+            return nil
+        }
+        guard let text else { return nil }
+        do {
+            return try Self.stateDecoder.decode(SessionState.self, from: Data(text.utf8))
+        } catch {
+            throw AuthError.store(.corrupt, .sessionState, account: account, message: "state did not decode")
+        }
+    }
+
+    /// Replaces `account`'s session state.
+    public func save(_ state: SessionState, for account: AccountID) async throws {
+        let text: String
+        do {
+            text = String(decoding: try Self.stateEncoder.encode(state), as: UTF8.self)
+        } catch {
+            throw AuthError.store(.encodingError, .sessionState, account: account)
+        }
+        try await write(account, .sessionState, kind: "state") { connection, table, logger in
+            try await connection.query(
+                """
+                INSERT INTO \(unescaped: table) AS t (account, state) VALUES (\(account.rawValue), \(text))
+                ON CONFLICT (account) DO UPDATE SET state = EXCLUDED.state, updated_at = now()
+                RETURNING generation
+                """, logger: logger)
+        }
+    }
+
+    static let stateEncoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }()
+
+    static let stateDecoder: JSONDecoder = {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }()
+}
