@@ -18,12 +18,18 @@ public final class AdminAPI: HTTPResponder {
         public var heartbeat: Duration
         /// Largest login body accepted.
         public var maxBodyBytes: Int
+        /// What the SSE event ids of this run start from (``EventIDs``).
+        public var eventIDs: EventIDs
 
-        /// Creates settings.
-        public init(adminToken: String?, heartbeat: Duration = .seconds(15), maxBodyBytes: Int = 64 * 1024) {
+        /// Creates settings; event ids start from the wall clock, in microseconds, unless given.
+        public init(
+            adminToken: String?, heartbeat: Duration = .seconds(15), maxBodyBytes: Int = 64 * 1024,
+            eventIDs: EventIDs = EventIDs()
+        ) {
             self.adminToken = adminToken
             self.heartbeat = heartbeat
             self.maxBodyBytes = maxBodyBytes
+            self.eventIDs = eventIDs
         }
     }
 
