@@ -435,8 +435,8 @@ async def main_async(args):
     replayed = mdelta('authgate_replays_total{session="default",outcome="replayed"}')
     p("| requests replayed after 401 invalid_token (gateway metric) | %d |" % replayed)
     edges = ["0.01", "0.025", "0.05"]
-    hist = 'authgate_request_duration_seconds_bucket{route="authenticated",le="%s"}'
-    server_total = mdelta('authgate_request_duration_seconds_count{route="authenticated"}')
+    hist = 'authgate_request_duration_seconds_bucket{route_kind="authenticated",le="%s"}'
+    server_total = mdelta('authgate_request_duration_seconds_count{route_kind="authenticated"}')
     if server_total:
         server_over = [server_total - mdelta(hist % e) for e in edges]
         lat_all = [latency(r) for r in all_results if r.done is not None]

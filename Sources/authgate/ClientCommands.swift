@@ -23,29 +23,42 @@ struct AdminOptions: ParsableArguments {
         return ProcessInfo.processInfo.environment["AUTHGATE_ADMIN_TOKEN"]
     }
 
-    /// Sends one request to the admin API and prints the answer; non-2xx exits 1.
-    func call(_ method: String, _ path: String, body: [UInt8]? = nil) throws {
-        var path = path
-        if let session {
-            // Session names are restricted to characters that need no escaping in a query.
-            guard GatewayConfiguration.isValidSessionName(session) else {
-                throw ValidationError("--session: 1–63 lower-case letters, digits, - or _")
-            }
-            path += (path.contains("?") ? "&" : "?") + "session=" + session
+    /// `path` with `?session=` when `--session` is given.
+    func addressed(_ path: String) throws -> String {
+        guard let session else { return path }
+        // Session names are restricted to characters that need no escaping in a query.
+        guard GatewayConfiguration.isValidSessionName(session) else {
+            throw ValidationError("--session: 1–63 lower-case letters, digits, - or _")
         }
+        return path + (path.contains("?") ? "&" : "?") + "session=" + session
+    }
+
+    /// Sends one request to the admin API and prints the answer (through `show` when it is
+    /// a success, as it came otherwise); non-2xx exits 1.
+    func call(_ method: String, _ path: String, body: [UInt8]? = nil, show: (String) -> String = { $0 }) throws {
         let client = AdminClient(endpoint: try endpoint(), token: try token())
-        let target = path
+        let target = try addressed(path)
         let response = try runBlocking { try await client.send(method, target, json: body) }
-        print(String(decoding: response.body, as: UTF8.self))
-        if !(200..<300).contains(response.status) { throw ExitCode(1) }
+        let text = String(decoding: response.body, as: UTF8.self)
+        if !(200..<300).contains(response.status) {
+            print(text)
+            throw ExitCode(1)
+        }
+        print(show(text))
     }
 }
 
-/// `authgate status`.
+/// `authgate status`: a summary for people, or the session document with `--json`.
 struct Status: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the session (GET /auth/session).")
+    static let configuration = CommandConfiguration(
+        abstract: "Show the session (GET /auth/session): a summary, or its JSON document with --json.")
     @OptionGroup var options: AdminOptions
-    func run() throws { try options.call("GET", "/auth/session") }
+    @Flag(help: "Print the session document as JSON (for scripts).") var json = false
+    func run() throws {
+        try options.call("GET", "/auth/session") { text in
+            json ? text : SessionSummary.format(text, now: Date()) ?? text
+        }
+    }
 }
 
 /// `authgate login`.
@@ -79,16 +92,4 @@ struct Logout: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Log out (POST /auth/logout).")
     @OptionGroup var options: AdminOptions
     func run() throws { try options.call("POST", "/auth/logout") }
-}
-
-/// `authgate events`: prints the SSE stream (use curl -N for a long-lived view).
-struct Events: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Print the session's current state event (GET /auth/events); `curl -N` follows the stream.")
-    @OptionGroup var options: AdminOptions
-    func run() throws {
-        let target = try options.endpoint().curlArguments("/auth/events")
-        print("Follow the stream with: curl -N -H \"Authorization: Bearer $AUTHGATE_ADMIN_TOKEN\" \(target)")
-        try options.call("GET", "/auth/session")
-    }
 }

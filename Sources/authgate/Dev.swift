@@ -90,7 +90,7 @@ struct Dev: ParsableCommand {
               export AG=\(adminToken)
               curl -i http://127.0.0.1:\(p)/api/hello                 # 401 login required: nothing reaches the API
               curl -i http://127.0.0.1:\(p)/public/hello              # guest route, no token needed
-              curl -N -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/auth/events     # watch the session (keep it open)
+              AUTHGATE_ADMIN_TOKEN=$AG authgate events --admin http://127.0.0.1:\(a)   # watch the session (Ctrl-C ends it)
               curl -H "Authorization: Bearer $AG" -H 'Content-Type: application/json' \\
                    -d '{"grant_type":"password","username":"alice","password":"wonderland"}' http://127.0.0.1:\(a)/auth/login
               curl -i http://127.0.0.1:\(p)/api/hello                 # 200: the token was attached

@@ -84,7 +84,9 @@ import Testing
                 try await stack.startGateway { $0.admin = .init(unix: path) }
                 let status = try await run(binary, ["status", "--admin", "unix:\(path)", "--token-file", tokenFile])
                 #expect(status.code == 0, "\(status.output)")
-                #expect(status.output.contains(#""state":"logged_out""#), "\(status.output)")
+                #expect(status.output.hasPrefix("session default: logged out"), "\(status.output)")
+                let statusJSON = try await run(binary, ["status", "--json", "--admin", "unix:\(path)", "--token-file", tokenFile])
+                #expect(statusJSON.output.contains(#""state":"logged_out""#), "\(statusJSON.output)")
                 let passwordFile = dir + "/password"
                 try Data("wonderland".utf8).write(to: URL(fileURLWithPath: passwordFile))
                 let login = try await run(
@@ -101,8 +103,13 @@ import Testing
                 #expect(wrongToken.output.contains("admin-token-required"), "\(wrongToken.output)")
                 let relative = try await run(binary, ["status", "--admin", "unix:admin.sock", "--token-file", tokenFile])
                 #expect(relative.code == 64, "\(relative.output)")
-                let events = try await run(binary, ["events", "--admin", "unix:\(path)", "--token-file", tokenFile])
-                #expect(events.output.contains("--unix-socket \(path) http://localhost/auth/events"), "\(events.output)")
+                // `events` follows the stream over the socket until interrupted.
+                let events = try ChildProcess(["events", "--admin", "unix:\(path)", "--token-file", tokenFile, "--json"])
+                defer { events.stop() }
+                #expect(await eventually { events.output.contains(#""type":"state""#) }, "\(events.output)\(events.errors)")
+                #expect(events.output.contains(#""state":"logged_in""#), "\(events.output)")
+                events.signal(SIGINT)
+                #expect(await events.wait() == 0)
             }
         }
     }

@@ -101,6 +101,25 @@ import Testing
         #expect(GatewayConfigurationTests.error { $0["probes"] = ["host": "0.0.0.0", "port": 8082, "token": "x"] } == "unknown field probes.token")
     }
 
+    @Test func theMetricsListenerIsOptionalAndValidatedLikeTheOthers() throws {
+        #expect(try GatewayConfigurationTests.load { _ in }.metrics == nil)
+        let c = try GatewayConfigurationTests.load {
+            $0["probes"] = ["host": "0.0.0.0", "port": 8082]
+            $0["metrics"] = ["host": "0.0.0.0", "port": 9090]
+        }
+        #expect(c.metrics == .init(host: "0.0.0.0", port: 9090))
+        #expect(c.listeners.map(\.field) == ["proxy", "admin", "probes", "metrics"])
+        #expect(GatewayConfigurationTests.error { $0["metrics"] = ["host": "0.0.0.0"] } == "metrics.port is required with metrics.host")
+        #expect(GatewayConfigurationTests.error { $0["metrics"] = ["host": "localhost", "port": 9090] }?.hasPrefix("metrics.host must be an IPv4 or IPv6 address") == true)
+        #expect(GatewayConfigurationTests.error { $0["metrics"] = ["host": "0.0.0.0", "port": 9090, "token": "x"] } == "unknown field metrics.token")
+        #expect(
+            GatewayConfigurationTests.error {
+                $0["probes"] = ["host": "0.0.0.0", "port": 8082]
+                $0["metrics"] = ["host": "0.0.0.0", "port": 8082]
+            } == "metrics.port is also probes.port")
+        #expect(GatewayConfigurationTests.error { $0["metrics"] = ["unix": "/run/m.sock", "mode": "0666"] }?.hasPrefix("metrics.mode 0666 lets others connect") == true)
+    }
+
     @Test func noTwoListenersShareAPortOrASocket() {
         // SO_REUSEPORT would let both bind, and split the port's connections between them.
         #expect(GatewayConfigurationTests.error { $0["probes"] = ["host": "0.0.0.0", "port": 8081] } == "probes.port is also admin.port")

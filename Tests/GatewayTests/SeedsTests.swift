@@ -370,16 +370,16 @@ import TestSupport
             var r = try await stack.admin("GET", "/metrics")
             let counted = try await eventually {
                 r = try await stack.admin("GET", "/metrics")
-                return r.text.contains(#"authgate_request_duration_seconds_count{route="authenticated"} 3"#)
+                return r.text.contains(#"authgate_request_duration_seconds_count{route_kind="authenticated"} 3"#)
             }
             #expect(counted, "the third authenticated request was counted")
             #expect(r.header("content-type")?.hasPrefix("text/plain; version=0.0.4") == true)
             let lines = Set(r.text.split(separator: "\n").map(String.init))
             for expected in [
-                #"authgate_requests_total{route="public",status_class="2xx"} 1"#,
-                #"authgate_requests_total{route="authenticated",status_class="2xx"} 1"#,
-                #"authgate_requests_total{route="authenticated",status_class="4xx"} 2"#,
-                #"authgate_request_duration_seconds_count{route="authenticated"} 3"#,
+                #"authgate_requests_total{route_kind="public",status_class="2xx"} 1"#,
+                #"authgate_requests_total{route_kind="authenticated",status_class="2xx"} 1"#,
+                #"authgate_requests_total{route_kind="authenticated",status_class="4xx"} 2"#,
+                #"authgate_request_duration_seconds_count{route_kind="authenticated"} 3"#,
                 #"authgate_refreshes_total{session="default",outcome="success"} 1"#,
                 #"authgate_refreshes_total{session="default",outcome="terminal"} 1"#,
                 #"authgate_refreshes_total{session="default",outcome="transient"} 0"#,
@@ -391,7 +391,7 @@ import TestSupport
             ] {
                 #expect(lines.contains(expected), "\(expected)\n\(r.text)")
             }
-            #expect(lines.contains { $0.hasPrefix(#"authgate_request_duration_seconds_bucket{route="public",le="0.001"}"#) })
+            #expect(lines.contains { $0.hasPrefix(#"authgate_request_duration_seconds_bucket{route_kind="public",le="0.001"}"#) })
             #expect(!r.text.contains("alice"), "no subject in a label")
         }
     }

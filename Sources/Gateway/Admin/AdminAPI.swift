@@ -18,20 +18,26 @@ public final class AdminAPI: HTTPResponder {
         public var heartbeat: Duration
         /// Largest login body accepted.
         public var maxBodyBytes: Int
+        /// What the SSE event ids of this run start from (``EventIDs``).
+        public var eventIDs: EventIDs
 
-        /// Creates settings.
-        public init(adminToken: String?, heartbeat: Duration = .seconds(15), maxBodyBytes: Int = 64 * 1024) {
+        /// Creates settings; event ids start from the wall clock, in microseconds, unless given.
+        public init(
+            adminToken: String?, heartbeat: Duration = .seconds(15), maxBodyBytes: Int = 64 * 1024,
+            eventIDs: EventIDs = EventIDs()
+        ) {
             self.adminToken = adminToken
             self.heartbeat = heartbeat
             self.maxBodyBytes = maxBodyBytes
+            self.eventIDs = eventIDs
         }
     }
 
     let configuration: Configuration
     let sessions: [String: GatewaySession]
-    let metrics: GatewayMetrics
     let readiness: Readiness
-    let processGauges: @Sendable () -> GatewayMetrics.ProcessGauges
+    /// `GET /metrics`, which the metrics listener (when configured) serves too.
+    public let metricsEndpoint: MetricsEndpoint
     /// The tasks serving admin requests and event streams (shutdown waits for them).
     public let tasks = TaskTracker()
 
@@ -42,9 +48,9 @@ public final class AdminAPI: HTTPResponder {
     ) {
         self.configuration = configuration
         self.sessions = sessions
-        self.metrics = metrics
         self.readiness = readiness
-        self.processGauges = processGauges
+        self.metricsEndpoint = MetricsEndpoint(
+            sessions: Array(sessions.values), metrics: metrics, processGauges: processGauges)
     }
 
     /// The session document of `session`, now.
@@ -133,20 +139,7 @@ public final class AdminAPI: HTTPResponder {
             guard let session = addressedSession(query, writer) else { return }
             streamEvents(session, request, resumingAfter: query["last_event_id"].flatMap(AdminRoute.lastEventID), writer)
         case .metrics:
-            tasks.start(on: request.loop) {
-                var states: [GatewayMetrics.SessionGauges] = []
-                for session in self.sessions.values {
-                    states.append(
-                        .init(
-                            name: session.name, refreshing: await session.actor.isRefreshing,
-                            loggedIn: await session.actor.status.isLoggedIn,
-                            unsavedCredentials: session.actor.holdsUnsavedCredentials))
-                }
-                let text = self.metrics.render(sessions: states, process: self.processGauges())
-                var h = HTTPHeaders()
-                h.add(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
-                writer.respond(status: 200, headers: h, body: Array(text.utf8))
-            }
+            tasks.start(on: request.loop) { await self.metricsEndpoint.respond(writer) }
         }
     }
 

@@ -5,9 +5,12 @@ import Foundation
 /// `at` and the members of its kind. Holds no token.
 struct EventDocument: Encodable, Sendable {
     let record: AuthEventRecord
+    /// The id the client sees (``EventIDs/sseID(_:)``); the record's own by default.
+    let id: UInt64
 
-    init(_ record: AuthEventRecord) {
+    init(_ record: AuthEventRecord, id: UInt64? = nil) {
         self.record = record
+        self.id = id ?? record.id
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -17,7 +20,7 @@ struct EventDocument: Encodable, Sendable {
 
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(record.id, forKey: .id)
+        try c.encode(id, forKey: .id)
         try c.encode(record.event.name, forKey: .type)
         try c.encode(AdminJSON.rfc3339(record.timestamp), forKey: .at)
         switch record.event {

@@ -101,9 +101,11 @@ extension GatewayConfiguration {
         }
     }
 
-    /// Every configured listener with its field name: `proxy`, `admin`, then `probes` when set.
+    /// Every configured listener with its field name: `proxy`, `admin`, then `probes` and
+    /// `metrics` when set.
     public var listeners: [(field: String, listener: Listener)] {
         [("proxy", proxy), ("admin", admin)] + (probes.map { [("probes", $0)] } ?? [])
+            + (metrics.map { [("metrics", $0)] } ?? [])
     }
 
     /// Checks what ``validate()`` cannot without the file system: the directory of every

@@ -117,7 +117,7 @@ extension GatewayConfiguration {
         if proxy.unix != nil {
             throw ConfigurationError(
                 "proxy.unix is not supported: the proxy listens on TCP (host and port), on every loop; "
-                    + "only admin and probes may use a Unix socket")
+                    + "only admin, probes and metrics may use a Unix socket")
         }
         var seen: [String: String] = [:]
         for (field, listener) in listeners {

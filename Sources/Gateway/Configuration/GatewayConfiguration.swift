@@ -106,6 +106,10 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     /// probes that cannot reach the admin API (the kubelet's, when the admin API is on a Unix
     /// socket or on loopback). It never looks at an admin token.
     public var probes: Listener?
+    /// An optional listener that answers only `GET`/`HEAD` `/metrics`, without the admin
+    /// token, for scrapers (which rarely carry a bearer token). The metrics stay on the admin
+    /// API too, behind the token.
+    public var metrics: Listener?
     /// A file holding the admin token.
     public var adminTokenFile: String?
     /// Must be true to run the admin API without a token.

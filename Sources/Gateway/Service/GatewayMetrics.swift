@@ -1,6 +1,8 @@
+public import AuthCore
 import CoreMetrics
 import Locking
 public import Prometheus
+import Runtime
 
 /// The gateway's metrics: swift-metrics instruments on a Prometheus registry of its own,
 /// rendered as Prometheus text by `GET /metrics`.
@@ -9,27 +11,46 @@ public import Prometheus
 /// one process (as in the tests) never mix their counts. The session's own instruments
 /// (refreshes, logouts, store failures) are made by the `AuthActor` with ``factory``.
 ///
-/// Labels are fixed small sets (route kind, status class, outcome, reason), never a path, a
-/// subject or a token.
+/// Labels are fixed small sets (route kind, status class, outcome, reason, session name),
+/// never a path, a subject or a token. Every counter whose label values are known in
+/// advance exists from the start at 0, so `rate()` and `increase()` see its first event;
+/// every family has `# HELP` text (``helpTexts``).
 public final class GatewayMetrics: Sendable {
     /// The registry `/metrics` renders.
     public let registry: PrometheusCollectorRegistry
     /// The swift-metrics factory over ``registry``; give it to the `AuthActor`.
     public let factory: PrometheusMetricsFactory
 
-    /// Request latency buckets, 1 ms to 10 s.
+    /// Request latency buckets, 1 ms to 120 s: past the default upstream timeout (60 s) and
+    /// queue timeout (30 s), so a slow request lands in a bucket of its own, not in `+Inf`.
     static let latencyBuckets: [Duration] = [
         .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10), .milliseconds(25),
         .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
-        .milliseconds(2500), .seconds(5), .seconds(10),
+        .milliseconds(2500), .seconds(5), .seconds(10), .seconds(30), .seconds(60), .seconds(120),
     ]
+    /// The values of the `route_kind` label.
     static let kinds = ["public", "authenticated"]
-    static let classes = ["1xx", "2xx", "3xx", "4xx", "5xx", "client_gone"]
+    /// The values of the `status_class` label.
+    static let classes = ["1xx", "2xx", "3xx", "4xx", "5xx"]
+    /// The status the proxy reports for a request whose client went away before the answer
+    /// (nginx's 499): counted in `authgate_requests_abandoned_total`, not as a status class.
+    public static let clientGoneStatus = 499
+    /// The values of `authgate_replays_total`'s `outcome` label.
+    public static let replayOutcomes = ["replayed", "refresh_failed"] + ReplayRule.PassReason.allCases.map(\.rawValue)
+    /// The values of `authgate_logouts_total`'s `reason` label (``AuthCore/LogoutReason/code``).
+    public static let logoutReasons: [String] = [
+        LogoutReason.userInitiated, .refreshRejected(code: ""), .expiredWithoutRefreshToken, .replacedByLogin,
+        .tokensMissing, .userInfoRejected(status: 0),
+    ].map(\.code)
+    /// The values of `authgate_upstream_failures_total`'s `kind` label.
+    public static let upstreamFailureKinds = RuntimeError.Code.all.filter(\.isUpstream).map(\.description)
 
     private let requests: [[CoreMetrics.Counter]]  // [kind][class], indexed as `kinds` and `classes`
+    private let abandoned: [CoreMetrics.Counter]  // [kind]
     private let latency: [CoreMetrics.Timer]  // [kind]
     private let openConnections: CoreMetrics.Gauge
-    private let stateFreeBytes: CoreMetrics.Gauge
+    /// Registered only while the free space is known (a -1 would read as a full disk).
+    private let stateFreeBytes = Locked<Prometheus.Gauge?>(nil)
     private let bufferedBytes: CoreMetrics.Gauge
     private let queueWaiting: CoreMetrics.Gauge
     private let phases: [CoreMetrics.Timer]  // indexed as `AuthenticatedExchange.Phase.allCases`
@@ -75,8 +96,9 @@ public final class GatewayMetrics: Sendable {
         }
     }
 
-    /// Creates an empty registry with the gateway's instruments.
-    public init() {
+    /// Creates a registry with the gateway's instruments, the counters of `sessions` among
+    /// them, each at 0.
+    public init(sessions: [String] = ["default"]) {
         registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.durationHistogramBuckets["authgate_request_duration_seconds"] = Self.latencyBuckets
@@ -85,18 +107,36 @@ public final class GatewayMetrics: Sendable {
         requests = Self.kinds.map { kind in
             Self.classes.map { cls in
                 CoreMetrics.Counter(
-                    label: "authgate_requests_total", dimensions: [("route", kind), ("status_class", cls)], factory: factory)
+                    label: "authgate_requests_total", dimensions: [("route_kind", kind), ("status_class", cls)],
+                    factory: factory)
             }
         }
+        abandoned = Self.kinds.map { kind in
+            CoreMetrics.Counter(label: "authgate_requests_abandoned_total", dimensions: [("route_kind", kind)], factory: factory)
+        }
         latency = Self.kinds.map { kind in
-            CoreMetrics.Timer(label: "authgate_request_duration_seconds", dimensions: [("route", kind)], factory: factory)
+            CoreMetrics.Timer(label: "authgate_request_duration_seconds", dimensions: [("route_kind", kind)], factory: factory)
         }
         openConnections = CoreMetrics.Gauge(label: "authgate_open_connections", factory: factory)
-        stateFreeBytes = CoreMetrics.Gauge(label: "authgate_state_directory_free_bytes", factory: factory)
         bufferedBytes = CoreMetrics.Gauge(label: "authgate_buffered_request_bytes", factory: factory)
         queueWaiting = CoreMetrics.Gauge(label: "authgate_upstream_queue_waiting", factory: factory)
         phases = AuthenticatedExchange.Phase.allCases.map {
             CoreMetrics.Timer(label: "authgate_exchange_phase_seconds", dimensions: [("phase", $0.rawValue)], factory: factory)
+        }
+        // The counters the sessions and the upstreams will count, at 0 until they do. The
+        // `AuthActor` makes its refresh and store-failure counters itself, at 0 too.
+        for kind in Self.upstreamFailureKinds {
+            _ = CoreMetrics.Counter(label: "authgate_upstream_failures_total", dimensions: [("kind", kind)], factory: factory)
+        }
+        for session in sessions {
+            for outcome in Self.replayOutcomes {
+                _ = CoreMetrics.Counter(
+                    label: "authgate_replays_total", dimensions: [("session", session), ("outcome", outcome)], factory: factory)
+            }
+            for reason in Self.logoutReasons {
+                _ = CoreMetrics.Counter(
+                    label: "authgate_logouts_total", dimensions: [("session", session), ("reason", reason)], factory: factory)
+            }
         }
     }
 
@@ -106,12 +146,23 @@ public final class GatewayMetrics: Sendable {
         phases[AuthenticatedExchange.Phase.allCases.firstIndex(of: phase)!].record(duration: duration)
     }
 
-    /// One proxied request: its route kind (`public`/`authenticated`), final status and duration.
+    /// One proxied request: its route kind (`public`/`authenticated`), final status and
+    /// duration. A request whose client went away (``clientGoneStatus``) counts as abandoned,
+    /// with no status class and no duration.
     public func request(kind: String, status: Int, duration: Duration) {
         guard let k = Self.kinds.firstIndex(of: kind) else { return }
-        let cls = status == 499 ? Self.classes.count - 1 : max(1, min(5, status / 100)) - 1
-        requests[k][cls].increment()
+        if status == Self.clientGoneStatus {
+            abandoned[k].increment()
+            return
+        }
+        requests[k][Self.statusClassIndex(status)].increment()
         latency[k].record(duration: duration)
+    }
+
+    /// The index in ``classes`` of `status`'s class; a status outside 100–599 (none is
+    /// sent) counts with the nearest class.
+    static func statusClassIndex(_ status: Int) -> Int {
+        max(1, min(5, status / 100)) - 1
     }
 
     /// A refresh-and-replay of a request on `session`'s route: `replayed`, `refresh_failed`,
@@ -128,10 +179,10 @@ public final class GatewayMetrics: Sendable {
         CoreMetrics.Counter(label: "authgate_upstream_failures_total", dimensions: [("kind", kind)], factory: factory).increment()
     }
 
-    /// The Prometheus text exposition (version 0.0.4), with the gauges read now:
-    /// `authgate_refreshes_in_flight{session}`, `authgate_session_logged_in{session}`,
+    /// The Prometheus text exposition (version 0.0.4), with `# HELP` lines and the gauges
+    /// read now: `authgate_refreshes_in_flight{session}`, `authgate_session_logged_in{session}`,
     /// `authgate_unsaved_credentials{session}`, `authgate_open_connections`,
-    /// `authgate_state_directory_free_bytes` (-1: unknown) and
+    /// `authgate_state_directory_free_bytes` (absent while unknown) and
     /// `authgate_buffered_request_bytes` (request bodies held in memory, all listeners) and
     /// `authgate_upstream_queue_waiting` (requests waiting for a route's `maxInFlight` slot).
     public func render(sessions: [SessionGauges], process: ProcessGauges) -> String {
@@ -144,9 +195,18 @@ public final class GatewayMetrics: Sendable {
                 .record(s.unsavedCredentials ? 1 : 0)
         }
         openConnections.record(process.proxyConnections)
-        stateFreeBytes.record(process.stateDirectoryFreeBytes ?? -1)
+        stateFreeBytes.withLock { gauge in
+            if let free = process.stateDirectoryFreeBytes {
+                let g = gauge ?? registry.makeGauge(name: "authgate_state_directory_free_bytes")
+                g.set(Double(free))
+                gauge = g
+            } else if let g = gauge {
+                registry.unregisterGauge(g)
+                gauge = nil
+            }
+        }
         bufferedBytes.record(process.bufferedRequestBytes)
         queueWaiting.record(process.upstreamQueueWaiting)
-        return registry.emitToString()
+        return Self.withHelp(registry.emitToString())
     }
 }

@@ -43,6 +43,8 @@ public final class GatewayService: Sendable {
     public let adminServer: HTTPServer
     /// The probe listener (`/livez`, `/readyz` only), when configured.
     public let probeServer: HTTPServer?
+    /// The metrics listener (`/metrics` only, no admin token), when configured.
+    public let metricsServer: HTTPServer?
     /// Every session by name; `default` is always there.
     public let sessions: [String: GatewaySession]
     /// The metrics every part reports to (served at `/metrics`).
@@ -63,7 +65,7 @@ public final class GatewayService: Sendable {
 
     private init(
         group: EventLoopGroup, proxyServer: HTTPServer, adminServer: HTTPServer, probeServer: HTTPServer?,
-        sessions: [String: GatewaySession],
+        metricsServer: HTTPServer?, sessions: [String: GatewaySession],
         metrics: GatewayMetrics, readiness: Readiness, stores: GatewayStores, eventTasks: [Task<Void, Never>],
         proxyTasks: TaskTracker, adminTasks: TaskTracker, logger: Logger
     ) {
@@ -75,6 +77,7 @@ public final class GatewayService: Sendable {
         self.proxyServer = proxyServer
         self.adminServer = adminServer
         self.probeServer = probeServer
+        self.metricsServer = metricsServer
         self.sessions = sessions
         self.metrics = metrics
         self.readiness = readiness
@@ -106,6 +109,7 @@ public final class GatewayService: Sendable {
         let proxyAddress = try c.proxy.address(at: "proxy")
         let adminAddress = try c.admin.address(at: "admin")
         let probeAddress = try c.probes?.address(at: "probes")
+        let metricsAddress = try c.metrics?.address(at: "metrics")
         try c.checkListenerDirectories()
         var upstreamConfig = UpstreamClientConfiguration()
         upstreamConfig.caFile = c.caFile
@@ -133,7 +137,7 @@ public final class GatewayService: Sendable {
         }
         if let s = c.refreshJitterSeconds { sessionConfig.jitter = .seconds(s) }
         if let n = c.refreshLoopLimit { sessionConfig.refreshWindow.maximumAttempts = n }
-        let metrics = GatewayMetrics()
+        let metrics = GatewayMetrics(sessions: c.allSessions.map(\.name))
         var sessions: [String: GatewaySession] = [:]
         for s in c.allSessions {
             let field = s.name == GatewayConfiguration.defaultSession ? "authorization" : "sessions[\(s.name)].authorization"
@@ -221,7 +225,12 @@ public final class GatewayService: Sendable {
         let probeServer = probeAddress.map {
             HTTPServer(
                 configuration: HTTPServerConfiguration(address: $0, maxConnections: 1_024), group: group,
-                responder: ProbeAPI(readiness: readiness))
+                responder: TokenFreeAPI(.probes(readiness)))
+        }
+        let metricsServer = metricsAddress.map {
+            HTTPServer(
+                configuration: HTTPServerConfiguration(address: $0, maxConnections: 1_024), group: group,
+                responder: TokenFreeAPI(.metrics(admin.metricsEndpoint)))
         }
         do {
             // The admin listener first: a second instance over the same admin socket stops
@@ -230,9 +239,11 @@ public final class GatewayService: Sendable {
             try adminServer.start()
             try proxyServer.start()
             try probeServer?.start()
+            try metricsServer?.start()
         } catch {
             proxyServer.shutdown(grace: .zero)
             adminServer.shutdown(grace: .zero)
+            probeServer?.shutdown(grace: .zero)
             for s in sessions.values { s.actor.events.finish() }
             for t in eventTasks { await t.value }
             await stores.close()
@@ -243,11 +254,13 @@ public final class GatewayService: Sendable {
             "proxy.port": "\(proxyServer.port)", "admin.port": "\(adminServer.port)", "loops": "\(group.loops.count)",
         ]
         if let probeServer { listening["probes.address"] = "\(probeServer.address)" }
+        if let metricsServer { listening["metrics.address"] = "\(metricsServer.address)" }
         logger.info("listening", metadata: listening)
         return GatewayService(
-            group: group, proxyServer: proxyServer, adminServer: adminServer, probeServer: probeServer, sessions: sessions,
-            metrics: metrics,
-            readiness: readiness, stores: stores, eventTasks: eventTasks, proxyTasks: proxyResponder.tasks, adminTasks: admin.tasks,
+            group: group, proxyServer: proxyServer, adminServer: adminServer, probeServer: probeServer,
+            metricsServer: metricsServer, sessions: sessions, metrics: metrics,
+            readiness: readiness, stores: stores, eventTasks: eventTasks, proxyTasks: proxyResponder.tasks,
+            adminTasks: admin.tasks,
             logger: logger)
     }
 
@@ -271,11 +284,13 @@ public final class GatewayService: Sendable {
         let proxy = proxyServer
         let admin = adminServer
         let probes = probeServer
+        let scrapes = metricsServer
         let group = group
         await Self.onThread {
             // Closing the admin listener removes its socket file, when it is a Unix socket.
             admin.shutdown(grace: .zero)
             probes?.shutdown(grace: .zero)
+            scrapes?.shutdown(grace: .zero)
             proxy.shutdown(grace: grace)
         }
         // End every subscription to the sessions (SSE streams, the user-info followers),

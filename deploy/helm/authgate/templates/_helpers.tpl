@@ -39,18 +39,17 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s/admin.sock" (trimSuffix "/" .Values.authgate.admin.socketDirectory) }}
 {{- end }}
 
-{{/* The AuthGate configuration: values.config with the fields that follow from the pod.
-Refuses what cannot work: a ServiceMonitor without a TCP admin API on 0.0.0.0. */}}
+{{/* Whether the metrics listener is on: asked for, or needed by the ServiceMonitor. */}}
+{{- define "authgate.metricsEnabled" -}}
+{{- if or .Values.authgate.metrics.enabled .Values.serviceMonitor.enabled }}true{{- end }}
+{{- end }}
+
+{{/* The AuthGate configuration: values.config with the fields that follow from the pod. */}}
 {{- define "authgate.configuration" -}}
 {{- $v := .Values }}
-{{- range $field := list "proxy" "admin" "probes" "adminTokenFile" "adminTokenDisabled" "stateDirectory" "keyFile" "createKey" }}
+{{- range $field := list "proxy" "admin" "probes" "metrics" "adminTokenFile" "adminTokenDisabled" "stateDirectory" "keyFile" "createKey" }}
 {{- if hasKey $v.config $field }}
 {{- fail (printf "config.%s is set by the chart; remove it from the values" $field) }}
-{{- end }}
-{{- end }}
-{{- if $v.serviceMonitor.enabled }}
-{{- if or (ne $v.authgate.admin.listener "tcp") (ne $v.authgate.admin.host "0.0.0.0") }}
-{{- fail "serviceMonitor.enabled needs authgate.admin.listener tcp and authgate.admin.host 0.0.0.0: /metrics is on the admin API" }}
 {{- end }}
 {{- end }}
 {{- $c := deepCopy $v.config }}
@@ -69,6 +68,9 @@ Refuses what cannot work: a ServiceMonitor without a TCP admin API on 0.0.0.0. *
 {{- $_ := set $c "admin" (dict "host" $v.authgate.admin.host "port" $v.authgate.admin.port) }}
 {{- end }}
 {{- $_ := set $c "probes" (dict "host" "0.0.0.0" "port" $v.authgate.probes.port) }}
+{{- if include "authgate.metricsEnabled" . }}
+{{- $_ := set $c "metrics" (dict "host" "0.0.0.0" "port" $v.authgate.metrics.port) }}
+{{- end }}
 {{- $_ := set $c "adminTokenFile" (printf "%s/admin-token" (include "authgate.secretsPath" .)) }}
 {{- $_ := set $c "stateDirectory" (printf "%s/state" (trimSuffix "/" $v.state.mountPath)) }}
 {{- toPrettyJson $c }}

@@ -1,0 +1,58 @@
+import ArgumentParser
+import Foundation
+import Gateway
+import Glibc
+
+/// `authgate events`: the session's events as they come, one line each (`--json`: each
+/// event's JSON document), through dropped connections and gateway restarts; Ctrl-C ends it
+/// with status 0.
+struct Events: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Follow the session's events (GET /auth/events) until Ctrl-C, one line each.",
+        discussion: """
+            The first line is the session's state now; then one line per event as it happens. \
+            When the connection drops or the gateway restarts, it reconnects and resumes after \
+            the last event shown (Last-Event-ID), so no event the gateway still holds is lost \
+            or shown twice; notices about the connection go to standard error.
+            """)
+    @OptionGroup var options: AdminOptions
+    @Flag(help: "Print each event's JSON document (the SSE data), one a line.") var json = false
+    @Option(help: "Resume after this event id instead of starting from the state now.") var lastEventID: String?
+
+    func validate() throws {
+        if let id = lastEventID, id.isEmpty || !id.utf8.allSatisfy({ (0x30...0x39).contains($0) }) || UInt64(id) == nil {
+            throw ValidationError("--last-event-id must be an event id: decimal digits")
+        }
+    }
+
+    func run() throws {
+        // Blocked in every thread before any starts: the thread below takes them with sigwait.
+        let signals = SignalWaiter(SIGINT, SIGTERM)
+        let stream = AdminEventStream(endpoint: try options.endpoint(), token: try options.token())
+        let path = try options.addressed("/auth/events")
+        let session = options.session ?? GatewayConfiguration.defaultSession
+        let json = json
+        let follow = Task.detached { [lastEventID] in
+            try await stream.follow(path: path, lastEventID: lastEventID) { message in
+                let line = json ? message.data : EventLine.format(event: message.event, data: message.data, session: session)
+                // One write per line, unbuffered: a pipe sees each event as it happens.
+                FileHandle.standardOutput.write(Data((line + "\n").utf8))
+            } notice: { text in
+                FileHandle.standardError.write(Data("authgate events: \(text)\n".utf8))
+            }
+        }
+        Thread.detachNewThread {
+            _ = signals.wait()
+            follow.cancel()
+        }
+        do {
+            try runBlocking { try await follow.value }
+        } catch let refused as AdminEventStream.Refused {
+            FileHandle.standardError.write(Data("authgate events: \(refused)\n".utf8))
+            throw ExitCode(1)
+        } catch let unreachable as AdminEventStream.Unreachable {
+            FileHandle.standardError.write(Data("authgate events: \(unreachable) (\(options.admin))\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}

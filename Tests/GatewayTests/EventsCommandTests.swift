@@ -1,0 +1,215 @@
+import Foundation
+import Gateway
+import Glibc
+import TestSupport
+import Testing
+
+/// `authgate events` and `authgate status` as real processes against `authgate serve`, a
+/// real process too, in front of the fake authorization server and API of a `Stack`.
+@Suite(.serialized) struct EventsCommandTests {
+    /// A scratch directory with `authgate serve`'s configuration and secret files, its
+    /// admin API on a fixed loopback port (so that a restart listens where it did).
+    struct Served {
+        let root: String
+        let config: String
+        let adminPort: Int
+        let tokenFile: String
+
+        init(_ stack: Stack) throws {
+            root = FileManager.default.temporaryDirectory.appendingPathComponent("ag-events-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(
+                atPath: root + "/state", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            tokenFile = root + "/admin-token"
+            try Data((Stack.adminToken + "\n").utf8).write(to: URL(fileURLWithPath: tokenFile))
+            try Data("s3cret".utf8).write(to: URL(fileURLWithPath: root + "/client-secret"))
+            adminPort = try Self.freePort()
+            var c = stack.configuration
+            c.admin = .init(host: "127.0.0.1", port: adminPort)
+            c.adminTokenFile = tokenFile
+            c.authorization.clientSecretFile = root + "/client-secret"
+            c.stateDirectory = root + "/state"
+            c.keyFile = root + "/state/store.key"
+            c.loops = 1
+            config = root + "/authgate.json"
+            try JSONEncoder().encode(c).write(to: URL(fileURLWithPath: config))
+        }
+
+        /// A port nothing listens on now.
+        static func freePort() throws -> Int {
+            let relay = try TCPRelay(to: 1)
+            defer { relay.close() }
+            return relay.port
+        }
+
+        /// Starts `authgate serve` and waits until its admin API answers `/readyz` 200.
+        func serve() async throws -> ChildProcess {
+            let child = try ChildProcess(["serve", "--config", config, "--log-level", "warning"])
+            let ready = await eventually {
+                (try? await onThread { try Stack.request(port: adminPort, "GET", "/readyz", headers: [], body: "") })?.status == 200
+            }
+            if !ready {
+                child.stop()
+                throw NotReady(errors: child.errors)
+            }
+            return child
+        }
+
+        struct NotReady: Error { var errors: String }
+
+        /// An admin API call with the token.
+        func admin(_ method: String, _ path: String, json: String = "") async throws -> TestResponse {
+            var headers = ["Authorization: Bearer \(Stack.adminToken)"]
+            if !json.isEmpty { headers.append("Content-Type: application/json") }
+            return try await onThread { [adminPort, headers] in
+                try Stack.request(port: adminPort, method, path, headers: headers, body: json)
+            }
+        }
+
+        func login() async throws {
+            let r = try await admin("POST", "/auth/login", json: #"{"grant_type":"password","username":"alice","password":"wonderland"}"#)
+            #expect(r.status == 200, "\(r.text)")
+        }
+
+        func remove() { try? FileManager.default.removeItem(atPath: root) }
+    }
+
+    /// The `--json` lines so far, decoded: (id, type, generation).
+    static func events(_ child: ChildProcess) -> [(id: UInt64, type: String, generation: UInt64?)] {
+        child.lines.compactMap { line in
+            guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                let id = (o["id"] as? NSNumber)?.uint64Value, let type = o["type"] as? String
+            else { return nil }
+            return (id, type, (o["generation"] as? NSNumber)?.uint64Value)
+        }
+    }
+
+    func withServed(_ body: (Stack, Served) async throws -> Void) async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ChildProcess.binary), "build the authgate product first")
+        try await Stack.run { stack in
+            let served = try Served(stack)
+            defer { served.remove() }
+            try await body(stack, served)
+        }
+    }
+
+    @Test func eventsResumeAfterACutConnectionWithNothingLostOrRepeated() async throws {
+        try await withServed { stack, served in
+            let gateway = try await served.serve()
+            defer { gateway.stop() }
+            let relay = try TCPRelay(to: served.adminPort)
+            defer { relay.close() }
+            let events = try ChildProcess(
+                ["events", "--admin", "http://127.0.0.1:\(relay.port)", "--json"],
+                environment: ["AUTHGATE_ADMIN_TOKEN": Stack.adminToken])
+            defer { events.stop() }
+            #expect(await eventually { Self.events(events).map(\.type) == ["state"] }, "\(events.output)\(events.errors)")
+            try await served.login()
+            #expect(await eventually { Self.events(events).map(\.type) == ["state", "logged_in"] }, "\(events.output)")
+            // The connection is cut and, while the client cannot reconnect, two refreshes
+            // happen: it must get both once it is back, after the login it saw, and once.
+            relay.refuse(true)
+            relay.cut()
+            #expect(await eventually { events.errors.contains("connection lost") }, "\(events.errors)")
+            for _ in 0..<2 { #expect(try await served.admin("POST", "/auth/refresh").status == 200) }
+            relay.refuse(false)
+            #expect(
+                await eventually { Self.events(events).count >= 4 }, "\(events.output)\n\(events.errors)")
+            try await served.admin("POST", "/auth/logout")
+            #expect(await eventually { Self.events(events).count >= 5 }, "\(events.output)")
+            let seen = Self.events(events)
+            #expect(seen.map(\.type) == ["state", "logged_in", "refreshed", "refreshed", "logged_out"], "\(events.output)")
+            #expect(seen.compactMap(\.generation) == [2, 3])
+            #expect(zip(seen.dropFirst(), seen.dropFirst(2)).allSatisfy { $0.id + 1 == $1.id }, "consecutive ids: \(seen)")
+            #expect(events.errors.contains("reconnected, resuming after event \(seen[1].id)"), "\(events.errors)")
+            // Ctrl-C: status 0, nothing but the connection notices on standard error.
+            events.signal(SIGINT)
+            #expect(await events.wait() == 0)
+            #expect(!events.errors.contains("Fatal") && !events.errors.contains("Stack dump"), "\(events.errors)")
+            #expect(!events.output.contains(Stack.adminToken) && !events.errors.contains(Stack.adminToken))
+        }
+    }
+
+    @Test func eventsFollowTheGatewayThroughARestart() async throws {
+        try await withServed { stack, served in
+            var gateway = try await served.serve()
+            let relay = try TCPRelay(to: served.adminPort)
+            defer { relay.close() }
+            let events = try ChildProcess(
+                ["events", "--admin", "http://127.0.0.1:\(relay.port)"], environment: ["AUTHGATE_ADMIN_TOKEN": Stack.adminToken])
+            defer { events.stop() }
+            #expect(await eventually { events.lines.count == 1 }, "\(events.output)\(events.errors)")
+            try await served.login()
+            #expect(await eventually { events.lines.count == 2 }, "\(events.output)")
+            // The gateway stops (SIGTERM) and starts again over the same state directory,
+            // and has more events (two refreshes) than the last run had by the time the client
+            // is back: the client is told the state now, once, not this run's events from
+            // the place its Last-Event-ID of the last run would point at.
+            relay.refuse(true)
+            gateway.signal(SIGTERM)
+            #expect(await gateway.wait() == 0)
+            gateway = try await served.serve()
+            defer { gateway.stop() }
+            for _ in 0..<2 { #expect(try await served.admin("POST", "/auth/refresh").status == 200) }
+            relay.refuse(false)
+            #expect(await eventually { events.lines.count == 3 }, "\(events.output)\n\(events.errors)")
+            try await served.admin("POST", "/auth/logout")
+            #expect(await eventually { events.lines.count == 4 }, "\(events.output)")
+            let lines = events.lines
+            #expect(lines[0].hasSuffix("[default] state: logged_out"), "\(lines)")
+            #expect(lines[1].contains("[default] logged_in: as alice, token generation 1, expires "), "\(lines)")
+            #expect(lines[2].contains("[default] state: logged_in as alice, token generation 3"), "\(lines)")
+            #expect(lines[3].contains("[default] logged_out: user_initiated"), "\(lines)")
+            #expect(events.errors.contains("connection lost"), "\(events.errors)")
+            events.signal(SIGTERM)
+            #expect(await events.wait() == 0)
+        }
+    }
+
+    @Test func eventsStopWithStatus1WhenTheAdminAPIRefusesThem() async throws {
+        try await withServed { stack, served in
+            let gateway = try await served.serve()
+            defer { gateway.stop() }
+            let wrong = try ChildProcess(
+                ["events", "--admin", "http://127.0.0.1:\(served.adminPort)"], environment: ["AUTHGATE_ADMIN_TOKEN": "not-the-token"])
+            #expect(await wrong.wait() == 1)
+            #expect(wrong.errors.contains("401") && wrong.errors.contains("admin-token-required"), "\(wrong.errors)")
+            #expect(!wrong.errors.contains("not-the-token"))
+            let unknown = try ChildProcess(
+                ["events", "--admin", "http://127.0.0.1:\(served.adminPort)", "--session", "nope", "--token-file", served.tokenFile])
+            #expect(await unknown.wait() == 1)
+            #expect(unknown.errors.contains("unknown-session"), "\(unknown.errors)")
+            let nowhere = try ChildProcess(
+                ["events", "--admin", "http://127.0.0.1:\(try Served.freePort())", "--token-file", served.tokenFile])
+            #expect(await nowhere.wait() == 1)
+            #expect(nowhere.errors.contains("the admin API cannot be reached"), "\(nowhere.errors)")
+            let bad = try ChildProcess(["events", "--last-event-id", "x1"])
+            #expect(await bad.wait() == 64)
+            #expect(bad.errors.contains("--last-event-id must be an event id"), "\(bad.errors)")
+        }
+    }
+
+    @Test func statusIsASummaryForPeopleAndJSONForScripts() async throws {
+        try await withServed { stack, served in
+            let gateway = try await served.serve()
+            defer { gateway.stop() }
+            let admin = ["--admin", "http://127.0.0.1:\(served.adminPort)", "--token-file", served.tokenFile]
+            let out = try ChildProcess(["status"] + admin)
+            #expect(await out.wait() == 0)
+            #expect(out.output.hasPrefix("session default: logged out\n"), "\(out.output)")
+            try await served.login()
+            let human = try ChildProcess(["status"] + admin)
+            #expect(await human.wait() == 0)
+            let lines = human.lines
+            #expect(lines.first == "session default: logged in as alice", "\(human.output)")
+            #expect(lines.contains { $0.hasPrefix("  token:      generation 1, expires ") && ($0.hasSuffix(" (in 60 min)") || $0.hasSuffix(" (in 59 min)")) }, "\(human.output)")
+            let json = try ChildProcess(["status", "--json"] + admin)
+            #expect(await json.wait() == 0)
+            let document = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any]
+            #expect(document?["state"] as? String == "logged_in")
+            #expect(document?["subject"] as? String == "alice")
+            let wrong = try ChildProcess(["status", "--admin", "http://127.0.0.1:\(served.adminPort)"], environment: ["AUTHGATE_ADMIN_TOKEN": "x"])
+            #expect(await wrong.wait() == 1)
+            #expect(wrong.output.contains("admin-token-required"))
+        }
+    }
+}

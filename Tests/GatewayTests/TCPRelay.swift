@@ -1,0 +1,107 @@
+import Foundation
+import Glibc
+import Locking
+import TestSupport
+
+/// A loopback TCP relay in front of a port, whose connections a test can cut (as a proxy
+/// or a network would) and whose new connections it can refuse for a while.
+final class TCPRelay: Sendable {
+    let port: Int
+    private let target: Int
+    private let listener: Int32
+    private let open = Locked<Set<Int32>>([])
+    private let refusing = Locked(false)
+
+    init(to target: Int) throws {
+        self.target = target
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = Self.loopback(port: 0)
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 16) == 0 else {
+            Glibc.close(fd)
+            throw RawClient.ClientError.socket(errno)
+        }
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
+        listener = fd
+        port = Int(UInt16(bigEndian: addr.sin_port))
+        Thread.detachNewThread { [self] in accepting() }
+    }
+
+    static func loopback(port: Int) -> sockaddr_in {
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = UInt16(port).bigEndian
+        return addr
+    }
+
+    /// Closes every relayed connection, both ways; the relay keeps listening.
+    func cut() {
+        for fd in open.withLock({ $0 }) { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    /// While true, a new connection is closed as soon as it is accepted.
+    func refuse(_ on: Bool) { refusing.withLock { $0 = on } }
+
+    /// Stops listening and cuts every connection.
+    func close() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        Glibc.close(listener)
+        cut()
+    }
+
+    private func accepting() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 { return }
+            if refusing.withLock({ $0 }) {
+                Glibc.close(client)
+                continue
+            }
+            let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var addr = Self.loopback(port: target)
+            let connected = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard connected == 0 else {
+                Glibc.close(client)
+                Glibc.close(upstream)
+                continue
+            }
+            open.withLock { $0.formUnion([client, upstream]) }
+            Thread.detachNewThread { [self] in pump(from: client, to: upstream) }
+            Thread.detachNewThread { [self] in pump(from: upstream, to: client) }
+        }
+    }
+
+    /// Copies bytes one way until either side ends, then ends both.
+    private func pump(from a: Int32, to b: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(a, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            let sent = buffer.withUnsafeBytes { Glibc.send(b, $0.baseAddress, n, Int32(MSG_NOSIGNAL)) }
+            if sent != n { break }
+        }
+        shutdown(a, Int32(SHUT_RDWR))
+        shutdown(b, Int32(SHUT_RDWR))
+        // The second pump of the pair closes both descriptors.
+        let last = open.withLock { fds -> Bool in
+            if fds.contains(a) {
+                fds.remove(a)
+                fds.remove(b)
+                return false
+            }
+            return true
+        }
+        if last {
+            Glibc.close(a)
+            Glibc.close(b)
+        }
+    }
+}
