@@ -14,7 +14,7 @@ final class TCPRelay: Sendable {
 
     init(to target: Int) throws {
         self.target = target
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, streamSocketType, 0)
         var addr = Self.loopback(port: 0)
         let bound = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
@@ -63,7 +63,7 @@ final class TCPRelay: Sendable {
                 Glibc.close(client)
                 continue
             }
-            let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let upstream = socket(AF_INET, streamSocketType, 0)
             var addr = Self.loopback(port: target)
             let connected = withUnsafePointer(to: &addr) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }

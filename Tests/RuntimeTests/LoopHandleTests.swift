@@ -3,6 +3,7 @@ import Glibc
 import Locking
 @testable import Runtime
 import Testing
+import TestSupport
 
 /// The libuv wrappers, with failures provoked for real: a descriptor that is not open, a
 /// file that cannot be polled, a port that is taken, a handle used after close.
@@ -72,7 +73,7 @@ import Testing
 
     @Test func aTCPListenerOnAPortTakenWithoutReusePortFailsWithAddressInUse() async throws {
         // A socket bound without SO_REUSEPORT keeps the port from every other socket.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, streamSocketType, 0)
         try #require(fd >= 0)
         defer { close(fd) }
         var addr = sockaddr_in()

@@ -183,7 +183,7 @@ import Testing
 /// Raw Unix sockets, for what another process would leave at a path.
 enum UnixSockets {
     static func bound(_ path: String, listening: Bool) throws -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_UNIX, streamSocketType, 0)
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &addr.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
