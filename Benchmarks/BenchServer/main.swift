@@ -29,7 +29,9 @@ case "proxy":
     }
     var inject = HTTPHeaders()
     inject.add(name: "Authorization", value: "Bearer benchmark-static-token")
-    responder = ReverseProxy(routes: [ProxyRoute(prefix: "/", upstream: base, injectHeaders: inject)])
+    responder = ReverseProxy(
+        routes: [ProxyRoute(prefix: "/", upstream: base, injectHeaders: inject)],
+        clientConfiguration: UpstreamClientConfiguration(loopHTTP1: true))
 default:
     responder = Fixed()
 }

@@ -10,7 +10,7 @@ import TestSupport
 @Suite(.serialized)
 struct HTTP1PoolTests {
     func withClient(
-        _ config: UpstreamClientConfiguration = UpstreamClientConfiguration(), _ body: (UpstreamClient) async throws -> Void
+        _ config: UpstreamClientConfiguration = UpstreamClientConfiguration(loopHTTP1: true), _ body: (UpstreamClient) async throws -> Void
     ) async throws {
         let loop = try EventLoop(name: "pool-loop")
         loop.start()
@@ -52,7 +52,7 @@ struct HTTP1PoolTests {
     @Test func noMoreConnectionsThanTheLimitAndEveryExchangeIsServed() async throws {
         let nginx = try Nginx(serverBlock: #"location / { return 200 "$connection"; }"#)
         defer { nginx.stop() }
-        try await withClient(UpstreamClientConfiguration(maxConnectionsPerHost: 2)) { client in
+        try await withClient(UpstreamClientConfiguration(maxConnectionsPerHost: 2, loopHTTP1: true)) { client in
             let seen = try await withThrowingTaskGroup(of: String.self) { group in
                 for _ in 0..<40 { group.addTask { try await connection(client, nginx.port) } }
                 return try await group.reduce(into: Set<String>()) { $0.insert($1) }

@@ -24,14 +24,15 @@ public struct UpstreamClientConfiguration: Sendable {
     /// (`CURLOPT_UNIX_SOCKET_PATH`); the URL still gives the path and the `Host` header.
     public var unixSocketPath: String?
     /// Serve `http://` upstreams on the loop's own HTTP/1.1 connections (``HTTP1Pool``)
-    /// rather than through libcurl, which keeps TLS, HTTP/2 and Unix sockets.
+    /// rather than through libcurl, which keeps TLS, HTTP/2 and Unix sockets. Off by default
+    /// until a LeakSanitizer finding in the test suite with it on is understood.
     public var loopHTTP1: Bool
 
     /// Creates a configuration; the defaults suit a sidecar on one host.
     public init(
         connectTimeout: Duration = .seconds(5), totalTimeout: Duration? = .seconds(60), idleTimeout: Duration = .seconds(30),
         maxConnectionsPerHost: Int = 64, caFile: String? = nil, caPath: String? = nil, clientCertificate: String? = nil,
-        clientKey: String? = nil, http2: Bool = true, unixSocketPath: String? = nil, loopHTTP1: Bool = true
+        clientKey: String? = nil, http2: Bool = true, unixSocketPath: String? = nil, loopHTTP1: Bool = false
     ) {
         self.loopHTTP1 = loopHTTP1
         self.unixSocketPath = unixSocketPath
