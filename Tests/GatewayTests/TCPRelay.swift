@@ -14,21 +14,7 @@ final class TCPRelay: Sendable {
 
     init(to target: Int) throws {
         self.target = target
-        let fd = socket(AF_INET, streamSocketType, 0)
-        var addr = Self.loopback(port: 0)
-        let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 16) == 0 else {
-            Glibc.close(fd)
-            throw RawClient.ClientError.socket(errno)
-        }
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
-        }
-        listener = fd
-        port = Int(UInt16(bigEndian: addr.sin_port))
+        (listener, port) = try loopbackListener()
         Thread.detachNewThread { [self] in accepting() }
     }
 

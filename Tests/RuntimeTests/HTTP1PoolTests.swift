@@ -87,22 +87,7 @@ final class DroppingServer: @unchecked Sendable {
     var accepted: Int { lock.withLock { count } }
 
     init() throws {
-        let fd = socket(AF_INET, streamSocketType, 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, len) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &len) == 0
-            }
-        }
-        guard ok else {
-            Glibc.close(fd)
-            throw RawClient.ClientError.socket(errno)
-        }
-        self.fd = fd
-        port = Int(UInt16(bigEndian: addr.sin_port))
+        (fd, port) = try loopbackListener()
         Thread.detachNewThread { [self] in serve() }
     }
 

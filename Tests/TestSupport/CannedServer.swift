@@ -11,25 +11,7 @@ public final class CannedServer: @unchecked Sendable {
 
     public init(response: String) throws {
         self.response = Array(response.utf8)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 16) == 0 else {
-            Glibc.close(fd)
-            throw RawClient.ClientError.socket(errno)
-        }
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
-        }
-        self.fd = fd
-        port = Int(UInt16(bigEndian: addr.sin_port))
+        (fd, port) = try loopbackListener()
         Thread.detachNewThread { [self] in serve() }
     }
 

@@ -4,3 +4,24 @@ import Glibc
 /// through `@testable import Runtime` can fail to find Glibc's constant, depending on how
 /// the compiler batches their files; this module imports only Glibc.
 public let streamSocketType = Int32(SOCK_STREAM.rawValue)
+
+/// A TCP socket listening on 127.0.0.1 at a port the kernel chose: the descriptor and the
+/// port. Throws (closing the socket) when bind or listen fails.
+public func loopbackListener(backlog: Int32 = 16) throws -> (fd: Int32, port: Int) {
+    let fd = socket(AF_INET, streamSocketType, 0)
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let ok = withUnsafeMutablePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, len) == 0 && listen(fd, backlog) == 0 && getsockname(fd, $0, &len) == 0
+        }
+    }
+    guard ok else {
+        let e = errno
+        Glibc.close(fd)
+        throw RawClient.ClientError.socket(e)
+    }
+    return (fd, Int(UInt16(bigEndian: addr.sin_port)))
+}

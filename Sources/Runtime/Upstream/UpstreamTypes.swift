@@ -68,6 +68,24 @@ public struct UpstreamRequest: Sendable {
     }
 }
 
+extension UpstreamRequest {
+    /// Refuses a header field a peer could read as more than one: a name that is not a
+    /// token, or a value with a control character (CR or LF would start a header, or a
+    /// request, of its own). The last line against header injection, before any engine
+    /// sends a byte.
+    func checkHeaderFields() throws(RuntimeError) {
+        for field in headers.fields {
+            guard FramingRules.isValidFieldName(field.name.utf8) else {
+                throw .upstream(.invalidRequest, "a request header name is not an HTTP token; nothing was sent")
+            }
+            guard FramingRules.isValidFieldValue(field.value.utf8) else {
+                throw .upstream(
+                    .invalidRequest, "the value of the request header \(field.name) contains a control character; nothing was sent")
+            }
+        }
+    }
+}
+
 /// The body of an upstream request.
 public enum UpstreamRequestBody: Sendable {
     /// No body.

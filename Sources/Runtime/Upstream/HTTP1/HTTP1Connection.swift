@@ -86,10 +86,8 @@ final class HTTP1Connection {
         }
         tcp.onWriteCompleted = { [unowned self] status in writeCompleted(status) }
         guard let exchange, !exchange.isFinished else {
-            // The exchange was cancelled while connecting: the connection serves the next.
-            self.exchange = nil
-            state = .busy
-            finishExchange(keepAlive: true)
+            // The exchange was cancelled while connecting (`abandon` closed the connection).
+            close()
             return
         }
         run(exchange)

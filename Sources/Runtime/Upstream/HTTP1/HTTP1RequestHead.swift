@@ -42,15 +42,9 @@ struct HTTP1RequestHead {
         out.append(0x20)
         append(target, to: &out)
         out.append(contentsOf: " HTTP/1.1\r\n".utf8)
+        try request.checkHeaderFields()
         var hasHost = false
         for field in request.headers.fields {
-            guard FramingRules.isValidFieldName(field.name.utf8) else {
-                throw .upstream(.invalidRequest, "a request header name is not an HTTP token; nothing was sent")
-            }
-            guard FramingRules.isValidFieldValue(field.value.utf8) else {
-                throw .upstream(
-                    .invalidRequest, "the value of the request header \(field.name) contains a control character; nothing was sent")
-            }
             switch field.name.utf8.count {
             case 4 where field.name.caseInsensitiveEquals("host"):
                 hasHost = true
