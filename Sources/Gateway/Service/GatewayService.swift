@@ -122,6 +122,9 @@ public final class GatewayService: Sendable {
             transport: CurlTransport(client: tokenClient), logger: logger, allowInsecureHTTP: c.allowInsecureHTTP == true)
         let rejectionPolicy = c.upstreamRejection ?? UpstreamRejectionPolicy()
         let stores = try await GatewayStores.open(c, key: secrets.storeKey, logger: logger)
+        // Closed when anything below fails (a discovery, a listener): handed over on success.
+        var storesHandedOver = false
+        defer { if !storesHandedOver { Task { await stores.close() } } }
         let tokenStore = stores.tokens
         let stateStore = stores.states
         var sessionConfig = sessionConfiguration ?? AuthActor.Configuration()
@@ -235,7 +238,6 @@ public final class GatewayService: Sendable {
             adminServer.shutdown(grace: .zero)
             for s in sessions.values { s.actor.events.finish() }
             for t in eventTasks { await t.value }
-            await stores.close()
             throw error
         }
         var listening: Logger.Metadata = [
@@ -244,6 +246,7 @@ public final class GatewayService: Sendable {
         ]
         if let probeServer { listening["probes.address"] = "\(probeServer.address)" }
         logger.info("listening", metadata: listening)
+        storesHandedOver = true
         return GatewayService(
             group: group, proxyServer: proxyServer, adminServer: adminServer, probeServer: probeServer, sessions: sessions,
             metrics: metrics,
