@@ -31,6 +31,7 @@ unit: deps
 postgres: deps
 	$(SWIFT) build --build-tests
 	timeout 900 scripts/with-postgres $(SWIFT) test --skip-build --filter PostgresStoreTests
+	AUTHGATE_TEST_POSTGRES_OUTAGE=1 timeout 300 scripts/with-postgres $(SWIFT) test --skip-build --filter DatabaseOutageTests
 	AUTHGATE_BIN="$$($(SWIFT) build --show-bin-path)/authgate" scripts/scale-out-storm
 
 fuzz: deps

@@ -28,6 +28,10 @@ extension PostgresTokenStore {
                 recordReachable(true)
                 return result
             }
+        } catch let error as PostgresTransactionError where error.closureError is AuthError {
+            // A record that does not open (another key, tampered) inside a transaction: the
+            // store's own error, not the database's.
+            throw error.closureError!
         } catch let error as AuthError {
             recordReachable(false)
             logger.info("token store operation failed", metadata: ["store.error": "\(error)"])

@@ -170,4 +170,19 @@ struct RefreshCoordinatorTests {
         let again = try await r.actor.refresh(after: first.generation)
         #expect(again.generation > first.generation)
     }
+
+    @Test func aRestoreLeavesTokensAloneThatAnotherReplicasLoginIsStillWriting() async throws {
+        let r = Replica()
+        // Another replica has written its login's tokens, not yet its state.
+        r.h.tokenStore.setRecord(try await r.otherReplicasPair(), for: .default)
+        let deletes = r.h.tokenStore.deleteCount
+        #expect(try await r.actor.restore().isLoggedIn == false)
+        #expect(r.h.tokenStore.deleteCount == deletes)
+        #expect(r.h.tokenStore.record(for: .default) != nil)
+        // The same with the store a process has to itself: a crash's leftovers, deleted.
+        let alone = Harness()
+        alone.tokenStore.setRecord(try await r.otherReplicasPair(), for: .default)
+        _ = try await alone.actor.restore()
+        #expect(alone.tokenStore.record(for: .default) == nil)
+    }
 }

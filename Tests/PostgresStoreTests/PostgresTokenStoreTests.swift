@@ -95,6 +95,13 @@ import Testing
         } catch let error as AuthError {
             #expect(error.code == .wrongKey)
         }
+        // The lease reads the record too: the same error there, not "database unavailable".
+        do {
+            _ = try await other.acquire(for: AccountID("default"), replacing: "a")
+            Issue.record("acquired on a record sealed with another key")
+        } catch let error as AuthError {
+            #expect(error.code == .wrongKey)
+        }
         await other.close()
     }
 

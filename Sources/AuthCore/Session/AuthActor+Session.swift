@@ -291,6 +291,10 @@ extension AuthActor {
             phase = .loggedOut(.tokensMissing)
             logger.info("state said logged in but no tokens were stored; now logged out")
             try? await stateStore.save(sessionState, for: account)
+        case (false, .some) where coordinator.sharesStore:
+            // Another process may be between the two writes of its login or logout: its
+            // state write, or its delete, is on the way; deleting here would undo its login.
+            logger.info("tokens without a logged-in state left alone: the store is shared")
         case (false, .some):
             logger.info("leftover tokens from an unfinished login or logout deleted")
             try? await tokenStore.delete(for: account)

@@ -25,6 +25,15 @@ public protocol RefreshCoordinator: Sendable {
 
     /// Gives the lease up without a commit.
     func release(_ lease: RefreshLease, for account: AccountID) async
+
+    /// Whether other processes write the same stores (then what looks like a half-finished
+    /// login or logout at restore may be another process's, in progress, and is left alone).
+    var sharesStore: Bool { get }
+}
+
+extension RefreshCoordinator {
+    /// A coordinator coordinates processes that share the stores, unless it says otherwise.
+    public var sharesStore: Bool { true }
 }
 
 /// The right to refresh one stored pair, as a coordinator granted it.
@@ -83,4 +92,7 @@ public struct LocalRefreshCoordinator: RefreshCoordinator {
 
     /// Nothing to give up.
     public func release(_ lease: RefreshLease, for account: AccountID) async {}
+
+    /// No other process writes these stores.
+    public var sharesStore: Bool { false }
 }

@@ -126,6 +126,9 @@ public final class GatewayService: Sendable {
             transport: CurlTransport(client: tokenClient), logger: logger, allowInsecureHTTP: c.allowInsecureHTTP == true)
         let rejectionPolicy = c.upstreamRejection ?? UpstreamRejectionPolicy()
         let stores = try await GatewayStores.open(c, key: secrets.storeKey, logger: logger)
+        // Closed when anything below fails (a discovery, a listener): handed over on success.
+        var storesHandedOver = false
+        defer { if !storesHandedOver { Task { await stores.close() } } }
         let tokenStore = stores.tokens
         let stateStore = stores.states
         var sessionConfig = sessionConfiguration ?? AuthActor.Configuration()
@@ -246,7 +249,6 @@ public final class GatewayService: Sendable {
             probeServer?.shutdown(grace: .zero)
             for s in sessions.values { s.actor.events.finish() }
             for t in eventTasks { await t.value }
-            await stores.close()
             throw error
         }
         var listening: Logger.Metadata = [
@@ -256,6 +258,7 @@ public final class GatewayService: Sendable {
         if let probeServer { listening["probes.address"] = "\(probeServer.address)" }
         if let metricsServer { listening["metrics.address"] = "\(metricsServer.address)" }
         logger.info("listening", metadata: listening)
+        storesHandedOver = true
         return GatewayService(
             group: group, proxyServer: proxyServer, adminServer: adminServer, probeServer: probeServer,
             metricsServer: metricsServer, sessions: sessions, metrics: metrics,
