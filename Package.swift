@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -20,6 +20,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // Configuration layering (file, AUTHGATE_* environment, flags); the flags' provider
+        // is behind a package trait.
+        .package(
+            url: "https://github.com/apple/swift-configuration.git", from: "1.4.0",
+            traits: [.defaults, "CommandLineArguments"]),
     ],
     targets: [
         .systemLibrary(
@@ -75,6 +80,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Configuration", package: "swift-configuration"),
             ],
             swiftSettings: strict
         ),
@@ -121,6 +127,7 @@ let package = Package(
                 "Gateway", "Runtime", "HTTPWire", "TestSupport", "AuthCore", "AuthGateTesting",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Configuration", package: "swift-configuration"),
             ],
             swiftSettings: strict),
         .testTarget(

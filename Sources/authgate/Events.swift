@@ -9,12 +9,10 @@ import Glibc
 struct Events: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Follow the session's events (GET /auth/events) until Ctrl-C, one line each.",
-        discussion: """
-            The first line is the session's state now; then one line per event as it happens. \
-            When the connection drops or the gateway restarts, it reconnects and resumes after \
-            the last event shown (Last-Event-ID), so no event the gateway still holds is lost \
-            or shown twice; notices about the connection go to standard error.
-            """)
+        discussion: "The first line is the session's state now; then one line per event as it happens. "
+            + "When the connection drops or the gateway restarts, it reconnects and resumes after "
+            + "the last event shown (Last-Event-ID), so no event the gateway still holds is lost "
+            + "or shown twice; notices about the connection go to standard error.")
     @OptionGroup var options: AdminOptions
     @Flag(help: "Print each event's JSON document (the SSE data), one a line.") var json = false
     @Option(help: "Resume after this event id instead of starting from the state now.") var lastEventID: String?

@@ -114,7 +114,7 @@ import Testing
             relay.refuse(false)
             #expect(
                 await eventually { Self.events(events).count >= 4 }, "\(events.output)\n\(events.errors)")
-            try await served.admin("POST", "/auth/logout")
+            _ = try await served.admin("POST", "/auth/logout")
             #expect(await eventually { Self.events(events).count >= 5 }, "\(events.output)")
             let seen = Self.events(events)
             #expect(seen.map(\.type) == ["state", "logged_in", "refreshed", "refreshed", "logged_out"], "\(events.output)")
@@ -152,7 +152,7 @@ import Testing
             for _ in 0..<2 { #expect(try await served.admin("POST", "/auth/refresh").status == 200) }
             relay.refuse(false)
             #expect(await eventually { events.lines.count == 3 }, "\(events.output)\n\(events.errors)")
-            try await served.admin("POST", "/auth/logout")
+            _ = try await served.admin("POST", "/auth/logout")
             #expect(await eventually { events.lines.count == 4 }, "\(events.output)")
             let lines = events.lines
             #expect(lines[0].hasSuffix("[default] state: logged_out"), "\(lines)")

@@ -1,5 +1,5 @@
 import Foundation
-public import HTTPWire
+import HTTPWire
 import Locking
 import Runtime
 
