@@ -1,4 +1,5 @@
 import Foundation
+import HTTPWire
 
 /// The layers' values: the variables that are not fields, reading text as JSON, setting a
 /// value into a document, writing JSON. Pure.
@@ -139,26 +140,9 @@ public enum ConfigurationValues {
         case .null: "null"
         case .bool(let b): b ? "true" : "false"
         case .number(let n): n
-        case .string(let s): quote(s)
+        case .string(let s): Problem.quote(s)
         case .array(let elements): "[" + elements.map { Self.serialize($0) }.joined(separator: ",") + "]"
-        case .object(let members): "{" + members.map { Self.quote($0.name) + ":" + Self.serialize($0.value) }.joined(separator: ",") + "}"
+        case .object(let members): "{" + members.map { Problem.quote($0.name) + ":" + Self.serialize($0.value) }.joined(separator: ",") + "}"
         }
-    }
-
-    /// A JSON string literal.
-    static func quote(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 { out += String(format: "\\u%04x", scalar.value) } else { out.unicodeScalars.append(scalar) }
-            }
-        }
-        return out + "\""
     }
 }
