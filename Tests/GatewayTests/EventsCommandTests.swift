@@ -164,6 +164,39 @@ import Testing
         }
     }
 
+    @Test func eventsEndQuietlyWhenTheirReaderGoesAway() async throws {
+        try await withServed { stack, served in
+            let gateway = try await served.serve()
+            defer { gateway.stop() }
+            // `authgate events | head -1`: the second event's write meets a closed pipe.
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = ["-c", #"\#(ChildProcess.binary) events --admin "$1" | head -1; exit "${PIPESTATUS[0]}""#, "sh", served.admin]
+            process.environment = ["AUTHGATE_ADMIN_TOKEN": Stack.adminToken, "PATH": "/usr/bin:/bin"]
+            let out = Pipe()
+            let err = Pipe()
+            process.standardOutput = out
+            process.standardError = err
+            try process.run()
+            // Up to the first line only: bash keeps the pipe open while `authgate events` runs.
+            let firstLine = try await onThread {
+                var data = Data()
+                while !data.contains(UInt8(ascii: "\n")) {
+                    let more = out.fileHandleForReading.availableData
+                    if more.isEmpty { break }
+                    data += more
+                }
+                return data
+            }
+            #expect(String(decoding: firstLine, as: UTF8.self).contains("state: logged_out"))
+            try await served.login()
+            let errors = try await onThread { String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "\(errors)")
+            #expect(!errors.contains("Fatal error") && !errors.contains("crashed"), "\(errors)")
+        }
+    }
+
     @Test func eventsStopWithStatus1WhenTheAdminAPIRefusesThem() async throws {
         try await withServed { stack, served in
             let gateway = try await served.serve()
