@@ -6,8 +6,8 @@ import Testing
 /// The file, then `AUTHGATE_*` variables, then flags: for every field the configuration's
 /// types have, found from the types (none is listed here by hand).
 struct ConfigurationLayersTests {
-    static let file = Data(GatewayConfigurationTests.minimal.utf8)
-    static let layers = ConfigurationLayers(GatewayConfiguration.self)
+    static var file: Data { Data(GatewayConfigurationTests.minimal.utf8) }
+    static var layers: ConfigurationLayers<GatewayConfiguration> { ConfigurationLayers(GatewayConfiguration.self) }
 
     /// Every field that takes one scalar, with arrays at element 0.
     static func scalarPaths(_ node: ConfigurationSchema.Node = layers.schema.root, _ path: [String] = []) -> [([String], ConfigurationSchema.Node)] {
