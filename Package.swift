@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -22,6 +22,11 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.29.0"),
+        // Configuration layering (file, AUTHGATE_* environment, flags); the flags' provider
+        // is behind a package trait.
+        .package(
+            url: "https://github.com/apple/swift-configuration.git", from: "1.4.0",
+            traits: [.defaults, "CommandLineArguments"]),
     ],
     targets: [
         .systemLibrary(
@@ -78,6 +83,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Configuration", package: "swift-configuration"),
             ],
             swiftSettings: strict
         ),
@@ -135,6 +141,7 @@ let package = Package(
                 "Gateway", "Runtime", "HTTPWire", "TestSupport", "AuthCore", "AuthGateTesting",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Configuration", package: "swift-configuration"),
             ],
             swiftSettings: strict),
         .testTarget(

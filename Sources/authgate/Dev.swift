@@ -14,6 +14,7 @@ struct Dev: ParsableCommand {
     @Option(help: "Port of the admin API.") var adminPort = 8081
     @Option(help: "Port of the fake authorization server.") var authPort = 8082
     @Option(help: "Port of the fake API behind the proxy.") var apiPort = 8083
+    @Option(help: "Port of a metrics listener (/metrics without the admin token); none by default.") var metricsPort: Int?
     @Option(help: "Lifetime of the access tokens the fake server issues, in seconds.") var tokenLifetime = 30
     @Option(help: "Refresh this many seconds before expiry (0: only when the API says 401).") var refreshSkew = 5
     @Option(help: "Where the dev session's encrypted tokens and state live.") var stateDir = ".authgate-dev"
@@ -56,6 +57,7 @@ struct Dev: ParsableCommand {
                 .init(prefix: "/", upstream: api, requiresAuthentication: true),
             ],
             stateDirectory: stateDir, keyFile: "\(stateDir)/store.key", createKey: true, loops: loops)
+        if let metricsPort { config.metrics = .init(host: "127.0.0.1", port: metricsPort) }
         config.refreshSkewSeconds = refreshSkew
         config.refreshJitterSeconds = 0
         config.refreshLoopLimit = max(1, refreshLoopLimit)
@@ -68,14 +70,16 @@ struct Dev: ParsableCommand {
         secrets.clientSecret = "s3cret"
         secrets.adminToken = adminToken
         let runner = GatewayRunner(configuration: config, secrets: secrets, logger: logger, grace: .seconds(2)) { gateway in
-            banner(proxy: gateway.proxyServer.port, admin: gateway.adminServer.port, fakes: fakes, adminToken: adminToken)
+            banner(
+                proxy: gateway.proxyServer.port, admin: gateway.adminServer.port, metrics: gateway.metricsServer?.port, fakes: fakes,
+                adminToken: adminToken)
         }
         try runBlocking {
             try await runner.runUntilSignalled()
         }
     }
 
-    private func banner(proxy p: Int, admin a: Int, fakes: FakeServers, adminToken: String) {
+    private func banner(proxy p: Int, admin a: Int, metrics m: Int?, fakes: FakeServers, adminToken: String) {
         let authPort = fakes.authorizationPort
         print(
             """
@@ -96,7 +100,7 @@ struct Dev: ParsableCommand {
               curl -i http://127.0.0.1:\(p)/api/hello                 # 200: the token was attached
               sleep \(tokenLifetime); curl -i http://127.0.0.1:\(p)/api/hello   # refreshed on the way (see the events)
               curl -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/auth/session     # with --user-info: "registration"
-              curl -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/metrics
+              curl -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/metrics\(m.map { "\n              curl http://127.0.0.1:\($0)/metrics                     # the same, no token: for Prometheus" } ?? "")
               curl -X POST -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/auth/logout
               curl http://127.0.0.1:\(authPort)/stats           # what the fake authorization server saw
 

@@ -9,12 +9,10 @@ import Glibc
 struct Events: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Follow the session's events (GET /auth/events) until Ctrl-C, one line each.",
-        discussion: """
-            The first line is the session's state now; then one line per event as it happens. \
-            When the connection drops or the gateway restarts, it reconnects and resumes after \
-            the last event shown (Last-Event-ID), so no event the gateway still holds is lost \
-            or shown twice; notices about the connection go to standard error.
-            """)
+        discussion: "The first line is the session's state now; then one line per event as it happens. "
+            + "When the connection drops or the gateway restarts, it reconnects and resumes after "
+            + "the last event shown (Last-Event-ID), so no event the gateway still holds is lost "
+            + "or shown twice; notices about the connection go to standard error.")
     @OptionGroup var options: AdminOptions
     @Flag(help: "Print each event's JSON document (the SSE data), one a line.") var json = false
     @Option(help: "Resume after this event id instead of starting from the state now.") var lastEventID: String?
@@ -28,6 +26,8 @@ struct Events: ParsableCommand {
     func run() throws {
         // Blocked in every thread before any starts: the thread below takes them with sigwait.
         let signals = SignalWaiter(SIGINT, SIGTERM)
+        // A reader that went away is a write that fails (EPIPE), not a signal that kills.
+        signal(SIGPIPE, SIG_IGN)
         let stream = AdminEventStream(endpoint: try options.endpoint(), token: try options.token())
         let path = try options.addressed("/auth/events")
         let session = options.session ?? GatewayConfiguration.defaultSession
@@ -35,8 +35,9 @@ struct Events: ParsableCommand {
         let follow = Task.detached { [lastEventID] in
             try await stream.follow(path: path, lastEventID: lastEventID) { message in
                 let line = json ? message.data : EventLine.format(event: message.event, data: message.data, session: session)
-                // One write per line, unbuffered: a pipe sees each event as it happens.
-                FileHandle.standardOutput.write(Data((line + "\n").utf8))
+                // One write per line, unbuffered: a pipe sees each event as it happens. When
+                // the reader has gone (`authgate events | head -1`), there is no one to tell.
+                if !writeLine(line) { Glibc.exit(0) }
             } notice: { text in
                 FileHandle.standardError.write(Data("authgate events: \(text)\n".utf8))
             }
@@ -55,4 +56,18 @@ struct Events: ParsableCommand {
             throw ExitCode(1)
         }
     }
+}
+
+/// Writes `line` and a line feed to standard output with write(2), all of it; false when the
+/// output is gone (a closed pipe) or fails.
+func writeLine(_ line: String) -> Bool {
+    let bytes = Array((line + "\n").utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes[offset...].withUnsafeBytes { Glibc.write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { return false }
+        offset += n
+    }
+    return true
 }

@@ -7,11 +7,25 @@ import Logging
 /// `authgate serve --config FILE`: the gateway for real.
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the gateway with a configuration file (see README: Running it for real).")
+        abstract: "Run the gateway with a configuration file (see README: Running it for real).",
+        discussion: "The configuration comes from the JSON file, then AUTHGATE_* environment variables, then "
+            + "flags, each overriding the one before, for every field: nested ones join their names "
+            + "(authorization.tokenEndpoint is AUTHGATE_AUTHORIZATION_TOKEN_ENDPOINT and "
+            + "--authorization-token-endpoint), array elements by index (--routes-0-upstream), and any "
+            + "field takes JSON (AUTHGATE_ROUTES='[...]'). Secrets come from files, the environment "
+            + "(AUTHGATE_STORE_KEY) or systemd credentials, never from flags. --print-config shows the "
+            + "result and where each value came from.")
 
-    @Option(help: "The JSON configuration file.") var config: String
+    @Option(help: "The JSON configuration file (optional when the environment and flags give every required field).")
+    var config: String?
     @Flag(help: "Check the configuration and the secrets it names, then exit.") var checkConfig = false
+    @Flag(help: "Print the effective configuration, each value with its source and every secret redacted, then exit.")
+    var printConfig = false
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
+    @Argument(
+        parsing: .allUnrecognized,
+        help: ArgumentHelp("Configuration fields as flags: --loops 2, --authorization-token-endpoint URL, …", valueName: "field flags"))
+    var overrides: [String] = []
 
     func run() throws {
         // Before any secret is read: no core dump or same-user ptrace can reach them.
@@ -23,27 +37,39 @@ struct Serve: ParsableCommand {
         }
         let configuration: GatewayConfiguration
         let secrets: GatewayService.Secrets
+        let layered: GatewayConfiguration.Layered
+        let environment = ProcessInfo.processInfo.environment
         do {
-            guard let data = FileManager.default.contents(atPath: config) else {
-                throw ConfigurationError("--config: cannot read \(config)")
+            var file: (path: String, data: Data)?
+            if let config {
+                guard let data = FileManager.default.contents(atPath: config) else {
+                    throw ConfigurationError("--config: cannot read \(config)")
+                }
+                file = (config, data)
             }
-            configuration = try GatewayConfiguration.load(from: data)
+            layered = try GatewayConfiguration.load(
+                file: file, environment: environment, arguments: overrides)
+            configuration = layered.configuration
             // A Unix socket's directory (systemd's RuntimeDirectory=, a Kubernetes emptyDir).
             try configuration.checkListenerDirectories()
-            let environment = ProcessInfo.processInfo.environment
             // Read once: out of the environment, so nothing that reads it later (a child
             // process, a crash reporter, getenv) finds the key there.
             unsetenv("AUTHGATE_STORE_KEY")
             secrets = try SecretSources.resolve(configuration, environment: environment)
-            // Created owner-only by `serve`; `--check-config` only checks one that exists.
+            // Created owner-only by `serve`; `--check-config` and `--print-config` only check one
+            // that exists.
             do {
-                try StateDirectory.prepare(configuration.stateDirectory, create: !checkConfig)
+                try StateDirectory.prepare(configuration.stateDirectory, create: !checkConfig && !printConfig)
             } catch {
                 throw ConfigurationError("stateDirectory: \(error)")
             }
         } catch {
             FileHandle.standardError.write(Data("authgate: configuration error: \(error)\n".utf8))
             throw ExitCode(78)
+        }
+        if printConfig {
+            print(ConfigurationReport.render(layered, environment: environment))
+            return
         }
         if checkConfig {
             print("authgate: configuration OK (\(configuration.routes.count) routes)")

@@ -8,12 +8,15 @@ import Testing
 /// real process too, in front of the fake authorization server and API of a `Stack`.
 @Suite(.serialized) struct EventsCommandTests {
     /// A scratch directory with `authgate serve`'s configuration and secret files, its
-    /// admin API on a fixed loopback port (so that a restart listens where it did).
+    /// admin API on a Unix socket there (so that a restart listens where it did, and no
+    /// other test's listener can take its place meanwhile).
     struct Served {
         let root: String
         let config: String
-        let adminPort: Int
+        let socket: String
         let tokenFile: String
+        /// `--admin` for the client commands.
+        var admin: String { "unix:\(socket)" }
 
         init(_ stack: Stack) throws {
             root = FileManager.default.temporaryDirectory.appendingPathComponent("ag-events-\(UUID().uuidString)").path
@@ -22,9 +25,9 @@ import Testing
             tokenFile = root + "/admin-token"
             try Data((Stack.adminToken + "\n").utf8).write(to: URL(fileURLWithPath: tokenFile))
             try Data("s3cret".utf8).write(to: URL(fileURLWithPath: root + "/client-secret"))
-            adminPort = try Self.freePort()
+            socket = root + "/admin.sock"
             var c = stack.configuration
-            c.admin = .init(host: "127.0.0.1", port: adminPort)
+            c.admin = .init(unix: socket)
             c.adminTokenFile = tokenFile
             c.authorization.clientSecretFile = root + "/client-secret"
             c.stateDirectory = root + "/state"
@@ -34,19 +37,10 @@ import Testing
             try JSONEncoder().encode(c).write(to: URL(fileURLWithPath: config))
         }
 
-        /// A port nothing listens on now.
-        static func freePort() throws -> Int {
-            let relay = try TCPRelay(to: 1)
-            defer { relay.close() }
-            return relay.port
-        }
-
         /// Starts `authgate serve` and waits until its admin API answers `/readyz` 200.
         func serve() async throws -> ChildProcess {
             let child = try ChildProcess(["serve", "--config", config, "--log-level", "warning"])
-            let ready = await eventually {
-                (try? await onThread { try Stack.request(port: adminPort, "GET", "/readyz", headers: [], body: "") })?.status == 200
-            }
+            let ready = await eventually { (try? await admin("GET", "/readyz"))?.status == 200 }
             if !ready {
                 child.stop()
                 throw NotReady(errors: child.errors)
@@ -60,8 +54,13 @@ import Testing
         func admin(_ method: String, _ path: String, json: String = "") async throws -> TestResponse {
             var headers = ["Authorization: Bearer \(Stack.adminToken)"]
             if !json.isEmpty { headers.append("Content-Type: application/json") }
-            return try await onThread { [adminPort, headers] in
-                try Stack.request(port: adminPort, method, path, headers: headers, body: json)
+            var request = "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+            for h in headers { request += h + "\r\n" }
+            request += "Content-Length: \(json.utf8.count)\r\n\r\n" + json
+            return try await onThread { [socket, request] in
+                let client = try RawClient(unixPath: socket)
+                try client.send(request)
+                return try client.readResponse()
             }
         }
 
@@ -96,7 +95,7 @@ import Testing
         try await withServed { stack, served in
             let gateway = try await served.serve()
             defer { gateway.stop() }
-            let relay = try TCPRelay(to: served.adminPort)
+            let relay = try TCPRelay(toUnix: served.socket)
             defer { relay.close() }
             let events = try ChildProcess(
                 ["events", "--admin", "http://127.0.0.1:\(relay.port)", "--json"],
@@ -114,7 +113,7 @@ import Testing
             relay.refuse(false)
             #expect(
                 await eventually { Self.events(events).count >= 4 }, "\(events.output)\n\(events.errors)")
-            try await served.admin("POST", "/auth/logout")
+            _ = try await served.admin("POST", "/auth/logout")
             #expect(await eventually { Self.events(events).count >= 5 }, "\(events.output)")
             let seen = Self.events(events)
             #expect(seen.map(\.type) == ["state", "logged_in", "refreshed", "refreshed", "logged_out"], "\(events.output)")
@@ -132,7 +131,7 @@ import Testing
     @Test func eventsFollowTheGatewayThroughARestart() async throws {
         try await withServed { stack, served in
             var gateway = try await served.serve()
-            let relay = try TCPRelay(to: served.adminPort)
+            let relay = try TCPRelay(toUnix: served.socket)
             defer { relay.close() }
             let events = try ChildProcess(
                 ["events", "--admin", "http://127.0.0.1:\(relay.port)"], environment: ["AUTHGATE_ADMIN_TOKEN": Stack.adminToken])
@@ -152,7 +151,7 @@ import Testing
             for _ in 0..<2 { #expect(try await served.admin("POST", "/auth/refresh").status == 200) }
             relay.refuse(false)
             #expect(await eventually { events.lines.count == 3 }, "\(events.output)\n\(events.errors)")
-            try await served.admin("POST", "/auth/logout")
+            _ = try await served.admin("POST", "/auth/logout")
             #expect(await eventually { events.lines.count == 4 }, "\(events.output)")
             let lines = events.lines
             #expect(lines[0].hasSuffix("[default] state: logged_out"), "\(lines)")
@@ -165,21 +164,54 @@ import Testing
         }
     }
 
+    @Test func eventsEndQuietlyWhenTheirReaderGoesAway() async throws {
+        try await withServed { stack, served in
+            let gateway = try await served.serve()
+            defer { gateway.stop() }
+            // `authgate events | head -1`: the second event's write meets a closed pipe.
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = ["-c", #"\#(ChildProcess.binary) events --admin "$1" | head -1; exit "${PIPESTATUS[0]}""#, "sh", served.admin]
+            process.environment = ["AUTHGATE_ADMIN_TOKEN": Stack.adminToken, "PATH": "/usr/bin:/bin"]
+            let out = Pipe()
+            let err = Pipe()
+            process.standardOutput = out
+            process.standardError = err
+            try process.run()
+            // Up to the first line only: bash keeps the pipe open while `authgate events` runs.
+            let firstLine = try await onThread {
+                var data = Data()
+                while !data.contains(UInt8(ascii: "\n")) {
+                    let more = out.fileHandleForReading.availableData
+                    if more.isEmpty { break }
+                    data += more
+                }
+                return data
+            }
+            #expect(String(decoding: firstLine, as: UTF8.self).contains("state: logged_out"))
+            try await served.login()
+            let errors = try await onThread { String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "\(errors)")
+            #expect(!errors.contains("Fatal error") && !errors.contains("crashed"), "\(errors)")
+        }
+    }
+
     @Test func eventsStopWithStatus1WhenTheAdminAPIRefusesThem() async throws {
         try await withServed { stack, served in
             let gateway = try await served.serve()
             defer { gateway.stop() }
             let wrong = try ChildProcess(
-                ["events", "--admin", "http://127.0.0.1:\(served.adminPort)"], environment: ["AUTHGATE_ADMIN_TOKEN": "not-the-token"])
+                ["events", "--admin", served.admin], environment: ["AUTHGATE_ADMIN_TOKEN": "not-the-token"])
             #expect(await wrong.wait() == 1)
             #expect(wrong.errors.contains("401") && wrong.errors.contains("admin-token-required"), "\(wrong.errors)")
             #expect(!wrong.errors.contains("not-the-token"))
             let unknown = try ChildProcess(
-                ["events", "--admin", "http://127.0.0.1:\(served.adminPort)", "--session", "nope", "--token-file", served.tokenFile])
+                ["events", "--admin", served.admin, "--session", "nope", "--token-file", served.tokenFile])
             #expect(await unknown.wait() == 1)
             #expect(unknown.errors.contains("unknown-session"), "\(unknown.errors)")
             let nowhere = try ChildProcess(
-                ["events", "--admin", "http://127.0.0.1:\(try Served.freePort())", "--token-file", served.tokenFile])
+                ["events", "--admin", "unix:\(served.root)/nothing.sock", "--token-file", served.tokenFile])
             #expect(await nowhere.wait() == 1)
             #expect(nowhere.errors.contains("the admin API cannot be reached"), "\(nowhere.errors)")
             let bad = try ChildProcess(["events", "--last-event-id", "x1"])
@@ -192,7 +224,7 @@ import Testing
         try await withServed { stack, served in
             let gateway = try await served.serve()
             defer { gateway.stop() }
-            let admin = ["--admin", "http://127.0.0.1:\(served.adminPort)", "--token-file", served.tokenFile]
+            let admin = ["--admin", served.admin, "--token-file", served.tokenFile]
             let out = try ChildProcess(["status"] + admin)
             #expect(await out.wait() == 0)
             #expect(out.output.hasPrefix("session default: logged out\n"), "\(out.output)")
@@ -207,7 +239,7 @@ import Testing
             let document = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any]
             #expect(document?["state"] as? String == "logged_in")
             #expect(document?["subject"] as? String == "alice")
-            let wrong = try ChildProcess(["status", "--admin", "http://127.0.0.1:\(served.adminPort)"], environment: ["AUTHGATE_ADMIN_TOKEN": "x"])
+            let wrong = try ChildProcess(["status", "--admin", served.admin], environment: ["AUTHGATE_ADMIN_TOKEN": "x"])
             #expect(await wrong.wait() == 1)
             #expect(wrong.output.contains("admin-token-required"))
         }

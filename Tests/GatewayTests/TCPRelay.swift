@@ -3,27 +3,19 @@ import Glibc
 import Locking
 import TestSupport
 
-/// A loopback TCP relay in front of a port, whose connections a test can cut (as a proxy
-/// or a network would) and whose new connections it can refuse for a while.
+/// A loopback TCP relay in front of a Unix socket, whose connections a test can cut (as a
+/// proxy or a network would) and whose new connections it can refuse for a while.
 final class TCPRelay: Sendable {
     let port: Int
-    private let target: Int
+    private let target: String
     private let listener: Int32
     private let open = Locked<Set<Int32>>([])
     private let refusing = Locked(false)
 
-    init(to target: Int) throws {
+    init(toUnix target: String) throws {
         self.target = target
         (listener, port) = try loopbackListener()
         Thread.detachNewThread { [self] in accepting() }
-    }
-
-    static func loopback(port: Int) -> sockaddr_in {
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = UInt16(port).bigEndian
-        return addr
     }
 
     /// Closes every relayed connection, both ways; the relay keeps listening.
@@ -49,16 +41,14 @@ final class TCPRelay: Sendable {
                 Glibc.close(client)
                 continue
             }
-            let upstream = socket(AF_INET, streamSocketType, 0)
-            var addr = Self.loopback(port: target)
-            let connected = withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard connected == 0 else {
+            guard let raw = try? RawClient(unixPath: target, timeoutSeconds: 5) else {
                 Glibc.close(client)
-                Glibc.close(upstream)
                 continue
             }
+            // Its own descriptor, with no receive timeout: an event stream may be idle a while.
+            let upstream = dup(raw.fd)
+            var none = timeval(tv_sec: 0, tv_usec: 0)
+            setsockopt(upstream, SOL_SOCKET, SO_RCVTIMEO, &none, socklen_t(MemoryLayout<timeval>.size))
             open.withLock { $0.formUnion([client, upstream]) }
             Thread.detachNewThread { [self] in pump(from: client, to: upstream) }
             Thread.detachNewThread { [self] in pump(from: upstream, to: client) }

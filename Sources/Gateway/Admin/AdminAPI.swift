@@ -80,7 +80,6 @@ public final class AdminAPI: HTTPResponder {
     }
 
     public func respond(to request: HTTPRequest, writer: ResponseWriter) {
-        let path = request.head.path
         let method = request.head.method
         if HealthEndpoints.answer(request, readiness: readiness, writer: writer) { return }
         guard authorized(request.head) else {

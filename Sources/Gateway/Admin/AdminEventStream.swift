@@ -1,5 +1,5 @@
 import Foundation
-public import HTTPWire
+import HTTPWire
 import Locking
 import Runtime
 
@@ -133,7 +133,7 @@ public struct AdminEventStream: Sendable {
     /// cancels the transfer, which ends it too).
     static func exchange(_ request: UpstreamRequest, client: UpstreamClient, loop: EventLoop) -> AsyncStream<Piece> {
         let (stream, continuation) = AsyncStream.makeStream(of: Piece.self)
-        let state = Locked<(cancelled: Bool, transfer: LoopBound<UpstreamTransfer>?)>((false, nil))
+        let state = Locked<(cancelled: Bool, transfer: LoopBound<any UpstreamTransfer>?)>((false, nil))
         loop.executeSoonOrNow {
             guard !state.withLock({ $0.cancelled }) else {
                 continuation.yield(.end(.upstream(.cancelled, "cancelled")))
@@ -144,7 +144,7 @@ public struct AdminEventStream: Sendable {
             state.withLock { $0.transfer = LoopBound(transfer, loop: loop) }
         }
         continuation.onTermination = { _ in
-            let transfer = state.withLock { s -> LoopBound<UpstreamTransfer>? in
+            let transfer = state.withLock { s -> LoopBound<any UpstreamTransfer>? in
                 s.cancelled = true
                 return s.transfer
             }

@@ -1,4 +1,4 @@
-public import AuthCore
+import AuthCore
 import CoreMetrics
 import Locking
 public import Prometheus
@@ -197,7 +197,9 @@ public final class GatewayMetrics: Sendable {
         openConnections.record(process.proxyConnections)
         stateFreeBytes.withLock { gauge in
             if let free = process.stateDirectoryFreeBytes {
-                let g = gauge ?? registry.makeGauge(name: "authgate_state_directory_free_bytes")
+                let g = gauge ?? registry.makeGauge(
+                    descriptor: MetricNameDescriptor(
+                        namespace: "authgate", subsystem: "state_directory", metricName: "free", unitName: "bytes", helpText: ""))
                 g.set(Double(free))
                 gauge = g
             } else if let g = gauge {

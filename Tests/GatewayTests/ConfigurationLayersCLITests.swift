@@ -1,0 +1,76 @@
+import Foundation
+import Testing
+
+/// `authgate serve` with its configuration in three layers, as a real process: the file,
+/// `AUTHGATE_*` variables over it, flags over those; `--print-config` shows the result with
+/// each value's source and no secret; a variable or flag that names no field exits 78.
+@Suite(.serialized) struct ConfigurationLayersCLITests {
+    static let adminToken = "ADMIN-TOKEN-SECRET-91d2"
+    static let clientSecret = "CLIENT-SECRET-VALUE-5e7a"
+    static let storeKey = Data((0..<32).map { UInt8($0 * 7 % 256) }).base64EncodedString()
+
+    func withScratch(_ body: (String) async throws -> Void) async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ChildProcess.binary), "build the authgate product first")
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("ag-layers-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(
+            atPath: root + "/state", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try Data((Self.adminToken + "\n").utf8).write(to: URL(fileURLWithPath: root + "/admin-token"))
+        try Data(Self.clientSecret.utf8).write(to: URL(fileURLWithPath: root + "/client-secret"))
+        let config: [String: Any] = [
+            "proxy": ["host": "127.0.0.1", "port": 18080], "admin": ["host": "127.0.0.1", "port": 18081],
+            "adminTokenFile": root + "/admin-token",
+            "authorization": ["tokenEndpoint": "https://id.example.com/token", "clientID": "gate", "clientSecretFile": root + "/client-secret"],
+            "routes": [["prefix": "/", "upstream": "https://api.example.com"]], "stateDirectory": root + "/state",
+        ]
+        try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: root + "/authgate.json"))
+        try await body(root)
+    }
+
+    @Test func printConfigShowsEachValueWithItsLayerAndNoSecret() async throws {
+        try await withScratch { root in
+            let child = try ChildProcess(
+                ["serve", "--config", root + "/authgate.json", "--print-config", "--loops", "2", "--routes-0-strip-prefix",
+                 "--routes-1-prefix", "/b", "--routes-1-upstream", "https://b.example.com"],
+                environment: [
+                    "AUTHGATE_STORE_KEY": Self.storeKey, "AUTHGATE_AUTHORIZATION_TOKEN_ENDPOINT": "https://env.example.com/token",
+                    "AUTHGATE_LOOPS": "3", "AUTHGATE_PROXY_PORT": "18090",
+                ])
+            #expect(await child.wait() == 0, "\(child.errors)")
+            let lines = child.lines
+            func line(_ prefix: String) -> String? { lines.first { $0.hasPrefix(prefix) } }
+            #expect(line("authorization.tokenEndpoint = \"https://env.example.com/token\"")?.hasSuffix("# env AUTHGATE_AUTHORIZATION_TOKEN_ENDPOINT") == true, "\(lines)")
+            #expect(line("loops = 2")?.hasSuffix("# flag --loops") == true, "\(lines)")
+            #expect(line("proxy.port = 18090")?.hasSuffix("# env AUTHGATE_PROXY_PORT") == true)
+            #expect(line("proxy.host = \"127.0.0.1\"")?.hasSuffix("# file \(root)/authgate.json") == true)
+            #expect(line("routes[0].stripPrefix = true")?.hasSuffix("# flag --routes-0-strip-prefix") == true)
+            #expect(line("routes[1].upstream = \"https://b.example.com\"")?.hasSuffix("# flag --routes-1-upstream") == true)
+            #expect(line("refreshSkewSeconds ")?.hasSuffix("# default") == true)
+            #expect(line("secret: admin token = <redacted>")?.hasSuffix("(adminTokenFile)") == true)
+            #expect(line("secret: store key = <redacted>")?.hasSuffix("# env AUTHGATE_STORE_KEY") == true)
+            for secret in [Self.adminToken, Self.clientSecret, Self.storeKey] {
+                #expect(!child.output.contains(secret) && !child.errors.contains(secret))
+            }
+        }
+    }
+
+    @Test func aVariableOrFlagThatNamesNoFieldOrCarriesASecretExits78() async throws {
+        try await withScratch { root in
+            let cases: [([String], [String: String], String)] = [
+                ([], ["AUTHGATE_LOPS": "2"], "unknown environment variable AUTHGATE_LOPS"),
+                (["--lops", "2"], [:], "unknown flag --lops"),
+                (["--client-secret", Self.clientSecret], [:], "--client-secret: secrets are never taken from flags"),
+                ([], ["AUTHGATE_PROXY_PORT": "http"], "proxy.port must be an integer, not a string (set by env AUTHGATE_PROXY_PORT)"),
+                (["--routes-0-upstream", "ftp://x"], [:], "(set by flag --routes-0-upstream)"),
+            ]
+            for (flags, env, message) in cases {
+                let child = try ChildProcess(
+                    ["serve", "--config", root + "/authgate.json", "--check-config"] + flags,
+                    environment: env.merging(["AUTHGATE_STORE_KEY": Self.storeKey]) { a, _ in a })
+                #expect(await child.wait() == 78, "\(flags) \(env)")
+                #expect(child.errors.contains(message), "\(child.errors)")
+                #expect(!child.errors.contains(Self.clientSecret))
+            }
+        }
+    }
+}
