@@ -48,7 +48,11 @@ extension GatewayConfiguration {
                 throw ConfigurationError("store.\(name) applies only to store.kind postgres")
             }
         case "postgres":
-            guard store.url != nil else { throw ConfigurationError("store.url is required with store.kind postgres") }
+            guard let url = store.url else { throw ConfigurationError("store.url is required with store.kind postgres") }
+            if URLComponents(string: url)?.password != nil {
+                // Refused before anything prints the configuration (--print-config, errors).
+                throw ConfigurationError("store.url: must not hold a password: put it in store.passwordFile")
+            }
             if let mode = store.tlsMode, !["disable", "prefer", "require"].contains(mode) {
                 throw ConfigurationError("store.tlsMode must be disable, prefer or require")
             }
