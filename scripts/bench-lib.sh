@@ -28,9 +28,10 @@ nginx_start() {
   mkdir -p "$tmp/$name"
   cat > "$tmp/$name/nginx.conf" <<NGINX
 worker_processes $n;
+worker_rlimit_nofile 65536;
 pid $tmp/$name.pid;
 error_log $tmp/$name/error.log crit;
-events { worker_connections 4096; }
+events { worker_connections ${NGINX_WORKER_CONNECTIONS:-4096}; }
 http {
   access_log off;
   keepalive_requests 1000000;
@@ -135,4 +136,39 @@ LUA
       sub(/, $/, "", top)
       printf "| %s | %d | %.2f | %s |\n", name, n, total / n, top
     }' "$tmp/strace.txt"
+}
+
+# authgate_serve ROUTES-JSON [AUTHORIZATION-JSON] [MORE-FIELDS-JSON]: starts the release
+# `authgate serve` with proxy 127.0.0.1:18102, admin 127.0.0.1:18103 (token in
+# $tmp/admin-token), its state in $tmp/state and $workers loops; sets ag to its pid and
+# waits until its admin listener answers.
+authgate_serve() {
+  local routes="$1"
+  local authorization="${2:-{\"tokenEndpoint\": \"http://127.0.0.1:18109/token\", \"clientID\": \"bench\"\}}"
+  local more="${3:-}"
+  swift build -c release --product authgate >/dev/null
+  mkdir -p -m 700 "$tmp/state"
+  [ -s "$tmp/admin-token" ] || head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$tmp/admin-token"
+  chmod 600 "$tmp/admin-token"
+  cat > "$tmp/authgate.json" <<JSON
+{
+  "proxy": {"host": "127.0.0.1", "port": 18102},
+  "admin": {"host": "127.0.0.1", "port": 18103},
+  "adminTokenFile": "$tmp/admin-token",
+  "authorization": $authorization,
+  "routes": $routes,
+  "stateDirectory": "$tmp/state", "createKey": true, "keyFile": "$tmp/state/key",
+  "loops": $workers, "maxConnections": 30000${more:+, $more}
+}
+JSON
+  "$bin/authgate" serve --config "$tmp/authgate.json" --log-level warning > "$tmp/ag.log" 2>&1 &
+  ag=$!
+  pids+=("$ag")
+  local i
+  for i in $(seq 200); do
+    curl -fsS -o /dev/null http://127.0.0.1:18103/livez 2>/dev/null && return 0
+    kill -0 "$ag" 2>/dev/null || { echo "authgate serve exited:"; cat "$tmp/ag.log"; return 1; }
+    sleep 0.1
+  done
+  echo "authgate serve did not answer /livez:"; cat "$tmp/ag.log"; return 1
 }

@@ -104,3 +104,40 @@ import Testing
         #expect(refreshAt <= start + .seconds(60), "and at most a tenth of the lifetime after it")
     }
 }
+
+/// ``AuthActor/tokenWithoutWaiting()``: the proxy's fast path takes the token from it with
+/// no hop onto the actor, so it must hand out exactly what ``AuthActor/token()`` would without
+/// refreshing, and nothing when ``AuthActor/token()`` would have work to do first.
+@Suite struct TokenWithoutWaitingTests {
+    @Test func itIsTheCurrentTokenUntilItIsDueAndNothingWhenLoggedOut() async throws {
+        var server = FakeAuthorizationServer.Configuration()
+        server.accessTokenLifetime = .seconds(100)
+        let h = Harness(server: server, actor: AuthActor.Configuration(skew: .seconds(30), jitter: .zero))
+        #expect(h.actor.tokenWithoutWaiting() == nil)
+        let first = try await h.login()
+        #expect(h.actor.tokenWithoutWaiting() == first)
+        #expect(try await h.actor.token() == first)
+        h.clock.advance(by: .seconds(69))
+        #expect(h.actor.tokenWithoutWaiting() == first)
+        h.clock.advance(by: .seconds(1))
+        // Due: token() refreshes, so the fast path must not hand out the old one.
+        #expect(h.actor.tokenWithoutWaiting() == nil)
+        let second = try await h.actor.token()
+        #expect(second.generation > first.generation)
+        #expect(h.actor.tokenWithoutWaiting() == second)
+        try await h.actor.logout()
+        #expect(h.actor.tokenWithoutWaiting() == nil)
+    }
+
+    @Test func nothingWhileARotatedPairWaitsToBeSaved() async throws {
+        let h = Harness()
+        let first = try await h.login()
+        h.tokenStore.failNext(.save, with: AuthError.io(28, operation: "write"))
+        let second = try await h.actor.refresh(after: first.generation)
+        #expect(h.actor.holdsUnsavedCredentials)
+        // token() retries the save before handing out a token; the fast path leaves it that work.
+        #expect(h.actor.tokenWithoutWaiting() == nil)
+        await h.actor.finishBackgroundWork()
+        #expect(h.actor.tokenWithoutWaiting() == second)
+    }
+}

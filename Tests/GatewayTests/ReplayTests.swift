@@ -44,6 +44,26 @@ import TestSupport
         }
     }
 
+    @Test func aCurrentTokenLeavesWithoutATaskAndItsRejectionIsStillRefreshedOnceAndReplayed() async throws {
+        try await Stack.run(fake: revoking) { stack in
+            try await stack.startGateway()
+            #expect(try await stack.loginAlice().status == 200)
+            let tasks = try #require(stack.gateway.withLock { $0?.proxyTasks })
+            let before = tasks.started
+            for _ in 0..<5 { #expect(try await stack.proxy("GET", "/api/orders").status == 200) }
+            #expect(tasks.started == before, "a request whose token is current is sent from its loop, with no task")
+            // The first try meets a rotation at the API: its 401 goes on to a replay in a task.
+            let seen = stack.api.statistics.accepted + stack.api.statistics.rejected
+            stack.api.beforeCheckingTokens { n in if n == seen + 1 { await Self.rotate(stack) } }
+            let r = try await stack.proxy("POST", "/api/orders", headers: ["Content-Type: text/plain"], body: "twelve bytes")
+            #expect(r.status == 200, "\(r.status) \(r.text)")
+            #expect(Stack.json(r)["body_bytes"] as? Int == 12)
+            #expect(tasks.started == before + 1)
+            #expect(stack.api.statistics.rejected == 1)
+            #expect(await stack.authorization.statistics.refreshes == 1, "the rotation only: the stale 401 refreshed nothing")
+        }
+    }
+
     @Test func replaysStopAtMaxReplaysAndTheClientIsToldWhy() async throws {
         try await Stack.run(fake: revoking) { stack in
             try await stack.startGateway { $0.maxReplays = 2 }

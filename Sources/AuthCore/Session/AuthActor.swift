@@ -220,7 +220,7 @@ public actor AuthActor {
             label: "authgate_token_store_failures_total", dimensions: [("session", account.rawValue)], factory: factory)
     }
 
-    private nonisolated let snapshot = Locked<TokenSnapshot?>(nil)
+    nonisolated let published = Locked<(snapshot: TokenSnapshot, token: AccessToken)?>(nil)
     private nonisolated let unsaved = Atomic<Bool>(false)
 
     /// Whether a rotated pair is held only in memory because its save failed (the previous
@@ -231,19 +231,19 @@ public actor AuthActor {
     /// The current token's generation and refresh deadline, read without a hop onto the
     /// actor; `nil` when logged out. It can be stale by the time the caller acts on it, so
     /// it serves decisions that the actor checks again (``refresh(after:)``).
-    public nonisolated var tokenSnapshot: TokenSnapshot? { snapshot.withLock { $0 } }
+    public nonisolated var tokenSnapshot: TokenSnapshot? { published.withLock { $0?.snapshot } }
 
     /// The current instant on the session's monotonic clock (to compare with
     /// ``tokenSnapshot``).
     public nonisolated var now: MonotonicInstant { clock.now }
 
     private func publishSnapshot() {
-        let value: TokenSnapshot? =
+        let value: (TokenSnapshot, AccessToken)? =
             switch phase {
-            case .active(let s): TokenSnapshot(generation: s.credentials.generation, refreshAt: s.refreshAt)
+            case .active(let s): (TokenSnapshot(generation: s.credentials.generation, refreshAt: s.refreshAt), s.token)
             case .loggedOut: nil
             }
-        snapshot.withLock { $0 = value }
+        published.withLock { $0 = value }
     }
 
     /// The custom executor when one was given, else a default actor executor.

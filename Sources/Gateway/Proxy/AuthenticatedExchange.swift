@@ -68,9 +68,11 @@ public struct AuthenticatedExchange: Sendable {
     }
 
     /// Sends attempts until one is answered; each replay carries a newer token than the try
-    /// before it. Throws ``Failure``.
+    /// before it. With `rejected`, the first try was already sent (with a token taken without
+    /// waiting) and its answer held back: the path goes on from its replay. Throws ``Failure``.
     public func run<Result: Sendable>(
-        bodyReplayable: Bool, send: (AccessToken, ReplayRule.Attempt) async -> Step<Result>
+        bodyReplayable: Bool, after rejected: ReplayRule.Attempt? = nil,
+        send: (AccessToken, ReplayRule.Attempt) async -> Step<Result>
     ) async throws(Failure) -> Result {
         let clock = ContinuousClock()
         var started = clock.now
@@ -89,16 +91,42 @@ public struct AuthenticatedExchange: Sendable {
             }
             lap(.queue)
         }
-        try await enter(.first)
-        var token: AccessToken
-        do {
-            token = try await session.token()
-        } catch {
-            limiter?.release()
-            throw .token(error)
+        /// The token a replay of `attempt` carries: a newer one than it had.
+        func replayToken(after attempt: ReplayRule.Attempt) async throws(Failure) -> AccessToken {
+            var token: AccessToken
+            do {
+                token = try await session.refresh(after: attempt.generation)
+            } catch {
+                throw .refresh(error)
+            }
+            lap(.refresh)
+            if limiter != nil {
+                try await enter(.replay)
+                // The slot may have taken a while: the token may be superseded or due by now.
+                do {
+                    token = try await session.token()
+                } catch {
+                    limiter?.release()
+                    throw .refresh(error)
+                }
+            }
+            return token
         }
-        lap(.token)
+        var token: AccessToken
         var replays = 0
+        if let rejected {
+            token = try await replayToken(after: rejected)
+            replays = rejected.replaysSoFar + 1
+        } else {
+            try await enter(.first)
+            do {
+                token = try await session.token()
+            } catch {
+                limiter?.release()
+                throw .token(error)
+            }
+            lap(.token)
+        }
         while true {
             let attempt = ReplayRule.Attempt(
                 generation: token.generation, replaysSoFar: replays, bodyReplayable: bodyReplayable)
@@ -109,23 +137,8 @@ public struct AuthenticatedExchange: Sendable {
             case .done(let result):
                 return result
             case .replay:
-                do {
-                    token = try await session.refresh(after: attempt.generation)
-                } catch {
-                    throw .refresh(error)
-                }
-                lap(.refresh)
+                token = try await replayToken(after: attempt)
                 replays += 1
-                if limiter != nil {
-                    try await enter(.replay)
-                    // The slot may have taken a while: the token may be superseded or due by now.
-                    do {
-                        token = try await session.token()
-                    } catch {
-                        limiter?.release()
-                        throw .refresh(error)
-                    }
-                }
             }
         }
     }

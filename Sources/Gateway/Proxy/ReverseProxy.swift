@@ -18,15 +18,15 @@ public final class ReverseProxy: HTTPResponder {
     private let clients: UpstreamClientPool
     private let fallback: (any HTTPResponder)?
     private let authentication: ProxyAuthentication?
-    private let metrics: GatewayMetrics
+    let metrics: GatewayMetrics
     private let livenessPath: String?
     private let trustedProxies: Set<String>
     /// Records where authenticated requests wait; made once, not per request.
-    private let observePhase: @Sendable (AuthenticatedExchange.Phase, Duration) -> Void
+    let observePhase: @Sendable (AuthenticatedExchange.Phase, Duration) -> Void
     /// The tasks serving authenticated requests (shutdown waits for them).
     public let tasks = TaskTracker()
     /// Per route prefix, the bound on its authenticated requests at the upstream at once.
-    private let limiters: [String: InFlightLimiter]
+    let limiters: [String: InFlightLimiter]
     /// The configured session names; nil with no authentication.
     private let sessionNames: Set<String>?
 
@@ -99,6 +99,11 @@ public final class ReverseProxy: HTTPResponder {
                 return
             }
             let started = ContinuousClock.now
+            if limiters[route.prefix] == nil, let token = session.tokenWithoutWaiting() {
+                // The token is current: sent now, from this loop, with no task and no hop.
+                sendWithCurrentToken(request, route, target, writer, session, authentication, token, started)
+                return
+            }
             tasks.start(on: request.loop) {
                 let status = await self.authenticated(request, route, target, writer, session, authentication)
                 self.metrics.request(kind: "authenticated", status: status, duration: ContinuousClock.now - started)
@@ -106,73 +111,8 @@ public final class ReverseProxy: HTTPResponder {
         }
     }
 
-    /// Serves one request on an authenticated route; returns the status the client got.
-    private func authenticated(
-        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
-        _ session: AuthActor, _ auth: ProxyAuthentication
-    ) async -> Int {
-        let replayable: Bool
-        if case .buffered = request.body { replayable = true } else { replayable = false }
-        let metrics = self.metrics
-        let path = AuthenticatedExchange(
-            session: session, policy: auth.rejectionPolicy, rule: auth.replayRule, observe: observePhase,
-            limiter: limiters[route.prefix])
-        let tasks = self.tasks
-        let name = route.session
-        do throws(AuthenticatedExchange.Failure) {
-            return try await path.run(bodyReplayable: replayable) { token, attempt in
-                if attempt.replaysSoFar > 0 { metrics.replay("replayed", session: name) }
-                let outcome = await exchange(request, route, target, writer, token: token) { status, headers in
-                    let answer = ExchangePlan.Answer(
-                        path.verdict(status: status, wwwAuthenticate: headers[all: "www-authenticate"], attempt: attempt))
-                    switch answer {
-                    case .deliver:
-                        return .forward(HTTPHeaders())
-                    case .replay:
-                        return .intercept
-                    case .passThrough(let reason, let refreshInBackground):
-                        metrics.replay(reason.rawValue, session: name)
-                        if refreshInBackground {
-                            tasks.start(on: nil) { _ = try? await session.refresh(after: attempt.generation) }
-                        }
-                        return .forward(answer.extraHeaders)
-                    }
-                }
-                if case .intercepted = outcome { return .replay }
-                return .done(outcome.status)
-            }
-        } catch {
-            switch error {
-            case .token(let error):
-                return respond(error, writer)
-            case .refresh(let error):
-                metrics.replay("refresh_failed", session: name)
-                return respond(error, writer)
-            case .busy(.cancelled):
-                return respond(CancellationError(), writer)
-            case .busy(.timedOut):
-                var h = HTTPHeaders()
-                h.add(name: "Retry-After", value: "1")
-                writer.respond(problem: GatewayProblem.upstreamBusy, headers: h)
-                return 503
-            }
-        }
-    }
-
-    private func respond(_ error: any Error, _ writer: ResponseWriter) -> Int {
-        if error is CancellationError {
-            // The waiting task was cancelled (the client went away): nobody to answer.
-            writer.abort()
-            return 499
-        }
-        let authError = error as? AuthError ?? AuthError.storage(error)
-        let (problem, headers) = GatewayProblem.forAuthError(authError)
-        writer.respond(problem: problem, headers: headers)
-        return problem.status
-    }
-
     /// One exchange with the upstream, awaited.
-    private func exchange(
+    func exchange(
         _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
         token: AccessToken?, decide: (@Sendable (Int, HTTPHeaders) -> HeadDecision)?
     ) async -> ExchangeOutcome {
@@ -184,7 +124,7 @@ public final class ReverseProxy: HTTPResponder {
     }
 
     /// Starts an exchange on the request's loop.
-    private func start(
+    func start(
         _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
         token: AccessToken?, decide: ((Int, HTTPHeaders) -> HeadDecision)?, completion: @escaping (ExchangeOutcome) -> Void
     ) {

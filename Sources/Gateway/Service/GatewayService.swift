@@ -59,7 +59,8 @@ public final class GatewayService: Sendable {
     public var userInfo: UserInfoProbe? { sessions[GatewayConfiguration.defaultSession]!.userInfo }
     /// Subscribers of the session's events (the user-info call) that shutdown waits for.
     private let eventTasks: [Task<Void, Never>]
-    private let proxyTasks: TaskTracker
+    /// The tasks serving proxied requests (a request whose token is current starts none).
+    public let proxyTasks: TaskTracker
     private let adminTasks: TaskTracker
     private let logger: Logger
 

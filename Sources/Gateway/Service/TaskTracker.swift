@@ -6,6 +6,7 @@ public import Runtime
 /// would never run again, and everything it holds would be lost with it.
 public final class TaskTracker: Sendable {
     private let running = Locked(0)
+    private let total = Locked(0)
 
     /// Creates a tracker.
     public init() {}
@@ -13,11 +14,15 @@ public final class TaskTracker: Sendable {
     /// Tasks started and not yet finished.
     public var count: Int { running.withLock { $0 } }
 
+    /// Tasks started since the tracker was made.
+    public var started: Int { total.withLock { $0 } }
+
     /// Starts `body` in a task that prefers `loop` (any executor when `nil`), counted until
     /// it returns.
     @discardableResult
     public func start(on loop: EventLoop?, _ body: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
         running.withLock { $0 += 1 }
+        total.withLock { $0 += 1 }
         let done: @Sendable () -> Void = { [running] in running.withLock { $0 -= 1 } }
         if let loop {
             return Task(executorPreference: loop) {

@@ -1,0 +1,117 @@
+public import AuthCore
+public import HTTPWire
+public import Runtime
+
+/// Authenticated routes: the token attached, a rejected token refreshed and the request
+/// replayed (``AuthenticatedExchange``).
+///
+/// When the session's token is current (``AuthActor/tokenWithoutWaiting()``) and the route
+/// has no in-flight bound, the first try leaves at once from the request's loop, with no task
+/// and no hop onto the actor; only when its answer says the token was rejected does the rest
+/// of the path (refresh, replay) run in a task. Otherwise the whole path runs in a task.
+extension ReverseProxy {
+    /// Sends the first try with `token`, taken without waiting; a rejection goes on to the
+    /// refresh and the replay in a task.
+    func sendWithCurrentToken(
+        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
+        _ session: AuthActor, _ auth: ProxyAuthentication, _ token: AccessToken, _ started: ContinuousClock.Instant
+    ) {
+        let replayable: Bool
+        if case .buffered = request.body { replayable = true } else { replayable = false }
+        let path = AuthenticatedExchange(
+            session: session, policy: auth.rejectionPolicy, rule: auth.replayRule, observe: observePhase)
+        let attempt = ReplayRule.Attempt(generation: token.generation, replaysSoFar: 0, bodyReplayable: replayable)
+        let metrics = self.metrics
+        let observe = observePhase
+        let sent = ContinuousClock.now
+        observe(.token, sent - started)
+        let decide = headDecision(path, attempt, session, route.session)
+        start(request, route, target, writer, token: token, decide: decide) { [self] outcome in
+            observe(.upstream, ContinuousClock.now - sent)
+            guard case .intercepted = outcome else {
+                metrics.request(kind: "authenticated", status: outcome.status, duration: ContinuousClock.now - started)
+                return
+            }
+            tasks.start(on: request.loop) {
+                let status = await self.authenticated(request, route, target, writer, session, auth, after: attempt)
+                metrics.request(kind: "authenticated", status: status, duration: ContinuousClock.now - started)
+            }
+        }
+    }
+
+    /// Serves one request on an authenticated route; returns the status the client got.
+    /// With `rejected`, its first try was sent and its answer held back for a replay.
+    func authenticated(
+        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
+        _ session: AuthActor, _ auth: ProxyAuthentication, after rejected: ReplayRule.Attempt? = nil
+    ) async -> Int {
+        let replayable: Bool
+        if case .buffered = request.body { replayable = true } else { replayable = false }
+        let metrics = self.metrics
+        let path = AuthenticatedExchange(
+            session: session, policy: auth.rejectionPolicy, rule: auth.replayRule, observe: observePhase,
+            limiter: limiters[route.prefix])
+        let name = route.session
+        do throws(AuthenticatedExchange.Failure) {
+            return try await path.run(bodyReplayable: replayable, after: rejected) { token, attempt in
+                if attempt.replaysSoFar > 0 { metrics.replay("replayed", session: name) }
+                let outcome = await exchange(
+                    request, route, target, writer, token: token, decide: headDecision(path, attempt, session, name))
+                if case .intercepted = outcome { return .replay }
+                return .done(outcome.status)
+            }
+        } catch {
+            switch error {
+            case .token(let error):
+                return respond(error, writer)
+            case .refresh(let error):
+                metrics.replay("refresh_failed", session: name)
+                return respond(error, writer)
+            case .busy(.cancelled):
+                return respond(CancellationError(), writer)
+            case .busy(.timedOut):
+                var h = HTTPHeaders()
+                h.add(name: "Retry-After", value: "1")
+                writer.respond(problem: GatewayProblem.upstreamBusy, headers: h)
+                return 503
+            }
+        }
+    }
+
+    /// What to do with the head of the answer to `attempt`: deliver it, hold it back for a
+    /// replay, or pass it through (refreshing in the background when the rule says so).
+    private func headDecision(
+        _ path: AuthenticatedExchange, _ attempt: ReplayRule.Attempt, _ session: AuthActor, _ name: String
+    ) -> @Sendable (Int, HTTPHeaders) -> HeadDecision {
+        let metrics = self.metrics
+        let tasks = self.tasks
+        return { status, headers in
+            let answer = ExchangePlan.Answer(
+                path.verdict(status: status, wwwAuthenticate: headers[all: "www-authenticate"], attempt: attempt))
+            switch answer {
+            case .deliver:
+                return .forward(HTTPHeaders())
+            case .replay:
+                return .intercept
+            case .passThrough(let reason, let refreshInBackground):
+                metrics.replay(reason.rawValue, session: name)
+                if refreshInBackground {
+                    tasks.start(on: nil) { _ = try? await session.refresh(after: attempt.generation) }
+                }
+                return .forward(answer.extraHeaders)
+            }
+        }
+    }
+
+    private func respond(_ error: any Error, _ writer: ResponseWriter) -> Int {
+        if error is CancellationError {
+            // The waiting task was cancelled (the client went away): nobody to answer.
+            writer.abort()
+            return 499
+        }
+        let authError = error as? AuthError ?? AuthError.storage(error)
+        let (problem, headers) = GatewayProblem.forAuthError(authError)
+        writer.respond(problem: problem, headers: headers)
+        return problem.status
+    }
+}
