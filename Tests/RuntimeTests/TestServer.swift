@@ -9,6 +9,8 @@ final class TestServer: Sendable {
     let server: HTTPServer
     /// Requests that reached the responder, by path (streamed ones with their head).
     let arrivals = Arrivals()
+    /// The responder's own tasks; `stop` waits for them before it stops the loops.
+    let tasks = ResponderTasks()
     var port: Int { server.port }
 
     init(
@@ -18,12 +20,15 @@ final class TestServer: Sendable {
         var c = configuration
         c.address = address
         group = try EventLoopGroup(loopCount: loops)
-        server = HTTPServer(configuration: c, group: group, responder: TestResponder(arrivals: arrivals))
+        server = HTTPServer(configuration: c, group: group, responder: TestResponder(arrivals: arrivals, tasks: tasks))
         try server.start()
     }
 
+    /// Stops the server, lets the responder's tasks finish (a task that resumed on a loop
+    /// already stopped would never run again), then stops the loops.
     func stop() {
         server.shutdown(grace: .seconds(2))
+        tasks.waitUntilNoneRun(timeout: .seconds(5))
         group.shutdown()
     }
 
@@ -65,8 +70,30 @@ final class Arrivals: Sendable {
     }
 }
 
+/// Counts the tasks the test responder runs for its requests.
+final class ResponderTasks: Sendable {
+    private let running = Locked(0)
+
+    /// Runs `body` in a task that prefers `loop`, counted until it returns.
+    @discardableResult
+    func spawn(on loop: EventLoop, _ body: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        running.withLock { $0 += 1 }
+        return Task(executorPreference: loop) { [running] in
+            await body()
+            running.withLock { $0 -= 1 }
+        }
+    }
+
+    /// Blocks (off the loops) until no task runs, or `timeout` has passed.
+    func waitUntilNoneRun(timeout: Duration) {
+        let deadline = ContinuousClock.now + timeout
+        while running.withLock({ $0 }) > 0, ContinuousClock.now < deadline { usleep(2000) }
+    }
+}
+
 struct TestResponder: HTTPResponder {
     let arrivals: Arrivals
+    let tasks: ResponderTasks
 
     func bodyPolicy(for head: RequestHead, limits: HTTPLimits) -> BodyPolicy {
         head.path.hasPrefix("/stream") ? .stream : .buffer(maxBytes: limits.maxBufferedBodyBytes)
@@ -85,7 +112,7 @@ struct TestResponder: HTTPResponder {
         case "/stream-echo":
             // Echo the body back chunked, as it arrives.
             guard case .stream(let stream) = request.body else { return }
-            Task(executorPreference: request.loop) {
+            tasks.spawn(on: request.loop) {
                 writer.writeHead(status: 200)
                 do {
                     while let chunk = try await stream.next() { try await writer.writeBody(chunk) }
@@ -95,7 +122,7 @@ struct TestResponder: HTTPResponder {
         case "/stream-slow":
             // Reads slowly: the server must stop reading from the client meanwhile.
             guard case .stream(let stream) = request.body else { return }
-            Task(executorPreference: request.loop) {
+            tasks.spawn(on: request.loop) {
                 var total = 0
                 do {
                     while let chunk = try await stream.next() {
@@ -108,7 +135,7 @@ struct TestResponder: HTTPResponder {
         case "/stream-stall":
             // Takes one piece, stalls for 500 ms, then reads the rest.
             guard case .stream(let stream) = request.body else { return }
-            Task(executorPreference: request.loop) {
+            tasks.spawn(on: request.loop) {
                 var total = 0
                 do {
                     if let first = try await stream.next() { total += first.count }
@@ -120,7 +147,7 @@ struct TestResponder: HTTPResponder {
         case "/big":
             // A large streamed response.
             let size = Int(head.headers[first: "x-size"] ?? "") ?? 1 << 20
-            Task(executorPreference: request.loop) {
+            tasks.spawn(on: request.loop) {
                 var h = HTTPHeaders()
                 h.add(name: "Content-Length", value: String(size))
                 writer.writeHead(status: 200, headers: h)
@@ -136,7 +163,7 @@ struct TestResponder: HTTPResponder {
                 } catch {}
             }
         case "/later":
-            let t = Task(executorPreference: request.loop) {
+            let t = tasks.spawn(on: request.loop) {
                 try? await Task.sleep(for: .milliseconds(50))
                 writer.respond(status: 200, body: Array("later".utf8))
             }

@@ -32,7 +32,7 @@ public struct UpstreamClientConfiguration: Sendable {
     public init(
         connectTimeout: Duration = .seconds(5), totalTimeout: Duration? = .seconds(60), idleTimeout: Duration = .seconds(30),
         maxConnectionsPerHost: Int = 64, caFile: String? = nil, caPath: String? = nil, clientCertificate: String? = nil,
-        clientKey: String? = nil, http2: Bool = true, unixSocketPath: String? = nil, loopHTTP1: Bool = false
+        clientKey: String? = nil, http2: Bool = true, unixSocketPath: String? = nil, loopHTTP1: Bool = true
     ) {
         self.loopHTTP1 = loopHTTP1
         self.unixSocketPath = unixSocketPath
