@@ -28,7 +28,7 @@ nginx_start() {
   mkdir -p "$tmp/$name"
   cat > "$tmp/$name/nginx.conf" <<NGINX
 worker_processes $n;
-worker_rlimit_nofile 65536;
+worker_rlimit_nofile 20000;
 pid $tmp/$name.pid;
 error_log $tmp/$name/error.log crit;
 events { worker_connections ${NGINX_WORKER_CONNECTIONS:-4096}; }
