@@ -134,6 +134,15 @@ import Testing
             #expect(statuses.allSatisfy { $0 == 200 }, "statuses other than 200: \(Set(statuses))")
             #expect(!child.errors.contains(rotated) && !child.errors.contains(Stack.adminToken))
             #expect(!child.errors.contains("s3cret"))
+
+            // The access log, on by default in `serve`: one JSON line per proxied request, typed,
+            // with no token in it.
+            let access = child.errors.split(separator: "\n").filter { $0.contains(#""msg":"access""#) }
+            #expect(access.count >= statuses.count)
+            let line = access.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            #expect(line?["logger"] as? String == "authgate.access")
+            #expect(line?["status"] as? Int == 200 && line?["bytesOut"] is Int && line?["durationMs"] is Double)
+            for token in stack.api.seenTokens { #expect(!child.errors.contains(token)) }
         }
     }
 }

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// What a reload does, decided from the running configuration and a new, valid one (and the
 /// secrets each names): which fields take their new value at once, which changed but keep

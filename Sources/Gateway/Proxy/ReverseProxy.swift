@@ -95,8 +95,11 @@ public final class ReverseProxy: HTTPResponder {
         case .forward(let route, let target):
             let started = ContinuousClock.now
             let metrics = self.metrics
+            let facts = s.accessLog?.begin(request, route: route.prefix)
             start(request, route, target, writer, s, token: nil, decide: nil) { outcome in
                 metrics.request(kind: "public", status: outcome.status, duration: ContinuousClock.now - started)
+                facts?.exchanged(outcome)
+                facts?.end(status: outcome.status)
             }
         case .authenticate(let route, let target, let name):
             // `plan` checked that the session exists; answer anyway rather than leave the client waiting.
@@ -106,9 +109,11 @@ public final class ReverseProxy: HTTPResponder {
                 return
             }
             let started = ContinuousClock.now
+            let facts = s.accessLog?.begin(request, route: route.prefix)
             tasks.start(on: request.loop) {
-                let status = await self.authenticated(request, route, target, writer, session, s)
+                let status = await self.authenticated(request, route, target, writer, session, s, facts)
                 self.metrics.request(kind: "authenticated", status: status, duration: ContinuousClock.now - started)
+                facts?.end(status: status)
             }
         }
     }
@@ -116,7 +121,7 @@ public final class ReverseProxy: HTTPResponder {
     /// Serves one request on an authenticated route; returns the status the client got.
     private func authenticated(
         _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
-        _ session: AuthActor, _ s: ProxySettings
+        _ session: AuthActor, _ s: ProxySettings, _ facts: AccessFacts?
     ) async -> Int {
         let replayable: Bool
         if case .buffered = request.body { replayable = true } else { replayable = false }
@@ -129,6 +134,7 @@ public final class ReverseProxy: HTTPResponder {
         do throws(AuthenticatedExchange.Failure) {
             return try await path.run(bodyReplayable: replayable) { token, attempt in
                 if attempt.replaysSoFar > 0 { metrics.replay("replayed", session: name) }
+                facts?.attempt(attempt)
                 let outcome = await exchange(request, route, target, writer, s, token: token) { status, headers in
                     let answer = ExchangePlan.Answer(
                         path.verdict(status: status, wwwAuthenticate: headers[all: "www-authenticate"], attempt: attempt))
@@ -145,6 +151,7 @@ public final class ReverseProxy: HTTPResponder {
                         return .forward(answer.extraHeaders)
                     }
                 }
+                facts?.exchanged(outcome)
                 if case .intercepted = outcome { return .replay }
                 return .done(outcome.status)
             }
@@ -231,7 +238,7 @@ extension ExchangeOutcome {
     /// The status the client saw.
     var status: Int {
         switch self {
-        case .forwarded(let s): s
+        case .forwarded(let s, _): s
         case .intercepted: 401
         case .failed(let e): e.status
         }

@@ -1,4 +1,5 @@
 import AuthCore
+import Logging
 import Runtime
 
 extension GatewayConfiguration {
@@ -23,12 +24,14 @@ extension GatewayConfiguration {
     var replayRule: ReplayRule { ReplayRule(maxReplays: maxReplays ?? 3) }
 
     /// The proxy's settings under this configuration, keeping what `previous` has that did not
-    /// change (``ProxySettings/init(routes:clientConfiguration:rejectionPolicy:replayRule:replayLimit:livenessPath:trustedProxies:previous:)``).
-    func proxySettings(previous: ProxySettings?) -> ProxySettings {
+    /// change (``ProxySettings/init(routes:clientConfiguration:rejectionPolicy:replayRule:replayLimit:livenessPath:trustedProxies:accessLog:previous:)``);
+    /// the access log writes to `accessLogger`.
+    func proxySettings(previous: ProxySettings?, accessLogger: Logger) -> ProxySettings {
         ProxySettings(
             routes: proxyRoutes, clientConfiguration: upstreamClientConfiguration,
             rejectionPolicy: upstreamRejection ?? UpstreamRejectionPolicy(), replayRule: replayRule,
             replayLimit: replayLimitBytes ?? 1 << 20, livenessPath: proxyLivenessPath ?? "/livez",
-            trustedProxies: Set(trustForwardedFrom ?? []), previous: previous)
+            trustedProxies: Set(trustForwardedFrom ?? []), accessLog: AccessLog(accessLog, logger: accessLogger),
+            previous: previous)
     }
 }

@@ -1,6 +1,6 @@
-public import AuthCore
-public import Logging
-public import Runtime
+import AuthCore
+import Logging
+import Runtime
 
 /// Reloads a running gateway's configuration (SIGHUP, `POST /auth/reload`): reads it again
 /// from where `serve` read it, decides the ``ReloadPlan``, and swaps in what it applies — the
@@ -19,6 +19,7 @@ public actor GatewayReloader {
         var admin: AdminAPI
         var grantClients: [String: ReloadableGrantClient]
         var home: EventLoop
+        var accessLogger: Logger
     }
 
     private let source: Source?
@@ -67,7 +68,8 @@ public actor GatewayReloader {
             tokenTransport = CurlTransport(
                 client: await UpstreamClient.make(on: targets.home, configuration: new.tokenClientConfiguration))
         }
-        targets.proxy.replaceSettings(new.proxySettings(previous: targets.proxy.settings))
+        targets.proxy.replaceSettings(
+            new.proxySettings(previous: targets.proxy.settings, accessLogger: targets.accessLogger))
         targets.admin.replaceAdminToken(new.adminTokenDisabled == true ? nil : newSecrets.adminToken)
         var kept = newSecrets
         for (name, client) in targets.grantClients {
@@ -135,6 +137,7 @@ extension GatewayConfiguration {
         c.adminTokenDisabled = adminTokenDisabled
         c.trustForwardedFrom = trustForwardedFrom
         c.proxyLivenessPath = proxyLivenessPath
+        c.accessLog = accessLog
         c.authorization.clientSecretFile = authorization.clientSecretFile
         if var sessions = c.sessions, let new = self.sessions {
             for i in sessions.indices {

@@ -94,15 +94,18 @@ public final class GatewayService: Sendable {
     /// is not owner-only (see ``StateDirectory``).
     ///
     /// With `reloadSource`, ``reloader`` reads the configuration again from it on a reload.
+    /// The access log (``AccessLog``) writes to `accessLogger`, by default a logger labelled
+    /// `authgate.access` from the process's logging system.
     public static func start(
         configuration c: GatewayConfiguration, secrets: Secrets, logger: Logger,
         clock: any AuthClock = SystemAuthClock(), sessionConfiguration: AuthActor.Configuration? = nil,
-        reloadSource: GatewayReloader.Source? = nil
+        reloadSource: GatewayReloader.Source? = nil, accessLogger: Logger? = nil
     ) async throws -> GatewayService {
+        let accessLogger = accessLogger ?? Logger(label: "authgate.access")
         let group = try EventLoopGroup(loopCount: c.loops ?? EventLoopGroup.coreCount)
         let reloader = GatewayReloader(source: reloadSource, running: c, secrets: secrets, logger: logger)
         do {
-            return try await start(c, secrets, logger, clock, sessionConfiguration, group, reloader)
+            return try await start(c, secrets, logger, clock, sessionConfiguration, group, reloader, accessLogger)
         } catch {
             group.shutdown()
             throw error
@@ -111,7 +114,8 @@ public final class GatewayService: Sendable {
 
     private static func start(
         _ c: GatewayConfiguration, _ secrets: Secrets, _ logger: Logger, _ clock: any AuthClock,
-        _ sessionConfiguration: AuthActor.Configuration?, _ group: EventLoopGroup, _ reloader: GatewayReloader
+        _ sessionConfiguration: AuthActor.Configuration?, _ group: EventLoopGroup, _ reloader: GatewayReloader,
+        _ accessLogger: Logger
     ) async throws -> GatewayService {
         let proxyAddress = try c.proxy.address(at: "proxy")
         let adminAddress = try c.admin.address(at: "admin")
@@ -213,6 +217,7 @@ public final class GatewayService: Sendable {
                 sessions: sessions.mapValues(\.actor), rejectionPolicy: rejectionPolicy,
                 replayLimit: c.replayLimitBytes ?? 1 << 20, replayRule: replayRule),
             metrics: metrics, livenessPath: c.proxyLivenessPath ?? "/livez", trustedProxies: Set(c.trustForwardedFrom ?? []))
+        proxyResponder.replaceSettings(c.proxySettings(previous: proxyResponder.settings, accessLogger: accessLogger))
         let budget = BufferBudget(limit: c.maxBufferedRequestBytes ?? 64 << 20)
         let proxyServer = HTTPServer(
             configuration: HTTPServerConfiguration(
@@ -226,7 +231,7 @@ public final class GatewayService: Sendable {
                     stateDirectoryFreeBytes: StateDirectory.freeBytes(directory), bufferedRequestBytes: budget.inUse,
                     upstreamQueueWaiting: proxyResponder.upstreamQueueWaiting)
             }, reloader: reloader)
-        await reloader.attach(.init(proxy: proxyResponder, admin: admin, grantClients: grantClients, home: home))
+        await reloader.attach(.init(proxy: proxyResponder, admin: admin, grantClients: grantClients, home: home, accessLogger: accessLogger))
         let adminServer = HTTPServer(
             configuration: HTTPServerConfiguration(address: adminAddress, maxConnections: 1_024, bufferBudget: budget),
             group: group, responder: admin)

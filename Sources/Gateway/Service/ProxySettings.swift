@@ -27,6 +27,8 @@ public final class ProxySettings: Sendable {
     public let livenessPath: String?
     /// Clients whose `X-Forwarded-For` is kept.
     public let trustedProxies: Set<String>
+    /// The access log; nil when it is off.
+    public let accessLog: AccessLog?
 
     /// Creates a snapshot. With `previous`, its upstream clients are kept when the client
     /// settings are the same, and a route's in-flight bound is kept when its prefix, limit and
@@ -34,8 +36,9 @@ public final class ProxySettings: Sendable {
     public init(
         routes: [ProxyRoute], clientConfiguration: UpstreamClientConfiguration, rejectionPolicy: UpstreamRejectionPolicy,
         replayRule: ReplayRule, replayLimit: Int, livenessPath: String?, trustedProxies: Set<String>,
-        previous: ProxySettings? = nil
+        accessLog: AccessLog? = nil, previous: ProxySettings? = nil
     ) {
+        self.accessLog = accessLog
         table = RouteTable(routes)
         var limiters: [String: InFlightLimiter] = [:]
         for r in routes where r.requiresAuthentication {
