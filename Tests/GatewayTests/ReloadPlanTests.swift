@@ -54,6 +54,8 @@ import Testing
         ("authorization.tokenEndpoint", "https://id2.example.com/token", [], ["authorization.tokenEndpoint"]),
         ("sessions[1].authorization.clientID", "other", [], ["sessions[1].authorization.clientID"]),
         ("maxConnections", 10, [], ["maxConnections"]),
+        ("accessLog.sample", 10, ["accessLog"], []),
+        ("trustForwardedFrom", ["10.0.0.1"], ["trustForwardedFrom"], []),
         ]
     }
 

@@ -128,9 +128,27 @@ import Testing
             let before = sent.withLock { $0 }
             #expect(await eventually { sent.withLock { $0 } >= before + 20 })
             done.withLock { $0 = true }
+
+            // 5. `authgate reload`, the client command: a summary, or the JSON; a refusal exits 1.
+            let tokenFile = served.root + "/cli-token"
+            try Data(rotated.utf8).write(to: URL(fileURLWithPath: tokenFile))
+            let cli = ["reload", "--admin", served.admin, "--token-file", tokenFile]
+            try Self.rewrite(served) { $0.maxReplays = 1 }
+            let human = try ChildProcess(cli)
+            #expect(await human.wait() == 0)
+            #expect(human.output.contains("applied:          maxReplays"), "\(human.output)\(human.errors)")
+            #expect(human.output.contains("restart required: maxConnections"))
+            let json = try ChildProcess(cli + ["--json"])
+            #expect(await json.wait() == 0)
+            #expect(json.output.contains(#""applied":[]"#), "\(json.output)")
+            try Self.rewrite(served) { $0.maxReplays = 11 }
+            let refused3 = try ChildProcess(cli)
+            #expect(await refused3.wait() == 1)
+            #expect(refused3.output.contains(#""field":"maxReplays""#), "\(refused3.output)")
+            #expect(try await Self.admin(served, "POST", "/auth/reload?session=default", token: rotated).status == 400)
             let statuses = await load.value.flatMap { $0 }
             #expect(statuses.count >= 40)
-            #expect(child.errors.components(separatedBy: #""msg":"configuration reloaded""#).count - 1 == 3)
+            #expect(child.errors.components(separatedBy: #""msg":"configuration reloaded""#).count - 1 == 5)
             #expect(statuses.allSatisfy { $0 == 200 }, "statuses other than 200: \(Set(statuses))")
             #expect(!child.errors.contains(rotated) && !child.errors.contains(Stack.adminToken))
             #expect(!child.errors.contains("s3cret"))
