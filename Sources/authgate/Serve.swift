@@ -80,8 +80,21 @@ struct Serve: ParsableCommand {
         // Blocked in every thread (before any starts), so the service group's signal source
         // is the only one to see them.
         _ = SignalWaiter(SIGINT, SIGTERM)
+        let hangups = SignalWaiter(SIGHUP)
         let logger = Logger(label: "authgate")
-        let runner = GatewayRunner(configuration: configuration, secrets: secrets, logger: logger)
+        let runner = GatewayRunner(
+            configuration: configuration, secrets: secrets, logger: logger,
+            started: { gateway in
+                // SIGHUP reloads (`POST /auth/reload` does the same); the reloader logs what it
+                // applied, or the field that made it refuse.
+                Thread.detachNewThread {
+                    while true {
+                        _ = hangups.wait()
+                        logger.info("SIGHUP: reloading the configuration")
+                        Task { _ = try? await gateway.reloader.reload() }
+                    }
+                }
+            }, reloadSource: reloadSource(environment: environment))
         do {
             try runBlocking { try await runner.runUntilSignalled() }
         } catch let failure as IssuerDiscovery.Failure {
@@ -95,6 +108,26 @@ struct Serve: ParsableCommand {
             // password, missing rights) names its field like any other setting.
             FileHandle.standardError.write(Data("authgate: configuration error: \(error)\n".utf8))
             throw ExitCode(78)
+        }
+    }
+
+    /// Reads the configuration again as `run` did: the file, the `AUTHGATE_*` variables of
+    /// the environment the process started with (without the store key: the running key
+    /// stays), and the same flags.
+    private func reloadSource(environment: [String: String]) -> GatewayReloader.Source {
+        var environment = environment
+        environment["AUTHGATE_STORE_KEY"] = nil
+        let path = config
+        let overrides = overrides
+        return { [environment] in
+            var file: (path: String, data: Data)?
+            if let path {
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    throw ConfigurationError("--config: cannot read \(path)")
+                }
+                file = (path, data)
+            }
+            return try GatewayConfiguration.load(file: file, environment: environment, arguments: overrides).configuration
         }
     }
 }

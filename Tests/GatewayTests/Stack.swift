@@ -97,7 +97,8 @@ final class Stack: Sendable {
     @discardableResult
     func startGateway(
         key: TokenStoreKey? = nil, session: AuthActor.Configuration = AuthActor.Configuration(skew: .zero, jitter: .zero),
-        sessionSecrets: [String: String] = [:], configure: (inout GatewayConfiguration) -> Void = { _ in }
+        sessionSecrets: [String: String] = [:], accessLogger: Logger? = nil,
+        configure: (inout GatewayConfiguration) -> Void = { _ in }
     ) async throws -> GatewayService {
         var c = configuration
         configure(&c)
@@ -108,7 +109,8 @@ final class Stack: Sendable {
             configuration: c,
             secrets: .init(
                 clientSecret: "s3cret", adminToken: Stack.adminToken, storeKey: storeKey, sessionClientSecrets: sessionSecrets),
-            logger: logs.logger(), clock: clock ?? SystemAuthClock(), sessionConfiguration: session)
+            logger: logs.logger(), clock: clock ?? SystemAuthClock(), sessionConfiguration: session,
+            accessLogger: accessLogger ?? logs.logger("authgate.access"))
         gateway.withLock { $0 = service }
         return service
     }

@@ -1,6 +1,7 @@
 import AuthCore
 import Foundation
 public import HTTPWire
+import Locking
 public import Runtime
 
 /// The admin REST API (described by `openapi/authgate.yaml`), on its own listener (TCP or
@@ -34,6 +35,10 @@ public final class AdminAPI: HTTPResponder {
     }
 
     let configuration: Configuration
+    /// The admin token now: a reload can replace it (``replaceAdminToken(_:)``).
+    private let adminToken: Locked<String?>
+    /// Reloads the configuration for `POST /auth/reload`; nil: nothing to reload from.
+    let reloader: GatewayReloader?
     let sessions: [String: GatewaySession]
     let readiness: Readiness
     /// `GET /metrics`, which the metrics listener (when configured) serves too.
@@ -44,9 +49,12 @@ public final class AdminAPI: HTTPResponder {
     /// Creates the API over `sessions` (which must include `default`).
     public init(
         configuration: Configuration, sessions: [String: GatewaySession], metrics: GatewayMetrics, readiness: Readiness,
-        processGauges: @escaping @Sendable () -> GatewayMetrics.ProcessGauges = { .init() }
+        processGauges: @escaping @Sendable () -> GatewayMetrics.ProcessGauges = { .init() },
+        reloader: GatewayReloader? = nil
     ) {
         self.configuration = configuration
+        self.adminToken = Locked(configuration.adminToken)
+        self.reloader = reloader
         self.sessions = sessions
         self.readiness = readiness
         self.metricsEndpoint = MetricsEndpoint(
@@ -139,6 +147,8 @@ public final class AdminAPI: HTTPResponder {
             streamEvents(session, request, resumingAfter: query["last_event_id"].flatMap(AdminRoute.lastEventID), writer)
         case .metrics:
             tasks.start(on: request.loop) { await self.metricsEndpoint.respond(writer) }
+        case .reload:
+            tasks.start(on: request.loop) { await self.reload(writer) }
         }
     }
 
@@ -217,11 +227,16 @@ public final class AdminAPI: HTTPResponder {
     }
 
     private func authorized(_ head: RequestHead) -> Bool {
-        guard let expected = configuration.adminToken else { return true }
+        guard let expected = adminToken.withLock({ $0 }) else { return true }
         guard let header = head.headers[first: "authorization"], header.count > 7,
             String(header.prefix(7)).caseInsensitiveEquals("bearer ")
         else { return false }
         return AdminAPI.constantTimeEquals(Array(header.utf8.dropFirst(7)), Array(expected.utf8))
+    }
+
+    /// Checks admin requests against `token` from now on (nil: no check); a reload.
+    public func replaceAdminToken(_ token: String?) {
+        adminToken.withLock { $0 = token }
     }
 
     /// Compares without an early exit, so the time does not tell how much matched.

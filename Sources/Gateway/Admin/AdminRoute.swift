@@ -9,7 +9,7 @@ import Foundation
 /// by others and nothing there can address the wrong session.
 struct AdminRoute: Sendable, Equatable {
     enum Endpoint: Sendable, Equatable {
-        case login, logout, session, sessions, refresh, guest, events, metrics
+        case login, logout, session, sessions, refresh, guest, events, metrics, reload
     }
 
     let endpoint: Endpoint
@@ -39,6 +39,7 @@ struct AdminRoute: Sendable, Equatable {
         "/auth/guest": AdminRoute(.guest, ["POST", "DELETE"], ["session"]),
         "/auth/events": AdminRoute(.events, ["GET"], ["session", "last_event_id"]),
         "/metrics": AdminRoute(.metrics, ["GET"], [], strict: false),
+        "/auth/reload": AdminRoute(.reload, ["POST"], []),
     ]
 
     /// What to do with a request.

@@ -19,6 +19,9 @@ extension GatewayConfiguration {
             throw ConfigurationError("refreshSkewSeconds must be 0…86400")
         }
         if let n = maxReplays, !(0...10).contains(n) { throw ConfigurationError("maxReplays must be 0…10") }
+        if let n = accessLog?.sample, !(0...100).contains(n) {
+            throw ConfigurationError("accessLog.sample must be 0…100 (the percentage of requests logged)")
+        }
         for (field, value, range) in [
             ("loops", loops, 1...256), ("refreshJitterSeconds", refreshJitterSeconds, 0...3_600),
             ("refreshLoopLimit", refreshLoopLimit, 1...1_000_000), ("replayLimitBytes", replayLimitBytes, 0...(64 << 20)),

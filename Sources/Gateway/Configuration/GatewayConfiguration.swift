@@ -178,6 +178,9 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     /// IP addresses of proxies in front of AuthGate whose `X-Forwarded-For` is kept (and
     /// appended to); anyone else's is replaced by the client's address.
     public var trustForwardedFrom: [String]?
+    /// One log line per proxied request (label `authgate.access`): on by default, with
+    /// `{enabled, sample, includeQuery}` (see ``AccessLogSettings``).
+    public var accessLog: AccessLogSettings?
 
     /// Creates a configuration with the required fields; set the others as properties.
     public init(

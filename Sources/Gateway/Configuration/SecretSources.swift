@@ -61,6 +61,13 @@ public enum SecretSources {
     /// Every secret `c` names; `environment` is the process environment as read at start.
     /// Throws a ``ConfigurationError`` naming the field, never quoting a secret.
     public static func resolve(_ c: GatewayConfiguration, environment: [String: String]) throws -> GatewayService.Secrets {
+        try resolve(c, keeping: try storeKey(c, environment: environment))
+    }
+
+    /// The secret files `c` names, read again, with the store key the process already holds
+    /// (a reload: the key never changes without a restart). Throws a ``ConfigurationError``
+    /// naming the field, never quoting a secret.
+    public static func resolve(_ c: GatewayConfiguration, keeping storeKey: TokenStoreKey) throws -> GatewayService.Secrets {
         let clientSecret = try c.authorization.clientSecretFile.map { try readFile($0, field: "authorization.clientSecretFile") }
         let adminToken = try c.adminTokenFile.map { try readFile($0, field: "adminTokenFile") }
         var sessionSecrets: [String: String] = [:]
@@ -70,6 +77,6 @@ public enum SecretSources {
             }
         }
         return GatewayService.Secrets(
-            clientSecret: clientSecret, adminToken: adminToken, storeKey: try storeKey(c, environment: environment), sessionClientSecrets: sessionSecrets)
+            clientSecret: clientSecret, adminToken: adminToken, storeKey: storeKey, sessionClientSecrets: sessionSecrets)
     }
 }

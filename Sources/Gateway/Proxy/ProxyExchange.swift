@@ -3,8 +3,9 @@ import Runtime
 
 /// How an exchange ended.
 enum ExchangeOutcome: Sendable {
-    /// The upstream response went to the client (whole, or cut short by a failure after its head).
-    case forwarded(status: Int)
+    /// The upstream response went to the client (whole, or cut short by a failure after its
+    /// head), `bytes` of its body.
+    case forwarded(status: Int, bytes: Int)
     /// The response was held back (a token rejection to answer with refresh and replay).
     case intercepted
     /// No response reached the client from the upstream; a problem document did.
@@ -30,6 +31,7 @@ final class ProxyExchange: UpstreamResponseHandler {
     private var headSent = false
     private var intercepted = false
     private var status = 0
+    private var bytesOut = 0
 
     init(
         writer: ResponseWriter, decide: ((Int, HTTPHeaders) -> HeadDecision)? = nil,
@@ -61,6 +63,7 @@ final class ProxyExchange: UpstreamResponseHandler {
             return false
         }
         _ = writer.writeBodyNow(bytes)
+        bytesOut += bytes.count
         return true
     }
 
@@ -73,7 +76,7 @@ final class ProxyExchange: UpstreamResponseHandler {
         if let error {
             if headSent {
                 writer.abort()
-                completion?(.forwarded(status: status))
+                completion?(.forwarded(status: status, bytes: bytesOut))
             } else {
                 writer.respond(problem: error.problem)
                 completion?(.failed(error))
@@ -81,6 +84,13 @@ final class ProxyExchange: UpstreamResponseHandler {
             return
         }
         writer.end()
-        completion?(.forwarded(status: status))
+        completion?(.forwarded(status: status, bytes: bytesOut))
+    }
+}
+
+extension AccessFacts {
+    /// What an exchange came to: the upstream's status and the body bytes the client got.
+    func exchanged(_ outcome: ExchangeOutcome) {
+        if case .forwarded(let status, let bytes) = outcome { upstreamAnswered(status: status, bytes: bytes) }
     }
 }

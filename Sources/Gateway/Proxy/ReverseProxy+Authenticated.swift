@@ -14,27 +14,32 @@ extension ReverseProxy {
     /// refresh and the replay in a task.
     func sendWithCurrentToken(
         _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
-        _ session: AuthActor, _ auth: ProxyAuthentication, _ token: AccessToken, _ started: ContinuousClock.Instant
+        _ session: AuthActor, _ s: ProxySettings, _ facts: AccessFacts?, _ token: AccessToken,
+        _ started: ContinuousClock.Instant
     ) {
         let replayable: Bool
         if case .buffered = request.body { replayable = true } else { replayable = false }
         let path = AuthenticatedExchange(
-            session: session, policy: auth.rejectionPolicy, rule: auth.replayRule, observe: observePhase)
+            session: session, policy: s.rejectionPolicy, rule: s.replayRule, observe: observePhase)
         let attempt = ReplayRule.Attempt(generation: token.generation, replaysSoFar: 0, bodyReplayable: replayable)
         let metrics = self.metrics
         let observe = observePhase
         let sent = ContinuousClock.now
         observe(.token, sent - started)
         let decide = headDecision(path, attempt, session, route.session)
-        start(request, route, target, writer, token: token, decide: decide) { [self] outcome in
+        facts?.attempt(attempt)
+        start(request, route, target, writer, s, token: token, decide: decide) { [self] outcome in
             observe(.upstream, ContinuousClock.now - sent)
+            facts?.exchanged(outcome)
             guard case .intercepted = outcome else {
                 metrics.request(kind: "authenticated", status: outcome.status, duration: ContinuousClock.now - started)
+                facts?.end(status: outcome.status)
                 return
             }
             tasks.start(on: request.loop) {
-                let status = await self.authenticated(request, route, target, writer, session, auth, after: attempt)
+                let status = await self.authenticated(request, route, target, writer, session, s, facts, after: attempt)
                 metrics.request(kind: "authenticated", status: status, duration: ContinuousClock.now - started)
+                facts?.end(status: status)
             }
         }
     }
@@ -43,20 +48,22 @@ extension ReverseProxy {
     /// With `rejected`, its first try was sent and its answer held back for a replay.
     func authenticated(
         _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
-        _ session: AuthActor, _ auth: ProxyAuthentication, after rejected: ReplayRule.Attempt? = nil
+        _ session: AuthActor, _ s: ProxySettings, _ facts: AccessFacts?, after rejected: ReplayRule.Attempt? = nil
     ) async -> Int {
         let replayable: Bool
         if case .buffered = request.body { replayable = true } else { replayable = false }
         let metrics = self.metrics
         let path = AuthenticatedExchange(
-            session: session, policy: auth.rejectionPolicy, rule: auth.replayRule, observe: observePhase,
-            limiter: limiters[route.prefix])
+            session: session, policy: s.rejectionPolicy, rule: s.replayRule, observe: observePhase,
+            limiter: s.limiters[route.prefix])
         let name = route.session
         do throws(AuthenticatedExchange.Failure) {
             return try await path.run(bodyReplayable: replayable, after: rejected) { token, attempt in
                 if attempt.replaysSoFar > 0 { metrics.replay("replayed", session: name) }
+                facts?.attempt(attempt)
                 let outcome = await exchange(
-                    request, route, target, writer, token: token, decide: headDecision(path, attempt, session, name))
+                    request, route, target, writer, s, token: token, decide: headDecision(path, attempt, session, name))
+                facts?.exchanged(outcome)
                 if case .intercepted = outcome { return .replay }
                 return .done(outcome.status)
             }

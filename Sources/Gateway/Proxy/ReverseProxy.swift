@@ -1,5 +1,6 @@
 import AuthCore
 public import HTTPWire
+import Locking
 public import Runtime
 
 /// Forwards requests under configured prefixes to their upstreams, streaming bodies both
@@ -14,19 +15,17 @@ public import Runtime
 /// 403 and `insufficient_scope` pass through. ``AuthenticatedExchange`` holds that path.
 public final class ReverseProxy: HTTPResponder {
     /// The routes, longest prefix first.
-    public let table: RouteTable
-    private let clients: UpstreamClientPool
+    public var table: RouteTable { settings.table }
+    /// The configuration the proxy serves with now; each request reads it once on arrival.
+    public var settings: ProxySettings { current.withLock { $0 } }
+    private let current: Locked<ProxySettings>
     private let fallback: (any HTTPResponder)?
     private let authentication: ProxyAuthentication?
     let metrics: GatewayMetrics
-    private let livenessPath: String?
-    private let trustedProxies: Set<String>
     /// Records where authenticated requests wait; made once, not per request.
     let observePhase: @Sendable (AuthenticatedExchange.Phase, Duration) -> Void
     /// The tasks serving authenticated requests (shutdown waits for them).
     public let tasks = TaskTracker()
-    /// Per route prefix, the bound on its authenticated requests at the upstream at once.
-    let limiters: [String: InFlightLimiter]
     /// The configured session names; nil with no authentication.
     private let sessionNames: Set<String>?
 
@@ -37,16 +36,13 @@ public final class ReverseProxy: HTTPResponder {
         authentication: ProxyAuthentication? = nil, metrics: GatewayMetrics = GatewayMetrics(),
         livenessPath: String? = nil, fallback: (any HTTPResponder)? = nil, trustedProxies: Set<String> = []
     ) {
-        self.trustedProxies = trustedProxies
         self.observePhase = { [metrics] in metrics.phase($0, $1) }
-        self.livenessPath = livenessPath
-        self.table = RouteTable(routes)
-        var limiters: [String: InFlightLimiter] = [:]
-        for r in routes where r.requiresAuthentication {
-            if let limit = r.maxInFlight { limiters[r.prefix] = InFlightLimiter(limit: limit, timeout: r.queueTimeout) }
-        }
-        self.limiters = limiters
-        self.clients = UpstreamClientPool(configuration: clientConfiguration)
+        self.current = Locked(
+            ProxySettings(
+                routes: routes, clientConfiguration: clientConfiguration,
+                rejectionPolicy: authentication?.rejectionPolicy ?? UpstreamRejectionPolicy(),
+                replayRule: authentication?.replayRule ?? ReplayRule(), replayLimit: authentication?.replayLimit ?? 0,
+                livenessPath: livenessPath, trustedProxies: trustedProxies))
         self.authentication = authentication
         self.sessionNames = authentication.map { Set($0.sessions.keys) }
         self.metrics = metrics
@@ -54,28 +50,39 @@ public final class ReverseProxy: HTTPResponder {
     }
 
     /// Authenticated requests waiting for a slot at their route's upstream (`maxInFlight`).
-    public var upstreamQueueWaiting: Int {
-        limiters.values.reduce(0) { $0 + $1.load.waiting }
+    public var upstreamQueueWaiting: Int { settings.upstreamQueueWaiting }
+
+    /// Serves every request that arrives from now on with `settings` (a reload); requests in
+    /// flight finish with the settings they started with.
+    public func replaceSettings(_ settings: ProxySettings) {
+        current.withLock { $0 = settings }
     }
 
     /// Reads a request's body as ``RouteTable/bodyPolicy(route:framing:replayLimit:)`` says;
     /// a request matching no route (or with no valid target) is answered after its head,
     /// nothing buffered, unless the fallback wants its body.
     public func bodyPolicy(for head: RequestHead, limits: HTTPLimits) -> BodyPolicy {
-        let route = (try? RequestTarget(head.target)).flatMap { table.route(for: $0.path) }
-        return RouteTable.bodyPolicy(route: route, framing: head.framing, replayLimit: authentication?.replayLimit)
+        let s = settings
+        let route = (try? RequestTarget(head.target)).flatMap { s.table.route(for: $0.path) }
+        return RouteTable.bodyPolicy(
+            route: route, framing: head.framing, replayLimit: authentication == nil ? nil : s.replayLimit)
             ?? fallback?.bodyPolicy(for: head, limits: limits) ?? .stream
     }
 
     /// The plan for a request with this head (``ExchangePlan/decide(method:target:livenessPath:table:hasFallback:sessions:)``).
     public func plan(for head: RequestHead) -> ExchangePlan {
+        plan(for: head, settings)
+    }
+
+    private func plan(for head: RequestHead, _ s: ProxySettings) -> ExchangePlan {
         ExchangePlan.decide(
-            method: head.method, target: head.target, livenessPath: livenessPath, table: table,
+            method: head.method, target: head.target, livenessPath: s.livenessPath, table: s.table,
             hasFallback: fallback != nil, sessions: sessionNames)
     }
 
     public func respond(to request: HTTPRequest, writer: ResponseWriter) {
-        switch plan(for: request.head) {
+        let s = settings
+        switch plan(for: request.head, s) {
         case .liveness:
             // Reserved on the proxy listener too, for probes that only know one port.
             var h = HTTPHeaders()
@@ -88,8 +95,11 @@ public final class ReverseProxy: HTTPResponder {
         case .forward(let route, let target):
             let started = ContinuousClock.now
             let metrics = self.metrics
-            start(request, route, target, writer, token: nil, decide: nil) { outcome in
+            let facts = s.accessLog?.begin(request, route: route.prefix)
+            start(request, route, target, writer, s, token: nil, decide: nil) { outcome in
                 metrics.request(kind: "public", status: outcome.status, duration: ContinuousClock.now - started)
+                facts?.exchanged(outcome)
+                facts?.end(status: outcome.status)
             }
         case .authenticate(let route, let target, let name):
             // `plan` checked that the session exists; answer anyway rather than leave the client waiting.
@@ -99,33 +109,35 @@ public final class ReverseProxy: HTTPResponder {
                 return
             }
             let started = ContinuousClock.now
-            if limiters[route.prefix] == nil, let token = session.tokenWithoutWaiting() {
+            let facts = s.accessLog?.begin(request, route: route.prefix)
+            if s.limiters[route.prefix] == nil, let token = session.tokenWithoutWaiting() {
                 // The token is current: sent now, from this loop, with no task and no hop.
-                sendWithCurrentToken(request, route, target, writer, session, authentication, token, started)
+                sendWithCurrentToken(request, route, target, writer, session, s, facts, token, started)
                 return
             }
             tasks.start(on: request.loop) {
-                let status = await self.authenticated(request, route, target, writer, session, authentication)
+                let status = await self.authenticated(request, route, target, writer, session, s, facts)
                 self.metrics.request(kind: "authenticated", status: status, duration: ContinuousClock.now - started)
+                facts?.end(status: status)
             }
         }
     }
 
     /// One exchange with the upstream, awaited.
     func exchange(
-        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
+        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter, _ s: ProxySettings,
         token: AccessToken?, decide: (@Sendable (Int, HTTPHeaders) -> HeadDecision)?
     ) async -> ExchangeOutcome {
         await withCheckedContinuation { cont in
             request.loop.executeSoonOrNow {
-                self.start(request, route, target, writer, token: token, decide: decide) { cont.resume(returning: $0) }
+                self.start(request, route, target, writer, s, token: token, decide: decide) { cont.resume(returning: $0) }
             }
         }
     }
 
     /// Starts an exchange on the request's loop.
     func start(
-        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
+        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter, _ s: ProxySettings,
         token: AccessToken?, decide: ((Int, HTTPHeaders) -> HeadDecision)?, completion: @escaping (ExchangeOutcome) -> Void
     ) {
         let body: UpstreamRequestBody
@@ -140,7 +152,7 @@ public final class ReverseProxy: HTTPResponder {
         }
         var headers = ForwardedHeaders.upstreamRequest(
             request.head.headers, clientAddress: request.remoteAddress, upstreamAuthority: route.upstream.authority,
-            removeAuthorization: !route.forwardClientAuthorization || token != nil, trustedProxies: trustedProxies)
+            removeAuthorization: !route.forwardClientAuthorization || token != nil, trustedProxies: s.trustedProxies)
         for (name, value) in route.injectHeaders.fields { headers.replaceOrAdd(name: name, value: value) }
         if let token { headers.replaceOrAdd(name: "Authorization", value: token.authorizationHeaderValue) }
         let upstream = UpstreamRequest(
@@ -151,7 +163,7 @@ public final class ReverseProxy: HTTPResponder {
             if case .failed(let e) = outcome { metrics.upstreamFailure(e.code.description) }
             completion(outcome)
         }
-        let transfer = clients.client(for: request.loop).start(upstream, handler: exchange)
+        let transfer = s.clients.client(for: request.loop).start(upstream, handler: exchange)
         if !transfer.isFinished {
             exchange.transfer = transfer
             let bound = LoopBound(transfer, loop: request.loop)
@@ -164,7 +176,7 @@ extension ExchangeOutcome {
     /// The status the client saw.
     var status: Int {
         switch self {
-        case .forwarded(let s): s
+        case .forwarded(let s, _): s
         case .intercepted: 401
         case .failed(let e): e.status
         }

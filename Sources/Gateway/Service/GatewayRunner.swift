@@ -22,12 +22,16 @@ public struct GatewayRunner: Service {
     let logger: Logger
     let grace: Duration
     let started: (@Sendable (GatewayService) -> Void)?
+    let reloadSource: GatewayReloader.Source?
 
-    /// Creates the service; `started` is called once the listeners are open.
+    /// Creates the service; `started` is called once the listeners are open. With
+    /// `reloadSource`, the gateway can reload its configuration from it (``GatewayReloader``).
     public init(
         configuration: GatewayConfiguration, secrets: GatewayService.Secrets, logger: Logger,
-        grace: Duration = .seconds(10), started: (@Sendable (GatewayService) -> Void)? = nil
+        grace: Duration = .seconds(10), started: (@Sendable (GatewayService) -> Void)? = nil,
+        reloadSource: GatewayReloader.Source? = nil
     ) {
+        self.reloadSource = reloadSource
         self.configuration = configuration
         self.secrets = secrets
         self.logger = logger
@@ -40,7 +44,8 @@ public struct GatewayRunner: Service {
     public func run() async throws {
         do {
             try await GatewayService.withGateway(
-                configuration: configuration, secrets: secrets, logger: logger, grace: grace
+                configuration: configuration, secrets: secrets, logger: logger, grace: grace,
+                reloadSource: reloadSource
             ) { gateway in
                 started?(gateway)
                 do {

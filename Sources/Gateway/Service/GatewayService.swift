@@ -53,6 +53,8 @@ public final class GatewayService: Sendable {
     public let readiness: Readiness
     /// The stores the sessions share.
     public let stores: GatewayStores
+    /// Reloads the configuration (SIGHUP, `POST /auth/reload`).
+    public let reloader: GatewayReloader
     /// The default session.
     public var session: AuthActor { sessions[GatewayConfiguration.defaultSession]!.actor }
     /// The default session's user-info call, when configured.
@@ -68,8 +70,9 @@ public final class GatewayService: Sendable {
         group: EventLoopGroup, proxyServer: HTTPServer, adminServer: HTTPServer, probeServer: HTTPServer?,
         metricsServer: HTTPServer?, sessions: [String: GatewaySession],
         metrics: GatewayMetrics, readiness: Readiness, stores: GatewayStores, eventTasks: [Task<Void, Never>],
-        proxyTasks: TaskTracker, adminTasks: TaskTracker, logger: Logger
+        proxyTasks: TaskTracker, adminTasks: TaskTracker, logger: Logger, reloader: GatewayReloader
     ) {
+        self.reloader = reloader
         self.stores = stores
         self.proxyTasks = proxyTasks
         self.adminTasks = adminTasks
@@ -90,13 +93,20 @@ public final class GatewayService: Sendable {
     /// process answers on or a file that is not a socket at its path), and a ``ConfigurationError`` when a listener
     /// is not valid, a socket's directory is missing, or the state directory or the key file
     /// is not owner-only (see ``StateDirectory``).
+    ///
+    /// With `reloadSource`, ``reloader`` reads the configuration again from it on a reload.
+    /// The access log (``AccessLog``) writes to `accessLogger`, by default a logger labelled
+    /// `authgate.access` from the process's logging system.
     public static func start(
         configuration c: GatewayConfiguration, secrets: Secrets, logger: Logger,
-        clock: any AuthClock = SystemAuthClock(), sessionConfiguration: AuthActor.Configuration? = nil
+        clock: any AuthClock = SystemAuthClock(), sessionConfiguration: AuthActor.Configuration? = nil,
+        reloadSource: GatewayReloader.Source? = nil, accessLogger: Logger? = nil
     ) async throws -> GatewayService {
+        let accessLogger = accessLogger ?? Logger(label: "authgate.access")
         let group = try EventLoopGroup(loopCount: c.loops ?? EventLoopGroup.coreCount)
+        let reloader = GatewayReloader(source: reloadSource, running: c, secrets: secrets, logger: logger)
         do {
-            return try await start(c, secrets, logger, clock, sessionConfiguration, group)
+            return try await start(c, secrets, logger, clock, sessionConfiguration, group, reloader, accessLogger)
         } catch {
             group.shutdown()
             throw error
@@ -105,24 +115,20 @@ public final class GatewayService: Sendable {
 
     private static func start(
         _ c: GatewayConfiguration, _ secrets: Secrets, _ logger: Logger, _ clock: any AuthClock,
-        _ sessionConfiguration: AuthActor.Configuration?, _ group: EventLoopGroup
+        _ sessionConfiguration: AuthActor.Configuration?, _ group: EventLoopGroup, _ reloader: GatewayReloader,
+        _ accessLogger: Logger
     ) async throws -> GatewayService {
         let proxyAddress = try c.proxy.address(at: "proxy")
         let adminAddress = try c.admin.address(at: "admin")
         let probeAddress = try c.probes?.address(at: "probes")
         let metricsAddress = try c.metrics?.address(at: "metrics")
         try c.checkListenerDirectories()
-        var upstreamConfig = UpstreamClientConfiguration()
-        upstreamConfig.caFile = c.caFile
-        if let s = c.connectTimeoutSeconds { upstreamConfig.connectTimeout = .seconds(s) }
-        if let s = c.upstreamTimeoutSeconds { upstreamConfig.totalTimeout = .seconds(s) }
+        let upstreamConfig = c.upstreamClientConfiguration
         let home = group.loops[0]
         // The token endpoint has its own, shorter timeout: a request waiting on a refresh
         // waits at most this long, then is replayed or answered.
-        var tokenConfig = upstreamConfig
-        tokenConfig.totalTimeout = .seconds(c.tokenEndpointTimeoutSeconds ?? 10)
-        let tokenClient = await UpstreamClient.make(on: home, configuration: tokenConfig)
-        let replayRule = ReplayRule(maxReplays: c.maxReplays ?? 3)
+        let tokenClient = await UpstreamClient.make(on: home, configuration: c.tokenClientConfiguration)
+        let replayRule = c.replayRule
         let discovery = IssuerDiscovery(
             transport: CurlTransport(client: tokenClient), logger: logger, allowInsecureHTTP: c.allowInsecureHTTP == true)
         let rejectionPolicy = c.upstreamRejection ?? UpstreamRejectionPolicy()
@@ -143,6 +149,7 @@ public final class GatewayService: Sendable {
         if let n = c.refreshLoopLimit { sessionConfig.refreshWindow.maximumAttempts = n }
         let metrics = GatewayMetrics(sessions: c.allSessions.map(\.name))
         var sessions: [String: GatewaySession] = [:]
+        var grantClients: [String: ReloadableGrantClient] = [:]
         for s in c.allSessions {
             let field = s.name == GatewayConfiguration.defaultSession ? "authorization" : "sessions[\(s.name)].authorization"
             let authorization = try await discovery.resolve(s.authorization, field: field)
@@ -152,12 +159,13 @@ public final class GatewayService: Sendable {
                 case "none": .none
                 default: .basic
                 }
-            let oauth = OAuth2Client(
+            let oauth = ReloadableGrantClient(
                 configuration: .init(
                     tokenEndpoint: authorization.tokenEndpoint ?? "", clientID: authorization.clientID,
                     clientSecret: secrets.clientSecret(for: s.name), authentication: authentication,
                     mapping: authorization.mapping ?? .standard, revocationEndpoint: authorization.revocationEndpoint),
                 transport: CurlTransport(client: tokenClient), clock: clock)
+            grantClients[s.name] = oauth
             var sessionLogger = logger
             sessionLogger[metadataKey: "auth.session"] = "\(s.name)"
             let actor = AuthActor(
@@ -210,6 +218,7 @@ public final class GatewayService: Sendable {
                 sessions: sessions.mapValues(\.actor), rejectionPolicy: rejectionPolicy,
                 replayLimit: c.replayLimitBytes ?? 1 << 20, replayRule: replayRule),
             metrics: metrics, livenessPath: c.proxyLivenessPath ?? "/livez", trustedProxies: Set(c.trustForwardedFrom ?? []))
+        proxyResponder.replaceSettings(c.proxySettings(previous: proxyResponder.settings, accessLogger: accessLogger))
         let budget = BufferBudget(limit: c.maxBufferedRequestBytes ?? 64 << 20)
         let proxyServer = HTTPServer(
             configuration: HTTPServerConfiguration(
@@ -222,7 +231,8 @@ public final class GatewayService: Sendable {
                     proxyConnections: proxyServer?.activeConnections ?? 0,
                     stateDirectoryFreeBytes: StateDirectory.freeBytes(directory), bufferedRequestBytes: budget.inUse,
                     upstreamQueueWaiting: proxyResponder.upstreamQueueWaiting)
-            })
+            }, reloader: reloader)
+        await reloader.attach(.init(proxy: proxyResponder, admin: admin, grantClients: grantClients, home: home, accessLogger: accessLogger))
         let adminServer = HTTPServer(
             configuration: HTTPServerConfiguration(address: adminAddress, maxConnections: 1_024, bufferBudget: budget),
             group: group, responder: admin)
@@ -265,7 +275,7 @@ public final class GatewayService: Sendable {
             metricsServer: metricsServer, sessions: sessions, metrics: metrics,
             readiness: readiness, stores: stores, eventTasks: eventTasks, proxyTasks: proxyResponder.tasks,
             adminTasks: admin.tasks,
-            logger: logger)
+            logger: logger, reloader: reloader)
     }
 
     /// Stops accepting, lets in-flight exchanges finish for up to `grace`, then stops the loops.

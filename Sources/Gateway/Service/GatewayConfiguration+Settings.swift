@@ -1,0 +1,37 @@
+import AuthCore
+import Logging
+import Runtime
+
+extension GatewayConfiguration {
+    /// The settings of the proxy's upstream clients.
+    var upstreamClientConfiguration: UpstreamClientConfiguration {
+        var config = UpstreamClientConfiguration()
+        config.caFile = caFile
+        if let s = connectTimeoutSeconds { config.connectTimeout = .seconds(s) }
+        if let s = upstreamTimeoutSeconds { config.totalTimeout = .seconds(s) }
+        return config
+    }
+
+    /// The settings of the token endpoint's client: the upstream ones with its own, shorter
+    /// timeout (a request waiting on a refresh waits at most this long).
+    var tokenClientConfiguration: UpstreamClientConfiguration {
+        var config = upstreamClientConfiguration
+        config.totalTimeout = .seconds(tokenEndpointTimeoutSeconds ?? 10)
+        return config
+    }
+
+    /// When a rejected request is sent again.
+    var replayRule: ReplayRule { ReplayRule(maxReplays: maxReplays ?? 3) }
+
+    /// The proxy's settings under this configuration, keeping what `previous` has that did not
+    /// change (``ProxySettings/init(routes:clientConfiguration:rejectionPolicy:replayRule:replayLimit:livenessPath:trustedProxies:accessLog:previous:)``);
+    /// the access log writes to `accessLogger`.
+    func proxySettings(previous: ProxySettings?, accessLogger: Logger) -> ProxySettings {
+        ProxySettings(
+            routes: proxyRoutes, clientConfiguration: upstreamClientConfiguration,
+            rejectionPolicy: upstreamRejection ?? UpstreamRejectionPolicy(), replayRule: replayRule,
+            replayLimit: replayLimitBytes ?? 1 << 20, livenessPath: proxyLivenessPath ?? "/livez",
+            trustedProxies: Set(trustForwardedFrom ?? []), accessLog: AccessLog(accessLog, logger: accessLogger),
+            previous: previous)
+    }
+}

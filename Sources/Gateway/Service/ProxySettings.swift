@@ -1,0 +1,80 @@
+public import AuthCore
+public import Runtime
+
+/// Everything the reverse proxy reads from the configuration, as one immutable snapshot: the
+/// routes, their in-flight bounds, the upstream clients (their timeouts), what counts as a
+/// rejected token, the replay rule and limit, the liveness path and the trusted proxies.
+///
+/// A request reads the snapshot once, when it arrives, and keeps it to its end: a reload
+/// (``ReverseProxy/replaceSettings(_:)``) never changes the rules under a request in flight,
+/// and requests that arrive after it see all of the new ones, never half of them.
+public final class ProxySettings: Sendable {
+    /// The routes, longest prefix first.
+    public let table: RouteTable
+    /// Per authenticated route prefix with `maxInFlight`, its bound.
+    let limiters: [String: InFlightLimiter]
+    /// One upstream client per loop, sharing ``clientConfiguration``.
+    let clients: UpstreamClientPool
+    /// The upstream clients' settings (timeouts, CA bundle).
+    public let clientConfiguration: UpstreamClientConfiguration
+    /// Which upstream answers mean "token rejected".
+    public let rejectionPolicy: UpstreamRejectionPolicy
+    /// When a rejected request is sent again.
+    public let replayRule: ReplayRule
+    /// Request bodies up to this size are buffered for a replay.
+    public let replayLimit: Int
+    /// The path the proxy listener answers itself for liveness.
+    public let livenessPath: String?
+    /// Clients whose `X-Forwarded-For` is kept.
+    public let trustedProxies: Set<String>
+    /// The access log; nil when it is off.
+    public let accessLog: AccessLog?
+
+    /// Creates a snapshot. With `previous`, its upstream clients are kept when the client
+    /// settings are the same, and a route's in-flight bound is kept when its prefix, limit and
+    /// timeout are: the requests it counts and queues stay counted across the reload.
+    public init(
+        routes: [ProxyRoute], clientConfiguration: UpstreamClientConfiguration, rejectionPolicy: UpstreamRejectionPolicy,
+        replayRule: ReplayRule, replayLimit: Int, livenessPath: String?, trustedProxies: Set<String>,
+        accessLog: AccessLog? = nil, previous: ProxySettings? = nil
+    ) {
+        self.accessLog = accessLog
+        table = RouteTable(routes)
+        var limiters: [String: InFlightLimiter] = [:]
+        for r in routes where r.requiresAuthentication {
+            guard let limit = r.maxInFlight else { continue }
+            if let old = previous?.limiters[r.prefix], old.limit == limit, old.timeout == r.queueTimeout {
+                limiters[r.prefix] = old
+            } else {
+                limiters[r.prefix] = InFlightLimiter(limit: limit, timeout: r.queueTimeout)
+            }
+        }
+        self.limiters = limiters
+        if let previous, previous.clientConfiguration.sameSettings(as: clientConfiguration) {
+            clients = previous.clients
+        } else {
+            clients = UpstreamClientPool(configuration: clientConfiguration)
+        }
+        self.clientConfiguration = clientConfiguration
+        self.rejectionPolicy = rejectionPolicy
+        self.replayRule = replayRule
+        self.replayLimit = replayLimit
+        self.livenessPath = livenessPath
+        self.trustedProxies = trustedProxies
+    }
+
+    /// Authenticated requests waiting for a slot at their route's upstream.
+    var upstreamQueueWaiting: Int {
+        limiters.values.reduce(0) { $0 + $1.load.waiting }
+    }
+}
+
+extension UpstreamClientConfiguration {
+    /// Whether two configurations make the same clients.
+    func sameSettings(as other: UpstreamClientConfiguration) -> Bool {
+        connectTimeout == other.connectTimeout && totalTimeout == other.totalTimeout && idleTimeout == other.idleTimeout
+            && maxConnectionsPerHost == other.maxConnectionsPerHost && caFile == other.caFile && caPath == other.caPath
+            && clientCertificate == other.clientCertificate && clientKey == other.clientKey && http2 == other.http2
+            && unixSocketPath == other.unixSocketPath && loopHTTP1 == other.loopHTTP1
+    }
+}
