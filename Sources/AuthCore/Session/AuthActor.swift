@@ -300,9 +300,12 @@ public actor AuthActor {
     /// What a request for a token meets while there is no session: the reason the last
     /// session ended (``AuthError/Code/sessionEnded``, the same for every request until a
     /// login, whichever process ended it), or ``AuthError/Code/loginRequired`` when none
-    /// ended since this process started, or in guest mode.
+    /// ended since this process started (``LogoutReason/tokensMissing`` is what restore
+    /// found at start), or in guest mode.
     var noSessionError: AuthError {
-        if case .loggedOut(let reason?) = phase, !sessionState.isGuest { return AuthError.sessionEnded(reason) }
+        if case .loggedOut(let reason?) = phase, reason != .tokensMissing, !sessionState.isGuest {
+            return AuthError.sessionEnded(reason)
+        }
         return AuthError.loginRequired
     }
 
