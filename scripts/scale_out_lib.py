@@ -8,6 +8,7 @@ import http.client
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -22,6 +23,7 @@ PG_PASSWORD = urllib.parse.unquote(PG_URL.password)
 
 results = {"passed": 0, "failed": 0}
 processes = []
+scratch = []  # the clusters' directories: removed after a run that passed, kept (logs) otherwise
 
 
 def check(ok, what):
@@ -112,6 +114,7 @@ class Cluster:
 
     def __init__(self, replicas=3, lifetime=2, auth_latency_ms=50, reuse_grace_ms=0, lease_seconds=None):
         self.tmp = tempfile.mkdtemp(prefix="authgate-scale-out.")
+        scratch.append(self.tmp)
         proxy, admin, self.auth, self.api = free_ports(4)
         dev_log = open(os.path.join(self.tmp, "dev.log"), "w")
         # `authgate dev` for its fake authorization server and fake API (its own gateway is unused).
@@ -256,4 +259,10 @@ class Load:
 def finish():
     stop_all()
     print("%d passed, %d failed" % (results["passed"], results["failed"]), flush=True)
-    return 1 if results["failed"] or not results["passed"] else 0
+    failed = results["failed"] or not results["passed"]
+    for directory in scratch:
+        if failed:
+            print("logs kept in %s" % directory, flush=True)
+        else:
+            shutil.rmtree(directory, ignore_errors=True)
+    return 1 if failed else 0
