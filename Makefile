@@ -27,12 +27,16 @@ unit: deps
 	timeout 900 $(SWIFT) test --skip-build
 
 # The tests that need PostgreSQL, against a real server of their own (plain `swift test`
-# skips them, saying so), then three `authgate serve` replicas sharing one session.
+# skips them, saying so), then three `authgate serve` replicas sharing one session: a refresh
+# storm (and one slower than the lease term), kill -9 of the lease holder, the database
+# stopped and started under load.
 postgres: deps
 	$(SWIFT) build --build-tests
 	timeout 900 scripts/with-postgres $(SWIFT) test --skip-build --filter PostgresStoreTests
 	AUTHGATE_TEST_POSTGRES_OUTAGE=1 timeout 300 scripts/with-postgres $(SWIFT) test --skip-build --filter DatabaseOutageTests
 	AUTHGATE_BIN="$$($(SWIFT) build --show-bin-path)/authgate" scripts/scale-out-storm
+	AUTHGATE_BIN="$$($(SWIFT) build --show-bin-path)/authgate" scripts/scale-out-kill
+	AUTHGATE_BIN="$$($(SWIFT) build --show-bin-path)/authgate" scripts/scale-out-outage
 
 fuzz: deps
 	scripts/fuzz $(FUZZ_SECONDS)

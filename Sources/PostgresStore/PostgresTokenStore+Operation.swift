@@ -3,7 +3,10 @@ internal import Logging
 internal import PostgresNIO
 
 extension PostgresTokenStore {
-    /// Runs `body` against the pool within ``operationTimeout``; any failure becomes an
+    /// Runs `body` against the pool within ``operationTimeout`` (within
+    /// ``unreachableTimeout`` while the last operation or ping failed: a database that is
+    /// down fails a request in a second rather than five, one that came back answers within
+    /// it); any failure becomes an
     /// ``AuthCore/AuthError`` of the store domain (`unavailable`) naming the SQLSTATE or the
     /// connection failure, never a value.
     func run<Result: Sendable>(
@@ -12,22 +15,14 @@ extension PostgresTokenStore {
     ) async throws -> Result {
         let client = self.client
         let table = self.table
-        let timeout = operationTimeout
+        let timeout = isReachable ? operationTimeout : min(operationTimeout, Self.unreachableTimeout)
         do {
-            return try await withThrowingTaskGroup(of: Result?.self) { group in
-                group.addTask { try await body(client, table) }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let result = first else {
-                    throw AuthError.store(
-                        .unavailable, store, account: account, message: "PostgreSQL did not answer within \(timeout)")
-                }
-                recordReachable(true)
-                return result
+            guard let result = try await Deadline.run(timeout, { try await body(client, table) }) else {
+                throw AuthError.store(
+                    .unavailable, store, account: account, message: "PostgreSQL did not answer within \(timeout)")
             }
+            recordReachable(true)
+            return result
         } catch let error as PostgresTransactionError where error.closureError is AuthError {
             // A record that does not open (another key, tampered) inside a transaction: the
             // store's own error, not the database's.

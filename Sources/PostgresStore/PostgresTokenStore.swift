@@ -22,6 +22,12 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
     public let configuration: PostgresStoreConfiguration
     /// How long one operation may take before it fails as unavailable.
     public let operationTimeout: Duration
+    /// The bound of an operation while the database is known not to answer (the last
+    /// operation or ping failed).
+    public static let unreachableTimeout: Duration = .seconds(1)
+    /// The bound of the ping that keeps ``isReachable`` current every 2 s: a database that
+    /// stopped answering is noticed within 4 s even while no session writes.
+    public static let pingTimeout: Duration = .seconds(2)
     /// This replica's name in the lease column (`lease_owner`).
     public let replicaID: String
     /// The lease's term and the longest wait for another replica's.
@@ -67,7 +73,7 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
                     while !Task.isCancelled {
                         try? await Task.sleep(for: .seconds(2))
                         if Task.isCancelled { break }
-                        let ok = await Self.ping(client, timeout: operationTimeout)
+                        let ok = await Self.ping(client, timeout: min(operationTimeout, Self.pingTimeout))
                         reachable.withLock { $0 = ok }
                     }
                 }
@@ -113,15 +119,7 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
     }
 
     static func ping(_ client: PostgresClient, timeout: Duration) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask { (try? await client.query("SELECT 1")) != nil }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return false
-            }
-            defer { group.cancelAll() }
-            return await group.next() ?? false
-        }
+        (try? await Deadline.run(timeout, { _ = try await client.query("SELECT 1") })) != nil
     }
 
     /// Stops the connection pool. Operations after this fail as unavailable.

@@ -20,6 +20,8 @@ struct Dev: ParsableCommand {
     @Option(help: "Where the dev session's encrypted tokens and state live.") var stateDir = ".authgate-dev"
     @Option(help: "Event loops (default: one per core).") var loops: Int?
     @Option(help: "Fake authorization server latency in milliseconds.") var authLatencyMs = 0
+    @Option(help: "Fake authorization server: a rotated refresh token presented again within this many milliseconds is accepted (a reuse grace window); 0: reuse always revokes the family.")
+    var authReuseGraceMs = 0
     @Option(help: "Refreshes that may replace a young token within 30 s before the refresh-loop guard stops them.")
     var refreshLoopLimit = 5
     @Flag(help: "Make the user-info call (GET /userinfo on the fake API) after each login and restore.")
@@ -37,6 +39,7 @@ struct Dev: ParsableCommand {
         var fakeConfig = FakeAuthorizationServer.Configuration()
         fakeConfig.accessTokenLifetime = .seconds(tokenLifetime)
         fakeConfig.latency = .milliseconds(authLatencyMs)
+        if authReuseGraceMs > 0 { fakeConfig.reuseGraceWindow = .milliseconds(authReuseGraceMs) }
         // The fake servers get their own loop.
         try FakeServers.with(configuration: fakeConfig, authorizationPort: authPort, apiPort: apiPort) { fakes in
             try serve(fakes, adminToken: adminToken, logger: logger)

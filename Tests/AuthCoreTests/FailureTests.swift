@@ -153,7 +153,8 @@ import Testing
         // Stray 401s and explicit logouts afterwards change nothing.
         for _ in 0..<5 {
             let stray = await #expect(throws: AuthError.self) { try await h.actor.refresh(after: first.generation) }
-            #expect(stray?.code == .loginRequired)
+            #expect(stray?.code == .sessionEnded, "the session ended: told so, with its reason, until a login")
+            #expect(stray?.logoutReason == .refreshRejected(code: "invalid_grant"))
             try await h.actor.logout()
         }
         #expect(await !h.actor.status.isLoggedIn)
@@ -196,7 +197,7 @@ import Testing
         #expect(h.tokenStore.record(for: .default) == nil, "the late result is not persisted")
         #expect(h.stateStore.stored(for: .default)?.isLoggedIn == false)
         let after = await #expect(throws: AuthError.self) { try await h.actor.token() }
-        #expect(after?.code == .loginRequired)
+        #expect(after?.code == .sessionEnded && after?.logoutReason == .userInitiated)
         let events = await log.drain(h.actor.events)
         #expect(events.map(\.event.name) == ["state", "logged_in", "logged_out"], "nothing refreshed, nothing revived")
     }

@@ -33,6 +33,17 @@ import TestSupport
         #expect(Readiness.decide(i) == .sessionNotRestored)
     }
 
+    @Test func aSharedStoreThatDoesNotAnswerIsNamedAsTheStore() {
+        var i = Self.ready
+        i.sharedStore = true
+        #expect(Readiness.decide(i) == nil)
+        i.writable = false
+        #expect(Readiness.decide(i) == .storeUnavailable, "PostgreSQL down is not a state directory problem")
+        #expect(Readiness.Reason.storeUnavailable.rawValue == "store_unavailable")
+        i.restored = false
+        #expect(Readiness.decide(i) == .sessionNotRestored)
+    }
+
     @Test func aProbeAsksEveryInputAfresh() {
         let free = Locked(Int?.some(1 << 30))
         let unsaved = Locked(false)

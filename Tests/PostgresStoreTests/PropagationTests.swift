@@ -38,7 +38,12 @@ import Testing
                 #expect(await eventually { await !a.status.isLoggedIn }, "round \(round): still logged in")
             }
             latencies.append(clock.now - started)
-            #expect(await r.actors[1].status.logoutReason == .tokensMissing)
+            for a in r.actors {
+                let answer = await #expect(throws: AuthError.self) { _ = try await a.token() }
+                #expect(answer?.code == .sessionEnded, "round \(round): every replica says the session ended")
+            }
+            #expect(await r.actors[0].status.logoutReason == .userInitiated)
+            #expect(await r.actors[1].status.logoutReason == .endedElsewhere)
             let token = try await r.actors[0].login(.password(username: "alice", password: "wonderland"))
             for a in r.actors.dropFirst() {
                 #expect(await eventually { (try? await a.token().value) == token.value }, "round \(round): login not followed")

@@ -40,7 +40,8 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["serve", "--config", file]
-        var environment = ProcessInfo.processInfo.environment
+        // serve refuses AUTHGATE_* variables that name no field: the harness's own stay out.
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AUTHGATE_") }
         environment["AUTHGATE_STORE_KEY"] = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         process.environment = environment
         let stderr = Pipe()
@@ -83,6 +84,15 @@ import Testing
             ("a missing URL", ["kind": "postgres"], "store.url is required"),
             ("an unknown kind", ["kind": "redis"], "store.kind must be file or postgres"),
             ("a postgres field with the file store", ["table": "x"], "store.table applies only to store.kind postgres"),
+            (
+                "a lease term of 0", ["kind": "postgres", "url": app.storeURL, "leaseSeconds": 0],
+                "store.leaseSeconds must be 1…300"
+            ),
+            (
+                "a lease term of an hour", ["kind": "postgres", "url": app.storeURL, "leaseSeconds": 3600],
+                "store.leaseSeconds must be 1…300"
+            ),
+            ("a lease term with the file store", ["leaseSeconds": 5], "store.leaseSeconds applies only to store.kind postgres"),
         ]
         for (name, store, expected) in cases {
             let (status, stderr) = try serve(scratch, scratch.config(store: store))

@@ -20,7 +20,7 @@ extension AuthActor {
         guard case .active(let session) = phase else { return }
         guard let stored, TokenSyntax.violation(in: stored) == nil else {
             logger.info("the shared store holds no session any more; ending it here")
-            _ = try? await endSessionLocked(reason: .tokensMissing, persist: false)
+            _ = try? await endSessionLocked(reason: .endedElsewhere, persist: false)
             return
         }
         let generation = lastGeneration.next
@@ -49,7 +49,7 @@ extension AuthActor {
     /// changed them (a notification said so, or the notifications were interrupted):
     /// a pair refreshed or logged in elsewhere is adopted, a session logged out elsewhere
     /// ends here (one ``AuthEvent/loggedOut(reason:epoch:)``, as
-    /// ``LogoutReason/tokensMissing``), a guest switch is taken over. Nothing is written:
+    /// ``LogoutReason/endedElsewhere``), a guest switch is taken over. Nothing is written:
     /// whoever changed the stores wrote them. Calling it when nothing changed does nothing.
     ///
     /// Throws ``AuthError`` (``AuthError/Code/storage``) when the stores cannot be read; the
@@ -73,7 +73,7 @@ extension AuthActor {
             await adoptLocked(stored)
         case (.active, nil):
             logger.info("the session ended on another replica; ending it here")
-            _ = try? await endSessionLocked(reason: .tokensMissing, persist: false)
+            _ = try? await endSessionLocked(reason: .endedElsewhere, persist: false)
         case (.loggedOut, let stored?):
             // A login elsewhere: installed once its state says so (it is written second).
             guard let state, state.isLoggedIn else { return }

@@ -256,13 +256,12 @@ public actor AuthActor {
     /// The current access token, refreshed first when it expires within the skew window.
     ///
     /// When that refresh fails transiently and the token has not yet expired, the current
-    /// token is returned. Throws ``AuthError`` (``AuthError/Code/loginRequired`` when there
-    /// is no session).
+    /// token is returned. Throws ``AuthError``: with no session, ``noSessionError``.
     public func token() async throws -> AccessToken {
-        guard case .active = phase else { throw AuthError.loginRequired }
+        guard case .active = phase else { throw noSessionError }
         if needsPersist, clock.now >= persistRetryAt { await persistPendingCredentials() }
         // Read the session after any suspension above.
-        guard case .active(let session) = phase else { throw AuthError.loginRequired }
+        guard case .active(let session) = phase else { throw noSessionError }
         if session.isDue(at: clock.now) {
             return try await tokenAfterProactiveRefresh(seen: session.credentials.generation)
         }
@@ -273,9 +272,9 @@ public actor AuthActor {
     ///
     /// Returns the current token at once when it is newer than `generation` (no network);
     /// otherwise joins the single in-flight refresh (starting it if needed) and returns its
-    /// token. Throws ``AuthError``.
+    /// token. Throws ``AuthError``: with no session, ``noSessionError``.
     public func refresh(after generation: TokenGeneration) async throws -> AccessToken {
-        guard case .active(let session) = phase else { throw AuthError.loginRequired }
+        guard case .active(let session) = phase else { throw noSessionError }
         if session.credentials.generation > generation {
             return session.token
         }
@@ -296,6 +295,18 @@ public actor AuthActor {
             status.logoutReason = reason
         }
         return status
+    }
+
+    /// What a request for a token meets while there is no session: the reason the last
+    /// session ended (``AuthError/Code/sessionEnded``, the same for every request until a
+    /// login, whichever process ended it), or ``AuthError/Code/loginRequired`` when none
+    /// ended since this process started (``LogoutReason/tokensMissing`` is what restore
+    /// found at start), or in guest mode.
+    var noSessionError: AuthError {
+        if case .loggedOut(let reason?) = phase, reason != .tokensMissing, !sessionState.isGuest {
+            return AuthError.sessionEnded(reason)
+        }
+        return AuthError.loginRequired
     }
 
     /// Whether a refresh is in flight.

@@ -33,7 +33,8 @@ extension AuthError {
 
         /// There is no session: log in first.
         public static let loginRequired = Code(.auth, "login_required")
-        /// The session ended while the caller waited (see ``AuthError/logoutReason``).
+        /// The session ended (see ``AuthError/logoutReason``): while the caller waited, or
+        /// before, and no login since.
         public static let sessionEnded = Code(.auth, "session_ended")
         /// The refresh failed transiently; tokens were kept. See ``AuthError/retryAfter``.
         public static let refreshFailed = Code(.auth, "refresh_failed")

@@ -13,6 +13,9 @@ public enum LogoutReason: Sendable, Equatable, CustomStringConvertible {
     /// The user-info call rejected the session's token even after a refresh (SEEDS row 4:
     /// on that error the tokens are cleared).
     case userInfoRejected(status: Int)
+    /// Another process that shares the token store ended the session (a logout, a refused
+    /// refresh, … there); this process followed without writing the store.
+    case endedElsewhere
 
     /// A stable code for logs, metrics and problem documents.
     public var code: String {
@@ -23,6 +26,7 @@ public enum LogoutReason: Sendable, Equatable, CustomStringConvertible {
         case .replacedByLogin: "replaced_by_login"
         case .tokensMissing: "tokens_missing"
         case .userInfoRejected: "user_info_rejected"
+        case .endedElsewhere: "ended_elsewhere"
         }
     }
 

@@ -17,9 +17,16 @@ public final class Readiness: Sendable {
         public var unsavedCredentials: Bool
         /// A user-info call has not answered yet.
         public var userInfoPending: Bool
+        /// The stores are a database that replicas share (PostgreSQL), not the state
+        /// directory: `writable` then says whether the database answers.
+        public var sharedStore: Bool
 
         /// Creates the inputs of one probe.
-        public init(restored: Bool, writable: Bool, freeBytes: Int?, unsavedCredentials: Bool, userInfoPending: Bool) {
+        public init(
+            restored: Bool, writable: Bool, freeBytes: Int?, unsavedCredentials: Bool, userInfoPending: Bool,
+            sharedStore: Bool = false
+        ) {
+            self.sharedStore = sharedStore
             self.restored = restored
             self.writable = writable
             self.freeBytes = freeBytes
@@ -37,16 +44,19 @@ public final class Readiness: Sendable {
     private let freeBytes: @Sendable () -> Int?
     private let unsavedCredentials: @Sendable () -> Bool
     private let pending: @Sendable () -> String?
+    private let sharedStore: Bool
 
     /// Creates a readiness check. Every closure is asked on every probe: `storesWritable`,
     /// `freeBytes` (room left on the state directory's file system), `unsavedCredentials`
     /// (a session holds a rotated pair only in memory) and `pending` (a reason to wait, such
-    /// as a user-info call not answered yet).
+    /// as a user-info call not answered yet). With `sharedStore` the stores are a shared
+    /// database and `storesWritable` says whether it answers.
     public init(
         storesWritable: @escaping @Sendable () -> Bool, freeBytes: @escaping @Sendable () -> Int? = { nil },
         unsavedCredentials: @escaping @Sendable () -> Bool = { false },
-        pending: @escaping @Sendable () -> String? = { nil }
+        pending: @escaping @Sendable () -> String? = { nil }, sharedStore: Bool = false
     ) {
+        self.sharedStore = sharedStore
         self.storesWritable = storesWritable
         self.freeBytes = freeBytes
         self.unsavedCredentials = unsavedCredentials
@@ -65,6 +75,9 @@ public final class Readiness: Sendable {
         case sessionNotRestored = "session_not_restored"
         /// The state directory cannot be written.
         case stateDirectoryNotWritable = "state_directory_not_writable"
+        /// The shared store (PostgreSQL) does not answer: cached tokens are still served, a
+        /// refresh answers 503 until it returns.
+        case storeUnavailable = "store_unavailable"
         /// The state directory's file system has less than ``Readiness/minimumFreeBytes`` left.
         case stateDirectoryFull = "state_directory_full"
         /// A rotated pair is held only in memory: its save failed (and is retried). The
@@ -77,7 +90,7 @@ public final class Readiness: Sendable {
     /// The decision, from what one probe saw: the first reason in the order of ``Reason``.
     public static func decide(_ inputs: Inputs) -> Reason? {
         if !inputs.restored { return .sessionNotRestored }
-        if !inputs.writable { return .stateDirectoryNotWritable }
+        if !inputs.writable { return inputs.sharedStore ? .storeUnavailable : .stateDirectoryNotWritable }
         if let free = inputs.freeBytes, free < minimumFreeBytes { return .stateDirectoryFull }
         if inputs.unsavedCredentials { return .credentialsNotSaved }
         if inputs.userInfoPending { return .userInfoPending }
@@ -88,7 +101,7 @@ public final class Readiness: Sendable {
     public func inputs() -> Inputs {
         Inputs(
             restored: state.withLock { $0.restored }, writable: storesWritable(), freeBytes: freeBytes(),
-            unsavedCredentials: unsavedCredentials(), userInfoPending: pending() != nil)
+            unsavedCredentials: unsavedCredentials(), userInfoPending: pending() != nil, sharedStore: sharedStore)
     }
 
     /// Whether the gateway is ready, and why not.

@@ -20,21 +20,38 @@ extension GatewayConfiguration {
         public var tlsMode: String?
         /// The table (default `authgate_sessions`; postgres only).
         public var table: String?
+        /// The refresh lease's term in seconds (default 10, 1…300; postgres only): renewed
+        /// every third of it while a refresh is in flight, and how long a replica that died
+        /// holding it keeps the others waiting. Waiting for another replica's lease gives up
+        /// (503) after 30 s or three terms, whichever is longer.
+        public var leaseSeconds: Int?
 
         /// Creates the settings.
         public init(
             kind: String? = nil, url: String? = nil, passwordFile: String? = nil, tlsMode: String? = nil,
-            table: String? = nil
+            table: String? = nil, leaseSeconds: Int? = nil
         ) {
             self.kind = kind
             self.url = url
             self.passwordFile = passwordFile
             self.tlsMode = tlsMode
             self.table = table
+            self.leaseSeconds = leaseSeconds
         }
 
         /// Whether the tokens go to PostgreSQL.
         public var isPostgres: Bool { kind == "postgres" }
+
+        /// The allowed lease terms, in seconds.
+        public static let leaseSecondsRange = 1...300
+        /// The default lease term, in seconds.
+        public static let defaultLeaseSeconds = 10
+
+        /// The lease term and the longest wait for another replica's lease.
+        public var leaseTerm: (term: Duration, maximumWait: Duration) {
+            let seconds = leaseSeconds ?? Self.defaultLeaseSeconds
+            return (.seconds(seconds), .seconds(max(30, 3 * seconds)))
+        }
     }
 
     /// Checks `store` without connecting (the connection is checked at start).
@@ -44,6 +61,7 @@ extension GatewayConfiguration {
         case "file":
             for (name, value) in [
                 ("url", store.url), ("passwordFile", store.passwordFile), ("tlsMode", store.tlsMode), ("table", store.table),
+                ("leaseSeconds", store.leaseSeconds.map(String.init)),
             ] where value != nil {
                 throw ConfigurationError("store.\(name) applies only to store.kind postgres")
             }
@@ -55,6 +73,10 @@ extension GatewayConfiguration {
             }
             if let mode = store.tlsMode, !["disable", "prefer", "require"].contains(mode) {
                 throw ConfigurationError("store.tlsMode must be disable, prefer or require")
+            }
+            if let lease = store.leaseSeconds, !Store.leaseSecondsRange.contains(lease) {
+                throw ConfigurationError(
+                    "store.leaseSeconds must be \(Store.leaseSecondsRange.lowerBound)…\(Store.leaseSecondsRange.upperBound) (seconds)")
             }
         default:
             throw ConfigurationError("store.kind must be file or postgres")

@@ -40,7 +40,7 @@ public final class GatewayMetrics: Sendable {
     /// The values of `authgate_logouts_total`'s `reason` label (``AuthCore/LogoutReason/code``).
     public static let logoutReasons: [String] = [
         LogoutReason.userInitiated, .refreshRejected(code: ""), .expiredWithoutRefreshToken, .replacedByLogin,
-        .tokensMissing, .userInfoRejected(status: 0),
+        .tokensMissing, .userInfoRejected(status: 0), .endedElsewhere,
     ].map(\.code)
     /// The values of `authgate_upstream_failures_total`'s `kind` label.
     public static let upstreamFailureKinds = RuntimeError.Code.all.filter(\.isUpstream).map(\.description)

@@ -185,7 +185,7 @@ public final class GatewayService: Sendable {
         let readiness = Readiness(
             storesWritable: stores.isWritable, freeBytes: stores.freeBytes,
             unsavedCredentials: { actors.contains { $0.holdsUnsavedCredentials } },
-            pending: { probes.lazy.compactMap(\.notReadyReason).first })
+            pending: { probes.lazy.compactMap(\.notReadyReason).first }, sharedStore: stores.kind == "postgres")
         var restoreProblems: [String] = []
         for s in sessions.values.sorted(by: { $0.name < $1.name }) {
             do {

@@ -46,7 +46,10 @@ public struct GatewayStores: Sendable {
         let postgres: PostgresTokenStore
         do {
             let settings = try PostgresStoreConfiguration(url: store.url ?? "", tlsMode: store.tlsMode, table: store.table)
-            postgres = try await PostgresTokenStore.open(settings, password: password, key: key, logger: logger)
+            let lease = store.leaseTerm
+            postgres = try await PostgresTokenStore.open(
+                settings, password: password, key: key, logger: logger,
+                leaseTerms: LeaseRule.Terms(term: lease.term, maximumWait: lease.maximumWait))
         } catch let error as PostgresStoreError {
             throw ConfigurationError("\(error)")
         }
