@@ -161,7 +161,7 @@ authgate_serve() {
   "loops": $workers, "maxConnections": 30000${more:+, $more}
 }
 JSON
-  "$bin/authgate" serve --config "$tmp/authgate.json" --log-level warning > "$tmp/ag.log" 2>&1 &
+  "$bin/authgate" serve --config "$tmp/authgate.json" --log-level "${LOG_LEVEL:-info}" > "$tmp/ag.log" 2>&1 &
   ag=$!
   pids+=("$ag")
   local i
