@@ -23,7 +23,7 @@ import signal
 import sys
 import time
 
-from scale_out_lib import Cluster, Load, check, finish, problem_type, psql, wait_until
+from scale_out_lib import Cluster, Load, check, problem_type, psql, run, wait_until
 
 KILLS = int(os.environ.get("KILLS", "20"))
 LIFETIME = int(os.environ.get("TOKEN_LIFETIME", "2"))
@@ -118,8 +118,4 @@ def main():
     check(not c.leaks(), "no replica's log holds a secret %s" % c.leaks())
 
 
-try:
-    main()
-finally:
-    code = finish()
-sys.exit(code)
+run(main)

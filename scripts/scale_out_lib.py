@@ -12,6 +12,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -266,3 +267,13 @@ def finish():
         else:
             shutil.rmtree(directory, ignore_errors=True)
     return 1 if failed else 0
+
+
+def run(main):
+    """Runs a script's checks, then stops every process it started and exits 0 only when
+    every check passed."""
+    try:
+        main()
+    finally:
+        code = finish()
+    sys.exit(code)

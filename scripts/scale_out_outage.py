@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-from scale_out_lib import Cluster, Load, check, finish, problem_type, request, wait_until
+from scale_out_lib import Cluster, Load, check, problem_type, request, run, wait_until
 
 LIFETIME = int(os.environ.get("TOKEN_LIFETIME", "4"))
 OUTAGE = float(os.environ.get("OUTAGE_SECONDS", "8"))
@@ -95,8 +95,4 @@ def main():
     check(not c.leaks(), "no replica's log holds a secret %s" % c.leaks())
 
 
-try:
-    main()
-finally:
-    code = finish()
-sys.exit(code)
+run(main)

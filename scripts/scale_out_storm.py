@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 
-from scale_out_lib import Cluster, check, finish, problem_type, wait_until
+from scale_out_lib import Cluster, check, problem_type, run, wait_until
 
 REPLICAS = int(os.environ.get("REPLICAS", "3"))
 ROUNDS = int(os.environ.get("ROUNDS", "4"))
@@ -127,8 +127,4 @@ def main():
     check(not c.leaks(), "no replica's log holds a secret %s" % c.leaks())
 
 
-try:
-    main()
-finally:
-    code = finish()
-sys.exit(code)
+run(main)
