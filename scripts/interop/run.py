@@ -560,7 +560,8 @@ def sc_logout_revokes(ctx):
     r1 = ctx.rs_stats()
     check(resp.status == 401, f"after logout the proxy answered {resp.status}, wanted 401")
     ptype = (resp.json() or {}).get("type", "")
-    check(ptype.endswith("/login-required"), f"after logout the problem type is {ptype!r}, wanted login-required")
+    # The session ended here (a logout): every request says so until the next login.
+    check(ptype.endswith("/session-ended"), f"after logout the problem type is {ptype!r}, wanted session-ended")
     check(delta(r0, r1, "requests") == 0, "a request reached the RS after logout")
     a1 = wait_until(lambda: (lambda a: a if delta(a0, a, "revocations") >= 1 else None)(ctx.as_stats()), 3) \
         or ctx.as_stats()
@@ -568,7 +569,7 @@ def sc_logout_revokes(ctx):
     check(revocations == 1, f"the AS counted {revocations} revocations for one logout, wanted 1")
     check(delta(a0, a1, "reuse_detections") == 0, "the AS detected refresh-token reuse")
     return (f"refresh token revoked at the AS after logout (AS revocations+{revocations}); "
-            f"proxy 401 login-required, RS untouched")
+            f"proxy 401 session-ended, RS untouched")
 
 
 def sc_refresh_rejected(ctx):
