@@ -29,31 +29,48 @@ public struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    /// Writes one line.
+    /// Writes one line, built as UTF-8 in one buffer and written with one call.
     public func log(event: LogEvent) {
-        var fields: [String: String] = [:]
-        for (k, v) in metadata { fields[k] = json(v) }
-        for (k, v) in event.metadata ?? [:] { fields[k] = json(v) }
-        var line = "{\"ts\":\"\(Date().formatted(.iso8601))\",\"level\":\"\(event.level)\",\"logger\":\(quote(label)),\"msg\":\(quote("\(event.message)"))"
-        for (k, v) in fields.sorted(by: { $0.key < $1.key }) { line += ",\(quote(k)):\(v)" }
-        line += "}\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        var fields = event.metadata ?? [:]
+        // The handler's own entries, unless the event's have the same key (no merge copy in
+        // the common case: the handler carries none).
+        for (key, value) in metadata where fields[key] == nil { fields[key] = value }
+        var line: [UInt8] = []
+        line.reserveCapacity(256)
+        line.append(contentsOf: #"{"ts":"#.utf8)
+        Problem.appendQuoted(Date().formatted(.iso8601), to: &line)
+        line.append(contentsOf: #","level":"#.utf8)
+        Problem.appendQuoted(event.level.rawValue, to: &line)
+        line.append(contentsOf: #","logger":"#.utf8)
+        Problem.appendQuoted(label, to: &line)
+        line.append(contentsOf: #","msg":"#.utf8)
+        Problem.appendQuoted("\(event.message)", to: &line)
+        for key in fields.keys.sorted() {
+            line.append(0x2C)
+            Problem.appendQuoted(key, to: &line)
+            line.append(0x3A)
+            append(fields[key]!, to: &line)
+        }
+        line.append(contentsOf: "}\n".utf8)
+        FileHandle.standardError.write(Data(line))
     }
 
-    private func quote(_ s: String) -> String { Problem.quote(s) }
-
-    /// A metadata value as JSON: integers, finite numbers and booleans given as such (the access
+    /// Appends a metadata value as JSON: integers, finite numbers and booleans (the access
     /// log's `status`, `bytesOut`, …) as themselves, anything else as a string.
-    func json(_ value: Logger.MetadataValue) -> String {
-        if case .stringConvertible(let v) = value {
+    private func append(_ value: Logger.MetadataValue, to line: inout [UInt8]) {
+        switch value {
+        case .string(let s):
+            Problem.appendQuoted(s, to: &line)
+        case .stringConvertible(let v):
             switch v {
-            case let n as Int: return "\(n)"
-            case let n as UInt64: return "\(n)"
-            case let d as Double where d.isFinite: return "\(d)"
-            case let b as Bool: return "\(b)"
-            default: break
+            case let n as Int: line.append(contentsOf: String(n).utf8)
+            case let n as UInt64: line.append(contentsOf: String(n).utf8)
+            case let d as Double where d.isFinite: line.append(contentsOf: "\(d)".utf8)
+            case let b as Bool: line.append(contentsOf: (b ? "true" : "false").utf8)
+            default: Problem.appendQuoted(v.description, to: &line)
             }
+        default:
+            Problem.appendQuoted("\(value)", to: &line)
         }
-        return quote("\(value)")
     }
 }
