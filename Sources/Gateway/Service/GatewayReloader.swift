@@ -16,7 +16,9 @@ public actor GatewayReloader {
     /// What a reload swaps.
     struct Targets: Sendable {
         var proxy: ReverseProxy
-        var admin: AdminAPI
+        /// Weak: the admin API holds the reloader (`POST /auth/reload`), and a strong
+        /// reference back would keep both, and the gateway they serve, alive forever.
+        weak var admin: AdminAPI?
         var grantClients: [String: ReloadableGrantClient]
         var home: EventLoop
         var accessLogger: Logger
@@ -70,7 +72,7 @@ public actor GatewayReloader {
         }
         targets.proxy.replaceSettings(
             new.proxySettings(previous: targets.proxy.settings, accessLogger: targets.accessLogger))
-        targets.admin.replaceAdminToken(new.adminTokenDisabled == true ? nil : newSecrets.adminToken)
+        targets.admin?.replaceAdminToken(new.adminTokenDisabled == true ? nil : newSecrets.adminToken)
         var kept = newSecrets
         for (name, client) in targets.grantClients {
             // A session the new configuration no longer has keeps running (a restart removes
