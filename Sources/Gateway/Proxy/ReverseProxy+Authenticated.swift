@@ -17,11 +17,10 @@ extension ReverseProxy {
         _ session: AuthActor, _ s: ProxySettings, _ facts: AccessFacts?, _ token: AccessToken,
         _ started: ContinuousClock.Instant
     ) {
-        let replayable: Bool
-        if case .buffered = request.body { replayable = true } else { replayable = false }
         let path = AuthenticatedExchange(
             session: session, policy: s.rejectionPolicy, rule: s.replayRule, observe: observePhase)
-        let attempt = ReplayRule.Attempt(generation: token.generation, replaysSoFar: 0, bodyReplayable: replayable)
+        let attempt = ReplayRule.Attempt(
+            generation: token.generation, replaysSoFar: 0, bodyReplayable: request.bodyIsReplayable)
         let metrics = self.metrics
         let observe = observePhase
         let sent = ContinuousClock.now
@@ -50,15 +49,13 @@ extension ReverseProxy {
         _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
         _ session: AuthActor, _ s: ProxySettings, _ facts: AccessFacts?, after rejected: ReplayRule.Attempt? = nil
     ) async -> Int {
-        let replayable: Bool
-        if case .buffered = request.body { replayable = true } else { replayable = false }
         let metrics = self.metrics
         let path = AuthenticatedExchange(
             session: session, policy: s.rejectionPolicy, rule: s.replayRule, observe: observePhase,
             limiter: s.limiters[route.prefix])
         let name = route.session
         do throws(AuthenticatedExchange.Failure) {
-            return try await path.run(bodyReplayable: replayable, after: rejected) { token, attempt in
+            return try await path.run(bodyReplayable: request.bodyIsReplayable, after: rejected) { token, attempt in
                 if attempt.replaysSoFar > 0 { metrics.replay("replayed", session: name) }
                 facts?.attempt(attempt)
                 let outcome = await exchange(
@@ -120,5 +117,13 @@ extension ReverseProxy {
         let (problem, headers) = GatewayProblem.forAuthError(authError)
         writer.respond(problem: problem, headers: headers)
         return problem.status
+    }
+}
+
+extension HTTPRequest {
+    /// Whether the body is held in memory, so the request can be sent again after a refresh.
+    fileprivate var bodyIsReplayable: Bool {
+        if case .buffered = body { return true }
+        return false
     }
 }
