@@ -62,11 +62,17 @@ def request(port, method, path, body=None, token=None, timeout=30):
 
 
 def problem_type(body):
+    return problem_field(body, "type", "?").rsplit("/", 1)[-1]
+
+
+def problem_field(body, name, missing=None):
+    """One member of a problem+json body, `missing` when absent or not JSON."""
     try:
         document = json.loads(body)
     except ValueError:
-        return "?"
-    return document.get("type", "?").rsplit("/", 1)[-1]
+        return missing
+    value = document.get(name, missing) if isinstance(document, dict) else missing
+    return value if isinstance(value, str) else missing
 
 
 def wait_until(condition, timeout=30, what=""):

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-from scale_out_lib import Cluster, Load, check, problem_type, request, run, wait_until
+from scale_out_lib import Cluster, Load, check, problem_field, problem_type, request, run, wait_until
 
 LIFETIME = int(os.environ.get("TOKEN_LIFETIME", "4"))
 OUTAGE = float(os.environ.get("OUTAGE_SECONDS", "8"))
@@ -72,6 +72,8 @@ def main():
         check(problem_type(body) == "refresh-unavailable" and load.retry_after and None not in load.retry_after,
               "the 503 is refresh-unavailable with Retry-After %s: %s" % (sorted(map(str, load.retry_after)),
                                                                           body.decode(errors="replace")))
+        check(problem_field(body, "cause") == "token-store",
+              "the 503 blames the token store, not the authorization server: %s" % body.decode(errors="replace"))
         check(all(c.logged_in(i) for i in range(n)), "every replica still says logged in")
         ready = [readyz(c, i) for i in range(n)]
         check(all(s == 503 and "store_unavailable" in b for s, b in ready), "/readyz says the store is unavailable: %s" % ready)

@@ -59,10 +59,15 @@ public enum GatewayProblem {
             )
         case .refreshFailed, .backingOff:
             let s = retryAfter()
+            let storeFailed = error.underlyingAuthError?.code.domain == .store
+            let detail =
+                storeFailed
+                ? "the token store could not be reached to coordinate the refresh; the session is kept, retry in \(s) s"
+                : "the authorization server could not refresh the token just now; the session is kept, retry in \(s) s"
             return (
                 make(
-                    "refresh-unavailable", 503,
-                    "the authorization server could not refresh the token just now; the session is kept, retry in \(s) s"),
+                    "refresh-unavailable", 503, detail,
+                    [("cause", Problem.quote(storeFailed ? "token-store" : "authorization-server"))]),
                 headers
             )
         case .excessiveRefresh:
