@@ -4,9 +4,11 @@
 Three `authgate serve` replicas share one session through PostgreSQL, in front of the fake
 authorization server of `authgate dev` with rotation, reuse detection and a reuse grace
 window (GRACE_MS), whose token requests take AUTH_LATENCY_MS. Each round: wait for the token
-to expire, put load on every replica, find the replica that took the lease (the row's
-`lease_owner` names its process id), kill -9 it after a random delay (before its token
-request, while it is at the server, or as it commits), then start it again.
+to expire, put load on every replica, find the replica that took the lease through the
+admin API (`GET /auth/session` of any replica names the holder in `store.lease.holder`,
+whose process id it carries; the row's `lease_owner` must agree), kill -9 it after a random
+delay (before its token request, while it is at the server, or as it commits), then start it
+again.
 
 The other replicas take the lapsed lease over after at most its term (LEASE_SECONDS) and
 refresh with the pair still stored: when the dead replica's request had already rotated
@@ -54,6 +56,12 @@ def main():
           "every replica follows the login")
     pids = {c.replicas[i]["process"].pid: i for i in range(n)}
 
+    kinds = {(c.session(i).get("store") or {}).get("kind") for i in range(n)}
+    replicas = {(c.session(i).get("store") or {}).get("replica") for i in range(n)}
+    check(kinds == {"postgres"} and len(replicas) == n and None not in replicas,
+          "each replica's admin API shows the postgres store and its own replica name: %s %s" % (kinds, replicas))
+    agreements = 0
+    disagreements = []
     kills = []  # (round, replica, delay ms, what the row said)
     resumed = []
     missed = 0
@@ -64,10 +72,22 @@ def main():
             # Wait for the token to expire; the load then makes some replica take the lease.
             deadline = time.monotonic() + LIFETIME + 5
             holder = None
+            asked = 0
             while time.monotonic() < deadline:
-                owner = psql("SELECT lease_owner FROM %s WHERE account = 'default' AND lease_owner IS NOT NULL" % c.table)
+                # Any live replica can tell who holds the lease.
+                asker = sorted(pids.values())[asked % len(pids)]
+                asked += 1
+                lease = (c.session(asker).get("store") or {}).get("lease") or {}
+                owner = lease.get("holder")
                 if owner and pid_of(owner) in pids:
                     holder = pids[pid_of(owner)]
+                    if lease.get("this_replica") != (holder == asker):
+                        disagreements.append((round_, "this_replica", asker, lease))
+                    row = psql("SELECT lease_owner FROM %s WHERE account = 'default' AND lease_owner IS NOT NULL" % c.table)
+                    if row == owner:
+                        agreements += 1
+                    elif row:
+                        disagreements.append((round_, "row", row, owner))
                     break
                 time.sleep(0.005)
             if holder is None:
@@ -104,6 +124,8 @@ def main():
     check(len(kills) == KILLS, "%d of %d rounds killed the lease holder mid-refresh (%d found no holder)"
           % (len(kills), KILLS, missed))
     check(all(t is not None for t in resumed), "service resumed on every other replica after every kill")
+    check(agreements >= 1 and not disagreements,
+          "the admin API named the lease holder the row names (%d agreed, disagreements %s)" % (agreements, disagreements))
     check(stats["reuse_detections"] == 0, "no reuse detection (%d; %d reuses inside the grace window)"
           % (stats["reuse_detections"], stats["grace_reuses"]))
     unauthorized = {k: v for k, v in load.statuses.items() if k[1] == 401}

@@ -102,5 +102,15 @@ struct EventStreamClientTests {
             SessionSummary.format(#"{"account":"default","state":"logged_out","subject":null,"guest":false,"epoch":0}"#, now: now)
                 == "session default: logged out\n  epoch:      0")
         #expect(SessionSummary.format("[]", now: now) == nil)
+        let shared = #"{"account":"default","state":"logged_out","guest":false,"epoch":1,"store":"#
+        #expect(
+            SessionSummary.format(shared + #"{"kind":"postgres","replica":"b/2/9","reachable":true,"lease":{"holder":"a/1/7","this_replica":false,"expires_in_seconds":2.5}}}"#, now: now)
+                == "session default: logged out\n  epoch:      1\n  store:      postgres, replica b/2/9; refreshing now: a/1/7 (2.5 s left)")
+        #expect(
+            SessionSummary.format(shared + #"{"kind":"postgres","replica":"b/2/9","reachable":false,"lease":null}}"#, now: now)?
+                .hasSuffix("store:      postgres, replica b/2/9; the database does not answer") == true)
+        #expect(
+            SessionSummary.format(shared + #"{"kind":"file","replica":null,"reachable":true,"lease":null}}"#, now: now)?
+                .hasSuffix("store:      file") == true)
     }
 }

@@ -68,6 +68,24 @@ import Testing
         await r.close()
     }
 
+    @Test func theLeaseHolderIsNamedWhileItHoldsTheLeaseAndNoneAfter() async throws {
+        let r = try await Replicas(2, terms: .init(term: .seconds(5)))
+        let first = try await r.loginEverywhere()
+        #expect(try await r.stores[1].leaseHolder(for: .default) == nil, "no refresh in flight")
+        let claim = try await r.stores[0].acquire(for: .default, replacing: first.value)
+        guard case .granted(let lease) = claim else {
+            Issue.record("the lease was not granted: \(claim)")
+            return
+        }
+        let holder = try #require(try await r.stores[1].leaseHolder(for: .default), "another replica sees the holder")
+        #expect(holder.owner == "replica-0")
+        #expect(holder.remaining > .seconds(3) && holder.remaining <= .seconds(5))
+        #expect(try await r.stores[0].leaseHolder(for: AccountID("nobody")) == nil)
+        await r.stores[0].release(lease, for: .default)
+        #expect(try await r.stores[1].leaseHolder(for: .default) == nil, "released")
+        await r.close()
+    }
+
     @Test func aLateResultCannotRevivealogoutOrOverwriteANewerPair() async throws {
         let r = try await Replicas(1, terms: .init(term: .seconds(5)))
         let first = try await r.loginEverywhere()

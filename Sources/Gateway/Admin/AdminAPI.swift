@@ -41,17 +41,20 @@ public final class AdminAPI: HTTPResponder {
     let reloader: GatewayReloader?
     let sessions: [String: GatewaySession]
     let readiness: Readiness
+    /// The store keeping the sessions, for the session documents' `store` member.
+    let store: StoreView
     /// `GET /metrics`, which the metrics listener (when configured) serves too.
     public let metricsEndpoint: MetricsEndpoint
     /// The tasks serving admin requests and event streams (shutdown waits for them).
     public let tasks = TaskTracker()
 
-    /// Creates the API over `sessions` (which must include `default`).
+    /// Creates the API over `sessions` (which must include `default`), kept in `store`.
     public init(
         configuration: Configuration, sessions: [String: GatewaySession], metrics: GatewayMetrics, readiness: Readiness,
         processGauges: @escaping @Sendable () -> GatewayMetrics.ProcessGauges = { .init() },
-        reloader: GatewayReloader? = nil
+        reloader: GatewayReloader? = nil, store: StoreView = StoreView(kind: "file")
     ) {
+        self.store = store
         self.configuration = configuration
         self.adminToken = Locked(configuration.adminToken)
         self.reloader = reloader
@@ -62,9 +65,12 @@ public final class AdminAPI: HTTPResponder {
     }
 
     /// The session document of `session`, now.
-    func sessionDocument(_ session: GatewaySession) async -> SessionDocument {
+    /// `withStore` adds the `store` member (the `GET` endpoints), which asks a shared store
+    /// who holds the session's refresh lease.
+    func sessionDocument(_ session: GatewaySession, withStore: Bool = false) async -> SessionDocument {
         let status = await session.actor.status
-        return SessionDocument(status, registration: session.userInfo?.registration)
+        let store = withStore ? await store.document(for: AccountID(session.name)) : nil
+        return SessionDocument(status, registration: session.userInfo?.registration, store: store)
     }
 
     /// The session named by the checked `query` (default `default`), or nil after answering
@@ -126,13 +132,13 @@ public final class AdminAPI: HTTPResponder {
         case .session:
             guard let session = addressedSession(query, writer) else { return }
             tasks.start(on: request.loop) {
-                self.json(writer, 200, await self.sessionDocument(session))
+                self.json(writer, 200, await self.sessionDocument(session, withStore: true))
             }
         case .sessions:
             tasks.start(on: request.loop) {
                 var documents: [SessionDocument] = []
                 for session in self.sessions.values.sorted(by: { $0.name < $1.name }) {
-                    documents.append(await self.sessionDocument(session))
+                    documents.append(await self.sessionDocument(session, withStore: true))
                 }
                 self.json(writer, 200, SessionListDocument(sessions: documents))
             }

@@ -14,10 +14,11 @@ struct AdminEventPayload: Decodable, Sendable, Equatable {
         var guest: Bool?
         var epoch: UInt64?
         var registration: String?
+        var store: StoreDocument?
 
         enum CodingKeys: String, CodingKey {
             case account, state, subject, expiresAt = "expires_at", generation, lastLogin = "last_login", guest, epoch
-            case registration
+            case registration, store
         }
     }
 

@@ -20,9 +20,12 @@ struct SessionDocument: Encodable, Sendable, Equatable {
     var epoch: UInt64
     /// What the user-info call said, for a logged-in session.
     var registration: String?
+    /// The store keeping the session and who is refreshing it (only in `GET /auth/session`
+    /// and `GET /auth/sessions`, not in events).
+    var store: StoreDocument?
 
     /// The document of `status`; `registration` is shown only while logged in.
-    init(_ status: SessionStatus, registration: UserInfoProbe.Registration? = nil) {
+    init(_ status: SessionStatus, registration: UserInfoProbe.Registration? = nil, store: StoreDocument? = nil) {
         account = status.account.rawValue
         state = status.isLoggedIn ? "logged_in" : (status.isGuest ? "guest" : "logged_out")
         subject = status.subject
@@ -32,11 +35,12 @@ struct SessionDocument: Encodable, Sendable, Equatable {
         guest = status.isGuest
         epoch = status.epoch
         self.registration = status.isLoggedIn ? registration?.rawValue : nil
+        self.store = store
     }
 
     private enum CodingKeys: String, CodingKey {
         case account, state, subject, expiresAt = "expires_at", generation, lastLogin = "last_login", guest, epoch
-        case registration
+        case registration, store
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -50,6 +54,7 @@ struct SessionDocument: Encodable, Sendable, Equatable {
         try c.encode(guest, forKey: .guest)
         try c.encode(epoch, forKey: .epoch)
         try c.encodeIfPresent(registration, forKey: .registration)
+        try c.encodeIfPresent(store, forKey: .store)
     }
 }
 

@@ -7,6 +7,7 @@ public import Foundation
 ///   token:      generation 3, expires 2026-11-23T22:40:00Z (in 59 min)
 ///   last login: 2026-11-23T21:40:00Z
 ///   epoch:      1
+///   store:      postgres, replica b/2/9; refreshing now: a/1/7 (2.5 s left)
 /// ```
 public enum SessionSummary {
     /// The summary of the session document `json`, with times relative to `now`; nil when
@@ -36,6 +37,7 @@ public enum SessionSummary {
         }
         if let l = s.lastLogin { lines.append("  last login: \(l)") }
         if let epoch = s.epoch { lines.append("  epoch:      \(epoch)") }
+        if let store = s.store { lines.append("  store:      \(store.summary)") }
         return lines.joined(separator: "\n")
     }
 

@@ -231,7 +231,7 @@ public final class GatewayService: Sendable {
                     proxyConnections: proxyServer?.activeConnections ?? 0,
                     stateDirectoryFreeBytes: StateDirectory.freeBytes(directory), bufferedRequestBytes: budget.inUse,
                     upstreamQueueWaiting: proxyResponder.upstreamQueueWaiting)
-            }, reloader: reloader)
+            }, reloader: reloader, store: StoreView(stores))
         await reloader.attach(.init(proxy: proxyResponder, admin: admin, grantClients: grantClients, home: home, accessLogger: accessLogger))
         let adminServer = HTTPServer(
             configuration: HTTPServerConfiguration(address: adminAddress, maxConnections: 1_024, bufferBudget: budget),

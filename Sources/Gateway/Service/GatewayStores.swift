@@ -30,6 +30,11 @@ public struct GatewayStores: Sendable {
     /// Starts keeping the sessions in line with what other replicas write (postgres only;
     /// it stops at ``close``).
     public let follow: @Sendable ([AccountID: AuthActor]) -> Void
+    /// This replica's name in the shared store's lease column (postgres only).
+    public let replica: String?
+    /// The replica refreshing an account now and how long its lease still runs (postgres
+    /// only; nil when no refresh is in flight). Throws when the database does not answer.
+    public let leaseHolder: @Sendable (AccountID) async throws -> (owner: String, remaining: Duration)?
 
     /// Opens the stores `c` names, sealing with `key`.
     public static func open(_ c: GatewayConfiguration, key: TokenStoreKey, logger: Logger) async throws -> GatewayStores {
@@ -40,7 +45,8 @@ public struct GatewayStores: Sendable {
             return GatewayStores(
                 kind: "file", tokens: try EncryptedFileTokenStore(directory: directory, key: key),
                 states: try FileSessionStateStore(directory: directory), coordinator: nil, isWritable: { access(directory, W_OK) == 0 },
-                freeBytes: { StateDirectory.freeBytes(directory) }, close: {}, follow: { _ in })
+                freeBytes: { StateDirectory.freeBytes(directory) }, close: {}, follow: { _ in }, replica: nil,
+                leaseHolder: { _ in nil })
         }
         let password = try store.passwordFile.map { try SecretSources.readFile($0, field: "store.passwordFile") }
         let postgres: PostgresTokenStore
@@ -61,6 +67,10 @@ public struct GatewayStores: Sendable {
                 await postgres.close()
                 await following.withLock { $0 }?.value
             },
-            follow: { sessions in following.withLock { $0 = Task { await postgres.follow(sessions) } } })
+            follow: { sessions in following.withLock { $0 = Task { await postgres.follow(sessions) } } },
+            replica: postgres.replicaID,
+            leaseHolder: { account in
+                try await postgres.leaseHolder(for: account).map { (owner: $0.owner, remaining: $0.remaining) }
+            })
     }
 }
