@@ -11,6 +11,7 @@ import secrets
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -261,6 +262,55 @@ class Load:
     def since(before, after):
         """The tally between two snapshots."""
         return {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+
+
+def percentile(values, q):
+    """The q-th percentile (0-100) of `values`, inclusive method; nil-safe for one value."""
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def logout_propagation(c, count):
+    """`count` times: log in on replica 0 (the others follow), log out there, and time until
+    every other replica's proxy answers 401. The latencies (s), their p50/p99 (ms), what the
+    other replicas answered and what replica 0 answered after its own logout."""
+    latencies, answers, local_answers = [], set(), set()
+    n_replicas = len(c.replicas)
+
+    def described(status, body):
+        try:
+            reason = json.loads(body).get("reason", "-")
+        except ValueError:
+            reason = "?"
+        return "%s (%s)" % (problem_type(body), reason)
+
+    for n in range(count):
+        if not c.logged_in(0):
+            c.login(0)
+        if not all(wait_until(lambda i=i: c.proxy(i)[0] == 200, what="login") for i in range(n_replicas)):
+            check(False, "login followed before logout %d" % n)
+            break
+        started = time.monotonic()
+        c.logout(0)
+        pending = set(range(1, n_replicas))
+        while pending and time.monotonic() - started < 10:
+            for i in list(pending):
+                status, body, _ = c.proxy(i)
+                if status == 401:
+                    answers.add(described(status, body))
+                    pending.discard(i)
+        latencies.append(time.monotonic() - started)
+        if pending:
+            check(False, "logout %d reached every replica" % n)
+            break
+        status, body, _ = c.proxy(0)
+        local_answers.add("%d %s" % (status, described(status, body)))
+    result = {"latencies": latencies, "answers": answers, "local_answers": local_answers}
+    if latencies:
+        result["p50_ms"] = statistics.median(latencies) * 1000
+        result["p99_ms"] = percentile(latencies, 99) * 1000
+    return result
 
 
 def finish():
