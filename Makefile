@@ -58,6 +58,7 @@ bench: deps
 	scripts/bench-server
 	scripts/bench-proxy
 	scripts/bench-storm
+	scripts/bench-replicas
 
 clean:
 	rm -rf .build .build-* fuzz-artifacts

@@ -1,6 +1,7 @@
 internal import Foundation
 
-/// Parses `Retry-After` (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.
+/// Parses `Retry-After` (RFC 9110 §10.2.3): delay-seconds or an HTTP-date in any of its
+/// three forms (``HTTPDate``).
 enum RetryAfter {
     /// The delay `value` asks for at `now`; `nil` when unparseable. Past dates give zero.
     static func parse(_ value: String, now: Date) -> Duration? {
@@ -8,11 +9,7 @@ enum RetryAfter {
         if let seconds = Int64(trimmed) {
             return seconds >= 0 ? .seconds(seconds) : nil
         }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: trimmed) else { return nil }
+        guard let date = HTTPDate.parse(trimmed, now: now) else { return nil }
         let delta = date.timeIntervalSince(now)
         return delta > 0 ? .interval(delta) : .zero
     }
