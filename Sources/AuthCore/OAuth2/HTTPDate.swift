@@ -27,7 +27,7 @@ public enum HTTPDate {
         if fields.count == 4, fields[0].hasSuffix(","), longDays.contains(String(fields[0].dropLast())), fields[3] == "GMT" {
             let date = fields[1].split(separator: "-", omittingEmptySubsequences: false).map(String.init)
             guard date.count == 3, date[0].count == 2, date[2].count == 2, let yy = Int(date[2]), yy >= 0 else { return nil }
-            let thisYear = civil(fromDays: Int(now.timeIntervalSince1970.rounded(.down)) / 86_400).year
+            let thisYear = CivilDate.civil(fromDays: CivilDate.split(Int(now.timeIntervalSince1970.rounded(.down))).days).year
             var year = thisYear - thisYear % 100 + yy
             if year > thisYear + 50 { year -= 100 }
             return make(year: String(year), month: date[1], day: date[0], time: fields[2])
@@ -41,11 +41,8 @@ public enum HTTPDate {
 
     /// `date` as an IMF-fixdate, whole seconds (the fraction dropped).
     public static func format(_ date: Date) -> String {
-        let seconds = Int(date.timeIntervalSince1970.rounded(.down))
-        let (dayNumber, second) = seconds.quotientAndRemainder(dividingBy: 86_400)
-        let days = second < 0 ? dayNumber - 1 : dayNumber
-        let s = second < 0 ? second + 86_400 : second
-        let (year, month, day) = civil(fromDays: days)
+        let (days, s) = CivilDate.split(Int(date.timeIntervalSince1970.rounded(.down)))
+        let (year, month, day) = CivilDate.civil(fromDays: days)
         // 1970-01-01 was a Thursday (index 3 from Monday).
         let weekday = ((days % 7) + 7 + 3) % 7
         func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
@@ -57,46 +54,15 @@ public enum HTTPDate {
         guard let y = digits(year), let m = months.firstIndex(of: month).map({ $0 + 1 }), let d = digits(day),
             clock.count == 3, clock.allSatisfy({ $0.count == 2 }),
             let hour = digits(clock[0]), let minute = digits(clock[1]), let second = digits(clock[2]),
-            hour < 24, minute < 60, second <= 60, d >= 1, d <= daysIn(month: m, year: y)
+            hour < 24, minute < 60, second <= 60, d >= 1, d <= CivilDate.daysIn(month: m, year: y)
         else { return nil }
         // A leap second (60) reads as the last second of its minute.
-        let total = daysFromCivil(year: y, month: m, day: d) * 86_400 + hour * 3600 + minute * 60 + min(second, 59)
+        let total = CivilDate.days(year: y, month: m, day: d) * 86_400 + hour * 3600 + minute * 60 + min(second, 59)
         return Date(timeIntervalSince1970: TimeInterval(total))
     }
 
     private static func digits(_ s: some StringProtocol) -> Int? {
         guard !s.isEmpty, s.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
         return Int(s)
-    }
-
-    private static func daysIn(month: Int, year: Int) -> Int {
-        switch month {
-        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: return 30
-        default: return 31
-        }
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
-    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    /// The date of a day count since 1970-01-01 (civil_from_days).
-    private static func civil(fromDays z0: Int) -> (year: Int, month: Int, day: Int) {
-        let z = z0 + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }
