@@ -34,6 +34,23 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{/* Where the pod mounts the Secret's files. */}}
 {{- define "authgate.secretsPath" -}}/run/secrets/authgate{{- end }}
 
+{{/* Where the pod mounts the database password's Secret (store.kind postgres). */}}
+{{- define "authgate.postgresSecretsPath" -}}/run/secrets/authgate-postgres{{- end }}
+
+{{/* Whether the tokens are in PostgreSQL, which replicas share; fails on values that
+contradict each other (the schema refuses them too, with a less precise message). */}}
+{{- define "authgate.postgres" -}}
+{{- $s := .Values.store }}
+{{- if eq $s.kind "postgres" }}
+{{- if not $s.url }}{{ fail "store.url is required with store.kind postgres" }}{{ end }}
+{{- if regexMatch "^[a-z]+://[^/@]*:[^/@]*@" $s.url }}{{ fail "store.url must not hold a password: it comes from store.existingSecret" }}{{ end }}
+{{- if not $s.existingSecret }}{{ fail "store.existingSecret (the database password's Secret) is required with store.kind postgres" }}{{ end }}
+true
+{{- else if gt (int .Values.replicaCount) 1 }}
+{{- fail (printf "replicaCount %v needs store.kind postgres: each pod's file store would refresh on its own and trip the authorization server's reuse detection" .Values.replicaCount) }}
+{{- end }}
+{{- end }}
+
 {{/* The admin socket's path (admin.listener unix). */}}
 {{- define "authgate.adminSocket" -}}
 {{- printf "%s/admin.sock" (trimSuffix "/" .Values.authgate.admin.socketDirectory) }}
@@ -47,7 +64,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{/* The AuthGate configuration: values.config with the fields that follow from the pod. */}}
 {{- define "authgate.configuration" -}}
 {{- $v := .Values }}
-{{- range $field := list "proxy" "admin" "probes" "metrics" "adminTokenFile" "adminTokenDisabled" "stateDirectory" "keyFile" "createKey" }}
+{{- range $field := list "proxy" "admin" "probes" "metrics" "adminTokenFile" "adminTokenDisabled" "stateDirectory" "keyFile" "createKey" "store" }}
 {{- if hasKey $v.config $field }}
 {{- fail (printf "config.%s is set by the chart; remove it from the values" $field) }}
 {{- end }}
@@ -73,5 +90,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- $_ := set $c "adminTokenFile" (printf "%s/admin-token" (include "authgate.secretsPath" .)) }}
 {{- $_ := set $c "stateDirectory" (printf "%s/state" (trimSuffix "/" $v.state.mountPath)) }}
+{{- if include "authgate.postgres" . }}
+{{- $_ := set $c "store" (dict "kind" "postgres" "url" $v.store.url "passwordFile" (printf "%s/password" (include "authgate.postgresSecretsPath" .)) "tlsMode" $v.store.tlsMode "table" $v.store.table "leaseSeconds" $v.store.leaseSeconds) }}
+{{- end }}
 {{- toPrettyJson $c }}
 {{- end }}
