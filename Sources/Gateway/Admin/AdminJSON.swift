@@ -28,7 +28,7 @@ enum AdminJSON {
     /// `exp` is absurdly far away, say) is written as the nearest end of that range.
     static func rfc3339(_ d: Date?) -> String? {
         guard let d, d.timeIntervalSince1970.isFinite else { return nil }
-        return min(max(d, earliestDate), latestDate).formatted(.iso8601)
+        return RFC3339.format(min(max(d, earliestDate), latestDate))
     }
 
     /// The problem for a refused or failed login (`e` is the token endpoint's error).

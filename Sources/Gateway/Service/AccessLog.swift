@@ -19,6 +19,10 @@ public final class AccessLog: Sendable {
     /// Whether the query is logged (credentials redacted).
     public let includeQuery: Bool
     let logger: Logger
+    /// Whether lines go straight to AuthGate's own ``JSONLogHandler`` (the logger's handler,
+    /// with no metadata of its own, at `info` or below), skipping swift-log's metadata
+    /// dictionary; any other handler gets each record as metadata.
+    let direct: Bool
 
     /// Creates the log from its settings; nil when they turn it off (or sample nothing).
     public init?(_ configuration: GatewayConfiguration.AccessLogSettings?, logger: Logger) {
@@ -27,6 +31,7 @@ public final class AccessLog: Sendable {
         self.sample = sample
         self.includeQuery = configuration?.includeQuery ?? false
         self.logger = logger
+        direct = (logger.handler as? JSONLogHandler).map { $0.metadata.isEmpty && $0.logLevel <= .info } ?? false
     }
 
     /// The facts of `request` to fill in as it is served, when it is sampled; nil otherwise.
@@ -48,7 +53,11 @@ public final class AccessLog: Sendable {
     }
 
     func write(_ record: AccessLogRecord) {
-        logger.info("access", metadata: record.metadata)
+        if direct {
+            JSONLogHandler.write(level: .info, label: logger.label, message: "access", members: record.appendMembers)
+        } else {
+            logger.info("access", metadata: record.metadata)
+        }
     }
 }
 

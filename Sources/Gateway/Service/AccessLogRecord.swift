@@ -1,4 +1,6 @@
+import AuthCore
 public import Foundation
+import HTTPWire
 public import Logging
 
 /// One line of the access log: what the proxy knew about a request when it ended. Never a
@@ -52,7 +54,7 @@ public struct AccessLogRecord: Sendable, Codable, Equatable {
         let query = question.map { String(target[target.index(after: $0)...]) }
         let ms = Double(duration.components.seconds) * 1_000 + Double(duration.components.attoseconds) / 1e15
         return AccessLogRecord(
-            time: time.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)),
+            time: RFC3339.format(time, milliseconds: true),
             method: method, route: route, path: path,
             query: includeQuery ? query.map(redacted) : nil, status: status, upstreamStatus: upstreamStatus,
             bytesIn: bytesIn, bytesOut: bytesOut, durationMs: (ms * 1_000).rounded() / 1_000, replayed: replays,
@@ -79,6 +81,41 @@ public struct AccessLogRecord: Sendable, Codable, Equatable {
         guard parts[1].contains(where: { $0 != "0" }), parts[2].contains(where: { $0 != "0" }) else { return nil }
         if parts[0] == "00" && parts.count != 4 { return nil }
         return String(parts[1])
+    }
+
+    /// Appends the record's members as ``JSONLogHandler`` writes ``metadata``: `,"name":value`
+    /// for each non-nil property, in name order.
+    func appendMembers(to line: inout [UInt8]) {
+        func name(_ n: StaticString) {
+            line.append(0x2C)
+            line.append(0x22)
+            line.append(contentsOf: UnsafeBufferPointer(start: n.utf8Start, count: n.utf8CodeUnitCount))
+            line.append(contentsOf: [0x22, 0x3A])
+        }
+        func number(_ n: StaticString, _ value: (some BinaryInteger)?) {
+            guard let value else { return }
+            name(n)
+            line.append(contentsOf: String(value).utf8)
+        }
+        func text(_ n: StaticString, _ value: String?) {
+            guard let value else { return }
+            name(n)
+            Problem.appendQuoted(value, to: &line)
+        }
+        number("bytesIn", bytesIn)
+        number("bytesOut", bytesOut)
+        name("durationMs")
+        if durationMs.isFinite { line.append(contentsOf: "\(durationMs)".utf8) } else { Problem.appendQuoted("\(durationMs)", to: &line) }
+        text("method", method)
+        text("path", path)
+        text("query", query)
+        number("replayed", replayed)
+        text("route", route)
+        number("status", status)
+        text("time", time)
+        number("tokenGeneration", tokenGeneration)
+        text("traceID", traceID)
+        number("upstreamStatus", upstreamStatus)
     }
 
     /// The record as swift-log metadata, one entry per non-nil property, under its name.

@@ -1,3 +1,4 @@
+import AuthCore
 import Foundation
 import HTTPWire
 public import Logging
@@ -35,29 +36,47 @@ public struct JSONLogHandler: LogHandler {
         // The handler's own entries, unless the event's have the same key (no merge copy in
         // the common case: the handler carries none).
         for (key, value) in metadata where fields[key] == nil { fields[key] = value }
+        let line = Self.line(time: Date(), level: event.level, label: label, message: "\(event.message)") { line in
+            for key in fields.keys.sorted() {
+                line.append(0x2C)
+                Problem.appendQuoted(key, to: &line)
+                line.append(0x3A)
+                Self.append(fields[key]!, to: &line)
+            }
+        }
+        FileHandle.standardError.write(Data(line))
+    }
+
+    /// Writes a line of `label` at `level` whose members after `msg` `members` appends
+    /// (each as `,"name":value`, in name order), as ``log(event:)`` would write the same
+    /// members given as metadata, without building a metadata dictionary (the access log's
+    /// line per request).
+    static func write(level: Logger.Level, label: String, message: String, members: (inout [UInt8]) -> Void) {
+        FileHandle.standardError.write(Data(line(time: Date(), level: level, label: label, message: message, members: members)))
+    }
+
+    /// The bytes of one line.
+    static func line(
+        time: Date, level: Logger.Level, label: String, message: String, members: (inout [UInt8]) -> Void
+    ) -> [UInt8] {
         var line: [UInt8] = []
-        line.reserveCapacity(256)
-        line.append(contentsOf: #"{"ts":"#.utf8)
-        Problem.appendQuoted(Date().formatted(.iso8601), to: &line)
-        line.append(contentsOf: #","level":"#.utf8)
-        Problem.appendQuoted(event.level.rawValue, to: &line)
+        line.reserveCapacity(320)
+        line.append(contentsOf: #"{"ts":""#.utf8)
+        RFC3339.append(time, to: &line)
+        line.append(contentsOf: #"","level":"#.utf8)
+        Problem.appendQuoted(level.rawValue, to: &line)
         line.append(contentsOf: #","logger":"#.utf8)
         Problem.appendQuoted(label, to: &line)
         line.append(contentsOf: #","msg":"#.utf8)
-        Problem.appendQuoted("\(event.message)", to: &line)
-        for key in fields.keys.sorted() {
-            line.append(0x2C)
-            Problem.appendQuoted(key, to: &line)
-            line.append(0x3A)
-            append(fields[key]!, to: &line)
-        }
+        Problem.appendQuoted(message, to: &line)
+        members(&line)
         line.append(contentsOf: "}\n".utf8)
-        FileHandle.standardError.write(Data(line))
+        return line
     }
 
     /// Appends a metadata value as JSON: integers, finite numbers and booleans (the access
     /// log's `status`, `bytesOut`, …) as themselves, anything else as a string.
-    private func append(_ value: Logger.MetadataValue, to line: inout [UInt8]) {
+    static func append(_ value: Logger.MetadataValue, to line: inout [UInt8]) {
         switch value {
         case .string(let s):
             Problem.appendQuoted(s, to: &line)
