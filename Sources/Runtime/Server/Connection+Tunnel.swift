@@ -17,6 +17,7 @@ extension Connection: SpliceEndpoint {
         let (accepted, actions) = machine.switchProtocols(seq)
         guard accepted else { return false }
         execute(actions)
+        tunnelReading = !machine.readingPaused
         let splice = Splice(
             loop: loop, client: self, upstream: upstream, idleTimeout: idleTimeout,
             highWater: context.configuration.writeHighWater, onEnd: onEnd)
@@ -41,12 +42,15 @@ extension Connection: SpliceEndpoint {
 
     func spliceStartReading() -> Bool {
         guard !handlesClosing else { return false }
+        if tunnelReading { return true }
+        tunnelReading = true
         startReading()
         return !handlesClosing
     }
 
     func spliceStopReading() {
-        guard !handlesClosing else { return }
+        guard !handlesClosing, tunnelReading else { return }
+        tunnelReading = false
         stopReading()
     }
 

@@ -31,6 +31,8 @@ final class Connection {
     var failure: UVError?
     /// The splice the connection is part of after its response switched protocols.
     var tunnel: Splice?
+    /// Whether the spliced connection is reading (libuv refuses a second `uv_read_start`).
+    var tunnelReading = false
 
     // Request.
     private var head: RequestHead?
