@@ -140,6 +140,7 @@ public protocol UpstreamResponseHandler: AnyObject {
 }
 
 extension UpstreamResponseHandler {
+    /// Closes `tunnel` and ends the exchange with `upstream-invalid-response`.
     public func upstreamSwitched(headers: HTTPHeaders, tunnel: UpstreamTunnel) {
         tunnel.close()
         upstreamFinished(.upstream(.invalidResponse, "the upstream switched protocols, which this exchange cannot follow"))
