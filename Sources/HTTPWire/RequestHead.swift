@@ -16,12 +16,18 @@ public struct RequestHead: Sendable, Equatable {
     public var expectsContinue: Bool
     /// Whether the connection may stay open after the response.
     public var keepAlive: Bool
+    /// The client's `Upgrade` value (`websocket`, …) when this is an upgrade a proxy may pass
+    /// on: `GET` over HTTP/1.1, no body, `Upgrade` present and `upgrade` among the
+    /// `Connection` tokens (RFC 9110 §7.8). Nil for every other request, whose `Upgrade` is
+    /// ignored.
+    public var upgrade: String?
 
     /// Creates a head.
     public init(
         method: String, target: String, major: Int = 1, minor: Int = 1, headers: HTTPHeaders = HTTPHeaders(),
-        framing: BodyFraming = .none, expectsContinue: Bool = false, keepAlive: Bool = true
+        framing: BodyFraming = .none, expectsContinue: Bool = false, keepAlive: Bool = true, upgrade: String? = nil
     ) {
+        self.upgrade = upgrade
         self.method = method
         self.target = target
         self.major = major

@@ -110,9 +110,12 @@ public final class RequestParser {
                         throw WireError(.upgradeUnsupported, status: 501, "CONNECT is not supported")
                     }
                     if parser.pointee.upgrade != 0 {
-                        // Upgrade is ignored (RFC 9110 §7.8); http-parser stops reading after
-                        // this head, so the connection closes after the response.
-                        head.keepAlive = false
+                        // http-parser saw `Upgrade` with `Connection: upgrade`. A bodyless GET
+                        // over HTTP/1.1 may be passed on (``RequestHead/upgrade``): if it is
+                        // not switched, the connection goes on as HTTP/1.1. Any other upgrade
+                        // is ignored (RFC 9110 §7.8) and the connection closes after the response.
+                        head.upgrade = Self.passableUpgrade(head)
+                        if head.upgrade == nil { head.keepAlive = false }
                     }
                     return (.head(head), n)
                 } catch {
@@ -140,6 +143,15 @@ public final class RequestParser {
             return fail(WireError(.headTooLarge, status: 431, "the request head exceeds \(limits.maxHeadBytes) bytes"), n)
         }
         return (.needMoreData, n)
+    }
+
+    /// The `Upgrade` value of an upgrade request a proxy may pass on, else nil.
+    static func passableUpgrade(_ head: RequestHead) -> String? {
+        guard head.method == "GET", head.major == 1, head.minor == 1, head.framing == .none,
+            head.headers[all: "upgrade"].count == 1, let value = head.headers[first: "upgrade"], !value.isEmpty,
+            FramingRules.connectionTokens(head.headers).contains("upgrade")
+        else { return nil }
+        return value
     }
 
     private func fail(_ e: WireError, _ n: Int) -> (ParseEvent, Int) {

@@ -12,6 +12,10 @@ public enum ResponseEvent {
     /// The response ended. `keepAlive` says whether the connection may carry another
     /// exchange (HTTP/1.1 without `Connection: close`, and a body not delimited by close).
     case end(keepAlive: Bool)
+    /// The upstream answered `101 Switching Protocols` to an upgrade request (after
+    /// ``ResponseParser/expectUpgrade()``): these are its header fields, and every byte after
+    /// the ones consumed belongs to the new protocol. The parser reads nothing more.
+    case switched(headers: HTTPHeaders)
     /// The response is not valid HTTP/1.x; the connection cannot be used again.
     case error(WireError)
 }
@@ -39,6 +43,9 @@ public final class ResponseParser {
     private var fieldBytes = 0
     private var headDone = false
     private var noBody = false
+    private var upgradeExpected = false
+    /// The header fields of a `101` that switched protocols, until `parse` returns them.
+    private var switchedHead: HTTPHeaders?
     private var chunkScanner: ChunkFramingScanner?
     private var violation: WireError?
 
@@ -82,6 +89,8 @@ public final class ResponseParser {
         headDone = false
         headBytes = 0
         noBody = false
+        upgradeExpected = false
+        switchedHead = nil
         chunkScanner = nil
         violation = nil
         failed = nil
@@ -92,6 +101,11 @@ public final class ResponseParser {
 
     /// The next response answers a `HEAD` request: it has no body, whatever its head says.
     public func expectNoBody() { noBody = true }
+
+    /// The next response answers an upgrade request: a `101` with `Upgrade` and
+    /// `Connection: upgrade` ends HTTP on the connection (``ResponseEvent/switched(headers:)``).
+    /// Without this call such a `101` is refused (`upgrade-unsupported`, 502).
+    public func expectUpgrade() { upgradeExpected = true }
 
     /// Whether any byte of the current response has been read.
     public var started: Bool { headBytes > 0 || headDone }
@@ -126,6 +140,12 @@ public final class ResponseParser {
         }
         if errno != HPE_OK { return fail(violation ?? Self.error(for: errno), n) }
         if parser.pointee.upgrade != 0 {
+            if let switched = switchedHead {
+                // http-parser stopped right after the 101's head: the rest is the new protocol.
+                switchedHead = nil
+                failed = WireError(.upgradeUnsupported, status: 502, "the connection switched protocols")
+                return (.switched(headers: switched), n)
+            }
             return fail(WireError(.upgradeUnsupported, status: 502, "the upstream switched protocols"), n)
         }
         if !headDone && headBytes > limits.maxHeadBytes { return fail(Self.headTooLarge(limits), n) }
@@ -226,8 +246,10 @@ public final class ResponseParser {
         }
         let status = Int(parser.pointee.status_code)
         if (100..<200).contains(status) {
-            // An interim response, read as a message without a body (101 stops the parser:
-            // `parse` refuses the switch).
+            // An interim response, read as a message without a body. A 101 with `Upgrade`
+            // and `Connection: upgrade` stops the parser after its head: `parse` reports the
+            // switch when an upgrade was asked for, and refuses it otherwise.
+            if status == 101 && parser.pointee.upgrade != 0 && upgradeExpected { switchedHead = HTTPHeaders(fields) }
             return 0
         }
         headDone = true

@@ -27,6 +27,9 @@ struct ResponseParserTests {
                 case .needMoreData: if used == 0 { break }
                 case .head(let s, let h): out.append("head \(s) \(h.fields.map { "\($0.name)=\($0.value)" }.joined(separator: ","))")
                 case .body(let b): body += b
+                case .switched:
+                    out.append("switched")
+                    break outer
                 case .end(let k):
                     flush()
                     out.append("end keepAlive=\(k)")

@@ -102,3 +102,45 @@ import Testing
         #expect(!m.runsWritableHandlerNow(queuedBytes: 1001))
     }
 }
+
+struct ConnectionSwitchProtocolsTests {
+    private func machineWithEndedRequest() -> Machine {
+        var m = makeMachine()
+        _ = m.receivedHead(request(), body: .buffer(maxBytes: 0), now: 1)
+        _ = m.receivedEnd(now: 1)
+        return m
+    }
+
+    @Test func aReadRequestSwitchesAndTheTimerStops() {
+        var m = machineWithEndedRequest()
+        let (accepted, actions) = m.switchProtocols(1)
+        #expect(accepted)
+        #expect(actions == [])  // the timer was already stopped when the request ended
+        #expect(m.phase == .tunnel)
+        #expect(m.exchange?.response == .done)
+        // The HTTP side is finished: no response, no new request is taken.
+        #expect(m.respond(1, status: 200, headers: HTTPHeaders(), body: [], now: 2) == [])
+        #expect(!m.acceptsRequestBytes)
+    }
+
+    @Test func aSwitchIsRefusedOnceAResponseBeganOrForAnotherRequest() {
+        var m = machineWithEndedRequest()
+        _ = m.writeHead(1, status: 200, headers: HTTPHeaders())
+        #expect(!m.switchProtocols(1).accepted)
+        var n = machineWithEndedRequest()
+        #expect(!n.switchProtocols(2).accepted)
+        var o = makeMachine()
+        _ = o.receivedHead(request(), body: .stream, now: 1)
+        #expect(!o.switchProtocols(1).accepted)  // the request is not read to its end
+        var p = machineWithEndedRequest()
+        _ = p.abort()
+        #expect(!p.switchProtocols(1).accepted)
+    }
+
+    @Test func closingATunnelConnectionNotifiesNothingOfTheDoneExchange() {
+        var m = machineWithEndedRequest()
+        _ = m.switchProtocols(1)
+        let actions = m.abort()
+        #expect(actions == [.failWriters, .close])
+    }
+}

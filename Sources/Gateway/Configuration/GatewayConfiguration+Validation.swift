@@ -27,6 +27,7 @@ extension GatewayConfiguration {
             ("refreshLoopLimit", refreshLoopLimit, 1...1_000_000), ("replayLimitBytes", replayLimitBytes, 0...(64 << 20)),
             ("connectTimeoutSeconds", connectTimeoutSeconds, 1...300),
             ("upstreamTimeoutSeconds", upstreamTimeoutSeconds, 1...86_400),
+            ("upgradeIdleTimeoutSeconds", upgradeIdleTimeoutSeconds, 1...86_400),
             ("maxConnections", maxConnections, 1...1_000_000),
             ("maxBufferedRequestBytes", maxBufferedRequestBytes, (1 << 20)...(16 << 30)),
         ] {

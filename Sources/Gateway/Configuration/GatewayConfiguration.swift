@@ -171,6 +171,9 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     public var connectTimeoutSeconds: Int?
     /// How long one upstream exchange may take, in seconds (default 60).
     public var upstreamTimeoutSeconds: Int?
+    /// How long a connection spliced after `101 Switching Protocols` (WebSocket) may go with
+    /// no byte moving either way before both sides are closed, in seconds (default 300).
+    public var upgradeIdleTimeoutSeconds: Int?
     /// Accept `http://` for the token, revocation and user-info endpoints, the issuer and
     /// authenticated routes' upstreams on hosts other than loopback (default `false`: a
     /// token or a client secret never crosses a network in the clear by accident).

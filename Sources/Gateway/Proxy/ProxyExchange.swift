@@ -32,11 +32,13 @@ final class ProxyExchange: UpstreamResponseHandler {
     private var intercepted = false
     private var status = 0
     private var bytesOut = 0
+    private let tunnelIdleTimeout: Duration
 
     init(
-        writer: ResponseWriter, decide: ((Int, HTTPHeaders) -> HeadDecision)? = nil,
+        writer: ResponseWriter, decide: ((Int, HTTPHeaders) -> HeadDecision)? = nil, tunnelIdleTimeout: Duration = .seconds(300),
         completion: ((ExchangeOutcome) -> Void)? = nil
     ) {
+        self.tunnelIdleTimeout = tunnelIdleTimeout
         self.writer = writer
         self.decide = decide
         self.completion = completion
@@ -65,6 +67,25 @@ final class ProxyExchange: UpstreamResponseHandler {
         _ = writer.writeBodyNow(bytes)
         bytesOut += bytes.count
         return true
+    }
+
+    /// The upstream switched protocols: its `101` goes to the client and the two connections
+    /// are spliced. The exchange counts as one request answered 101, done now (the splice
+    /// goes on without holding a route's in-flight slot).
+    func upstreamSwitched(headers: HTTPHeaders, tunnel: UpstreamTunnel) {
+        transfer = nil
+        status = 101
+        var out = ForwardedHeaders.clientResponse(headers)
+        if let proto = headers[first: "upgrade"] {
+            out.replaceOrAdd(name: "Connection", value: "Upgrade")
+            out.replaceOrAdd(name: "Upgrade", value: proto)
+        }
+        if writer.switchProtocols(headers: out, to: tunnel, idleTimeout: tunnelIdleTimeout) {
+            completion?(.forwarded(status: 101, bytes: 0))
+        } else {
+            // The client left while the upstream answered: nobody to splice to.
+            completion?(.forwarded(status: 499, bytes: 0))
+        }
     }
 
     func upstreamFinished(_ error: RuntimeError?) {

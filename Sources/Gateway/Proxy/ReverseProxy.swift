@@ -96,6 +96,7 @@ public final class ReverseProxy: HTTPResponder {
             let started = ContinuousClock.now
             let metrics = self.metrics
             let facts = s.accessLog?.begin(request, route: route.prefix)
+            if request.head.upgrade != nil && refusedUpgrade(request, route, writer, s, facts) { return }
             start(request, route, target, writer, s, token: nil, decide: nil) { outcome in
                 metrics.request(kind: "public", status: outcome.status, duration: ContinuousClock.now - started)
                 facts?.exchanged(outcome)
@@ -110,6 +111,7 @@ public final class ReverseProxy: HTTPResponder {
             }
             let started = ContinuousClock.now
             let facts = s.accessLog?.begin(request, route: route.prefix)
+            if request.head.upgrade != nil && refusedUpgrade(request, route, writer, s, facts) { return }
             if s.limiters[route.prefix] == nil, let token = session.tokenWithoutWaiting() {
                 // The token is current: sent now, from this loop, with no task and no hop.
                 sendWithCurrentToken(request, route, target, writer, session, s, facts, token, started)
@@ -155,11 +157,14 @@ public final class ReverseProxy: HTTPResponder {
             removeAuthorization: !route.forwardClientAuthorization || token != nil, trustedProxies: s.trustedProxies)
         for (name, value) in route.injectHeaders.fields { headers.replaceOrAdd(name: name, value: value) }
         if let token { headers.replaceOrAdd(name: "Authorization", value: token.authorizationHeaderValue) }
+        Self.addUpgradeFields(&headers, for: request.head)
         let upstream = UpstreamRequest(
             method: request.head.method, url: route.upstreamURL(path: target.path, query: target.query), headers: headers,
-            body: body)
+            body: body, upgrade: request.head.upgrade != nil)
         let metrics = self.metrics
-        let exchange = ProxyExchange(writer: writer, decide: decide) { outcome in
+        let exchange = ProxyExchange(
+            writer: writer, decide: decide, tunnelIdleTimeout: s.clientConfiguration.tunnelIdleTimeout
+        ) { outcome in
             if case .failed(let e) = outcome { metrics.upstreamFailure(e.code.description) }
             completion(outcome)
         }

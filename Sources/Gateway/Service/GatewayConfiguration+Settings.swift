@@ -9,6 +9,7 @@ extension GatewayConfiguration {
         config.caFile = caFile
         if let s = connectTimeoutSeconds { config.connectTimeout = .seconds(s) }
         if let s = upstreamTimeoutSeconds { config.totalTimeout = .seconds(s) }
+        if let s = upgradeIdleTimeoutSeconds { config.tunnelIdleTimeout = .seconds(s) }
         return config
     }
 

@@ -133,6 +133,7 @@ extension GatewayConfiguration {
         c.replayLimitBytes = replayLimitBytes
         c.connectTimeoutSeconds = connectTimeoutSeconds
         c.upstreamTimeoutSeconds = upstreamTimeoutSeconds
+        c.upgradeIdleTimeoutSeconds = upgradeIdleTimeoutSeconds
         c.tokenEndpointTimeoutSeconds = tokenEndpointTimeoutSeconds
         c.caFile = caFile
         c.adminTokenFile = adminTokenFile

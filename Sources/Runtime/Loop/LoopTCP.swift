@@ -11,6 +11,7 @@ final class LoopTCP: LoopHandle {
     private let readBuffer: UnsafeMutableRawBufferPointer
     private var onRead: ((_ result: Int, _ bytes: UnsafeRawBufferPointer) -> Void)?
     private var onConnect: ((_ status: Int32) -> Void)?
+    private var onShutdown: ((_ status: Int32) -> Void)?
     /// Runs when a queued write completes: its status (0, or a libuv error).
     var onWriteCompleted: ((_ status: Int32) -> Void)?
     /// `uv_write` requests whose callback has not run yet.
@@ -118,7 +119,30 @@ final class LoopTCP: LoopHandle {
         return false
     }
 
+    /// Shuts down the sending side once the queued writes are out; `done` gets 0 or a
+    /// libuv error (`UV_ECANCELED` when the handle closes first). Throws when the shutdown
+    /// cannot start (then `done` never runs).
+    func shutdown(_ done: @escaping (_ status: Int32) -> Void) throws(RuntimeError) {
+        guard !isClosing else { throw .libuv(-EINVAL, "uv_shutdown") }
+        let req = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+        let rc = uv_shutdown(req, stream) { req, status in
+            // Invariant: libuv passes back the request, whose handle is this one's (open
+            // until its close callback, which runs after this one).
+            let owner = LoopHandle.owner(LoopTCP.self, req!.pointee.handle)
+            req!.deallocate()
+            let done = owner.onShutdown
+            owner.onShutdown = nil
+            done?(status)
+        }
+        if rc < 0 {
+            req.deallocate()
+            throw .libuv(rc, "uv_shutdown")
+        }
+        onShutdown = done
+    }
+
     override func willClose() {
+        onShutdown = nil
         onRead = nil
         onConnect = nil
         onWriteCompleted = nil

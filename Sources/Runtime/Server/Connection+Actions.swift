@@ -13,7 +13,7 @@ extension Connection {
             if handlesClosing && action.startsIO { continue }
             switch action {
             case .write(let bytes):
-                if send(bytes) { sentNow += 1 }
+                if bytes.withUnsafeBytes({ send($0) }) == .sent { sentNow += 1 }
             case .pauseReading:
                 stopReading()
             case .resumeReading:
@@ -120,7 +120,7 @@ extension Connection {
 
     // MARK: Reading
 
-    private func startReading() {
+    func startReading() {
         let rc = uv_read_start(
             stream_t,
             { handle, _, buf in
@@ -137,7 +137,7 @@ extension Connection {
         checked(rc, "uv_read_start")
     }
 
-    private func stopReading() {
+    func stopReading() {
         checked(uv_read_stop(stream_t), "uv_read_stop")
     }
 
@@ -145,29 +145,29 @@ extension Connection {
 
     private final class WriteRequest {
         let buffer: UnsafeMutableRawBufferPointer
-        init(_ bytes: ArraySlice<UInt8>) {
+        init(_ bytes: UnsafeRawBufferPointer) {
             buffer = .allocate(byteCount: bytes.count, alignment: 1)
             buffer.copyBytes(from: bytes)
         }
         deinit { buffer.deallocate() }
     }
 
-    /// Sends `bytes`; true when they all left at once (no write request is in flight for them).
-    private func send(_ bytes: [UInt8]) -> Bool {
+    /// Sends `bytes`: whether they all left at once, were queued (a completion follows) or
+    /// the write failed. A failure on an HTTP connection is reported to the state machine; a
+    /// spliced one's caller hears it.
+    func send(_ bytes: UnsafeRawBufferPointer) -> SpliceWriteResult {
         var offset = 0
         if writeRequests == 0 {
             // Nothing queued: try to send at once. A refusal (UV_EAGAIN, or an error that
             // uv_write meets again and reports) leaves everything to uv_write.
-            let n = bytes.withUnsafeBytes { raw -> Int32 in
-                // Invariant: the state machine never returns an empty write.
-                var buf = uv_buf_init(
-                    UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: CChar.self)), UInt32(raw.count))
-                return uv_try_write(stream_t, &buf, 1)
-            }
+            // Invariant: neither the state machine nor a splice asks for an empty write.
+            var buf = uv_buf_init(
+                UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: CChar.self)), UInt32(bytes.count))
+            let n = uv_try_write(stream_t, &buf, 1)
             if n > 0 { offset = Int(n) }
-            if offset == bytes.count { return true }
+            if offset == bytes.count { return .sent }
         }
-        let request = WriteRequest(bytes[offset...])
+        let request = WriteRequest(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
         let req = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
         req.pointee.data = Unmanaged.passRetained(request).toOpaque()
         // Invariant: the request's buffer holds at least one byte, so its address is not nil.
@@ -184,16 +184,21 @@ extension Connection {
             Unmanaged<WriteRequest>.fromOpaque(req.pointee.data).release()
             req.deallocate()
             if failure == nil { failure = UVError(code: rc, operation: "uv_write") }
+            if tunnel != nil { return .failed }
             let queued = queuedBytes
             execute(step { m, now in m.writeCompleted(failed: true, queuedBytes: queued, now: now) })
-            return false
+            return .failed
         }
         writeRequests += 1
-        return false
+        return .queued
     }
 
     private func writeCompleted(_ status: Int32) {
         writeRequests -= 1
+        if let tunnel {
+            tunnel.writeCompleted(.client, failed: status < 0)
+            return
+        }
         if status < 0, failure == nil, status != UV_ECANCELED.rawValue {
             failure = UVError(code: status, operation: "write")
         }
@@ -235,6 +240,11 @@ extension Connection {
     private func closeHandles() {
         guard !handlesClosing else { return }
         handlesClosing = true
+        if let splice = tunnel {
+            // Closed from outside the splice (the server stopping): the upstream side closes too.
+            tunnel = nil
+            splice.closedOutside(.client)
+        }
         // uv_close stops reading and the timer itself; what is still queued is cancelled.
         // Invariant: libuv passes each close callback the handle being closed.
         uv_close(UnsafeMutablePointer(OpaquePointer(stream_t))) { h in Connection.from(h!.pointee.data).handleClosed() }

@@ -82,6 +82,23 @@ extension Connection.StateMachine {
         return [.scheduleHeadFlush]
     }
 
+    /// The upstream switched protocols for the current request: no response is written by
+    /// this machine (the splice sends the `101`), the timer stops, and the connection is
+    /// spliced until it closes. Refused (nothing changes, false) unless the request was read
+    /// to its end, nothing of a response was written and no write is in flight.
+    mutating func switchProtocols(_ sequence: Int) -> (accepted: Bool, actions: [Action]) {
+        guard phase == .open, isCurrent(sequence), var ex = exchange, ex.response == .none, ex.requestEnded,
+            writesInFlight == 0, heldHead == nil
+        else { return (false, []) }
+        ex.response = .done
+        ex.keepAlive = false
+        exchange = ex
+        phase = .tunnel
+        var actions: [Action] = []
+        setTimer(.none, now: 0, &actions)
+        return (true, actions)
+    }
+
     /// The end of the loop turn that held a response head: send it if still held.
     mutating func flushHeldHead() -> [Action] {
         var actions: [Action] = []

@@ -53,6 +53,9 @@ extension Connection.StateMachine {
         /// The sending side is shut down; input is read and discarded until the client
         /// closes or the linger time ends.
         case lingering
+        /// The response switched protocols: the connection is spliced to an upstream one
+        /// (``Splice``) and no longer speaks HTTP.
+        case tunnel
         /// The handles are closing.
         case closed
     }

@@ -29,6 +29,10 @@ final class Connection {
     private var retained: Unmanaged<Connection>?
     /// The first libuv call that failed, which closed the connection.
     var failure: UVError?
+    /// The splice the connection is part of after its response switched protocols.
+    var tunnel: Splice?
+    /// Whether the spliced connection is reading (libuv refuses a second `uv_read_start`).
+    var tunnelReading = false
 
     // Request.
     private var head: RequestHead?
@@ -100,6 +104,10 @@ final class Connection {
     // MARK: Reading
 
     func onRead(_ nread: Int, _ base: UnsafeMutablePointer<CChar>?) {
+        if let tunnel {
+            tunnelRead(tunnel, nread, base)
+            return
+        }
         if nread < 0 {
             // EOF or error: a client that half-closes has nothing more to say.
             execute(step { m, _ in m.peerClosed() })

@@ -58,6 +58,28 @@ public struct ResponseWriter: Sendable {
         connection.value.whenWritable(sequence, handler)
     }
 
+    /// Loop-only: answers an upgrade request with the upstream's `101 Switching Protocols`
+    /// and splices the client connection to `tunnel` (``Splice``): bytes both ways with
+    /// backpressure, each side's end passed on to the other, both closed after `idleTimeout`
+    /// without a byte moving. `headers` go out with the `101` as given (with their
+    /// `Connection` and `Upgrade`). `onEnd` hears why the splice ended (`finished`,
+    /// `idle-timeout`, `client-failed`, `upstream-failed`). Returns false, and closes
+    /// `tunnel`, when the client connection cannot switch (it is gone, or a response began).
+    @discardableResult
+    public func switchProtocols(
+        headers: HTTPHeaders, to tunnel: UpstreamTunnel, idleTimeout: Duration, onEnd: @escaping (String) -> Void = { _ in }
+    ) -> Bool {
+        var h = headers
+        h.remove(name: "Content-Length")
+        h.remove(name: "Transfer-Encoding")
+        var head: [UInt8] = []
+        ResponseHead(status: 101, headers: h).serialize(into: &head)
+        let switched = connection.value.switchProtocols(
+            sequence, head: head, upstream: tunnel, idleTimeout: idleTimeout, onEnd: { onEnd($0.name) })
+        if !switched { tunnel.close() }
+        return switched
+    }
+
     /// Closes the connection at once, for a response that cannot be completed (the
     /// upstream died mid-body): the client sees a truncated message, never a wrong one.
     public func abort() {

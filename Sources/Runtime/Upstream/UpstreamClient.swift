@@ -119,6 +119,12 @@ public final class UpstreamClient: @unchecked Sendable {
             }
         }
         let transfer = CurlTransfer(client: self, request: request, handler: handler)
+        if request.upgrade {
+            transfer.fail(
+                .upstream(
+                    .invalidRequest, "an upgrade needs an http:// upstream served by the loop's HTTP/1.1 client; nothing was sent"))
+            return transfer
+        }
         guard let multi, !closed, setupError == nil else {
             transfer.fail(
                 closed

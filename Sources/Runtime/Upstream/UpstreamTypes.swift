@@ -27,13 +27,18 @@ public struct UpstreamClientConfiguration: Sendable {
     /// rather than through libcurl, which keeps TLS, HTTP/2 and Unix sockets. Off by default
     /// until a LeakSanitizer finding in the test suite with it on is understood.
     public var loopHTTP1: Bool
+    /// How long a connection spliced after `101 Switching Protocols` (WebSocket) may go with
+    /// no byte moving either way before both sides are closed (default 5 minutes).
+    public var tunnelIdleTimeout: Duration
 
     /// Creates a configuration; the defaults suit a sidecar on one host.
     public init(
         connectTimeout: Duration = .seconds(5), totalTimeout: Duration? = .seconds(60), idleTimeout: Duration = .seconds(30),
         maxConnectionsPerHost: Int = 64, caFile: String? = nil, caPath: String? = nil, clientCertificate: String? = nil,
-        clientKey: String? = nil, http2: Bool = true, unixSocketPath: String? = nil, loopHTTP1: Bool = true
+        clientKey: String? = nil, http2: Bool = true, unixSocketPath: String? = nil, loopHTTP1: Bool = true,
+        tunnelIdleTimeout: Duration = .seconds(300)
     ) {
+        self.tunnelIdleTimeout = tunnelIdleTimeout
         self.loopHTTP1 = loopHTTP1
         self.unixSocketPath = unixSocketPath
         self.connectTimeout = connectTimeout
@@ -58,9 +63,19 @@ public struct UpstreamRequest: Sendable {
     public var headers: HTTPHeaders
     /// The body.
     public var body: UpstreamRequestBody
+    /// Whether the request asks to switch protocols (its `Upgrade` and `Connection: upgrade`
+    /// are in ``headers``): a `101` answer hands the connection over
+    /// (``UpstreamResponseHandler/upstreamSwitched(headers:tunnel:)``). Only the loop's
+    /// HTTP/1.1 client serves it; an exchange libcurl would carry fails with
+    /// `upstream-invalid-request`, nothing sent.
+    public var upgrade: Bool
 
     /// Creates a request.
-    public init(method: String, url: String, headers: HTTPHeaders = HTTPHeaders(), body: UpstreamRequestBody = .none) {
+    public init(
+        method: String, url: String, headers: HTTPHeaders = HTTPHeaders(), body: UpstreamRequestBody = .none,
+        upgrade: Bool = false
+    ) {
+        self.upgrade = upgrade
         self.method = method
         self.url = url
         self.headers = headers
@@ -116,6 +131,20 @@ public protocol UpstreamResponseHandler: AnyObject {
     /// The exchange ended; nil means success, else an error with one of the `upstream-…`
     /// codes (``RuntimeError/Code/isUpstream``).
     func upstreamFinished(_ error: RuntimeError?)
+    /// The upstream answered an upgrade request (``UpstreamRequest/upgrade``) with `101
+    /// Switching Protocols`: `headers` are the 101's, and `tunnel` is the connection, which
+    /// no longer speaks HTTP. The exchange is over (``upstreamFinished(_:)`` does not follow);
+    /// the handler owns `tunnel` and must splice or close it. The default closes it and
+    /// ends the exchange with `upstream-invalid-response`.
+    func upstreamSwitched(headers: HTTPHeaders, tunnel: UpstreamTunnel)
+}
+
+extension UpstreamResponseHandler {
+    /// Closes `tunnel` and ends the exchange with `upstream-invalid-response`.
+    public func upstreamSwitched(headers: HTTPHeaders, tunnel: UpstreamTunnel) {
+        tunnel.close()
+        upstreamFinished(.upstream(.invalidResponse, "the upstream switched protocols, which this exchange cannot follow"))
+    }
 }
 
 /// One exchange in flight with an upstream, as its starter sees it. Loop-confined.

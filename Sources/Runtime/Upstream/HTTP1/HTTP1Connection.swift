@@ -102,6 +102,7 @@ final class HTTP1Connection {
         exchange.connection = self
         parser.reset()
         if exchange.request.method == "HEAD" { parser.expectNoBody() }
+        if exchange.request.upgrade { parser.expectUpgrade() }
         refused = nil
         stash = []
         endOfInput = nil
@@ -242,6 +243,9 @@ final class HTTP1Connection {
             case .end(let keepAlive):
                 finishExchange(keepAlive: keepAlive && offset == bytes.count)
                 return
+            case .switched(let headers):
+                handOver(exchange, headers, early: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+                return
             case .error(let e):
                 fail(.upstream(.invalidResponse, "the upstream answer is not valid HTTP: \(e.detail)"))
                 return
@@ -320,6 +324,20 @@ final class HTTP1Connection {
         }
         // Otherwise the request body is still going out; `pumpBody` finishes.
         done?.finish(nil)
+    }
+
+    /// The upstream answered `101 Switching Protocols`: the socket leaves this connection
+    /// (which closes its timer and leaves the pool, never to be reused) for an
+    /// ``UpstreamTunnel`` the exchange's handler owns.
+    private func handOver(_ done: HTTP1Exchange, _ headers: HTTPHeaders, early: UnsafeRawBufferPointer) {
+        exchange = nil
+        done.connection = nil
+        state = .closed
+        streamBody = nil
+        timer.close()
+        let tunnel = UpstreamTunnel(tcp: tcp, early: Array(early))
+        pool.closed(self)
+        done.switched(headers, tunnel)
     }
 
     /// Ends the exchange with `error` and closes the connection.

@@ -1,3 +1,5 @@
+import HTTPWire
+
 /// One exchange on the loop's own HTTP/1.1 client (``HTTP1Pool``): the request, its
 /// handler, and the connection serving it once it has one. Loop-confined.
 final class HTTP1Exchange: UpstreamTransfer {
@@ -41,6 +43,19 @@ final class HTTP1Exchange: UpstreamTransfer {
         } else {
             pool.dequeue(self)
         }
+    }
+
+    /// The upstream switched protocols: the exchange is over and its handler owns `tunnel`
+    /// (closed here when the exchange was cancelled meanwhile).
+    func switched(_ headers: HTTPHeaders, _ tunnel: UpstreamTunnel) {
+        guard !isFinished, let h = handler else {
+            tunnel.close()
+            return
+        }
+        isFinished = true
+        connection = nil
+        handler = nil
+        h.upstreamSwitched(headers: headers, tunnel: tunnel)
     }
 
     /// Ends the exchange; the handler hears `error` (nil: success). Only once.
