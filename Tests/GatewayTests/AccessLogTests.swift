@@ -105,6 +105,23 @@ import Testing
         }
     }
 
+    @Test func aRequestRefusedBeforeAnyRouteIsLoggedWithItsStatusAndNoRoute() async throws {
+        try await Stack.run { stack in
+            let records = Records()
+            try await stack.startGateway(accessLogger: records.logger)
+            let r = try await stack.proxy("GET", "/data/../admin?access_token=leaked")
+            #expect(r.status == 400)
+            #expect(await eventually { records.access.count == 1 })
+            let line = records.access.first?.mapValues { "\($0)" } ?? [:]
+            #expect(line["status"] == "400" && line["route"] == nil && line["upstreamStatus"] == nil)
+            #expect(line["path"] == "/data/../admin" && line["method"] == "GET" && line["query"] == nil)
+            #expect(!"\(line)".contains("leaked"))
+            #expect(try await stack.proxy("GET", "/livez").status == 200)
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(records.access.count == 1, "liveness probes are not logged")
+        }
+    }
+
     @Test func sampleZeroLogsNothing() async throws {
         try await Stack.run { stack in
             let records = Records()

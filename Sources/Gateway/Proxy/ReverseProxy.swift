@@ -91,7 +91,9 @@ public final class ReverseProxy: HTTPResponder {
         case .fallback:
             fallback?.respond(to: request, writer: writer)
         case .reject(let problem):
+            let facts = s.accessLog?.begin(request, route: nil)
             writer.respond(problem: problem)
+            facts?.end(status: problem.status)
         case .forward(let route, let target):
             let started = ContinuousClock.now
             let metrics = self.metrics
