@@ -55,7 +55,12 @@ public final class ReverseProxy: HTTPResponder {
     /// Serves every request that arrives from now on with `settings` (a reload); requests in
     /// flight finish with the settings they started with.
     public func replaceSettings(_ settings: ProxySettings) {
-        current.withLock { $0 = settings }
+        let previous = current.withLock { current -> ProxySettings in
+            defer { current = settings }
+            return current
+        }
+        // Clients of settings no longer current keep no connection open once idle.
+        if previous.clients !== settings.clients { previous.clients.retire() }
     }
 
     /// Reads a request's body as ``RouteTable/bodyPolicy(route:framing:replayLimit:)`` says;

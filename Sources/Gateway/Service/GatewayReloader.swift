@@ -22,6 +22,8 @@ public actor GatewayReloader {
         var grantClients: [String: ReloadableGrantClient]
         var home: EventLoop
         var accessLogger: Logger
+        /// The token endpoint's client now; a reload that makes a new one retires it.
+        var tokenClient: UpstreamClient
     }
 
     private let source: Source?
@@ -67,8 +69,12 @@ public actor GatewayReloader {
         }
         var tokenTransport: (any HTTPTransport)?
         if plan.needsNewTokenClient {
-            tokenTransport = CurlTransport(
-                client: await UpstreamClient.make(on: targets.home, configuration: new.tokenClientConfiguration))
+            let old = targets.tokenClient
+            let client = await UpstreamClient.make(on: targets.home, configuration: new.tokenClientConfiguration)
+            tokenTransport = CurlTransport(client: client)
+            self.targets?.tokenClient = client
+            // Refreshes under way finish on the old client; it then keeps no connection open.
+            old.loop.executeSoonOrNow { old.retire() }
         }
         targets.proxy.replaceSettings(
             new.proxySettings(previous: targets.proxy.settings, accessLogger: targets.accessLogger))

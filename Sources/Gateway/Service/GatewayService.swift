@@ -232,7 +232,7 @@ public final class GatewayService: Sendable {
                     stateDirectoryFreeBytes: StateDirectory.freeBytes(directory), bufferedRequestBytes: budget.inUse,
                     upstreamQueueWaiting: proxyResponder.upstreamQueueWaiting)
             }, reloader: reloader, store: StoreView(stores))
-        await reloader.attach(.init(proxy: proxyResponder, admin: admin, grantClients: grantClients, home: home, accessLogger: accessLogger))
+        await reloader.attach(.init(proxy: proxyResponder, admin: admin, grantClients: grantClients, home: home, accessLogger: accessLogger, tokenClient: tokenClient))
         let adminServer = HTTPServer(
             configuration: HTTPServerConfiguration(address: adminAddress, maxConnections: 1_024, bufferBudget: budget),
             group: group, responder: admin)

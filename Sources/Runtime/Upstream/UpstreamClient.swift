@@ -34,6 +34,12 @@ public final class UpstreamClient: @unchecked Sendable {
     /// The transfers in the multi handle, by easy handle.
     private var transfers: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var closed = false
+    /// The loop shut down: the client is closed for good.
+    private var loopShutDown = false
+    /// Replaced (``retire()``): keeps nothing open while nothing is under way.
+    private var retired = false
+    /// A check of whether a retired client is quiet is scheduled.
+    private var quietCheckScheduled = false
     /// The loop's own HTTP/1.1 connections, per `http://` origin.
     private var http1Pools: [HTTP1Origin: HTTP1Pool] = [:]
     /// How deep the client is in libcurl calls that run callbacks: libcurl refuses to
@@ -57,7 +63,10 @@ public final class UpstreamClient: @unchecked Sendable {
         } catch {
             setupError = error
         }
-        loop.onShutdown { [self] in close() }
+        loop.onShutdown { [self] in
+            loopShutDown = true
+            close()
+        }
     }
 
     private func setUp() throws(RuntimeError) {
@@ -102,6 +111,7 @@ public final class UpstreamClient: @unchecked Sendable {
     @discardableResult
     public func start(_ request: UpstreamRequest, handler: any UpstreamResponseHandler) -> any UpstreamTransfer {
         precondition(loop.inEventLoop)
+        if closed && retired && !loopShutDown { reopen() }
         if configuration.loopHTTP1, configuration.unixSocketPath == nil, !closed,
             let (origin, target) = HTTP1Origin.parse(request.url)
         {
@@ -283,6 +293,7 @@ public final class UpstreamClient: @unchecked Sendable {
             return
         }
         transfers[easy] = nil
+        defer { exchangeEnded() }
         guard let handle = transfer.easy else { return }
         do throws(RuntimeError) {
             try multi.remove(handle)
@@ -304,7 +315,54 @@ public final class UpstreamClient: @unchecked Sendable {
         reapCompleted()
     }
 
-    /// Cancels everything and frees libcurl and libuv resources. Runs at loop shutdown.
+    /// Newer settings replaced this client: from now on it closes every connection (its
+    /// libcurl handle and pooled sockets, its own HTTP/1.1 connections) whenever no exchange
+    /// is under way, rather than keeping them open for reuse. Exchanges under way finish
+    /// normally, and an exchange started later (a replay under the settings a request began
+    /// with) opens what it needs again. Call on the loop.
+    public func retire() {
+        precondition(loop.inEventLoop)
+        retired = true
+        exchangeEnded()
+    }
+
+    /// An exchange ended: a retired client closes everything once nothing is under way, on
+    /// the next turn of the loop (never from inside the callbacks that ended it).
+    func exchangeEnded() {
+        guard retired, !closed, !quietCheckScheduled else { return }
+        quietCheckScheduled = true
+        let client = LoopBound(self, loop: loop)
+        loop.execute {
+            let c = client.value
+            c.quietCheckScheduled = false
+            guard c.retired, !c.closed, c.transfers.isEmpty, c.http1Pools.values.allSatisfy(\.isQuiet) else { return }
+            c.close()
+        }
+    }
+
+    /// Whether the client holds no libcurl handle and no connection (closed, for now or for
+    /// good). For tests.
+    public var isClosed: Bool {
+        precondition(loop.inEventLoop)
+        return closed
+    }
+
+    /// A retired client that closed sets itself up again for a late exchange.
+    private func reopen() {
+        closed = false
+        http1Pools.removeAll()
+        multi = nil
+        timer = nil
+        setupError = nil
+        do throws(RuntimeError) {
+            try setUp()
+        } catch {
+            setupError = error
+        }
+    }
+
+    /// Cancels everything and frees libcurl and libuv resources. Runs at loop shutdown, and
+    /// whenever a retired client has nothing under way.
     func close() {
         guard !closed else { return }
         closed = true

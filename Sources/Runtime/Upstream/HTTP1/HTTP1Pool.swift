@@ -28,6 +28,9 @@ final class HTTP1Pool {
     /// Idle connections, for tests.
     var idleCount: Int { idle.count }
 
+    /// Whether nothing is under way: no exchange waiting and every open connection idle.
+    var isQuiet: Bool { waitingHead >= waiting.count && openCount == idle.count }
+
     /// Runs `exchange` on an idle connection, a new one, or when one frees up.
     func start(_ exchange: HTTP1Exchange) {
         if let connection = idle.popLast() {
@@ -65,6 +68,7 @@ final class HTTP1Pool {
         } else {
             idle.append(connection)
             connection.startIdleTimer()
+            client.exchangeEnded()
         }
     }
 
@@ -74,6 +78,7 @@ final class HTTP1Pool {
         connections[ObjectIdentifier(connection)] = nil
         if let i = idle.firstIndex(where: { $0 === connection }) { idle.remove(at: i) }
         if !shuttingDown, let next = nextWaiting() { open(for: next) }
+        client.exchangeEnded()
     }
 
     /// Takes a waiting exchange out of the queue (it was cancelled).

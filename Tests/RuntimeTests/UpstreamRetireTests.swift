@@ -1,0 +1,89 @@
+import Foundation
+import HTTPWire
+import Runtime
+import Testing
+import TestSupport
+
+/// A retired upstream client (its settings were replaced by a reload) closes its connections
+/// once idle, lets exchanges under way finish, and serves a late exchange by opening again;
+/// counted by a real nginx's own connection count (`stub_status`).
+@Suite(.serialized)
+struct UpstreamRetireTests {
+    static let configurations = [
+        UpstreamClientConfiguration(loopHTTP1: true),  // the loop's own HTTP/1.1 client
+        UpstreamClientConfiguration(loopHTTP1: false),  // libcurl
+    ]
+
+    static func nginx() throws -> Nginx {
+        let nginx = try Nginx(
+            serverBlock: """
+                location = /status { stub_status; }
+                location /slow { root \(FileManager.default.temporaryDirectory.path); limit_rate 64k; }
+                location / { return 200 "$connection"; }
+                """)
+        return nginx
+    }
+
+    /// nginx's open client connections, asked on a connection of curl's own (counted too).
+    static func active(_ port: Int) throws -> Int {
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        curl.arguments = ["-s", "http://127.0.0.1:\(port)/status"]
+        let out = Pipe()
+        curl.standardOutput = out
+        try curl.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        curl.waitUntilExit()
+        guard let line = text.split(separator: "\n").first, let n = line.split(separator: " ").last.flatMap({ Int($0) }) else {
+            return -1
+        }
+        return n
+    }
+
+    static func onLoop<T: Sendable>(_ client: UpstreamClient, _ body: @escaping @Sendable (UpstreamClient) -> T) async -> T {
+        await withCheckedContinuation { cont in client.loop.executeSoonOrNow { cont.resume(returning: body(client)) } }
+    }
+
+    @Test(arguments: configurations)
+    func aRetiredClientClosesItsIdleConnectionsAndOpensAgainForALateExchange(_ configuration: UpstreamClientConfiguration) async throws {
+        let nginx = try Self.nginx()
+        defer { nginx.stop() }
+        let loop = try EventLoop(name: "retire-loop")
+        loop.start()
+        defer { loop.shutdown() }
+        let client = await UpstreamClient.make(on: loop, configuration: configuration)
+        let url = "http://127.0.0.1:\(nginx.port)/"
+        for _ in 0..<3 { #expect(try await client.send(UpstreamRequest(method: "GET", url: url)).status == 200) }
+        #expect(try Self.active(nginx.port) == 2, "one kept-alive connection, and curl's")
+        await Self.onLoop(client) { $0.retire() }
+        #expect(await eventually { (try? Self.active(nginx.port)) == 1 }, "the idle connection closed")
+        #expect(await Self.onLoop(client) { $0.isClosed })
+        #expect(try await client.send(UpstreamRequest(method: "GET", url: url)).status == 200, "a late exchange is served")
+        #expect(await eventually { (try? Self.active(nginx.port)) == 1 }, "and its connection closed after it")
+    }
+
+    @Test(arguments: configurations)
+    func anExchangeUnderWayWhenTheClientIsRetiredFinishes(_ configuration: UpstreamClientConfiguration) async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("slow")
+        try FileManager.default.createDirectory(at: file, withIntermediateDirectories: true)
+        let body = Data((0..<96 * 1024).map { UInt8(truncatingIfNeeded: $0) })
+        try body.write(to: file.appendingPathComponent("body-\(configuration.loopHTTP1)"))
+        let nginx = try Self.nginx()
+        defer { nginx.stop() }
+        let loop = try EventLoop(name: "retire-loop")
+        loop.start()
+        defer { loop.shutdown() }
+        let client = await UpstreamClient.make(on: loop, configuration: configuration)
+        let slow = Task {
+            try await client.send(
+                UpstreamRequest(method: "GET", url: "http://127.0.0.1:\(nginx.port)/slow/body-\(configuration.loopHTTP1)"),
+                maxBodyBytes: 1 << 20)
+        }
+        try await Task.sleep(for: .milliseconds(300))  // 64 KiB/s: about 1.5 s to go
+        await Self.onLoop(client) { $0.retire() }
+        #expect(await Self.onLoop(client) { !$0.isClosed }, "not closed under an exchange")
+        let response = try await slow.value
+        #expect(response.status == 200 && Data(response.body) == body)
+        #expect(await eventually { (try? Self.active(nginx.port)) == 1 })
+    }
+}
