@@ -64,6 +64,67 @@ import Testing
         #expect(q.inFlight == 0 && q.waiting == 0)
     }
 
+    @Test func aSmallerLimitAdmitsNobodyUntilEnoughHaveLeft() {
+        var q = AdmissionQueue(limit: 3)
+        #expect(admit(&q, [1, 2, 3, 4, 5]) == [.proceed, .proceed, .proceed, .wait, .wait])
+        #expect(q.setLimit(1).isEmpty)
+        #expect(q.limit == 1 && q.inFlight == 3)
+        #expect(release(&q, 2) == [nil, nil], "the slots of the old limit are not handed on")
+        #expect(q.inFlight == 1)
+        #expect(q.release() == 4, "within the new limit again: the next waiter proceeds")
+        #expect(q.inFlight == 1 && q.waiting == 1)
+    }
+
+    @Test func aLargerLimitAdmitsWaitersAtOnceReplaysFirst() {
+        var q = AdmissionQueue(limit: 1)
+        #expect(admit(&q, [1, 2, 3]) == [.proceed, .wait, .wait])
+        #expect(q.admit(9, lane: .replay) == .wait)
+        #expect(q.setLimit(3) == [9, 2])
+        #expect(q.inFlight == 3 && q.waiting == 1)
+        #expect(q.admit(10, lane: .first) == .wait, "nobody overtakes the one still waiting")
+    }
+
+    @Test func limitChangesInAnySequenceNeverAdmitBeyondTheLimit() {
+        var rng = SystemRandomNumberGenerator()
+        var q = AdmissionQueue(limit: 2)
+        var holding = 0
+        var waiting: Set<UInt64> = []
+        for ticket in UInt64(0)..<2_000 {
+            switch Int.random(in: 0..<4, using: &rng) {
+            case 0:
+                if q.admit(ticket, lane: Bool.random(using: &rng) ? .first : .replay) == .proceed {
+                    holding += 1
+                    #expect(q.inFlight <= q.limit)
+                } else {
+                    waiting.insert(ticket)
+                }
+            case 1 where holding > 0:
+                holding -= 1
+                if let next = q.release() {
+                    let wasWaiting = waiting.remove(next) != nil
+                    #expect(wasWaiting)
+                    holding += 1
+                    #expect(q.inFlight <= q.limit, "a slot is handed on only within the limit")
+                }
+            case 2:
+                let admitted = q.setLimit(Int.random(in: 1...4, using: &rng))
+                for t in admitted {
+                    let wasWaiting = waiting.remove(t) != nil
+                    #expect(wasWaiting)
+                }
+                holding += admitted.count
+                if !admitted.isEmpty { #expect(q.inFlight <= q.limit) }
+            default:
+                if let w = waiting.randomElement(using: &rng) {
+                    let withdrawn = q.withdraw(w)
+                    #expect(withdrawn)
+                    waiting.remove(w)
+                }
+            }
+            #expect(q.inFlight == holding && q.waiting == waiting.count)
+        }
+    }
+
     @Test func everySequenceKeepsTheSlotsWithinTheLimit() {
         // Random admits, releases and withdrawals: in flight never exceeds the limit, no
         // ticket is handed a slot twice, and draining returns to zero.

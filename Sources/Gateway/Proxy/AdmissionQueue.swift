@@ -22,8 +22,8 @@ public struct AdmissionQueue: Sendable, Equatable {
         case wait
     }
 
-    /// Exchanges allowed at the upstream at once.
-    public let limit: Int
+    /// Exchanges allowed at the upstream at once (a reload may change it: ``setLimit(_:)``).
+    public private(set) var limit: Int
     /// Exchanges at the upstream now.
     public private(set) var inFlight = 0
     private var replays: [UInt64] = []
@@ -56,12 +56,31 @@ public struct AdmissionQueue: Sendable, Equatable {
     }
 
     /// An exchange left the upstream. Returns the ticket that takes its slot (it proceeds
-    /// now), if any waits.
+    /// now), if any waits and the limit still allows the slot (it may have shrunk).
     public mutating func release() -> UInt64? {
         precondition(inFlight > 0, "released more slots than were taken")
+        if inFlight <= limit, let next = nextWaiting() { return next }
+        inFlight -= 1
+        return nil
+    }
+
+    /// Changes the limit (a reload): the exchanges at the upstream stay counted against the
+    /// new one, so a smaller limit admits nobody until enough of them have left, and a larger
+    /// one admits waiters at once. Returns the tickets admitted now, in order.
+    public mutating func setLimit(_ newLimit: Int) -> [UInt64] {
+        precondition(newLimit >= 1, "an admission limit is at least 1")
+        limit = newLimit
+        var admitted: [UInt64] = []
+        while inFlight < limit, let next = nextWaiting() {
+            inFlight += 1
+            admitted.append(next)
+        }
+        return admitted
+    }
+
+    private mutating func nextWaiting() -> UInt64? {
         if !replays.isEmpty { return replays.removeFirst() }
         if !firsts.isEmpty { return firsts.removeFirst() }
-        inFlight -= 1
         return nil
     }
 

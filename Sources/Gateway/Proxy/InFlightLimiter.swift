@@ -25,21 +25,32 @@ public final class InFlightLimiter: Sendable {
 
     private struct State {
         var queue: AdmissionQueue
+        var timeout: Duration
         var nextTicket: UInt64 = 0
         var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
     }
 
     /// The most exchanges at the upstream at once.
-    public let limit: Int
+    public var limit: Int { state.withLock { $0.queue.limit } }
     /// The longest a request waits for a slot.
-    public let timeout: Duration
+    public var timeout: Duration { state.withLock { $0.timeout } }
     private let state: Locked<State>
 
     /// Creates a limiter of `limit` slots (at least 1).
     public init(limit: Int, timeout: Duration) {
-        self.limit = limit
-        self.timeout = timeout
-        state = Locked(State(queue: AdmissionQueue(limit: limit)))
+        state = Locked(State(queue: AdmissionQueue(limit: limit), timeout: timeout))
+    }
+
+    /// Takes a reload's new limit and timeout. The exchanges at the upstream stay counted,
+    /// so the route never has more than the new limit there once the old ones have left;
+    /// waiters a larger limit admits proceed now. A request already waiting keeps the
+    /// timeout it started with.
+    public func reconfigure(limit: Int, timeout: Duration) {
+        let admitted: [CheckedContinuation<Void, any Error>] = state.withLock { s in
+            s.timeout = timeout
+            return s.queue.setLimit(limit).compactMap { s.waiters.removeValue(forKey: $0) }
+        }
+        for waiter in admitted { waiter.resume() }
     }
 
     /// Exchanges at the upstream now, and requests waiting for a slot.
@@ -57,6 +68,7 @@ public final class InFlightLimiter: Sendable {
             return s.nextTicket
         }
         guard let ticket else { return }
+        let timeout = self.timeout
         let timer = Task { [weak self, timeout] in
             try? await Task.sleep(for: timeout)
             if !Task.isCancelled { self?.giveUp(ticket, .timedOut) }

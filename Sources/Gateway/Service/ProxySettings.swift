@@ -31,8 +31,9 @@ public final class ProxySettings: Sendable {
     public let accessLog: AccessLog?
 
     /// Creates a snapshot. With `previous`, its upstream clients are kept when the client
-    /// settings are the same, and a route's in-flight bound is kept when its prefix, limit and
-    /// timeout are: the requests it counts and queues stay counted across the reload.
+    /// settings are the same, and a route's in-flight bound is kept when its prefix is (with
+    /// the new limit and timeout): the requests it counts and queues stay counted across the
+    /// reload, so the route never has more at its upstream than the new limit allows.
     public init(
         routes: [ProxyRoute], clientConfiguration: UpstreamClientConfiguration, rejectionPolicy: UpstreamRejectionPolicy,
         replayRule: ReplayRule, replayLimit: Int, livenessPath: String?, trustedProxies: Set<String>,
@@ -43,7 +44,10 @@ public final class ProxySettings: Sendable {
         var limiters: [String: InFlightLimiter] = [:]
         for r in routes where r.requiresAuthentication {
             guard let limit = r.maxInFlight else { continue }
-            if let old = previous?.limiters[r.prefix], old.limit == limit, old.timeout == r.queueTimeout {
+            if let old = previous?.limiters[r.prefix] {
+                // The same route keeps its limiter, so the requests it counts and queues stay
+                // counted; a new limit or timeout applies to it from now on.
+                if old.limit != limit || old.timeout != r.queueTimeout { old.reconfigure(limit: limit, timeout: r.queueTimeout) }
                 limiters[r.prefix] = old
             } else {
                 limiters[r.prefix] = InFlightLimiter(limit: limit, timeout: r.queueTimeout)
