@@ -24,28 +24,28 @@ public final class UpstreamClient: @unchecked Sendable {
     public let loop: EventLoop
     let configuration: UpstreamClientConfiguration
     /// Nil when setting libcurl up failed (``setupError`` says why).
-    private var multi: CurlMulti?
-    private var timer: LoopTimer?
+    var multi: CurlMulti?
+    var timer: LoopTimer?
     /// Why the client cannot work; every exchange fails with it.
-    private var setupError: RuntimeError?
-    private var polls: [Int32: LoopPoll] = [:]
+    var setupError: RuntimeError?
+    var polls: [Int32: LoopPoll] = [:]
     /// Descriptors whose poll handle is closing; true when libcurl asked to close the socket meanwhile.
-    private var closingPolls: [Int32: Bool] = [:]
+    var closingPolls: [Int32: Bool] = [:]
     /// The transfers in the multi handle, by easy handle.
-    private var transfers: [UnsafeMutableRawPointer: CurlTransfer] = [:]
-    private var closed = false
+    var transfers: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    var closed = false
     /// The loop shut down: the client is closed for good.
-    private var loopShutDown = false
+    var loopShutDown = false
     /// Replaced (``retire()``): keeps nothing open while nothing is under way.
-    private var retired = false
+    var retired = false
     /// A check of whether a retired client is quiet is scheduled.
-    private var quietCheckScheduled = false
+    var quietCheckScheduled = false
     /// The loop's own HTTP/1.1 connections, per `http://` origin.
-    private var http1Pools: [HTTP1Origin: HTTP1Pool] = [:]
+    var http1Pools: [HTTP1Origin: HTTP1Pool] = [:]
     /// How deep the client is in libcurl calls that run callbacks: libcurl refuses to
     /// remove a transfer from inside them, so a transfer cancelled there is removed on the
     /// next turn of the loop.
-    private var curlDepth = 0
+    var curlDepth = 0
     /// Easy handles kept after use: `curl_easy_reset` keeps their caches, saving setup.
     private var idleHandles: [CurlEasy] = []
     /// Easy handles libcurl would not take out of the multi handle: neither reused nor
@@ -69,7 +69,7 @@ public final class UpstreamClient: @unchecked Sendable {
         }
     }
 
-    private func setUp() throws(RuntimeError) {
+    func setUp() throws(RuntimeError) {
         if curlGlobalInit != CURLE_OK { throw .curl(curlGlobalInit, "curl_global_init") }
         let multi = try CurlMulti()
         self.multi = multi
@@ -164,102 +164,14 @@ public final class UpstreamClient: @unchecked Sendable {
         return try result.get()
     }
 
-    // MARK: libcurl → libuv
-
-    private func socketChanged(_ easy: UnsafeMutableRawPointer?, _ fd: curl_socket_t, _ what: Int32) {
-        do throws(RuntimeError) {
-            let poll: LoopPoll
-            if let known = polls[fd] { poll = known } else { poll = try newPoll(fd) }
-            if what == CURL_POLL_REMOVE {
-                // libcurl keeps the connection (idle in its pool) or is about to close it.
-                // Keep the handle, stopped, until the socket is really closed: reusing it
-                // saves a handle, an ioctl and a close per request on a kept-alive connection.
-                poll.stop()
-                return
-            }
-            var events: Int32 = 0
-            if what == CURL_POLL_IN || what == CURL_POLL_INOUT { events |= Int32(UV_READABLE.rawValue) }
-            if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { events |= Int32(UV_WRITABLE.rawValue) }
-            try poll.start(events)
-        } catch {
-            // An error returned to libcurl would make the whole multi handle unusable: the
-            // transfer that wanted the socket watched fails instead.
-            guard let easy, let transfer = transfers[easy] else { return }
-            transfer.cancel(.upstream(.upstreamFailed, "the upstream socket cannot be watched", underlying: error))
-        }
-    }
-
-    private func newPoll(_ fd: curl_socket_t) throws(RuntimeError) -> LoopPoll {
-        let poll = try LoopPoll(loop: loop.uv, socket: fd) { [unowned self] status, events in
-            var flags: Int32 = 0
-            if status < 0 { flags |= CURL_CSELECT_ERR }
-            if events & Int32(UV_READABLE.rawValue) != 0 { flags |= CURL_CSELECT_IN }
-            if events & Int32(UV_WRITABLE.rawValue) != 0 { flags |= CURL_CSELECT_OUT }
-            act(fd, flags)
-        }
-        polls[fd] = poll
-        return poll
-    }
-
-    /// Closes the poll handle of `fd`; the socket is closed in its close callback when
-    /// libcurl asked for that meanwhile (the descriptor-reuse rule).
-    private func closePoll(_ fd: Int32, _ poll: LoopPoll) {
-        closingPolls[fd] = true
-        // The closure keeps the client alive until the handle is closed.
-        poll.close { [self] in
-            if closingPolls.removeValue(forKey: fd) == true { Glibc.close(fd) }
-        }
-    }
-
-    /// libcurl wants to close `fd`: defer it while its poll handle is still open or closing.
-    fileprivate func closeSocket(_ fd: curl_socket_t) {
-        if let poll = polls.removeValue(forKey: fd) {
-            closePoll(fd, poll)
-        } else if closingPolls[fd] != nil {
-            closingPolls[fd] = true
-        } else {
-            Glibc.close(fd)
-        }
-    }
-
-    private func timerChanged(_ ms: Int) {
-        guard let timer else { return }
-        if ms < 0 {
-            timer.stop()
-            return
-        }
-        do throws(RuntimeError) {
-            try timer.start(after: UInt64(ms))
-        } catch {
-            // Only a closing timer refuses, and it closes with the client; libcurl must
-            // not be told (that would make the multi handle unusable).
-            precondition(closed, "the upstream client's timer refused to start: \(error)")
-        }
-    }
-
-    private func act(_ fd: curl_socket_t, _ flags: Int32) {
-        guard !closed, let multi else { return }
-        do throws(RuntimeError) {
-            try inCurl { () throws(RuntimeError) in try multi.socketAction(fd, flags) }
-        } catch {
-            // libcurl's state is in doubt: no transfer can be trusted to finish.
-            for transfer in Array(transfers.values) {
-                detach(transfer)
-                transfer.finish(.upstream(.upstreamFailed, "libcurl failed", underlying: error))
-            }
-            return
-        }
-        reapCompleted()
-    }
-
     /// Runs `body`, a libcurl call that may call back into the client.
-    private func inCurl<T>(_ body: () throws(RuntimeError) -> T) throws(RuntimeError) -> T {
+    func inCurl<T>(_ body: () throws(RuntimeError) -> T) throws(RuntimeError) -> T {
         curlDepth += 1
         defer { curlDepth -= 1 }
         return try body()
     }
 
-    private func reapCompleted() {
+    func reapCompleted() {
         guard let multi else { return }
         for (easy, result) in multi.completed() {
             guard let transfer = transfers[easy] else { continue }
@@ -313,52 +225,6 @@ public final class UpstreamClient: @unchecked Sendable {
             return
         }
         reapCompleted()
-    }
-
-    /// Newer settings replaced this client: from now on it closes every connection (its
-    /// libcurl handle and pooled sockets, its own HTTP/1.1 connections) whenever no exchange
-    /// is under way, rather than keeping them open for reuse. Exchanges under way finish
-    /// normally, and an exchange started later (a replay under the settings a request began
-    /// with) opens what it needs again. Call on the loop.
-    public func retire() {
-        precondition(loop.inEventLoop)
-        retired = true
-        exchangeEnded()
-    }
-
-    /// An exchange ended: a retired client closes everything once nothing is under way, on
-    /// the next turn of the loop (never from inside the callbacks that ended it).
-    func exchangeEnded() {
-        guard retired, !closed, !quietCheckScheduled else { return }
-        quietCheckScheduled = true
-        let client = LoopBound(self, loop: loop)
-        loop.execute {
-            let c = client.value
-            c.quietCheckScheduled = false
-            guard c.retired, !c.closed, c.transfers.isEmpty, c.http1Pools.values.allSatisfy(\.isQuiet) else { return }
-            c.close()
-        }
-    }
-
-    /// Whether the client holds no libcurl handle and no connection (closed, for now or for
-    /// good). For tests.
-    public var isClosed: Bool {
-        precondition(loop.inEventLoop)
-        return closed
-    }
-
-    /// A retired client that closed sets itself up again for a late exchange.
-    private func reopen() {
-        closed = false
-        http1Pools.removeAll()
-        multi = nil
-        timer = nil
-        setupError = nil
-        do throws(RuntimeError) {
-            try setUp()
-        } catch {
-            setupError = error
-        }
     }
 
     /// Cancels everything and frees libcurl and libuv resources. Runs at loop shutdown, and
