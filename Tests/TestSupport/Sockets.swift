@@ -5,6 +5,9 @@ import Glibc
 /// the compiler batches their files; this module imports only Glibc.
 public let streamSocketType = Int32(SOCK_STREAM.rawValue)
 
+/// `SOCK_DGRAM` as `socket(2)` and `socketpair(2)` take it (see ``streamSocketType``).
+public let datagramSocketType = Int32(SOCK_DGRAM.rawValue)
+
 /// A TCP socket listening on 127.0.0.1 at a port the kernel chose: the descriptor and the
 /// port. Throws (closing the socket) when bind or listen fails.
 public func loopbackListener(backlog: Int32 = 16) throws -> (fd: Int32, port: Int) {

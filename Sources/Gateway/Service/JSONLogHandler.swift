@@ -2,6 +2,7 @@ import AuthCore
 import Foundation
 import HTTPWire
 public import Logging
+import Runtime
 
 /// One JSON object per line on standard error: time, level, label, message, metadata.
 /// Nothing logged anywhere in AuthGate carries a token; this handler adds nothing of its own.
@@ -51,8 +52,17 @@ public struct JSONLogHandler: LogHandler {
     /// (each as `,"name":value`, in name order), as ``log(event:)`` would write the same
     /// members given as metadata, without building a metadata dictionary (the access log's
     /// line per request).
+    ///
+    /// On an event loop's thread the line joins what the loop writes after the I/O of its
+    /// turn (``Runtime/EventLoop/appendOutput(_:to:)``): one `write(2)` for all the lines of a
+    /// turn. Elsewhere it is written at once.
     static func write(level: Logger.Level, label: String, message: String, members: (inout [UInt8]) -> Void) {
-        FileHandle.standardError.write(Data(line(time: Date(), level: level, label: label, message: message, members: members)))
+        let bytes = line(time: Date(), level: level, label: label, message: message, members: members)
+        if let loop = EventLoop.current {
+            loop.appendOutput(bytes, to: 2)
+        } else {
+            FileHandle.standardError.write(Data(bytes))
+        }
     }
 
     /// The bytes of one line.

@@ -37,6 +37,17 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     private var thread = pthread_t()
     private var spareJobs: [Job] = []
     private var shutdownHooks: [() -> Void] = []
+    /// Output appended this turn, by descriptor (``appendOutput(_:to:)``); loop thread only.
+    var pendingOutput: [Int32: [UInt8]] = [:]
+    /// Writes ``pendingOutput`` after each turn's I/O, once something was appended.
+    var outputCheck: LoopCheck?
+    /// The thread-specific key of ``current``.
+    static let currentKey: pthread_key_t = {
+        var key = pthread_key_t()
+        let rc = pthread_key_create(&key, nil)
+        precondition(rc == 0, "pthread_key_create failed: \(rc)")
+        return key
+    }()
     /// Scratch buffer for reads; every read callback consumes it before the next read.
     let readBuffer: UnsafeMutableRawBufferPointer
     /// A name for logs and thread names.
@@ -128,6 +139,8 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
 
     private func run() {
         threadID.store(UInt(pthread_self()), ordering: .releasing)
+        let set = pthread_setspecific(Self.currentKey, Unmanaged.passUnretained(self).toOpaque())
+        precondition(set == 0, "pthread_setspecific failed: \(set)")
         // uv_run's result (whether handles are still active) is what uv_loop_close checks.
         _ = uv_run(uv, UV_RUN_DEFAULT)
         // Every handle is closed by now; a busy loop here is a leak worth failing on.
@@ -269,6 +282,9 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
             swap(&last, &s.jobs)
         }
         run(last)
+        // What the last jobs logged: the check handle that writes it each turn is closed.
+        flushOutput()
+        outputCheck?.close()
         idle.close()
         wakeup.close()
         // Whatever is still open now would keep the loop, and `shutdown`, waiting forever:
