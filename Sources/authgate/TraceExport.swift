@@ -26,6 +26,7 @@ final class TraceExport: Sendable {
         var configuration = OTel.Configuration.default
         configuration.serviceName = "authgate"  // OTEL_SERVICE_NAME overrides it
         configuration.diagnosticLogger = .custom(logger)
+        configuration.diagnosticLogLevel = .warning  // OTEL_LOG_LEVEL overrides it
         configuration.logs.enabled = false
         configuration.metrics.enabled = false
         let backend = try OTel.makeTracingBackend(configuration: configuration)
