@@ -23,6 +23,7 @@ final class TraceExport: Sendable {
     /// for. Throws when the `OTEL_*` variables name something this build cannot do.
     static func start(environment: [String: String], logger: Logger) throws -> TraceExport? {
         guard TracingSwitch.exportRequested(environment: environment) else { return nil }
+        if let problem = TracingSwitch.unsupported(environment: environment) { throw ConfigurationError(problem) }
         var configuration = OTel.Configuration.default
         configuration.serviceName = "authgate"  // OTEL_SERVICE_NAME overrides it
         configuration.diagnosticLogger = .custom(logger)

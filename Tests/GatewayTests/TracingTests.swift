@@ -52,6 +52,26 @@ import Tracing
     }
 
     @Test(arguments: [
+        (["OTEL_TRACES_EXPORTER": "otlp"], nil),
+        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"], nil),
+        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"], "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"),
+        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "GRPC"], "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=grpc"),
+        // The traces-specific variable wins.
+        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"], nil),
+        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_TRACES_SAMPLER": "parentbased_jaeger_remote"], "OTEL_TRACES_SAMPLER=parentbased_jaeger_remote"),
+        // Export off: nothing to refuse.
+        (["OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"], nil),
+    ] as [([String: String], String?)])
+    func whatThisBuildCannotExportIsRefusedNamingTheVariable(environment: [String: String], named: String?) {
+        let problem = TracingSwitch.unsupported(environment: environment)
+        if let named {
+            #expect(problem?.hasPrefix(named + ":") == true, "\(problem ?? "nil")")
+        } else {
+            #expect(problem == nil)
+        }
+    }
+
+    @Test(arguments: [
         ("https://idp.example/oauth/token", "idp.example"),
         ("http://127.0.0.1:8080/token?x=1", "127.0.0.1:8080"),
         ("https://user:pw@idp.example:8443/t", "idp.example:8443"),
