@@ -1,6 +1,8 @@
 import Gateway
 import Logging
+#if canImport(OTel)
 import OTel
+#endif
 import ServiceLifecycle
 import Tracing
 
@@ -24,6 +26,7 @@ final class TraceExport: Sendable {
     static func start(environment: [String: String], logger: Logger) throws -> TraceExport? {
         guard TracingSwitch.exportRequested(environment: environment) else { return nil }
         if let problem = TracingSwitch.unsupported(environment: environment) { throw ConfigurationError(problem) }
+        #if canImport(OTel)
         var configuration = OTel.Configuration.default
         configuration.serviceName = "authgate"  // OTEL_SERVICE_NAME overrides it
         configuration.diagnosticLogger = .custom(logger)
@@ -34,6 +37,10 @@ final class TraceExport: Sendable {
         InstrumentationSystem.bootstrap(backend.factory)
         return TraceExport(
             group: ServiceGroup(configuration: ServiceGroupConfiguration(services: [backend.service], logger: logger)))
+        #else
+        // A build without swift-otel (the TSan build): export cannot be honoured.
+        throw ConfigurationError("OTEL_TRACES_EXPORTER: this build has no span exporter (built without swift-otel)")
+        #endif
     }
 
     /// Sends the spans still queued, then stops the exporter.
