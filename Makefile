@@ -3,7 +3,7 @@
 #   make test   build and run every test: unit and integration (swift test), those that need
 #               a real PostgreSQL (scripts/with-postgres), the parser
 #               fuzzer, every public declaration documented, the OpenAPI checks against a live server, the interop suite against
-#               real authorization servers, then ASan and TSan runs
+#               real authorization servers, spans exported to a real OTLP receiver, then ASan and TSan runs
 
 SWIFT ?= swift
 FUZZ_SECONDS ?= 60
@@ -48,6 +48,7 @@ openapi: deps
 
 interop: deps
 	scripts/interop/suite
+	scripts/trace-test
 
 sanitize: deps
 	scripts/sanitize $(SANITIZERS)

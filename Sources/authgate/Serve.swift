@@ -82,6 +82,14 @@ struct Serve: ParsableCommand {
         _ = SignalWaiter(SIGINT, SIGTERM)
         let hangups = SignalWaiter(SIGHUP)
         let logger = Logger(label: "authgate")
+        // Before the gateway exists: its proxy asks once whether a tracer is bootstrapped.
+        let traceExport: TraceExport?
+        do {
+            traceExport = try TraceExport.start(environment: environment, logger: Logger(label: "authgate.otel"))
+        } catch {
+            FileHandle.standardError.write(Data("authgate: configuration error: OTEL_*: \(error)\n".utf8))
+            throw ExitCode(78)
+        }
         let runner = GatewayRunner(
             configuration: configuration, secrets: secrets, logger: logger,
             started: { gateway in
@@ -96,7 +104,15 @@ struct Serve: ParsableCommand {
                 }
             }, reloadSource: reloadSource(environment: environment))
         do {
-            try runBlocking { try await runner.runUntilSignalled() }
+            try runBlocking {
+                do {
+                    try await runner.runUntilSignalled()
+                } catch {
+                    await traceExport?.shutdown()
+                    throw error
+                }
+                await traceExport?.shutdown()
+            }
         } catch let failure as IssuerDiscovery.Failure {
             // A provider that answered with something unusable is a configuration error (78);
             // one that did not answer in time is unavailable (69, EX_UNAVAILABLE).

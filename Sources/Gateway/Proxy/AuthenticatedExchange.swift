@@ -46,6 +46,8 @@ public struct AuthenticatedExchange: Sendable {
     /// Bounds the attempts at the upstream at once, when set: an attempt takes its token
     /// only once it has a slot, so the token is fresh when it leaves.
     public let limiter: InFlightLimiter?
+    /// The request's spans when it is traced: each refresh a replay waits for is one.
+    var trace: RequestTrace?
 
     /// Creates the path for `session`.
     public init(
@@ -95,7 +97,11 @@ public struct AuthenticatedExchange: Sendable {
         func replayToken(after attempt: ReplayRule.Attempt) async throws(Failure) -> AccessToken {
             var token: AccessToken
             do {
-                token = try await session.refresh(after: attempt.generation)
+                if let trace {
+                    token = try await trace.refresh(session, after: attempt.generation)
+                } else {
+                    token = try await session.refresh(after: attempt.generation)
+                }
             } catch {
                 throw .refresh(error)
             }

@@ -15,7 +15,7 @@ extension ReverseProxy {
     func sendWithCurrentToken(
         _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
         _ session: AuthActor, _ s: ProxySettings, _ facts: AccessFacts?, _ token: AccessToken,
-        _ started: ContinuousClock.Instant
+        _ started: ContinuousClock.Instant, _ trace: RequestTrace?
     ) {
         let path = AuthenticatedExchange(
             session: session, policy: s.rejectionPolicy, rule: s.replayRule, observe: observePhase)
@@ -27,18 +27,21 @@ extension ReverseProxy {
         observe(.token, sent - started)
         let decide = headDecision(path, attempt, session, route.session)
         facts?.attempt(attempt)
-        start(request, route, target, writer, s, token: token, decide: decide) { [self] outcome in
+        start(request, route, target, writer, s, token: token, decide: decide, trace: trace) { [self] outcome in
             observe(.upstream, ContinuousClock.now - sent)
             facts?.exchanged(outcome)
             guard case .intercepted = outcome else {
                 metrics.request(kind: "authenticated", status: outcome.status, duration: ContinuousClock.now - started)
                 facts?.end(status: outcome.status)
+                trace?.end(status: outcome.status)
                 return
             }
             tasks.start(on: request.loop) {
-                let status = await self.authenticated(request, route, target, writer, session, s, facts, after: attempt)
+                let status = await self.authenticated(
+                    request, route, target, writer, session, s, facts, after: attempt, trace: trace)
                 metrics.request(kind: "authenticated", status: status, duration: ContinuousClock.now - started)
                 facts?.end(status: status)
+                trace?.end(status: status)
             }
         }
     }
@@ -47,19 +50,22 @@ extension ReverseProxy {
     /// With `rejected`, its first try was sent and its answer held back for a replay.
     func authenticated(
         _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
-        _ session: AuthActor, _ s: ProxySettings, _ facts: AccessFacts?, after rejected: ReplayRule.Attempt? = nil
+        _ session: AuthActor, _ s: ProxySettings, _ facts: AccessFacts?, after rejected: ReplayRule.Attempt? = nil,
+        trace: RequestTrace? = nil
     ) async -> Int {
         let metrics = self.metrics
-        let path = AuthenticatedExchange(
+        var path = AuthenticatedExchange(
             session: session, policy: s.rejectionPolicy, rule: s.replayRule, observe: observePhase,
             limiter: s.limiters[route.prefix])
+        path.trace = trace
         let name = route.session
         do throws(AuthenticatedExchange.Failure) {
             return try await path.run(bodyReplayable: request.bodyIsReplayable, after: rejected) { token, attempt in
                 if attempt.replaysSoFar > 0 { metrics.replay("replayed", session: name) }
                 facts?.attempt(attempt)
                 let outcome = await exchange(
-                    request, route, target, writer, s, token: token, decide: headDecision(path, attempt, session, name))
+                    request, route, target, writer, s, token: token, decide: headDecision(path, attempt, session, name),
+                    trace: trace)
                 facts?.exchanged(outcome)
                 if case .intercepted = outcome { return .replay }
                 return .done(outcome.status)

@@ -2,6 +2,7 @@ import AuthCore
 public import HTTPWire
 import Locking
 public import Runtime
+public import Tracing
 
 /// Forwards requests under configured prefixes to their upstreams, streaming bodies both
 /// ways. Each loop has its own ``UpstreamClient``, so a request never leaves its loop.
@@ -28,14 +29,18 @@ public final class ReverseProxy: HTTPResponder {
     public let tasks = TaskTracker()
     /// The configured session names; nil with no authentication.
     private let sessionNames: Set<String>?
+    /// Traces each request when set (``TracingSwitch/installed``); nil: nothing is traced.
+    let tracer: (any Tracer)?
 
     /// Creates a proxy; requests matching no route go to `fallback` (or get 404). Only
     /// clients in `trustedProxies` (IP addresses) have their `X-Forwarded-For` kept.
     public init(
         routes: [ProxyRoute], clientConfiguration: UpstreamClientConfiguration = UpstreamClientConfiguration(),
         authentication: ProxyAuthentication? = nil, metrics: GatewayMetrics = GatewayMetrics(),
-        livenessPath: String? = nil, fallback: (any HTTPResponder)? = nil, trustedProxies: Set<String> = []
+        livenessPath: String? = nil, fallback: (any HTTPResponder)? = nil, trustedProxies: Set<String> = [],
+        tracer: (any Tracer)? = TracingSwitch.installed
     ) {
+        self.tracer = tracer
         self.observePhase = { [metrics] in metrics.phase($0, $1) }
         self.current = Locked(
             ProxySettings(
@@ -104,10 +109,12 @@ public final class ReverseProxy: HTTPResponder {
             let metrics = self.metrics
             let facts = s.accessLog?.begin(request, route: route.prefix)
             if request.head.upgrade != nil && refusedUpgrade(request, route, writer, s, facts) { return }
-            start(request, route, target, writer, s, token: nil, decide: nil) { outcome in
+            let trace = tracer.map { RequestTrace(tracer: $0, request: request, route: route, path: String(target.path)) }
+            start(request, route, target, writer, s, token: nil, decide: nil, trace: trace) { outcome in
                 metrics.request(kind: "public", status: outcome.status, duration: ContinuousClock.now - started)
                 facts?.exchanged(outcome)
                 facts?.end(status: outcome.status)
+                trace?.end(status: outcome.status)
             }
         case .authenticate(let route, let target, let name):
             // `plan` checked that the session exists; answer anyway rather than leave the client waiting.
@@ -119,15 +126,17 @@ public final class ReverseProxy: HTTPResponder {
             let started = ContinuousClock.now
             let facts = s.accessLog?.begin(request, route: route.prefix)
             if request.head.upgrade != nil && refusedUpgrade(request, route, writer, s, facts) { return }
+            let trace = tracer.map { RequestTrace(tracer: $0, request: request, route: route, path: String(target.path)) }
             if s.limiters[route.prefix] == nil, let token = session.tokenWithoutWaiting() {
                 // The token is current: sent now, from this loop, with no task and no hop.
-                sendWithCurrentToken(request, route, target, writer, session, s, facts, token, started)
+                sendWithCurrentToken(request, route, target, writer, session, s, facts, token, started, trace)
                 return
             }
             tasks.start(on: request.loop) {
-                let status = await self.authenticated(request, route, target, writer, session, s, facts)
+                let status = await self.authenticated(request, route, target, writer, session, s, facts, trace: trace)
                 self.metrics.request(kind: "authenticated", status: status, duration: ContinuousClock.now - started)
                 facts?.end(status: status)
+                trace?.end(status: status)
             }
         }
     }
@@ -135,11 +144,13 @@ public final class ReverseProxy: HTTPResponder {
     /// One exchange with the upstream, awaited.
     func exchange(
         _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter, _ s: ProxySettings,
-        token: AccessToken?, decide: (@Sendable (Int, HTTPHeaders) -> HeadDecision)?
+        token: AccessToken?, decide: (@Sendable (Int, HTTPHeaders) -> HeadDecision)?, trace: RequestTrace? = nil
     ) async -> ExchangeOutcome {
         await withCheckedContinuation { cont in
             request.loop.executeSoonOrNow {
-                self.start(request, route, target, writer, s, token: token, decide: decide) { cont.resume(returning: $0) }
+                self.start(request, route, target, writer, s, token: token, decide: decide, trace: trace) {
+                    cont.resume(returning: $0)
+                }
             }
         }
     }
@@ -147,7 +158,8 @@ public final class ReverseProxy: HTTPResponder {
     /// Starts an exchange on the request's loop.
     func start(
         _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter, _ s: ProxySettings,
-        token: AccessToken?, decide: ((Int, HTTPHeaders) -> HeadDecision)?, completion: @escaping (ExchangeOutcome) -> Void
+        token: AccessToken?, decide: ((Int, HTTPHeaders) -> HeadDecision)?, trace: RequestTrace? = nil,
+        completion: @escaping (ExchangeOutcome) -> Void
     ) {
         let body: UpstreamRequestBody
         switch request.body {
@@ -165,6 +177,7 @@ public final class ReverseProxy: HTTPResponder {
         for (name, value) in route.injectHeaders.fields { headers.replaceOrAdd(name: name, value: value) }
         if let token { headers.replaceOrAdd(name: "Authorization", value: token.authorizationHeaderValue) }
         Self.addUpgradeFields(&headers, for: request.head)
+        let span = trace?.upstream(&headers, route: route)
         let upstream = UpstreamRequest(
             method: request.head.method, url: route.upstreamURL(path: target.path, query: target.query), headers: headers,
             body: body, upgrade: request.head.upgrade != nil)
@@ -173,6 +186,7 @@ public final class ReverseProxy: HTTPResponder {
             writer: writer, decide: decide, tunnelIdleTimeout: s.clientConfiguration.tunnelIdleTimeout
         ) { outcome in
             if case .failed(let e) = outcome { metrics.upstreamFailure(e.code.description) }
+            if let span { trace?.upstreamEnded(span, outcome) }
             completion(outcome)
         }
         let transfer = s.clients.client(for: request.loop).start(upstream, handler: exchange)

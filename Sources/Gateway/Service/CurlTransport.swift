@@ -18,12 +18,15 @@ public struct CurlTransport: HTTPTransport {
     public func send(_ request: HTTPRequestValue) async throws -> HTTPResponseValue {
         var headers = HTTPHeaders()
         for (name, value) in request.headers { headers.add(name: name, value: value) }
+        let trace = TokenEndpointTrace(method: request.method, url: request.url, headers: &headers)
         let upstream = UpstreamRequest(
             method: request.method, url: request.url, headers: headers, body: request.body.isEmpty && request.method == "GET" ? .none : .bytes(request.body))
         do {
             let r = try await client.send(upstream, maxBodyBytes: maxResponseBytes)
+            trace?.end(status: r.status)
             return HTTPResponseValue(status: r.status, headers: r.headers.fields, body: r.body)
         } catch {
+            trace?.end(status: nil, error: error.code.description)
             switch error.code {
             case .connectFailed, .tls, .invalidRequest: throw AuthError.transport(.connectFailed, error.message)
             case .timeout: throw AuthError.transport(.timeout, error.message)
