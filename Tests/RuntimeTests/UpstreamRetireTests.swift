@@ -74,16 +74,54 @@ struct UpstreamRetireTests {
         loop.start()
         defer { loop.shutdown() }
         let client = await UpstreamClient.make(on: loop, configuration: configuration)
-        let slow = Task {
-            try await client.send(
-                UpstreamRequest(method: "GET", url: "http://127.0.0.1:\(nginx.port)/slow/body-\(configuration.loopHTTP1)"),
-                maxBodyBytes: 1 << 20)
+        let url = "http://127.0.0.1:\(nginx.port)/slow/body-\(configuration.loopHTTP1)"
+        // Started and retired in one turn of the loop: the exchange is under way when retired.
+        let (handler, stillOpen) = await Self.onLoop(client) { client -> (Collector, Bool) in
+            let handler = Collector()
+            client.start(UpstreamRequest(method: "GET", url: url), handler: handler)
+            client.retire()
+            return (handler, !client.isClosed)
         }
-        try await Task.sleep(for: .milliseconds(300))  // 64 KiB/s: about 1.5 s to go
-        await Self.onLoop(client) { $0.retire() }
-        #expect(await Self.onLoop(client) { !$0.isClosed }, "not closed under an exchange")
-        let response = try await slow.value
-        #expect(response.status == 200 && Data(response.body) == body)
+        #expect(stillOpen)
+        let (status, received) = await handler.result()
+        #expect(status == 200 && received == body)
+        #expect(await eventually { await Self.onLoop(client) { $0.isClosed } }, "closed once the exchange ended")
         #expect(await eventually { (try? Self.active(nginx.port)) == 1 })
+    }
+}
+
+/// Collects one response, on the loop; `result()` waits for its end.
+final class Collector: UpstreamResponseHandler, @unchecked Sendable {
+    // @unchecked: the callbacks run on the client's loop; `done` is resumed once, after them.
+    private var status = 0
+    private var body = Data()
+    private var done: CheckedContinuation<(Int, Data), Never>?
+    private var finished: (Int, Data)?
+    private let lock = NSLock()
+
+    func upstreamHead(status: Int, headers: HTTPHeaders) { self.status = status }
+
+    func upstreamBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        body.append(contentsOf: bytes)
+        return true
+    }
+
+    func upstreamFinished(_ error: RuntimeError?) {
+        let result = (error == nil ? status : -1, body)
+        let waiter: CheckedContinuation<(Int, Data), Never>? = lock.withLock {
+            finished = result
+            return done
+        }
+        waiter?.resume(returning: result)
+    }
+
+    func result() async -> (Int, Data) {
+        await withCheckedContinuation { cont in
+            let ready: (Int, Data)? = lock.withLock {
+                if finished == nil { done = cont }
+                return finished
+            }
+            if let ready { cont.resume(returning: ready) }
+        }
     }
 }
