@@ -46,7 +46,8 @@ import TestSupport
         let answer = try await held.value
         #expect(answer.status == 200, "the exchange in flight finished")
         #expect(answer.text == "held")
-        #expect(throws: (any Error).self) { try RawClient(port: proxyPort) }
+        // No connect to `proxyPort` here: once the listener has closed (checked above), the
+        // kernel may give the port to another test's listener running in parallel.
         await stack.stop()
     }
 
