@@ -4,6 +4,10 @@ import PackageDescription
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("InternalImportsByDefault"),
+    // Release builds leave out the run-time exclusivity checks (about a tenth of a proxied
+    // request's instructions, docs/BENCHMARKS.md); debug builds, and so every test and the
+    // sanitizer builds, keep them.
+    .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
 ]
 
 // swift-otel 1.6.0 does not compile under `--sanitize=thread` with Swift 6.3 (region-based
