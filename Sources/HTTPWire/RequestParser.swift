@@ -35,10 +35,7 @@ public final class RequestParser {
 
     // Head being assembled.
     private var target: [UInt8] = []
-    private var fields: [(name: String, value: String)] = []
-    private var field: [UInt8] = []
-    private var value: [UInt8] = []
-    private var inValue = false
+    private var fields = HeaderFieldAccumulator()
     private var headBytes = 0
     private var headDone = false
     private var scanner = HeadScanner()
@@ -91,6 +88,7 @@ public final class RequestParser {
         if unknownMethod != nil { return readUnknownMethod(input, consumed: 0) }
         let scanningHead = !headDone
         let n = http_parser_execute(parser, settings, base.assumingMemoryBound(to: CChar.self), input.count)
+        fields.detach()
         if scanningHead {
             // Bytes of the head: check what http-parser tolerates but a proxy must not.
             let scanned = UnsafeRawBufferPointer(rebasing: input[0..<n])
@@ -165,10 +163,7 @@ public final class RequestParser {
 
     private func onMessageBegin() -> Int32 {
         target.removeAll(keepingCapacity: true)
-        fields.removeAll(keepingCapacity: true)
-        field.removeAll(keepingCapacity: true)
-        value.removeAll(keepingCapacity: true)
-        inValue = false
+        fields.reset()
         violation = nil
         return 0
     }
@@ -183,21 +178,20 @@ public final class RequestParser {
     }
 
     private func onField(_ at: UnsafePointer<CChar>?, _ n: Int) -> Int32 {
-        if inValue {
+        if fields.inValue {
             if let e = flushField() { violation = e; return 1 }
         }
-        append(&field, at, n)
+        fields.appendName(at, n)
         return checkHeadSize()
     }
 
     private func onValue(_ at: UnsafePointer<CChar>?, _ n: Int) -> Int32 {
-        inValue = true
-        append(&value, at, n)
+        fields.appendValue(at, n)
         return checkHeadSize()
     }
 
     private func checkHeadSize() -> Int32 {
-        if headBytes + target.count + field.count + value.count > limits.maxHeadBytes + 4096 {
+        if headBytes + target.count + fields.unfinishedBytes > limits.maxHeadBytes + 4096 {
             violation = WireError(.headTooLarge, status: 431, "the request head exceeds \(limits.maxHeadBytes) bytes")
             return 1
         }
@@ -205,28 +199,17 @@ public final class RequestParser {
     }
 
     private func flushField() -> WireError? {
-        defer {
-            field.removeAll(keepingCapacity: true)
-            value.removeAll(keepingCapacity: true)
-            inValue = false
+        switch fields.finishField(maxCount: limits.maxHeaderCount) {
+        case nil: nil
+        case .invalidName:
+            WireError(.invalidHeaderName, status: 400, "a header field name contains a character outside RFC 9110 tchar")
+        case .invalidValue: WireError(.invalidHeaderValue, status: 400, "a header field value contains a control character")
+        case .tooMany: WireError(.tooManyHeaders, status: 431, "more than \(limits.maxHeaderCount) header fields")
         }
-        guard FramingRules.isValidFieldName(field) else {
-            return WireError(.invalidHeaderName, status: 400, "a header field name contains a character outside RFC 9110 tchar")
-        }
-        guard FramingRules.isValidFieldValue(value) else {
-            return WireError(.invalidHeaderValue, status: 400, "a header field value contains a control character")
-        }
-        if fields.count >= limits.maxHeaderCount {
-            return WireError(.tooManyHeaders, status: 431, "more than \(limits.maxHeaderCount) header fields")
-        }
-        var v = value[...]
-        while let last = v.last, last == 0x20 || last == 0x09 { v = v.dropLast() }
-        fields.append((String(decoding: field, as: UTF8.self), String(decoding: v, as: UTF8.self)))
-        return nil
     }
 
     private func onHeadersComplete() -> Int32 {
-        if inValue || !field.isEmpty {
+        if fields.hasUnfinishedField {
             if let e = flushField() { violation = e; return -1 }
         }
         pendingHead = true
@@ -242,7 +225,7 @@ public final class RequestParser {
         let major = Int(parser.pointee.http_major)
         let minor = Int(parser.pointee.http_minor)
         try FramingRules.checkVersion(major: major, minor: minor)
-        let headers = HTTPHeaders(fields)
+        let headers = HTTPHeaders(fields.fields)
         try FramingRules.checkHost(headers: headers, major: major, minor: minor)
         let framing = try FramingRules.requestFraming(headers: headers, major: major, minor: minor)
         chunkScanner = framing == .chunked ? ChunkFramingScanner() : nil
@@ -305,96 +288,9 @@ public final class RequestParser {
     static let longestUnknownMethod = 20
 
     private func mapError(_ e: http_errno) -> WireError {
-        switch e {
-        case HPE_INVALID_METHOD:
-            return WireError(.invalidMethod, status: 400, "the request method is not recognised")
-        case HPE_INVALID_VERSION:
-            return WireError(.unsupportedVersion, status: 505, "the HTTP version is malformed or unsupported")
-        case HPE_INVALID_URL, HPE_INVALID_HOST, HPE_INVALID_PORT, HPE_INVALID_PATH, HPE_INVALID_QUERY_STRING,
-            HPE_INVALID_FRAGMENT:
-            return WireError(.invalidTarget, status: 400, "the request target is not valid")
-        case HPE_HEADER_OVERFLOW:
-            return WireError(.headTooLarge, status: 431, "the request head exceeds \(limits.maxHeadBytes) bytes")
-        case HPE_INVALID_HEADER_TOKEN:
-            return WireError(.invalidHeaderName, status: 400, "a header field contains an invalid character")
-        case HPE_INVALID_CONTENT_LENGTH:
-            return WireError(.invalidContentLength, status: 400, "Content-Length must be a decimal number")
-        case HPE_UNEXPECTED_CONTENT_LENGTH:
-            if fields.contains(where: { $0.name.caseInsensitiveEquals("transfer-encoding") })
-                || field.elementsEqual("transfer-encoding".utf8, by: { $0 | 0x20 == $1 })
-            {
-                return WireError(.conflictingFraming, status: 400, "Transfer-Encoding and Content-Length must not both be present")
-            }
-            return WireError(.duplicateContentLength, status: 400, "more than one Content-Length header")
-        case HPE_INVALID_TRANSFER_ENCODING:
-            return WireError(.unsupportedTransferEncoding, status: 501, "only a single Transfer-Encoding: chunked is supported")
-        case HPE_INVALID_CHUNK_SIZE:
-            return WireError(.invalidChunk, status: 400, "a chunk size line is malformed")
-        case HPE_LF_EXPECTED:
-            return WireError(.bareCarriageReturn, status: 400, "a CR is not followed by LF")
-        default:
-            return WireError(.malformedRequest, status: 400, "the request is not valid HTTP/1.1")
-        }
-    }
-}
-
-/// Checks raw head bytes for what http-parser tolerates: NUL, bare CR, bare LF and
-/// obs-fold (a line starting with whitespace).
-struct HeadScanner {
-    private var previous: UInt8 = 0x0A
-    private var sawLineStart = true
-    private var inFirstLine = true
-    private var firstLineTail: [UInt8] = []
-    private var firstLineDropped = false
-
-    /// The bytes of the request line seen so far; empty once more than 32 have been seen.
-    var firstLineSoFar: [UInt8] { firstLineDropped ? [] : firstLineTail }
-
-    mutating func scan(_ bytes: UnsafeRawBufferPointer) -> WireError? {
-        for b in bytes {
-            if previous == 0x0D && b != 0x0A {
-                return WireError(.bareCarriageReturn, status: 400, "a CR is not followed by LF")
-            }
-            switch b {
-            case 0x00:
-                return WireError(.nulByte, status: 400, "the request head contains a NUL byte")
-            case 0x0A:
-                if previous != 0x0D && !sawLineStart {
-                    return WireError(.malformedRequest, status: 400, "a line ends in LF without CR")
-                }
-                if inFirstLine && !sawLineStart {
-                    inFirstLine = false
-                    if !HeadScanner.endsWithVersion(firstLineTail) {
-                        return WireError(.malformedRequest, status: 400, "the request line must end with HTTP/<digit>.<digit>")
-                    }
-                }
-            case 0x20, 0x09:
-                if previous == 0x0A && !sawLineStart {
-                    return WireError(.obsoleteLineFolding, status: 400, "a header line starts with whitespace (obs-fold)")
-                }
-            default:
-                break
-            }
-            if b != 0x0D && b != 0x0A { sawLineStart = false }
-            if inFirstLine && !sawLineStart && b != 0x0D {
-                firstLineTail.append(b)
-                if firstLineTail.count > 32 {
-                    firstLineTail.removeFirst(16)
-                    firstLineDropped = true
-                }
-            }
-            previous = b
-        }
-        return nil
-    }
-
-    /// Whether a request line ends in ` HTTP/d.d` (http-parser checks only the digits).
-    static func endsWithVersion(_ line: [UInt8]) -> Bool {
-        let suffix = Array(" HTTP/".utf8)
-        guard line.count >= suffix.count + 3 else { return false }
-        let tail = line.suffix(suffix.count + 3)
-        let digits = Array(tail.suffix(3))
-        return tail.prefix(suffix.count).elementsEqual(suffix) && (48...57).contains(digits[0]) && digits[1] == 0x2E
-            && (48...57).contains(digits[2])
+        Self.error(
+            for: e, limits: limits,
+            sawTransferEncoding: fields.fields.contains(where: { $0.name.caseInsensitiveEquals("transfer-encoding") })
+                || fields.unfinishedNameIs("transfer-encoding"))
     }
 }

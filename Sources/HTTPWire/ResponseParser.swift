@@ -34,10 +34,7 @@ public final class ResponseParser {
     private let settings: UnsafeMutablePointer<http_parser_settings>
     private let limits: HTTPLimits
 
-    private var fields: [(name: String, value: String)] = []
-    private var field: [UInt8] = []
-    private var value: [UInt8] = []
-    private var inValue = false
+    private var fields = HeaderFieldAccumulator()
     private var headBytes = 0
     /// Field-name and value bytes of the head being read, counted as they arrive.
     private var fieldBytes = 0
@@ -116,6 +113,7 @@ public final class ResponseParser {
         guard let base = input.baseAddress, input.count > 0 else { return (.needMoreData, 0) }
         let scanningHead = !headDone
         let n = http_parser_execute(parser, settings, base.assumingMemoryBound(to: CChar.self), input.count)
+        fields.detach()
         if scanningHead {
             headBytes += n
         } else if chunkScanner != nil, let e = chunkScanner!.scan(UnsafeRawBufferPointer(rebasing: input[0..<n])) {
@@ -190,27 +188,23 @@ public final class ResponseParser {
     }
 
     private func onMessageBegin() -> Int32 {
-        fields.removeAll(keepingCapacity: true)
-        field.removeAll(keepingCapacity: true)
-        value.removeAll(keepingCapacity: true)
-        inValue = false
+        fields.reset()
         fieldBytes = 0
         return 0
     }
 
     private func onField(_ at: UnsafePointer<CChar>?, _ n: Int) -> Int32 {
-        if inValue, let e = flushField() {
+        if fields.inValue, let e = flushField() {
             violation = e
             return 1
         }
-        append(&field, at, n)
+        fields.appendName(at, n)
         fieldBytes += n
         return checkHeadSize()
     }
 
     private func onValue(_ at: UnsafePointer<CChar>?, _ n: Int) -> Int32 {
-        inValue = true
-        append(&value, at, n)
+        fields.appendValue(at, n)
         fieldBytes += n
         return checkHeadSize()
     }
@@ -223,24 +217,15 @@ public final class ResponseParser {
         return 0
     }
 
+    /// Finishes a field. One with an invalid name or value is dropped (as libcurl does), not
+    /// a reason to fail the response; too many fields are.
     private func flushField() -> WireError? {
-        defer {
-            field.removeAll(keepingCapacity: true)
-            value.removeAll(keepingCapacity: true)
-            inValue = false
-        }
-        var v = value[...]
-        while let last = v.last, last == 0x20 || last == 0x09 { v = v.dropLast() }
-        guard FramingRules.isValidFieldName(field), FramingRules.isValidFieldValue(v) else { return nil }
-        if fields.count >= limits.maxHeaderCount {
-            return WireError(.tooManyHeaders, status: 502, "the upstream response has more than \(limits.maxHeaderCount) header fields")
-        }
-        fields.append((String(decoding: field, as: UTF8.self), String(decoding: v, as: UTF8.self)))
-        return nil
+        guard fields.finishField(maxCount: limits.maxHeaderCount) == .tooMany else { return nil }
+        return WireError(.tooManyHeaders, status: 502, "the upstream response has more than \(limits.maxHeaderCount) header fields")
     }
 
     private func onHeadersComplete() -> Int32 {
-        if inValue || !field.isEmpty, let e = flushField() {
+        if fields.hasUnfinishedField, let e = flushField() {
             violation = e
             return -1
         }
@@ -249,12 +234,12 @@ public final class ResponseParser {
             // An interim response, read as a message without a body. A 101 with `Upgrade`
             // and `Connection: upgrade` stops the parser after its head: `parse` reports the
             // switch when an upgrade was asked for, and refuses it otherwise.
-            if status == 101 && parser.pointee.upgrade != 0 && upgradeExpected { switchedHead = HTTPHeaders(fields) }
+            if status == 101 && parser.pointee.upgrade != 0 && upgradeExpected { switchedHead = HTTPHeaders(fields.fields) }
             return 0
         }
         headDone = true
         chunkScanner = parser.pointee.flags & F_CHUNKED.rawValue != 0 && !noBody ? ChunkFramingScanner() : nil
-        pendingHead = (status, HTTPHeaders(fields))
+        pendingHead = (status, HTTPHeaders(fields.fields))
         http_parser_pause(parser, 1)
         // 1 tells http-parser that no body follows.
         return noBody ? 1 : 0
@@ -276,11 +261,6 @@ public final class ResponseParser {
         pendingEnd = http_should_keep_alive(parser) != 0
         http_parser_pause(parser, 1)
         return 0
-    }
-
-    private func append(_ buffer: inout [UInt8], _ at: UnsafePointer<CChar>?, _ n: Int) {
-        guard let at, n > 0 else { return }
-        at.withMemoryRebound(to: UInt8.self, capacity: n) { buffer.append(contentsOf: UnsafeBufferPointer(start: $0, count: n)) }
     }
 
     private static func error(for e: http_errno) -> WireError {

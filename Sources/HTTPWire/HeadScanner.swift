@@ -1,0 +1,60 @@
+/// Checks raw head bytes for what http-parser tolerates: NUL, bare CR, bare LF and
+/// obs-fold (a line starting with whitespace).
+struct HeadScanner {
+    private var previous: UInt8 = 0x0A
+    private var sawLineStart = true
+    private var inFirstLine = true
+    private var firstLineTail: [UInt8] = []
+    private var firstLineDropped = false
+
+    /// The bytes of the request line seen so far; empty once more than 32 have been seen.
+    var firstLineSoFar: [UInt8] { firstLineDropped ? [] : firstLineTail }
+
+    mutating func scan(_ bytes: UnsafeRawBufferPointer) -> WireError? {
+        for b in bytes {
+            if previous == 0x0D && b != 0x0A {
+                return WireError(.bareCarriageReturn, status: 400, "a CR is not followed by LF")
+            }
+            switch b {
+            case 0x00:
+                return WireError(.nulByte, status: 400, "the request head contains a NUL byte")
+            case 0x0A:
+                if previous != 0x0D && !sawLineStart {
+                    return WireError(.malformedRequest, status: 400, "a line ends in LF without CR")
+                }
+                if inFirstLine && !sawLineStart {
+                    inFirstLine = false
+                    if !HeadScanner.endsWithVersion(firstLineTail) {
+                        return WireError(.malformedRequest, status: 400, "the request line must end with HTTP/<digit>.<digit>")
+                    }
+                }
+            case 0x20, 0x09:
+                if previous == 0x0A && !sawLineStart {
+                    return WireError(.obsoleteLineFolding, status: 400, "a header line starts with whitespace (obs-fold)")
+                }
+            default:
+                break
+            }
+            if b != 0x0D && b != 0x0A { sawLineStart = false }
+            if inFirstLine && !sawLineStart && b != 0x0D {
+                firstLineTail.append(b)
+                if firstLineTail.count > 32 {
+                    firstLineTail.removeFirst(16)
+                    firstLineDropped = true
+                }
+            }
+            previous = b
+        }
+        return nil
+    }
+
+    /// Whether a request line ends in ` HTTP/d.d` (http-parser checks only the digits).
+    static func endsWithVersion(_ line: [UInt8]) -> Bool {
+        let suffix = Array(" HTTP/".utf8)
+        guard line.count >= suffix.count + 3 else { return false }
+        let tail = line.suffix(suffix.count + 3)
+        let digits = Array(tail.suffix(3))
+        return tail.prefix(suffix.count).elementsEqual(suffix) && (48...57).contains(digits[0]) && digits[1] == 0x2E
+            && (48...57).contains(digits[2])
+    }
+}

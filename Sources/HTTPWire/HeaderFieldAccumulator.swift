@@ -1,0 +1,131 @@
+/// The header fields of one message head as http-parser reports them: each name and each
+/// value in one piece or several (when the head arrives in several reads), then the next name
+/// or the end of the head finishing the field. Shared by ``RequestParser`` and
+/// ``ResponseParser``; which refusals fail a message is theirs to say.
+///
+/// A piece is borrowed from the input being parsed, not copied: a field that is finished
+/// within that input is copied once, into its `String`s. Whatever is unfinished when the input
+/// ends is copied by ``detach()``, which the parser calls after every `http_parser_execute`,
+/// before the input can go away.
+struct HeaderFieldAccumulator {
+    /// Why a finished field was not kept.
+    enum Refusal: Equatable {
+        /// The name is not an RFC 9110 token.
+        case invalidName
+        /// The value holds a control character (other than HTAB) or DEL.
+        case invalidValue
+        /// The head already has the most fields allowed.
+        case tooMany
+    }
+
+    /// The fields finished so far, in order, values without trailing white space.
+    private(set) var fields: [(name: String, value: String)] = []
+    private var name = Piece()
+    private var value = Piece()
+    /// Whether the current field's value has begun (the next name finishes the field).
+    private(set) var inValue = false
+
+    /// Whether a field has begun and is not finished.
+    var hasUnfinishedField: Bool { inValue || !name.isEmpty }
+
+    /// The bytes of the unfinished field.
+    var unfinishedBytes: Int { name.count + value.count }
+
+    /// Forgets everything, for the next message.
+    mutating func reset() {
+        if !fields.isEmpty { fields.removeAll(keepingCapacity: true) }
+        name.clear()
+        value.clear()
+        inValue = false
+    }
+
+    /// Adds a piece of the current field's name. The caller finishes the field first when
+    /// ``inValue`` (a name after a value starts the next field).
+    mutating func appendName(_ at: UnsafePointer<CChar>?, _ count: Int) {
+        name.append(at, count)
+    }
+
+    /// Adds a piece of the current field's value.
+    mutating func appendValue(_ at: UnsafePointer<CChar>?, _ count: Int) {
+        inValue = true
+        value.append(at, count)
+    }
+
+    /// Finishes the current field: keeps it when its name and value are valid and there is
+    /// room for it (fewer than `maxCount` fields), else says why not. Either way the next
+    /// field starts empty.
+    mutating func finishField(maxCount: Int) -> Refusal? {
+        let n = name
+        let v = value
+        let count = fields.count
+        name.clear()
+        value.clear()
+        inValue = false
+        var kept: (name: String, value: String)?
+        let refusal: Refusal? = n.withBytes { n in
+            v.withBytes { v in
+                guard FramingRules.isValidFieldName(n) else { return .invalidName }
+                guard FramingRules.isValidFieldValue(v) else { return .invalidValue }
+                if count >= maxCount { return .tooMany }
+                var end = v.count
+                while end > 0 && (v[end - 1] == 0x20 || v[end - 1] == 0x09) { end -= 1 }
+                kept = (String(decoding: n, as: UTF8.self), String(decoding: UnsafeBufferPointer(rebasing: v[..<end]), as: UTF8.self))
+                return nil
+            }
+        }
+        if let kept { fields.append(kept) }
+        return refusal
+    }
+
+    /// Copies what is borrowed from the input; call before the input goes away.
+    mutating func detach() {
+        name.detach()
+        value.detach()
+    }
+
+    /// Whether the unfinished field's name is `lowercased`, compared without case.
+    func unfinishedNameIs(_ lowercased: String) -> Bool {
+        name.withBytes { $0.elementsEqual(lowercased.utf8, by: { $0 | 0x20 == $1 }) }
+    }
+
+    /// A name or a value: borrowed from the input while it is one contiguous run of it,
+    /// owned once it is not (or once the input is about to go away).
+    private struct Piece {
+        private var owned: [UInt8] = []
+        /// Invariant: points into the input of the `http_parser_execute` call under way;
+        /// ``detach()`` runs before that call's input goes away.
+        private var borrowed: UnsafeBufferPointer<UInt8>?
+
+        var count: Int { owned.count + (borrowed?.count ?? 0) }
+        var isEmpty: Bool { count == 0 }
+
+        mutating func append(_ at: UnsafePointer<CChar>?, _ n: Int) {
+            guard let at, n > 0 else { return }
+            let start = UnsafeRawPointer(at).assumingMemoryBound(to: UInt8.self)
+            if let b = borrowed, let base = b.baseAddress, owned.isEmpty, base + b.count == start {
+                borrowed = UnsafeBufferPointer(start: base, count: b.count + n)
+            } else if borrowed == nil && owned.isEmpty {
+                borrowed = UnsafeBufferPointer(start: start, count: n)
+            } else {
+                detach()
+                owned.append(contentsOf: UnsafeBufferPointer(start: start, count: n))
+            }
+        }
+
+        mutating func detach() {
+            guard let b = borrowed else { return }
+            owned.append(contentsOf: b)
+            borrowed = nil
+        }
+
+        mutating func clear() {
+            borrowed = nil
+            if !owned.isEmpty { owned.removeAll(keepingCapacity: true) }
+        }
+
+        func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+            if let borrowed { return body(borrowed) }
+            return owned.withUnsafeBufferPointer(body)
+        }
+    }
+}
