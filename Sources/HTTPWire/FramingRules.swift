@@ -33,14 +33,25 @@ public enum FramingRules {
     /// Whether `name` is a valid field name: one or more `tchar`.
     @inlinable
     public static func isValidFieldName<C: Collection>(_ name: C) -> Bool where C.Element == UInt8 {
-        !name.isEmpty && name.allSatisfy(isTokenByte)
+        // Contiguous bytes (a native string's UTF-8, a buffer) take a plain loop.
+        if let valid = name.withContiguousStorageIfAvailable({ !$0.isEmpty && $0.allSatisfy(isTokenByte) }) {
+            return valid
+        }
+        return !name.isEmpty && name.allSatisfy(isTokenByte)
     }
 
     /// Whether `value` is a valid field value: visible characters, SP, HTAB and obs-text;
     /// no other control character, no DEL.
     @inlinable
     public static func isValidFieldValue<C: Collection>(_ value: C) -> Bool where C.Element == UInt8 {
-        value.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+        if let valid = value.withContiguousStorageIfAvailable({ $0.allSatisfy(isFieldValueByte) }) { return valid }
+        return value.allSatisfy(isFieldValueByte)
+    }
+
+    /// Whether `byte` may stand in a field value: visible, SP, HTAB or obs-text.
+    @inlinable
+    public static func isFieldValueByte(_ byte: UInt8) -> Bool {
+        byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
     }
 
     /// Checks the HTTP version of a request.
@@ -119,7 +130,8 @@ public enum FramingRules {
 
     /// Whether the connection stays open after this request (RFC 9112 §9.3).
     public static func keepAlive(headers: HTTPHeaders, major: Int, minor: Int) -> Bool {
-        let tokens = connectionTokens(headers)
+        if !headers.contains("connection") { return !(major == 1 && minor == 0) }
+        let tokens = connectionTokenList(headers)
         if tokens.contains("close") { return false }
         if major == 1 && minor == 0 { return tokens.contains("keep-alive") }
         return true
@@ -127,11 +139,29 @@ public enum FramingRules {
 
     /// The lower-cased tokens of every `Connection` header.
     public static func connectionTokens(_ headers: HTTPHeaders) -> Set<String> {
-        var out = Set<String>()
-        for v in headers[all: "connection"] {
-            for part in v.split(separator: ",") {
-                let t = trimOWS(String(part)).asciiLowercased
-                if !t.isEmpty { out.insert(t) }
+        Set(connectionTokenList(headers))
+    }
+
+    /// The lower-cased tokens of every `Connection` header, in order, without building a set
+    /// (most messages name one or two).
+    public static func connectionTokenList(_ headers: HTTPHeaders) -> [String] {
+        var out: [String] = []
+        for field in headers.fields where field.name.caseInsensitiveEquals("connection") {
+            var value = field.value
+            value.withUTF8 { bytes in
+                var start = 0
+                while start <= bytes.count {
+                    var end = start
+                    while end < bytes.count && bytes[end] != UInt8(ascii: ",") { end += 1 }
+                    var lo = start
+                    var hi = end
+                    while lo < hi && (bytes[lo] == 0x20 || bytes[lo] == 0x09) { lo += 1 }
+                    while hi > lo && (bytes[hi - 1] == 0x20 || bytes[hi - 1] == 0x09) { hi -= 1 }
+                    if lo < hi {
+                        out.append(String(decoding: bytes[lo..<hi].lazy.map { $0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0 }, as: UTF8.self))
+                    }
+                    start = end + 1
+                }
             }
         }
         return out

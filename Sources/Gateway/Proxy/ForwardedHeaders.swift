@@ -8,21 +8,29 @@ public enum ForwardedHeaders {
         "proxy-authenticate", "proxy-authorization",
     ]
 
-    /// `hopByHop` as a list, for comparisons that allocate nothing.
-    private static let hopByHopNames = Array(hopByHop)
+    /// `hopByHop`, looked up without allocating.
+    private static let hopByHopSet = HeaderNameSet(hopByHop)
 
     /// `headers` without hop-by-hop fields, the fields named in `Connection`, and `extra`
     /// (lower-case names).
     public static func strip(_ headers: HTTPHeaders, alsoRemoving extra: [String] = []) -> HTTPHeaders {
-        // Most requests name nothing in `Connection`; only then is a set of tokens built.
-        let named = headers.contains("connection") ? Array(FramingRules.connectionTokens(headers)) : []
-        func removed(_ name: String) -> Bool {
-            hopByHopNames.contains { name.caseInsensitiveEquals($0) } || extra.contains { name.caseInsensitiveEquals($0) }
-                || named.contains { name.caseInsensitiveEquals($0) }
+        strip(headers, removing: extra.isEmpty ? hopByHopSet : hopByHopSet.adding(extra))
+    }
+
+    /// `headers` without the fields in `removed` (hop-by-hop ones among them) and those
+    /// named in `Connection`.
+    static func strip(_ headers: HTTPHeaders, removing removed: HeaderNameSet) -> HTTPHeaders {
+        // Most messages name nothing in `Connection` but `keep-alive` or `close`.
+        var named: [String] = []
+        if headers.contains("connection") {
+            named = FramingRules.connectionTokenList(headers).filter { !removed.contains($0) }
         }
         var out = HTTPHeaders()
         out.reserveCapacity(headers.count + 5)
-        for field in headers.fields where !removed(field.name) { out.add(name: field.name, value: field.value) }
+        for field in headers.fields where !removed.contains(field.name) {
+            if !named.isEmpty && named.contains(where: { field.name.caseInsensitiveEquals($0) }) { continue }
+            out.add(name: field.name, value: field.value)
+        }
         return out
     }
 
@@ -38,7 +46,7 @@ public enum ForwardedHeaders {
         _ headers: HTTPHeaders, clientAddress: String, upstreamAuthority: String, removeAuthorization: Bool,
         trustedProxies: Set<String> = []
     ) -> HTTPHeaders {
-        var out = strip(headers, alsoRemoving: removeAuthorization ? requestRemovalsWithAuthorization : requestRemovals)
+        var out = strip(headers, removing: removeAuthorization ? requestRemovalsWithAuthorization : requestRemovals)
         out.add(name: "Host", value: upstreamAuthority)
         let ip = clientIP(clientAddress)
         let prior = trustedProxies.contains(ip) ? headers[all: "x-forwarded-for"] : []
@@ -49,14 +57,15 @@ public enum ForwardedHeaders {
         return out
     }
 
-    private static let requestRemovals = [
+    private static let requestRemovals = hopByHopSet.adding([
         "content-length", "expect", "host", "x-forwarded-proto", "x-forwarded-host", "x-forwarded-for", "via",
-    ]
-    private static let requestRemovalsWithAuthorization = requestRemovals + ["authorization"]
+    ])
+    private static let requestRemovalsWithAuthorization = requestRemovals.adding(["authorization"])
+    private static let responseRemovals = hopByHopSet.adding(["via"])
 
     /// The header fields sent to the client for an upstream response.
     public static func clientResponse(_ headers: HTTPHeaders) -> HTTPHeaders {
-        var out = strip(headers, alsoRemoving: ["via"])
+        var out = strip(headers, removing: responseRemovals)
         appendVia(&out, prior: priorHops(headers))
         return out
     }
@@ -65,7 +74,7 @@ public enum ForwardedHeaders {
     private static func priorHops(_ headers: HTTPHeaders) -> [String] {
         let prior = headers[all: "via"]
         if prior.isEmpty || !headers.contains("connection") { return prior }
-        return FramingRules.connectionTokens(headers).contains("via") ? [] : prior
+        return FramingRules.connectionTokenList(headers).contains("via") ? [] : prior
     }
 
     /// Adds one `Via` holding the earlier hops (already removed from `headers`) and this one.

@@ -44,6 +44,14 @@ public struct ProxyRoute: Sendable, Equatable {
     /// Whether `path` is under this route's prefix (at a segment boundary).
     /// Compares bytes: paths are matched as sent, with no Unicode normalisation.
     public func matches(_ path: Substring) -> Bool {
+        var prefix = self.prefix
+        let contiguous = prefix.withUTF8 { pre in
+            path.utf8.withContiguousStorageIfAvailable { p -> Bool in
+                guard p.count >= pre.count, pre.elementsEqual(UnsafeBufferPointer(rebasing: p[..<pre.count])) else { return false }
+                return pre.last == UInt8(ascii: "/") || p.count == pre.count || p[pre.count] == UInt8(ascii: "/")
+            }
+        }
+        if let contiguous { return contiguous }
         let p = path.utf8
         let prefixBytes = prefix.utf8
         guard p.starts(with: prefixBytes) else { return false }

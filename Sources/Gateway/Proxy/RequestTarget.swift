@@ -14,12 +14,13 @@ public struct RequestTarget: Sendable, Equatable {
     /// upstream could resolve outside the route (see ``escapeProblem(in:)``).
     public init(_ target: String) throws(WireError) {
         var t = target[...]
-        if t.hasPrefix("http://") || t.hasPrefix("https://") {
+        // Origin-form (`/…`), nearly every request, is told by its first byte.
+        if t.utf8.first != UInt8(ascii: "/") && (t.hasPrefix("http://") || t.hasPrefix("https://")) {
             let afterScheme = t[t.index(after: t.firstIndex(of: ":")!)...].dropFirst(2)
             t = afterScheme.firstIndex(where: { $0 == "/" || $0 == "?" }).map { afterScheme[$0...] } ?? "/"
             if t.hasPrefix("?") { t = "/" + t }
         }
-        guard t.hasPrefix("/") else {
+        guard t.utf8.first == UInt8(ascii: "/") else {
             throw WireError(.invalidTarget, status: 400, "the request target must be a path (origin-form) or an absolute URL")
         }
         // Scan bytes, not Characters: a target is ASCII on the wire (the parser checked).
