@@ -109,11 +109,11 @@ public enum FramingRules {
 
     /// Checks the `Host` header: exactly one on HTTP/1.1, at most one on HTTP/1.0.
     public static func checkHost(headers: HTTPHeaders, major: Int, minor: Int) throws(WireError) {
-        let hosts = headers[all: "host"]
-        if hosts.count > 1 {
+        let hosts = headers.count(of: "host")
+        if hosts > 1 {
             throw WireError(.duplicateHost, status: 400, "more than one Host header")
         }
-        if hosts.isEmpty && major == 1 && minor == 1 {
+        if hosts == 0 && major == 1 && minor == 1 {
             throw WireError(.missingHost, status: 400, "an HTTP/1.1 request needs a Host header")
         }
     }

@@ -33,6 +33,8 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
 
     /// Removes every field called `name`.
     public mutating func remove(name: String) {
+        // Most calls find nothing to remove: then the fields are not even copied.
+        guard fields.contains(where: { $0.name.caseInsensitiveEquals(name) }) else { return }
         fields.removeAll { $0.name.caseInsensitiveEquals(name) }
     }
 
@@ -44,6 +46,13 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     /// Every value of `name`, in order.
     public subscript(all name: String) -> [String] {
         fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+    }
+
+    /// How many fields are called `name`.
+    public func count(of name: String) -> Int {
+        var n = 0
+        for field in fields where field.name.caseInsensitiveEquals(name) { n += 1 }
+        return n
     }
 
     /// Whether a field called `name` is present.

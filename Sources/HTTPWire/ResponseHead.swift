@@ -16,18 +16,28 @@ public struct ResponseHead: Sendable, Equatable {
     /// Field names and values are written as given; callers validate what they did not
     /// create themselves (``FramingRules/isValidFieldValue(_:)``).
     public func serialize(into out: inout [UInt8]) {
-        out.append(contentsOf: "HTTP/1.1 ".utf8)
-        out.append(contentsOf: String(status).utf8)
-        out.append(0x20)
-        out.append(contentsOf: ResponseHead.reason(for: status).utf8)
-        out.append(contentsOf: "\r\n".utf8)
-        for (name, value) in headers {
-            out.append(contentsOf: name.utf8)
-            out.append(contentsOf: ": ".utf8)
-            out.append(contentsOf: value.utf8)
-            out.append(contentsOf: "\r\n".utf8)
+        out.appendUTF8("HTTP/1.1 ")
+        if (100...999).contains(status) {
+            out.append(UInt8(48 + status / 100))
+            out.append(UInt8(48 + status / 10 % 10))
+            out.append(UInt8(48 + status % 10))
+        } else {
+            out.appendUTF8(String(status))
         }
-        out.append(contentsOf: "\r\n".utf8)
+        out.append(0x20)
+        out.appendUTF8(ResponseHead.reason(for: status))
+        out.append(0x0D)
+        out.append(0x0A)
+        for field in headers.fields {
+            out.appendUTF8(field.name)
+            out.append(0x3A)
+            out.append(0x20)
+            out.appendUTF8(field.value)
+            out.append(0x0D)
+            out.append(0x0A)
+        }
+        out.append(0x0D)
+        out.append(0x0A)
     }
 
     /// Whether a response with this status may carry a body (RFC 9110 §6.4.1).
@@ -92,4 +102,13 @@ public enum ChunkedEncoding {
 
     /// The last chunk and the empty trailer section.
     public static let terminator: [UInt8] = Array("0\r\n\r\n".utf8)
+}
+
+extension [UInt8] {
+    /// Appends the UTF-8 of `s` in one copy (a native string's bytes are contiguous).
+    @inlinable
+    public mutating func appendUTF8(_ s: String) {
+        var s = s
+        s.withUTF8 { append(contentsOf: $0) }
+    }
 }

@@ -73,6 +73,7 @@ extension Connection.StateMachine {
         }
         if !ex.keepAlive { h.add(name: "Connection", value: "close") }
         var out: [UInt8] = []
+        out.reserveCapacity(256)
         ResponseHead(status: status, headers: h).serialize(into: &out)
         // Held until the first body bytes or the end of this loop turn, so a small
         // response leaves in one write.

@@ -117,8 +117,13 @@ public final class UpstreamClient: @unchecked Sendable {
         {
             do throws(RuntimeError) {
                 let head = try HTTP1RequestHead.make(request, target: target, origin: origin)
-                let pool = http1Pools[origin] ?? HTTP1Pool(client: self, origin: origin)
-                http1Pools[origin] = pool
+                let pool: HTTP1Pool
+                if let existing = http1Pools[origin] {
+                    pool = existing
+                } else {
+                    pool = HTTP1Pool(client: self, origin: origin)
+                    http1Pools[origin] = pool
+                }
                 let exchange = HTTP1Exchange(request: request, head: head, pool: pool, handler: handler)
                 pool.start(exchange)
                 return exchange

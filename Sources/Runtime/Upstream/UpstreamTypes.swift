@@ -90,10 +90,12 @@ extension UpstreamRequest {
     /// sends a byte.
     func checkHeaderFields() throws(RuntimeError) {
         for field in headers.fields {
-            guard FramingRules.isValidFieldName(field.name.utf8) else {
+            var name = field.name
+            var value = field.value
+            guard name.withUTF8({ FramingRules.isValidFieldName($0) }) else {
                 throw .upstream(.invalidRequest, "a request header name is not an HTTP token; nothing was sent")
             }
-            guard FramingRules.isValidFieldValue(field.value.utf8) else {
+            guard value.withUTF8({ FramingRules.isValidFieldValue($0) }) else {
                 throw .upstream(
                     .invalidRequest, "the value of the request header \(field.name) contains a control character; nothing was sent")
             }

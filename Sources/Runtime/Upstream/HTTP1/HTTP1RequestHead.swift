@@ -38,10 +38,10 @@ struct HTTP1RequestHead {
         }
         var out: [UInt8] = []
         out.reserveCapacity(256)
-        append(request.method, to: &out)
+        out.appendUTF8(request.method)
         out.append(0x20)
-        append(target, to: &out)
-        out.append(contentsOf: " HTTP/1.1\r\n".utf8)
+        out.appendUTF8(target)
+        out.appendUTF8(" HTTP/1.1\r\n")
         try request.checkHeaderFields()
         var hasHost = false
         for field in request.headers.fields {
@@ -55,35 +55,29 @@ struct HTTP1RequestHead {
             default:
                 break
             }
-            append(field.name, to: &out)
+            out.appendUTF8(field.name)
             out.append(0x3A)
             out.append(0x20)
-            append(field.value, to: &out)
+            out.appendUTF8(field.value)
             out.append(0x0D)
             out.append(0x0A)
         }
         if !hasHost {
-            out.append(contentsOf: "Host: ".utf8)
-            append(origin.authority, to: &out)
-            out.append(contentsOf: "\r\n".utf8)
+            out.appendUTF8("Host: ")
+            out.appendUTF8(origin.authority)
+            out.appendUTF8("\r\n")
         }
         switch framing {
         case .none: break
         case .length(let n):
-            out.append(contentsOf: "Content-Length: ".utf8)
-            out.append(contentsOf: String(n).utf8)
-            out.append(contentsOf: "\r\n".utf8)
+            out.appendUTF8("Content-Length: ")
+            out.appendUTF8(String(n))
+            out.appendUTF8("\r\n")
         case .chunked:
-            out.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8)
+            out.appendUTF8("Transfer-Encoding: chunked\r\n")
         }
         out.append(0x0D)
         out.append(0x0A)
         return HTTP1RequestHead(bytes: out, framing: framing)
-    }
-
-    /// Appends the UTF-8 of `s` in one copy.
-    private static func append(_ s: String, to out: inout [UInt8]) {
-        var s = s
-        s.withUTF8 { out.append(contentsOf: $0) }
     }
 }
