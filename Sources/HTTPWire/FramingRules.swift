@@ -146,6 +146,13 @@ public enum FramingRules {
     /// (most messages name one or two).
     public static func connectionTokenList(_ headers: HTTPHeaders) -> [String] {
         var out: [String] = []
+        forEachConnectionToken(headers) { out.append(String(decoding: $0, as: UTF8.self).asciiLowercased) }
+        return out
+    }
+
+    /// Calls `body` with the bytes of each token of every `Connection` header, in order, as
+    /// sent (not lower-cased) and without white space; makes no string.
+    public static func forEachConnectionToken(_ headers: HTTPHeaders, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
         for field in headers.fields where field.name.caseInsensitiveEquals("connection") {
             var value = field.value
             value.withUTF8 { bytes in
@@ -157,14 +164,11 @@ public enum FramingRules {
                     var hi = end
                     while lo < hi && (bytes[lo] == 0x20 || bytes[lo] == 0x09) { lo += 1 }
                     while hi > lo && (bytes[hi - 1] == 0x20 || bytes[hi - 1] == 0x09) { hi -= 1 }
-                    if lo < hi {
-                        out.append(String(decoding: bytes[lo..<hi].lazy.map { $0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0 }, as: UTF8.self))
-                    }
+                    if lo < hi { body(UnsafeBufferPointer(rebasing: bytes[lo..<hi])) }
                     start = end + 1
                 }
             }
         }
-        return out
     }
 
     /// `s` without leading and trailing SP / HTAB.

@@ -25,18 +25,21 @@ public struct HeaderNameSet: Sendable {
     /// Whether `name` is in the set, compared without ASCII case.
     public func contains(_ name: String) -> Bool {
         let count = name.utf8.count
-        guard count < byLength.count else { return false }
-        let candidates = byLength[count]
-        if candidates.isEmpty { return false }
+        guard count < byLength.count, !byLength[count].isEmpty else { return false }
         var name = name
-        return name.withUTF8 { bytes in
-            candidates.contains { candidate in
-                for i in 0..<count {
-                    let b = bytes[i]
-                    if (b >= 65 && b <= 90 ? b | 0x20 : b) != candidate[i] { return false }
-                }
-                return true
+        return name.withUTF8 { contains($0) }
+    }
+
+    /// Whether the name spelled by `bytes` is in the set, compared without ASCII case.
+    public func contains(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let count = bytes.count
+        guard count < byLength.count else { return false }
+        return byLength[count].contains { candidate in
+            for i in 0..<count {
+                let b = bytes[i]
+                if (b >= 65 && b <= 90 ? b | 0x20 : b) != candidate[i] { return false }
             }
+            return true
         }
     }
 }

@@ -23,7 +23,9 @@ public enum ForwardedHeaders {
         // Most messages name nothing in `Connection` but `keep-alive` or `close`.
         var named: [String] = []
         if headers.contains("connection") {
-            named = FramingRules.connectionTokenList(headers).filter { !removed.contains($0) }
+            FramingRules.forEachConnectionToken(headers) { token in
+                if !removed.contains(token) { named.append(String(decoding: token, as: UTF8.self).asciiLowercased) }
+            }
         }
         var out = HTTPHeaders()
         out.reserveCapacity(headers.count + 5)
@@ -84,10 +86,12 @@ public enum ForwardedHeaders {
 
     /// The IP part of `ip:port` or `[ip]:port`.
     static func clientIP(_ address: String) -> String {
-        if address.hasPrefix("["), let end = address.firstIndex(of: "]") {
-            return String(address[address.index(after: address.startIndex)..<end])
+        // Bytes, not Characters: an address is ASCII.
+        let u = address.utf8
+        if u.first == UInt8(ascii: "["), let end = u.firstIndex(of: UInt8(ascii: "]")) {
+            return String(Substring(u[u.index(after: u.startIndex)..<end]))
         }
-        if let colon = address.lastIndex(of: ":") { return String(address[..<colon]) }
+        if let colon = u.lastIndex(of: UInt8(ascii: ":")) { return String(Substring(u[..<colon])) }
         return address
     }
 }

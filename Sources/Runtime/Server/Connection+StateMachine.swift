@@ -55,7 +55,7 @@ extension Connection {
             guard phase == .idle else { return [] }
             phase = .open
             lastActivity = now
-            var actions: [Action] = []
+            var actions = Action.list()
             guard admitted else {
                 fail(WireError(.overloaded, status: 503, "the server is at its connection limit"), now: now, &actions)
                 return actions
@@ -70,7 +70,7 @@ extension Connection {
             // While lingering (or closing) input is read and discarded.
             guard phase == .open else { return [] }
             lastActivity = now
-            var actions: [Action] = []
+            var actions = Action.list()
             if timer == .keepAlive { setTimer(.head, now: now, &actions) }
             actions.append(.consumeInput)
             return actions
@@ -79,7 +79,7 @@ extension Connection {
         /// The shell now holds `count` unparsed bytes after a read.
         mutating func inputHeld(_ count: Int) -> [Action] {
             pendingBytes = count
-            var actions: [Action] = []
+            var actions = Action.list()
             if count > configuration.pendingLimit { pauseReading(&actions) }
             return actions
         }
@@ -87,7 +87,7 @@ extension Connection {
         /// The shell parsed what it could of its held input; `count` bytes are left.
         mutating func pendingDrained(_ count: Int, now: UInt64) -> [Action] {
             pendingBytes = count
-            var actions: [Action] = []
+            var actions = Action.list()
             if count <= configuration.pendingLimit && !consumerBehind { resumeReading(now: now, &actions) }
             return actions
         }
@@ -118,7 +118,7 @@ extension Connection {
         mutating func receivedBody(_ count: Int, now: UInt64) -> [Action] {
             guard acceptsRequestBytes, var ex = exchange else { return [] }
             if ex.hasStream { return [.appendToStream] }
-            var actions: [Action] = []
+            var actions = Action.list()
             if case .buffer(let max) = ex.body, ex.buffered + count > max {
                 fail(WireError(.bodyTooLarge, status: 413, "the request body exceeds \(max) bytes"), now: now, &actions)
                 return actions
@@ -135,7 +135,7 @@ extension Connection {
             ex.reserved -= count
             ex.buffered -= count
             exchange = ex
-            var actions: [Action] = []
+            var actions = Action.list()
             fail(
                 WireError(.overloaded, status: 503, "the server holds too many request bodies in memory; retry later"),
                 now: now, &actions)
@@ -145,7 +145,7 @@ extension Connection {
         /// The body stream holds more than its high-water mark.
         mutating func streamFull() -> [Action] {
             consumerBehind = true
-            var actions: [Action] = []
+            var actions = Action.list()
             pauseReading(&actions)
             return actions
         }
@@ -153,7 +153,7 @@ extension Connection {
         /// The body stream's consumer took what it held.
         mutating func streamDrained(now: UInt64) -> [Action] {
             consumerBehind = false
-            var actions: [Action] = []
+            var actions = Action.list()
             if pendingBytes <= configuration.pendingLimit { resumeReading(now: now, &actions) }
             return actions
         }
@@ -162,7 +162,7 @@ extension Connection {
         mutating func receivedEnd(now: UInt64) -> [Action] {
             guard acceptsRequestBytes, var ex = exchange else { return [] }
             ex.requestEnded = true
-            var actions: [Action] = []
+            var actions = Action.list()
             setTimer(.none, now: now, &actions)
             if ex.hasStream {
                 actions.append(.finishBodyStream)
@@ -175,7 +175,7 @@ extension Connection {
 
         /// The parser refused the input.
         mutating func parseFailed(_ error: WireError, now: UInt64) -> [Action] {
-            var actions: [Action] = []
+            var actions = Action.list()
             fail(error, now: now, &actions)
             return actions
         }
@@ -184,7 +184,7 @@ extension Connection {
 
         /// The timer fired.
         mutating func timerFired(now: UInt64) -> [Action] {
-            var actions: [Action] = []
+            var actions = Action.list()
             switch timer {
             case .none:
                 break
@@ -210,7 +210,7 @@ extension Connection {
         /// The client closed its side or the read failed: a client that half-closes has
         /// nothing more to say.
         mutating func peerClosed() -> [Action] {
-            var actions: [Action] = []
+            var actions = Action.list()
             close(&actions)
             return actions
         }
@@ -218,7 +218,7 @@ extension Connection {
         /// Closes at once, dropping unsent bytes (the client went away, a write or a libuv
         /// call failed, the response cannot be completed, the server is stopping).
         mutating func abort() -> [Action] {
-            var actions: [Action] = []
+            var actions = Action.list()
             close(&actions)
             return actions
         }

@@ -48,7 +48,7 @@ extension Connection.StateMachine {
         if hasBody && !ex.isHead { out.append(contentsOf: body) }
         ex.response = .done
         exchange = ex
-        var actions: [Action] = []
+        var actions = Action.list()
         write(out, &actions)
         responseDone(now: now, &actions)
         return actions
@@ -95,14 +95,14 @@ extension Connection.StateMachine {
         ex.keepAlive = false
         exchange = ex
         phase = .tunnel
-        var actions: [Action] = []
+        var actions = Action.list()
         setTimer(.none, now: 0, &actions)
         return (true, actions)
     }
 
     /// The end of the loop turn that held a response head: send it if still held.
     mutating func flushHeldHead() -> [Action] {
-        var actions: [Action] = []
+        var actions = Action.list()
         if heldHead != nil { write([], &actions) }
         return actions
     }
@@ -112,7 +112,7 @@ extension Connection.StateMachine {
         guard isStreaming(sequence), case .streaming(let chunked, let bodyless) = exchange?.response, !bodyless,
             !bytes.isEmpty
         else { return [] }
-        var actions: [Action] = []
+        var actions = Action.list()
         if chunked {
             var out = ChunkedEncoding.chunkHeader(bytes.count)
             out.reserveCapacity(out.count + bytes.count + 2)
@@ -129,7 +129,7 @@ extension Connection.StateMachine {
     mutating func end(_ sequence: Int, now: UInt64) -> [Action] {
         guard isStreaming(sequence), var ex = exchange, case .streaming(let chunked, let bodyless) = ex.response
         else { return [] }
-        var actions: [Action] = []
+        var actions = Action.list()
         if chunked && !bodyless { write(ChunkedEncoding.terminator, &actions) } else if heldHead != nil { write([], &actions) }
         ex.response = .done
         exchange = ex
@@ -144,7 +144,7 @@ extension Connection.StateMachine {
     mutating func writeCompleted(failed: Bool, queuedBytes: Int, now: UInt64) -> [Action] {
         guard phase != .closed else { return [] }
         writesInFlight -= 1
-        var actions: [Action] = []
+        var actions = Action.list()
         if failed {
             close(&actions)
             return actions

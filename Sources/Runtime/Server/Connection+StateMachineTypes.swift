@@ -92,6 +92,14 @@ extension Connection.StateMachine {
 
     /// What the I/O shell does, in order.
     enum Action: Equatable {
+        /// An empty list with room for the few actions one event returns, so that appending
+        /// them allocates once.
+        static func list() -> [Action] {
+            var actions: [Action] = []
+            actions.reserveCapacity(4)
+            return actions
+        }
+
         /// Sends these bytes (after anything sent before).
         case write([UInt8])
         /// Stops reading from the client.
