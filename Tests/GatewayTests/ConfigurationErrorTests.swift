@@ -34,7 +34,7 @@ import Testing
     }
 
     @Test func everyCodeHasItsOwnKebabCaseName() {
-        let names = ConfigurationError.Code.all.map(\.description)
+        let names = ConfigurationError.Code.allCases.map(\.description)
         #expect(Set(names).count == names.count)
         #expect(names.allSatisfy { $0.allSatisfy { $0.isLowercase || $0 == "-" } && !$0.hasPrefix("-") })
         #expect(ConfigurationError.Code.invalidValue.description == "invalid-value")
