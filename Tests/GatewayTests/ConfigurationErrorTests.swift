@@ -1,6 +1,9 @@
 import AuthCore
 import Foundation
 import Gateway
+import Glibc
+import Logging
+import TestSupport
 import Testing
 
 /// A configuration error carries a stable code and the field at fault as values (nothing
@@ -207,6 +210,39 @@ import Testing
             })
         #expect(badKey.code == .invalidValue && badKey.field == "AUTHGATE_STORE_KEY")
         #expect(!badKey.description.contains(key))
+    }
+
+    @Test func aStoreThatCannotBeReachedIsAConfigurationErrorNamingTheFieldNotThePassword() async throws {
+        // Bound and not listening: a connection to it is refused, and nothing else can take the port.
+        let fd = socket(AF_INET, streamSocketType, 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        try #require(bound)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let root = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let password = "db-password-\(UUID().uuidString)"
+        FileManager.default.createFile(atPath: root + "/db-password", contents: Data(password.utf8))
+        let c = try GatewayConfigurationTests.load {
+            $0["store"] = [
+                "kind": "postgres", "url": "postgres://authgate@127.0.0.1:\(port)/authgate", "tlsMode": "disable",
+                "passwordFile": root + "/db-password",
+            ]
+        }
+        let error = try #require(
+            await #expect(throws: ConfigurationError.self) {
+                _ = try await GatewayStores.open(
+                    c, key: TokenStoreKey.random(), logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+            })
+        #expect(error.code == .storeUnavailable && error.field == "store.url", "\(error)")
+        #expect(error.description.hasPrefix("store.url: ") && error.underlying != nil)
+        #expect(!error.description.contains(password))
     }
 
     @Test func anotherErrorMetWhileReadingIsKeptUnderneath() {
