@@ -64,7 +64,7 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
 
     /// This error attributed to the layer that set its field (a variable or a flag; any
     /// other source leaves it as it is).
-    public func setBy(_ source: ConfigurationSource) -> ConfigurationError {
+    public func attributed(to source: ConfigurationSource) -> ConfigurationError {
         guard source.isVariableOrFlag else { return self }
         return ConfigurationError(code, field: field, message, underlying: underlying, source: source)
     }

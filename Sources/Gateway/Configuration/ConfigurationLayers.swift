@@ -88,7 +88,8 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
                         + "configuration (adminTokenFile, authorization.clientSecretFile, keyFile), or use AUTHGATE_STORE_KEY")
             }
             guard let path, !path.isEmpty else {
-                throw ConfigurationError(.unknownField, field: name, "unknown flag \(name): no configuration field has that name (see --help)")
+                throw ConfigurationError(
+                    .unknownField, field: name, "unknown flag \(name): no configuration field has that name (see --help)")
             }
             paths.insert(path)
             flagNames[path] = name

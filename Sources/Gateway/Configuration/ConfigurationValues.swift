@@ -99,7 +99,8 @@ public enum ConfigurationValues {
                 })
         default:
             throw ConfigurationError(
-                .invalidValue, field: field, "\(name): this field takes a JSON \(node == .map ? "object" : "value"), such as {…} or […]")
+                .invalidValue, field: field,
+                "\(name): this field takes a JSON \(node == .map ? "object" : "value"), such as {…} or […]")
         }
     }
 

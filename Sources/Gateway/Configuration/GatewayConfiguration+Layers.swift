@@ -32,7 +32,7 @@ extension GatewayConfiguration {
     static func attributed(_ error: ConfigurationError, _ sources: [String: ConfigurationSource]) -> ConfigurationError {
         var candidate = error.field ?? ""
         while !candidate.isEmpty {
-            if let source = sources[candidate] { return error.setBy(source) }
+            if let source = sources[candidate] { return error.attributed(to: source) }
             guard let cut = candidate.lastIndex(where: { $0 == "." || $0 == "[" }) else { break }
             candidate = String(candidate[..<cut])
         }

@@ -67,7 +67,8 @@ extension GatewayConfiguration {
                 if unix.utf8.contains(0) { return .invalid("\(field).unix", "must not contain a NUL byte") }
                 let bytes = unix.utf8.count
                 if bytes > ListenAddress.maxUnixPathBytes {
-                    return .invalid("\(field).unix", "is \(bytes) bytes long; a socket path has at most \(ListenAddress.maxUnixPathBytes)")
+                    return .invalid(
+                        "\(field).unix", "is \(bytes) bytes long; a socket path has at most \(ListenAddress.maxUnixPathBytes)")
                 }
                 guard let bits = unixMode else {
                     return .invalid("\(field).mode", "must be octal digits no wider than 0777, such as \"0600\" or \"0660\"")

@@ -75,8 +75,8 @@ extension GatewayConfiguration {
                 throw .invalid("store.tlsMode", "must be disable, prefer or require")
             }
             if let lease = store.leaseSeconds, !Store.leaseSecondsRange.contains(lease) {
-                throw .invalid(
-                    "store.leaseSeconds", "must be \(Store.leaseSecondsRange.lowerBound)…\(Store.leaseSecondsRange.upperBound) (seconds)")
+                let range = Store.leaseSecondsRange
+                throw .invalid("store.leaseSeconds", "must be \(range.lowerBound)…\(range.upperBound) (seconds)")
             }
         default:
             throw .invalid("store.kind", "must be file or postgres")
