@@ -214,17 +214,8 @@ import Testing
 
     @Test func aStoreThatCannotBeReachedIsAConfigurationErrorNamingTheFieldNotThePassword() async throws {
         // Bound and not listening: a connection to it is refused, and nothing else can take the port.
-        let fd = socket(AF_INET, streamSocketType, 0)
+        let (fd, port) = try refusingLoopbackPort()
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        try #require(bound)
-        let port = Int(UInt16(bigEndian: address.sin_port))
         let root = Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let password = "db-password-\(UUID().uuidString)"
