@@ -43,7 +43,7 @@ struct Serve: ParsableCommand {
             var file: (path: String, data: Data)?
             if let config {
                 guard let data = FileManager.default.contents(atPath: config) else {
-                    throw ConfigurationError("--config: cannot read \(config)")
+                    throw ConfigurationError.unreadable("--config", path: config)
                 }
                 file = (config, data)
             }
@@ -61,7 +61,7 @@ struct Serve: ParsableCommand {
             do {
                 try StateDirectory.prepare(configuration.stateDirectory, create: !checkConfig && !printConfig)
             } catch {
-                throw ConfigurationError("stateDirectory: \(error)")
+                throw error.prefixed(with: "stateDirectory")
             }
         } catch {
             FileHandle.standardError.write(Data("authgate: configuration error: \(error)\n".utf8))
@@ -139,7 +139,7 @@ struct Serve: ParsableCommand {
             var file: (path: String, data: Data)?
             if let path {
                 guard let data = FileManager.default.contents(atPath: path) else {
-                    throw ConfigurationError("--config: cannot read \(path)")
+                    throw ConfigurationError.unreadable("--config", path: path)
                 }
                 file = (path, data)
             }

@@ -25,7 +25,10 @@ final class TraceExport: Sendable {
     /// for. Throws when the `OTEL_*` variables name something this build cannot do.
     static func start(environment: [String: String], logger: Logger) throws -> TraceExport? {
         guard TracingSwitch.exportRequested(environment: environment) else { return nil }
-        if let problem = TracingSwitch.unsupported(environment: environment) { throw ConfigurationError(problem) }
+        if let problem = TracingSwitch.unsupported(environment: environment) {
+            // The problem starts with the variable at fault: `OTEL_TRACES_SAMPLER=…: not supported`.
+            throw ConfigurationError(.unsupported, field: String(problem.prefix { $0 != "=" }), problem)
+        }
         #if canImport(OTel)
         var configuration = OTel.Configuration.default
         configuration.serviceName = "authgate"  // OTEL_SERVICE_NAME overrides it
@@ -39,7 +42,8 @@ final class TraceExport: Sendable {
             group: ServiceGroup(configuration: ServiceGroupConfiguration(services: [backend.service], logger: logger)))
         #else
         // A build without swift-otel (the TSan build): export cannot be honoured.
-        throw ConfigurationError("OTEL_TRACES_EXPORTER: this build has no span exporter (built without swift-otel)")
+        throw ConfigurationError.at(
+            "OTEL_TRACES_EXPORTER", .unsupported, "this build has no span exporter (built without swift-otel)")
         #endif
     }
 

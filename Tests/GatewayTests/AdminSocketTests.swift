@@ -66,7 +66,10 @@ import Testing
 
     @Test func aGatewayWhoseSocketDirectoryIsMissingDoesNotStart() async throws {
         try await Stack.run { stack in
-            await #expect(throws: ConfigurationError("admin.unix: the directory /nonexistent-authgate does not exist")) {
+            await #expect(
+                throws: ConfigurationError(
+                    .unusablePath, field: "admin.unix", "admin.unix: the directory /nonexistent-authgate does not exist")
+            ) {
                 try await stack.startGateway { $0.admin = .init(unix: "/nonexistent-authgate/admin.sock") }
             }
         }

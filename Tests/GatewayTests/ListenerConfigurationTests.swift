@@ -139,7 +139,10 @@ import Testing
 
     @Test func theSocketDirectoryMustExist() throws {
         let c = try GatewayConfigurationTests.load { $0["admin"] = ["unix": "/nonexistent-authgate-dir/admin.sock"] }
-        #expect(throws: ConfigurationError("admin.unix: the directory /nonexistent-authgate-dir does not exist")) {
+        #expect(
+            throws: ConfigurationError(
+                .unusablePath, field: "admin.unix", "admin.unix: the directory /nonexistent-authgate-dir does not exist")
+        ) {
             try c.checkListenerDirectories()
         }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("agl-\(UUID().uuidString)").path

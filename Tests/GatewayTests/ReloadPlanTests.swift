@@ -129,10 +129,15 @@ import Testing
     }
 
     @Test func configurationErrorsNameTheirField() {
-        #expect(ConfigurationError("routes[1].upstream must be http or https").field == "routes[1].upstream")
-        #expect(ConfigurationError("unknown field routes[0].prefx").field == "routes[0].prefx")
-        #expect(ConfigurationError("missing field stateDirectory").field == "stateDirectory")
-        #expect(ConfigurationError("adminTokenFile: cannot read /x (no such file)").field == "adminTokenFile")
-        #expect(ConfigurationError("not valid JSON: line 1").field == nil)
+        let upstream = ConfigurationError.invalid("routes[1].upstream", "must be http or https")
+        #expect(upstream.field == "routes[1].upstream" && "\(upstream)" == "routes[1].upstream must be http or https")
+        let unknown = ConfigurationError.unknownField("routes[0].prefx")
+        #expect(unknown.field == "routes[0].prefx" && "\(unknown)" == "unknown field routes[0].prefx")
+        let missing = ConfigurationError.missing("stateDirectory")
+        #expect(missing.field == "stateDirectory" && "\(missing)" == "missing field stateDirectory")
+        let unreadable = ConfigurationError.unreadable("adminTokenFile", path: "/x", reason: "no such file")
+        #expect(unreadable.field == "adminTokenFile" && "\(unreadable)" == "adminTokenFile: cannot read /x (no such file)")
+        let json = ConfigurationError.invalidJSON("line 1")
+        #expect(json.field == nil && "\(json)" == "not valid JSON: line 1")
     }
 }

@@ -11,6 +11,18 @@ public let datagramSocketType = Int32(SOCK_DGRAM.rawValue)
 /// A TCP socket listening on 127.0.0.1 at a port the kernel chose: the descriptor and the
 /// port. Throws (closing the socket) when bind or listen fails.
 public func loopbackListener(backlog: Int32 = 16) throws -> (fd: Int32, port: Int) {
+    try loopbackSocket(listenBacklog: backlog)
+}
+
+/// A TCP socket bound to 127.0.0.1 at a port the kernel chose that does not listen: while it
+/// is open, a connection to the port is refused and nothing else can take the port. Close
+/// the descriptor when done. Throws (closing the socket) when bind fails.
+public func refusingLoopbackPort() throws -> (fd: Int32, port: Int) {
+    try loopbackSocket(listenBacklog: nil)
+}
+
+/// Binds a new TCP socket to 127.0.0.1, port 0, and listens when `listenBacklog` is given.
+private func loopbackSocket(listenBacklog: Int32?) throws -> (fd: Int32, port: Int) {
     let fd = socket(AF_INET, streamSocketType, 0)
     var addr = sockaddr_in()
     addr.sin_family = sa_family_t(AF_INET)
@@ -18,7 +30,7 @@ public func loopbackListener(backlog: Int32 = 16) throws -> (fd: Int32, port: In
     var len = socklen_t(MemoryLayout<sockaddr_in>.size)
     let ok = withUnsafeMutablePointer(to: &addr) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(fd, $0, len) == 0 && listen(fd, backlog) == 0 && getsockname(fd, $0, &len) == 0
+            bind(fd, $0, len) == 0 && listenBacklog.map { listen(fd, $0) == 0 } ?? true && getsockname(fd, $0, &len) == 0
         }
     }
     guard ok else {

@@ -20,10 +20,12 @@ public struct AdminEndpoint: Sendable, Equatable {
         if text.hasPrefix("unix:") {
             let path = String(text.dropFirst("unix:".count))
             guard path.hasPrefix("/"), !path.hasSuffix("/") else {
-                throw ConfigurationError("--admin unix: needs an absolute socket path, such as unix:/run/authgate/admin.sock")
+                throw ConfigurationError(
+                    .invalidValue, field: "--admin",
+                    "--admin unix: needs an absolute socket path, such as unix:/run/authgate/admin.sock")
             }
             guard path.utf8.count <= ListenAddress.maxUnixPathBytes else {
-                throw ConfigurationError("--admin: a socket path has at most \(ListenAddress.maxUnixPathBytes) bytes")
+                throw .at("--admin", .invalidValue, "a socket path has at most \(ListenAddress.maxUnixPathBytes) bytes")
             }
             baseURL = "http://localhost"
             unixSocketPath = path
@@ -31,8 +33,8 @@ public struct AdminEndpoint: Sendable, Equatable {
         }
         let lower = text.lowercased()
         guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), !text.contains("?"), !text.contains("#") else {
-            throw ConfigurationError(
-                "--admin must be an http:// URL (http://127.0.0.1:8081) or a Unix socket (unix:/run/authgate/admin.sock)")
+            throw .invalid(
+                "--admin", "must be an http:// URL (http://127.0.0.1:8081) or a Unix socket (unix:/run/authgate/admin.sock)")
         }
         var base = Substring(text)
         while base.hasSuffix("/") { base = base.dropLast() }

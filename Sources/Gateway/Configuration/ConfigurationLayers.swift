@@ -50,7 +50,7 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
             do {
                 document = try StrictJSON.parse(Array(file.data))
             } catch {
-                throw ConfigurationError("not valid JSON: \(error)")
+                throw ConfigurationError.invalidJSON("\(error)", underlying: error)
             }
         }
         // Every path a layer may set: the file's leaves and whatever the variables and flags name.
@@ -63,6 +63,7 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
                 .map(String.init)
             guard let path = ConfigurationNames.resolve(tokens, in: schema.root), !path.isEmpty else {
                 throw ConfigurationError(
+                    .unknownField, field: name,
                     "unknown environment variable \(name): no configuration field has that name "
                         + "(nested fields join with _, such as AUTHGATE_AUTHORIZATION_TOKEN_ENDPOINT)")
             }
@@ -71,22 +72,24 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
         }
         var flagNames: [[String]: String] = [:]
         if let first = arguments.first, !first.hasPrefix("-") {
-            throw ConfigurationError("\(first): a value without a flag before it")
+            throw ConfigurationError(.invalidValue, field: nil, "\(first): a value without a flag before it")
         }
         for argument in arguments where argument.hasPrefix("-") && Int(argument) == nil {
             let name = String(argument.prefix { $0 != "=" })
             guard name.hasPrefix("--"), name.count > 2 else {
-                throw ConfigurationError("\(name): configuration flags are long options, such as --loops 2")
+                throw ConfigurationError.at(name, .invalidValue, "configuration flags are long options, such as --loops 2")
             }
             let tokens = name.dropFirst(2).split(separator: "-", omittingEmptySubsequences: false).map(String.init)
             let path = ConfigurationNames.resolve(tokens, in: schema.root)
             if ConfigurationValues.isSecretName(path?.last ?? String(name.dropFirst(2))) {
-                throw ConfigurationError(
-                    "\(name): secrets are never taken from flags; put the secret in a file and name it in the "
+                throw ConfigurationError.at(
+                    name, .secretExposed,
+                    "secrets are never taken from flags; put the secret in a file and name it in the "
                         + "configuration (adminTokenFile, authorization.clientSecretFile, keyFile), or use AUTHGATE_STORE_KEY")
             }
             guard let path, !path.isEmpty else {
-                throw ConfigurationError("unknown flag \(name): no configuration field has that name (see --help)")
+                throw ConfigurationError(
+                    .unknownField, field: name, "unknown flag \(name): no configuration field has that name (see --help)")
             }
             paths.insert(path)
             flagNames[path] = name
@@ -128,8 +131,8 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
                 continue
             }
             let node = schema.node(at: o.path) ?? .scalar
-            let value = try ConfigurationValues.json(o.values, node: node, isFlag: o.source.precedence == 3, name: "\(o.source)")
-            document = try ConfigurationValues.setting(value, at: o.path, in: document, name: "\(o.source)")
+            let value = try ConfigurationValues.json(o.values, node: node, isFlag: o.source.precedence == 3, source: o.source)
+            document = try ConfigurationValues.setting(value, at: o.path, in: document, source: o.source)
             setBy[o.path] = o.source.precedence
         }
         // A value under a whole object or array a higher layer set is that layer's.

@@ -21,6 +21,14 @@ public enum ConfigurationSource: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The variable's or the flag's name (`AUTHGATE_LOOPS`, `--loops`); nil for the file and the default.
+    var layerName: String? {
+        switch self {
+        case .environment(let name), .flag(let name): name
+        case .file, .defaultValue: nil
+        }
+    }
+
     /// `file /etc/authgate/authgate.json`, `env AUTHGATE_LOOPS`, `flag --loops`, `default`.
     public var description: String {
         switch self {

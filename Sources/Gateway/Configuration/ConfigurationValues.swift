@@ -73,16 +73,19 @@ public enum ConfigurationValues {
 
     /// The JSON value of a variable's or a flag's text for a field of kind `node`. A flag's
     /// values come split at commas (swift-configuration's reading of `--a x,y` and `--a x
-    /// --a y`) and are joined again; a flag with no value is `true`.
-    static func json(_ values: [String], node: ConfigurationSchema.Node, isFlag: Bool, name: String) throws -> JSONValue {
+    /// --a y`) and are joined again; a flag with no value is `true`. Errors name `source`.
+    static func json(
+        _ values: [String], node: ConfigurationSchema.Node, isFlag: Bool, source: ConfigurationSource
+    ) throws(ConfigurationError) -> JSONValue {
         if isFlag && values.isEmpty { return .bool(true) }
+        let (name, field) = ("\(source)", source.layerName)
         let text = values.joined(separator: ",")
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if !node.isScalar, trimmed.hasPrefix("[") || trimmed.hasPrefix("{") {
             do {
                 return try StrictJSON.parse(Array(text.utf8))
             } catch {
-                throw ConfigurationError("\(name): not valid JSON: \(error)")
+                throw ConfigurationError(.invalidJSON, field: field, "\(name): not valid JSON: \(error)", underlying: error)
             }
         }
         switch node {
@@ -95,7 +98,9 @@ public enum ConfigurationValues {
                     element == .string ? .string(String($0)) : scalar(String($0).trimmingCharacters(in: .whitespaces))
                 })
         default:
-            throw ConfigurationError("\(name): this field takes a JSON \(node == .map ? "object" : "value"), such as {…} or […]")
+            throw ConfigurationError(
+                .invalidValue, field: field,
+                "\(name): this field takes a JSON \(node == .map ? "object" : "value"), such as {…} or […]")
         }
     }
 
@@ -110,7 +115,9 @@ public enum ConfigurationValues {
 
     /// `document` with `value` at `path`, objects and array elements made on the way. An
     /// array grows by one element at a time: an index past its end is refused.
-    static func setting(_ value: JSONValue, at path: [String], in document: JSONValue, name: String) throws -> JSONValue {
+    static func setting(
+        _ value: JSONValue, at path: [String], in document: JSONValue, source: ConfigurationSource
+    ) throws(ConfigurationError) -> JSONValue {
         guard let first = path.first else { return value }
         let rest = Array(path.dropFirst())
         if let index = Int(first), first.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
@@ -118,18 +125,19 @@ public enum ConfigurationValues {
             if case .array(let e) = document { elements = e }
             guard index <= elements.count else {
                 throw ConfigurationError(
-                    "\(name): there is no element \(index) to set (the array has \(elements.count); the next one is \(elements.count))")
+                    .invalidValue, field: source.layerName,
+                    "\(source): there is no element \(index) to set (the array has \(elements.count); the next one is \(elements.count))")
             }
             if index == elements.count { elements.append(.object([])) }
-            elements[index] = try setting(value, at: rest, in: elements[index], name: name)
+            elements[index] = try setting(value, at: rest, in: elements[index], source: source)
             return .array(elements)
         }
         var members: [(name: String, value: JSONValue)] = []
         if case .object(let m) = document { members = m }
         if let i = members.firstIndex(where: { $0.name == first }) {
-            members[i].value = try setting(value, at: rest, in: members[i].value, name: name)
+            members[i].value = try setting(value, at: rest, in: members[i].value, source: source)
         } else {
-            members.append((first, try setting(value, at: rest, in: .object([]), name: name)))
+            members.append((first, try setting(value, at: rest, in: .object([]), source: source)))
         }
         return .object(members)
     }

@@ -22,28 +22,17 @@ extension GatewayConfiguration {
             file: file, environment: environment, arguments: arguments)
         do {
             return Layered(configuration: try load(from: merged.document), sources: merged.sources, document: merged.document)
-        } catch let error as ConfigurationError {
+        } catch {
             throw attributed(error, merged.sources)
         }
     }
 
-    /// `error` with the variable or flag that set the field it names, when one did.
+    /// `error` with the variable or flag that set its field (or the nearest enclosing field
+    /// a layer set whole), when one did.
     static func attributed(_ error: ConfigurationError, _ sources: [String: ConfigurationSource]) -> ConfigurationError {
-        let message = error.description
-        var field = Substring(message)
-        for prefix in ["unknown field ", "missing field ", "invalid value at "] where field.hasPrefix(prefix) {
-            field = field.dropFirst(prefix.count)
-        }
-        let named = String(field.prefix { !" :,".contains($0) })
-        // The field, or the nearest enclosing one a layer set whole.
-        var candidate = named
+        var candidate = error.field ?? ""
         while !candidate.isEmpty {
-            if let source = sources[candidate] {
-                switch source {
-                case .environment, .flag: return ConfigurationError("\(message) (set by \(source))")
-                default: return error
-                }
-            }
+            if let source = sources[candidate] { return error.attributed(to: source) }
             guard let cut = candidate.lastIndex(where: { $0 == "." || $0 == "[" }) else { break }
             candidate = String(candidate[..<cut])
         }

@@ -55,47 +55,48 @@ extension GatewayConfiguration {
             return bits & 0o077 == 0
         }
 
-        /// What is wrong with this listener, naming the field (`admin.unix`), or nil.
+        /// What is wrong with this listener, as an error naming the field (`admin.unix`), or nil.
         /// Pure: the socket's directory is checked by ``GatewayConfiguration/checkListenerDirectories(isDirectory:)``.
-        public func problem(at field: String) -> String? {
+        public func error(at field: String) -> ConfigurationError? {
             if let unix {
                 if host != nil || port != nil {
-                    return "\(field): set either host and port, or unix, not both"
+                    return .at(field, .conflict, "set either host and port, or unix, not both")
                 }
-                if !unix.hasPrefix("/") { return "\(field).unix must be an absolute path" }
-                if unix.hasSuffix("/") { return "\(field).unix must name a socket file, not a directory" }
-                if unix.utf8.contains(0) { return "\(field).unix must not contain a NUL byte" }
+                if !unix.hasPrefix("/") { return .invalid("\(field).unix", "must be an absolute path") }
+                if unix.hasSuffix("/") { return .invalid("\(field).unix", "must name a socket file, not a directory") }
+                if unix.utf8.contains(0) { return .invalid("\(field).unix", "must not contain a NUL byte") }
                 let bytes = unix.utf8.count
                 if bytes > ListenAddress.maxUnixPathBytes {
-                    return "\(field).unix is \(bytes) bytes long; a socket path has at most \(ListenAddress.maxUnixPathBytes)"
+                    return .invalid(
+                        "\(field).unix", "is \(bytes) bytes long; a socket path has at most \(ListenAddress.maxUnixPathBytes)")
                 }
                 guard let bits = unixMode else {
-                    return "\(field).mode must be octal digits no wider than 0777, such as \"0600\" or \"0660\""
+                    return .invalid("\(field).mode", "must be octal digits no wider than 0777, such as \"0600\" or \"0660\"")
                 }
                 if bits & 0o007 != 0 {
-                    return
-                        "\(field).mode \(mode ?? "") lets others connect; its last digit must be 0 (such as \"0600\" or \"0660\")"
+                    return .invalid(
+                        "\(field).mode", "\(mode ?? "") lets others connect; its last digit must be 0 (such as \"0600\" or \"0660\")")
                 }
                 return nil
             }
-            if mode != nil { return "\(field).mode is only for a Unix socket (\(field).unix)" }
+            if mode != nil { return .conflict("\(field).mode", "is only for a Unix socket (\(field).unix)") }
             switch (host, port) {
-            case (nil, nil): return "\(field): set host and port, or unix"
-            case (_, nil): return "\(field).port is required with \(field).host"
-            case (nil, _): return "\(field).host is required with \(field).port"
+            case (nil, nil): return .at(field, .missingField, "set host and port, or unix")
+            case (_, nil): return .required("\(field).port", "is required with \(field).host")
+            case (nil, _): return .required("\(field).host", "is required with \(field).port")
             case (let host?, let port?):
-                if !(0...65535).contains(port) { return "\(field).port must be 0…65535" }
+                if !(0...65535).contains(port) { return .invalid("\(field).port", "must be 0…65535") }
                 // Listeners bind a literal address; a name such as localhost is not resolved.
                 if !GatewayConfiguration.isIPAddress(host) {
-                    return "\(field).host must be an IPv4 or IPv6 address, such as 127.0.0.1 or ::1"
+                    return .invalid("\(field).host", "must be an IPv4 or IPv6 address, such as 127.0.0.1 or ::1")
                 }
                 return nil
             }
         }
 
-        /// Where to listen; throws when the listener is not valid (see ``problem(at:)``).
-        public func address(at field: String) throws -> ListenAddress {
-            if let problem = problem(at: field) { throw ConfigurationError(problem) }
+        /// Where to listen; throws when the listener is not valid (see ``error(at:)``).
+        public func address(at field: String) throws(ConfigurationError) -> ListenAddress {
+            if let error = error(at: field) { throw error }
             if let unix, let bits = unixMode { return .unix(path: unix, mode: bits) }
             return .tcp(host: host ?? "", port: port ?? 0)
         }
@@ -110,12 +111,12 @@ extension GatewayConfiguration {
 
     /// Checks what ``validate()`` cannot without the file system: the directory of every
     /// Unix socket exists (bind would fail with a misleading `EACCES` otherwise).
-    public func checkListenerDirectories(isDirectory: (String) -> Bool = Self.isDirectory) throws {
+    public func checkListenerDirectories(isDirectory: (String) -> Bool = Self.isDirectory) throws(ConfigurationError) {
         for (field, listener) in listeners {
             guard let path = listener.unix else { continue }
             let directory = (path as NSString).deletingLastPathComponent
             if !isDirectory(directory) {
-                throw ConfigurationError("\(field).unix: the directory \(directory) does not exist")
+                throw .at("\(field).unix", .unusablePath, "the directory \(directory) does not exist")
             }
         }
     }

@@ -11,36 +11,43 @@ extension GatewayConfiguration {
     /// string (but for `mapping.extraFields` values), a value of the wrong type, and a key
     /// the configuration does not have (a misspelt `refreshLaed` would otherwise be ignored
     /// without a word).
-    public static func load(from data: Data) throws -> GatewayConfiguration {
+    public static func load(from data: Data) throws(ConfigurationError) -> GatewayConfiguration {
         let document: JSONValue
         do {
             document = try StrictJSON.parse(Array(data))
         } catch {
-            throw ConfigurationError("not valid JSON: \(error)")
+            throw .invalidJSON("\(error)", underlying: error)
         }
         guard case .object = document else {
-            throw ConfigurationError("the configuration must be a JSON object, not \(document.kind)")
+            throw ConfigurationError(.invalidJSON, field: nil, "the configuration must be a JSON object, not \(document.kind)")
         }
-        if let problem = valueProblem(in: document, at: "") { throw ConfigurationError(problem) }
+        if let error = valueError(in: document, at: "") { throw error }
         let c: GatewayConfiguration
         do {
             c = try JSONDecoder().decode(GatewayConfiguration.self, from: data)
         } catch let DecodingError.keyNotFound(key, ctx) {
-            throw ConfigurationError("missing field \(path(ctx.codingPath + [key]))")
+            throw .missing(path(ctx.codingPath + [key]))
         } catch let DecodingError.typeMismatch(type, ctx) {
-            throw ConfigurationError(typeMessage(type, at: ctx.codingPath, in: document))
+            throw typeError(type, at: ctx.codingPath, in: document)
         } catch let DecodingError.valueNotFound(type, ctx) {
-            throw ConfigurationError("\(path(ctx.codingPath)) must be \(expected(type)), not null")
+            throw .invalid(path(ctx.codingPath), "must be \(expected(type)), not null")
         } catch let DecodingError.dataCorrupted(ctx) {
-            if ctx.codingPath.isEmpty { throw ConfigurationError("not valid JSON: \(ctx.debugDescription)") }
+            if ctx.codingPath.isEmpty { throw .invalidJSON(ctx.debugDescription) }
             if case .number = value(at: ctx.codingPath, in: document) {
-                throw ConfigurationError("\(path(ctx.codingPath)) must be an integer within range")
+                throw .invalid(path(ctx.codingPath), "must be an integer within range")
             }
-            throw ConfigurationError("invalid value at \(path(ctx.codingPath)): \(ctx.debugDescription)")
+            let field = path(ctx.codingPath)
+            throw ConfigurationError(.invalidValue, field: field, "invalid value at \(field): \(ctx.debugDescription)")
+        } catch {
+            throw .other(error)
         }
-        if let field = try unknownField(in: document, decoded: c) {
-            throw ConfigurationError("unknown field \(field)")
+        let unknown: String?
+        do {
+            unknown = try unknownField(in: document, decoded: c)
+        } catch {
+            throw .other(error)
         }
+        if let unknown { throw .unknownField(unknown) }
         try c.validate()
         return c
     }
@@ -72,28 +79,30 @@ extension GatewayConfiguration {
 
     /// The first string (value or member name) that has a control character or, as a value,
     /// is empty, or number that is not an integer an `Int` holds (no field takes another);
-    /// a sentence naming where. Values in `mapping.extraFields` may be empty.
-    static func valueProblem(in value: JSONValue, at path: String) -> String? {
+    /// an error naming where. Values in `mapping.extraFields` may be empty.
+    static func valueError(in value: JSONValue, at path: String) -> ConfigurationError? {
         switch value {
         case .number(let literal):
-            if JSONValue.integer(literal) == nil { return "\(path) must be an integer (no fraction, not this large)" }
+            if JSONValue.integer(literal) == nil { return .invalid(path, "must be an integer (no fraction, not this large)") }
         case .string(let text):
             if text.unicodeScalars.contains(where: LoginFieldSyntax.isControl) {
-                return "\(path) must not contain control characters"
+                return .invalid(path, "must not contain control characters")
             }
             if text.isEmpty && !path.contains(".mapping.extraFields.") && !path.hasPrefix("mapping.extraFields.") {
-                return "\(path) must not be empty"
+                return .invalid(path, "must not be empty")
             }
         case .array(let elements):
             for (i, element) in elements.enumerated() {
-                if let problem = valueProblem(in: element, at: "\(path)[\(i)]") { return problem }
+                if let error = valueError(in: element, at: "\(path)[\(i)]") { return error }
             }
         case .object(let members):
             for member in members {
                 if member.name.unicodeScalars.contains(where: LoginFieldSyntax.isControl) || member.name.isEmpty {
-                    return "\(path.isEmpty ? "the configuration" : path) has a member name that is empty or has control characters"
+                    return ConfigurationError(
+                        .invalidValue, field: path.isEmpty ? nil : path,
+                        "\(path.isEmpty ? "the configuration" : path) has a member name that is empty or has control characters")
                 }
-                if let problem = valueProblem(in: member.value, at: join(path, member.name)) { return problem }
+                if let error = valueError(in: member.value, at: join(path, member.name)) { return error }
             }
         default:
             break
@@ -102,15 +111,16 @@ extension GatewayConfiguration {
     }
 
     /// "`proxy.port` must be an integer, not a string".
-    static func typeMessage(_ type: Any.Type, at codingPath: [any CodingKey], in document: JSONValue) -> String {
+    static func typeError(_ type: Any.Type, at codingPath: [any CodingKey], in document: JSONValue) -> ConfigurationError {
         let expected = expected(type)
+        let field = path(codingPath)
         guard let found = value(at: codingPath, in: document) else {
-            return "\(path(codingPath)) must be \(expected)"
+            return .invalid(field, "must be \(expected)")
         }
         if case .number = found, expected == "an integer" {
-            return "\(path(codingPath)) must be an integer within range (no fraction, no exponent beyond it)"
+            return .invalid(field, "must be an integer within range (no fraction, no exponent beyond it)")
         }
-        return "\(path(codingPath)) must be \(expected), not \(found.kind)"
+        return .invalid(field, "must be \(expected), not \(found.kind)")
     }
 
     /// What a Swift type is called in a JSON file.

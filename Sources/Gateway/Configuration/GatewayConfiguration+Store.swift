@@ -55,7 +55,7 @@ extension GatewayConfiguration {
     }
 
     /// Checks `store` without connecting (the connection is checked at start).
-    func validateStore() throws {
+    func validateStore() throws(ConfigurationError) {
         guard let store else { return }
         switch store.kind ?? "file" {
         case "file":
@@ -63,23 +63,23 @@ extension GatewayConfiguration {
                 ("url", store.url), ("passwordFile", store.passwordFile), ("tlsMode", store.tlsMode), ("table", store.table),
                 ("leaseSeconds", store.leaseSeconds.map(String.init)),
             ] where value != nil {
-                throw ConfigurationError("store.\(name) applies only to store.kind postgres")
+                throw .conflict("store.\(name)", "applies only to store.kind postgres")
             }
         case "postgres":
-            guard let url = store.url else { throw ConfigurationError("store.url is required with store.kind postgres") }
+            guard let url = store.url else { throw .required("store.url", "is required with store.kind postgres") }
             if URLComponents(string: url)?.password != nil {
                 // Refused before anything prints the configuration (--print-config, errors).
-                throw ConfigurationError("store.url: must not hold a password: put it in store.passwordFile")
+                throw .at("store.url", .secretExposed, "must not hold a password: put it in store.passwordFile")
             }
             if let mode = store.tlsMode, !["disable", "prefer", "require"].contains(mode) {
-                throw ConfigurationError("store.tlsMode must be disable, prefer or require")
+                throw .invalid("store.tlsMode", "must be disable, prefer or require")
             }
             if let lease = store.leaseSeconds, !Store.leaseSecondsRange.contains(lease) {
-                throw ConfigurationError(
-                    "store.leaseSeconds must be \(Store.leaseSecondsRange.lowerBound)…\(Store.leaseSecondsRange.upperBound) (seconds)")
+                let range = Store.leaseSecondsRange
+                throw .invalid("store.leaseSeconds", "must be \(range.lowerBound)…\(range.upperBound) (seconds)")
             }
         default:
-            throw ConfigurationError("store.kind must be file or postgres")
+            throw .invalid("store.kind", "must be file or postgres")
         }
     }
 }

@@ -4,23 +4,25 @@ import Foundation
 /// The checks of values the types cannot express; every error names the field at fault.
 extension GatewayConfiguration {
     /// Checks values the types cannot.
-    public func validate() throws {
+    public func validate() throws(ConfigurationError) {
         try validateListeners()
         try validateStore()
         if adminTokenFile == nil && adminTokenDisabled != true {
-            throw ConfigurationError("adminTokenFile is required (or set adminTokenDisabled: true explicitly)")
+            throw .required("adminTokenFile", "is required (or set adminTokenDisabled: true explicitly)")
         }
-        if routes.isEmpty { throw ConfigurationError("routes must name at least one route") }
+        if routes.isEmpty { throw .required("routes", "must name at least one route") }
         if let lead = refreshLead {
-            if refreshSkewSeconds != nil { throw ConfigurationError("refreshLead and refreshSkewSeconds: set only one") }
-            if let problem = lead.problem { throw ConfigurationError("refreshLead \(problem)") }
+            if refreshSkewSeconds != nil {
+                throw ConfigurationError(.conflict, field: "refreshLead", "refreshLead and refreshSkewSeconds: set only one")
+            }
+            if let problem = lead.problem { throw .invalid("refreshLead", problem) }
         }
         if let n = refreshSkewSeconds, !(0...86_400).contains(n) {
-            throw ConfigurationError("refreshSkewSeconds must be 0…86400")
+            throw .invalid("refreshSkewSeconds", "must be 0…86400")
         }
-        if let n = maxReplays, !(0...10).contains(n) { throw ConfigurationError("maxReplays must be 0…10") }
+        if let n = maxReplays, !(0...10).contains(n) { throw .invalid("maxReplays", "must be 0…10") }
         if let n = accessLog?.sample, !(0...100).contains(n) {
-            throw ConfigurationError("accessLog.sample must be 0…100 (the percentage of requests logged)")
+            throw .invalid("accessLog.sample", "must be 0…100 (the percentage of requests logged)")
         }
         for (field, value, range) in [
             ("loops", loops, 1...256), ("refreshJitterSeconds", refreshJitterSeconds, 0...3_600),
@@ -32,38 +34,39 @@ extension GatewayConfiguration {
             ("maxBufferedRequestBytes", maxBufferedRequestBytes, (1 << 20)...(16 << 30)),
         ] {
             if let value, !range.contains(value) {
-                throw ConfigurationError("\(field) must be \(range.lowerBound)…\(range.upperBound)")
+                throw .invalid(field, "must be \(range.lowerBound)…\(range.upperBound)")
             }
         }
         if let budget = maxBufferedRequestBytes, (replayLimitBytes ?? 1 << 20) > budget {
-            throw ConfigurationError("replayLimitBytes must not exceed maxBufferedRequestBytes (\(budget))")
+            throw .conflict("replayLimitBytes", "must not exceed maxBufferedRequestBytes (\(budget))")
         }
         if adminTokenDisabled == true {
             if admin.unix != nil, !admin.isOwnerOnlySocket {
-                throw ConfigurationError(
-                    "adminTokenDisabled: true with admin.unix needs admin.mode 0600 (owner only): "
+                throw .at(
+                    "adminTokenDisabled", .conflict,
+                    "true with admin.unix needs admin.mode 0600 (owner only): "
                         + "anyone the mode admits would call the admin API without a token")
             }
             if admin.unix == nil && !Self.isLoopback(host: admin.host ?? "") {
-                throw ConfigurationError(
-                    "adminTokenDisabled: true is allowed only with admin.host on loopback (127.0.0.1, ::1, localhost)")
+                throw .at(
+                    "adminTokenDisabled", .conflict, "true is allowed only with admin.host on loopback (127.0.0.1, ::1, localhost)")
             }
         }
         if let n = tokenEndpointTimeoutSeconds, !(1...300).contains(n) {
-            throw ConfigurationError("tokenEndpointTimeoutSeconds must be 1…300")
+            throw .invalid("tokenEndpointTimeoutSeconds", "must be 1…300")
         }
         for (i, address) in (trustForwardedFrom ?? []).enumerated() where !Self.isIPAddress(address) {
-            throw ConfigurationError("trustForwardedFrom[\(i)] must be an IPv4 or IPv6 address")
+            throw .invalid("trustForwardedFrom[\(i)]", "must be an IPv4 or IPv6 address")
         }
         let insecure = allowInsecureHTTP == true
         var names: Set<String> = [Self.defaultSession]
         for (i, session) in (sessions ?? []).enumerated() {
             guard Self.isValidSessionName(session.name), session.name != Self.defaultSession else {
-                throw ConfigurationError(
-                    "sessions[\(i)].name must be 1–63 lower-case letters, digits, - or _, and not \(Self.defaultSession)")
+                throw .invalid(
+                    "sessions[\(i)].name", "must be 1–63 lower-case letters, digits, - or _, and not \(Self.defaultSession)")
             }
             guard names.insert(session.name).inserted else {
-                throw ConfigurationError("sessions[\(i)].name \(session.name) is used twice")
+                throw .conflict("sessions[\(i)].name", "\(session.name) is used twice")
             }
             try Self.validate(session.authorization, at: "sessions[\(i)].authorization", insecure: insecure)
             try Self.validate(session.userInfo, at: "sessions[\(i)].userInfo", insecure: insecure)
@@ -71,34 +74,34 @@ extension GatewayConfiguration {
         var prefixes: Set<String> = []
         for (i, r) in routes.enumerated() {
             if let name = r.session, !names.contains(name) {
-                throw ConfigurationError("routes[\(i)].session names no session: \(name)")
+                throw .invalid("routes[\(i)].session", "names no session: \(name)")
             }
             guard r.prefix.hasPrefix("/"), r.prefix.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x3F && $0 != 0x23 }) else {
-                throw ConfigurationError("routes[\(i)].prefix must start with / and be a path without spaces, ? or #")
+                throw .invalid("routes[\(i)].prefix", "must start with / and be a path without spaces, ? or #")
             }
             guard prefixes.insert(r.prefix).inserted else {
-                throw ConfigurationError("routes[\(i)].prefix is the same as an earlier route's, which would always win")
+                throw .conflict("routes[\(i)].prefix", "is the same as an earlier route's, which would always win")
             }
             guard UpstreamBase(r.upstream) != nil, Self.isEndpointURL(r.upstream) else {
-                throw ConfigurationError("routes[\(i)].upstream must be an http or https URL without query or credentials")
+                throw .invalid("routes[\(i)].upstream", "must be an http or https URL without query or credentials")
             }
             if r.requiresAuthentication ?? true {
                 try Self.requireTLS(r.upstream, at: "routes[\(i)].upstream", insecure: insecure)
             } else if r.maxInFlight != nil || r.queueTimeoutSeconds != nil {
-                throw ConfigurationError(
-                    "routes[\(i)].maxInFlight and queueTimeoutSeconds apply only to routes that require authentication")
+                throw .conflict(
+                    "routes[\(i)].maxInFlight", "and queueTimeoutSeconds apply only to routes that require authentication")
             }
             if let n = r.maxInFlight, !(1...100_000).contains(n) {
-                throw ConfigurationError("routes[\(i)].maxInFlight must be 1…100000")
+                throw .invalid("routes[\(i)].maxInFlight", "must be 1…100000")
             }
             if let n = r.queueTimeoutSeconds, !(1...3_600).contains(n) {
-                throw ConfigurationError("routes[\(i)].queueTimeoutSeconds must be 1…3600")
+                throw .invalid("routes[\(i)].queueTimeoutSeconds", "must be 1…3600")
             }
         }
         try Self.validate(authorization, at: "authorization", insecure: insecure)
         try Self.validate(userInfo, at: "userInfo", insecure: insecure)
         if let path = proxyLivenessPath, !path.hasPrefix("/") || path.contains(where: { $0 == " " || $0 == "?" || $0 == "#" }) {
-            throw ConfigurationError("proxyLivenessPath must start with / and be a path without spaces, ? or #")
+            throw .invalid("proxyLivenessPath", "must start with / and be a path without spaces, ? or #")
         }
     }
 
@@ -114,13 +117,14 @@ extension GatewayConfiguration {
     /// Each listener is TCP or a Unix socket, well formed; the proxy is TCP; no two share a
     /// port or a path (`SO_REUSEPORT` would let two of them share a port, and split its
     /// connections between them).
-    func validateListeners() throws {
+    func validateListeners() throws(ConfigurationError) {
         for (field, listener) in listeners {
-            if let problem = listener.problem(at: field) { throw ConfigurationError(problem) }
+            if let error = listener.error(at: field) { throw error }
         }
         if proxy.unix != nil {
-            throw ConfigurationError(
-                "proxy.unix is not supported: the proxy listens on TCP (host and port), on every loop; "
+            throw .unsupported(
+                "proxy.unix",
+                "is not supported: the proxy listens on TCP (host and port), on every loop; "
                     + "only admin, probes and metrics may use a Unix socket")
         }
         var seen: [String: String] = [:]
@@ -134,8 +138,8 @@ extension GatewayConfiguration {
                 continue
             }
             if let other = seen[key] {
-                let what = listener.unix != nil ? "\(field).unix is also \(other).unix" : "\(field).port is also \(other).port"
-                throw ConfigurationError(what)
+                let name = listener.unix != nil ? "unix" : "port"
+                throw .conflict("\(field).\(name)", "is also \(other).\(name)")
             }
             seen[key] = field
         }
@@ -170,23 +174,22 @@ extension GatewayConfiguration {
     }
 
     /// Refuses an `http://` URL to a host other than loopback, unless `insecure`.
-    static func requireTLS(_ url: String, at field: String, insecure: Bool) throws {
+    static func requireTLS(_ url: String, at field: String, insecure: Bool) throws(ConfigurationError) {
         guard !insecure, url.lowercased().hasPrefix("http://"), let host = URLComponents(string: url)?.host,
             !isLoopback(host: host)
         else { return }
-        throw ConfigurationError(
-            "\(field) must be https unless its host is loopback (or set allowInsecureHTTP: true)")
+        throw .invalid(field, "must be https unless its host is loopback (or set allowInsecureHTTP: true)")
     }
 
-    static func validate(_ a: Authorization, at field: String, insecure: Bool = false) throws {
+    static func validate(_ a: Authorization, at field: String, insecure: Bool = false) throws(ConfigurationError) {
         if let method = a.clientAuthentication, !["basic", "post", "none"].contains(method) {
-            throw ConfigurationError("\(field).clientAuthentication must be basic, post or none")
+            throw .invalid("\(field).clientAuthentication", "must be basic, post or none")
         }
         if let issuer = a.issuer, !OIDCDiscovery.isValidIssuer(issuer) {
-            throw ConfigurationError("\(field).issuer must be an http or https URL without query or fragment")
+            throw .invalid("\(field).issuer", "must be an http or https URL without query or fragment")
         }
         if a.tokenEndpoint == nil && a.issuer == nil {
-            throw ConfigurationError("\(field).tokenEndpoint is required (or set \(field).issuer to discover it)")
+            throw .required("\(field).tokenEndpoint", "is required (or set \(field).issuer to discover it)")
         }
         let urls = [
             ("issuer", a.issuer), ("tokenEndpoint", a.tokenEndpoint), ("revocationEndpoint", a.revocationEndpoint),
@@ -195,46 +198,47 @@ extension GatewayConfiguration {
         for (name, url) in urls {
             guard let url else { continue }
             if name != "issuer" && !isEndpointURL(url) {
-                throw ConfigurationError(
-                    "\(field).\(name) must be an http or https URL with a host, without spaces, credentials or fragment")
+                throw .invalid(
+                    "\(field).\(name)", "must be an http or https URL with a host, without spaces, credentials or fragment")
             }
             try requireTLS(url, at: "\(field).\(name)", insecure: insecure)
         }
         if let m = a.mapping {
             try validate(m, at: "\(field).mapping")
             if m.refreshSendsExpiredAccessToken, a.clientID != nil, (a.clientAuthentication ?? "basic") == "basic" {
-                throw ConfigurationError(
-                    "\(field).mapping.refreshSendsExpiredAccessToken needs \(field).clientAuthentication post or none "
-                        + "(basic would need the same Authorization header)")
+                throw .conflict(
+                    "\(field).mapping.refreshSendsExpiredAccessToken",
+                    "needs \(field).clientAuthentication post or none (basic would need the same Authorization header)")
             }
         }
     }
 
     /// Checks a token endpoint mapping's names and statuses.
-    static func validate(_ m: TokenEndpointMapping, at field: String) throws {
+    static func validate(_ m: TokenEndpointMapping, at field: String) throws(ConfigurationError) {
         if let header = m.accessTokenHeader, !TokenSyntax.isTokenType(header) {
-            throw ConfigurationError("\(field).accessTokenHeader must be a header name (an RFC 9110 token)")
+            throw .invalid("\(field).accessTokenHeader", "must be a header name (an RFC 9110 token)")
         }
         if let bad = m.terminalStatuses.first(where: { !(400...599).contains($0) }) {
-            throw ConfigurationError("\(field).terminalStatuses: \(bad) is not a 4xx or 5xx status")
+            throw .at("\(field).terminalStatuses", .invalidValue, "\(bad) is not a 4xx or 5xx status")
         }
         let standard = ["grant_type", "username", "password", "scope", "code", "redirect_uri", "code_verifier", "refresh_token", "client_id", "client_secret"]
         for name in m.requestFieldNames.keys.sorted() where !standard.contains(name) {
             throw ConfigurationError(
+                .unknownField, field: "\(field).requestFieldNames.\(name)",
                 "\(field).requestFieldNames.\(name) renames no request field; the fields are \(standard.joined(separator: ", "))")
         }
     }
 
-    static func validate(_ u: UserInfoProbe.Configuration?, at field: String, insecure: Bool = false) throws {
+    static func validate(_ u: UserInfoProbe.Configuration?, at field: String, insecure: Bool = false) throws(ConfigurationError) {
         guard let u else { return }
         if !isEndpointURL(u.url) {
-            throw ConfigurationError("\(field).url must be an http or https URL with a host, without spaces, credentials or fragment")
+            throw .invalid("\(field).url", "must be an http or https URL with a host, without spaces, credentials or fragment")
         }
         try requireTLS(u.url, at: "\(field).url", insecure: insecure)
-        if let r = u.maxRetrySeconds, r > 3600 { throw ConfigurationError("\(field).maxRetrySeconds must be 1…3600") }
+        if let r = u.maxRetrySeconds, r > 3600 { throw .invalid("\(field).maxRetrySeconds", "must be 1…3600") }
         if let bad = u.needsSignUpStatuses?.first(where: { !(400...499).contains($0) }) {
-            throw ConfigurationError("\(field).needsSignUpStatuses: \(bad) is not a 4xx status")
+            throw .at("\(field).needsSignUpStatuses", .invalidValue, "\(bad) is not a 4xx status")
         }
-        if let r = u.maxRetrySeconds, r < 1 { throw ConfigurationError("\(field).maxRetrySeconds must be at least 1") }
+        if let r = u.maxRetrySeconds, r < 1 { throw .invalid("\(field).maxRetrySeconds", "must be at least 1") }
     }
 }

@@ -219,10 +219,3 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         }
     }
 }
-
-/// A configuration that cannot be used.
-public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
-    public let description: String
-    /// Creates an error; `message` names the field and never quotes a secret.
-    public init(_ message: String) { description = message }
-}

@@ -67,8 +67,8 @@ public struct ReloadPlan: Sendable, Equatable, Codable {
         for (i, route) in new.routes.enumerated() where route.requiresAuthentication ?? true {
             let name = route.session ?? GatewayConfiguration.defaultSession
             guard runningSessions.contains(name) else {
-                throw ConfigurationError(
-                    "routes[\(i)].session: the session \(name) is not running; adding a session needs a restart")
+                throw .at(
+                    "routes[\(i)].session", .unsupported, "the session \(name) is not running; adding a session needs a restart")
             }
         }
         var plan = ReloadPlan()

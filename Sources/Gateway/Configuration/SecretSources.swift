@@ -6,7 +6,7 @@ import Foundation
 public enum SecretSources {
     /// The secret in the file at `path`, which the configuration names as `field`: one line
     /// of text, trimmed. Every refusal names the field and the path, never the content.
-    public static func readFile(_ path: String, field: String) throws -> String {
+    public static func readFile(_ path: String, field: String) throws(ConfigurationError) -> String {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -15,15 +15,15 @@ public enum SecretSources {
             let reason =
                 !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
                 ? "no such file" : isDirectory.boolValue ? "it is a directory" : "permission denied or unreadable"
-            throw ConfigurationError("\(field): cannot read \(path) (\(reason))")
+            throw .unreadable(field, path: path, reason: reason, underlying: error)
         }
         guard let text = String(data: data, encoding: .utf8) else {
-            throw ConfigurationError("\(field): \(path) is not UTF-8 text")
+            throw .at(field, .unreadableFile, "\(path) is not UTF-8 text")
         }
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !trimmed.isEmpty else { throw ConfigurationError("\(field): \(path) is empty") }
+        guard !trimmed.isEmpty else { throw .at(field, .unreadableFile, "\(path) is empty") }
         guard !trimmed.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
-            throw ConfigurationError("\(field): \(path) holds control characters; it must hold the secret on one line")
+            throw .at(field, .unreadableFile, "\(path) holds control characters; it must hold the secret on one line")
         }
         return trimmed
     }
@@ -32,29 +32,38 @@ public enum SecretSources {
     /// `authgate-store-key`, or the configured key file. The caller removes
     /// `AUTHGATE_STORE_KEY` from its process environment once it has read it, so nothing
     /// that reads it later (a child process, a crash reporter, getenv) finds the key there.
-    static func storeKey(_ c: GatewayConfiguration, environment env: [String: String]) throws -> TokenStoreKey {
+    static func storeKey(_ c: GatewayConfiguration, environment env: [String: String]) throws(ConfigurationError) -> TokenStoreKey {
         if let b64 = env["AUTHGATE_STORE_KEY"], !b64.isEmpty {
             do { return try TokenStoreKey(base64: b64) } catch {
-                throw ConfigurationError("AUTHGATE_STORE_KEY is not a base64 32-byte key")
+                throw .invalid("AUTHGATE_STORE_KEY", "is not a base64 32-byte key")
             }
         }
         if let dir = env["CREDENTIALS_DIRECTORY"], FileManager.default.fileExists(atPath: "\(dir)/authgate-store-key") {
-            return try loadKey("\(dir)/authgate-store-key", create: false, field: "the systemd credential authgate-store-key")
+            return try loadKey(
+                "\(dir)/authgate-store-key", create: false, field: "authgate-store-key",
+                named: "the systemd credential authgate-store-key")
         }
         guard let file = c.keyFile else {
-            throw ConfigurationError("no store key: set keyFile, AUTHGATE_STORE_KEY or a systemd credential authgate-store-key")
+            throw ConfigurationError(
+                .missingField, field: "keyFile",
+                "no store key: set keyFile, AUTHGATE_STORE_KEY or a systemd credential authgate-store-key")
         }
-        return try loadKey(file, create: c.createKey ?? false, field: "keyFile")
+        return try loadKey(file, create: c.createKey ?? false, field: "keyFile", named: "keyFile")
     }
 
-    private static func loadKey(_ path: String, create: Bool, field: String) throws -> TokenStoreKey {
+    /// The key in the file at `path`, which `field` names (`keyFile`, or the systemd
+    /// credential); `name` is how the message names it.
+    private static func loadKey(_ path: String, create: Bool, field: String, named name: String) throws(ConfigurationError)
+        -> TokenStoreKey
+    {
         do {
             try StateDirectory.checkKeyFile(path)
         } catch {
-            throw ConfigurationError("\(field): \(error)")
+            throw error.prefixed(with: field, named: name)
         }
         do { return try TokenStoreKey.load(fromFile: path, createIfMissing: create) } catch {
-            throw ConfigurationError("\(field): cannot use the store key file \(path): \(error)")
+            throw ConfigurationError(
+                .unreadableFile, field: field, "\(name): cannot use the store key file \(path): \(error)", underlying: error)
         }
     }
 

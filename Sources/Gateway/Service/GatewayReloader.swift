@@ -65,7 +65,7 @@ public actor GatewayReloader {
             throw .invalid(error)
         } catch {
             logger.error("configuration reload refused; the running configuration stays", metadata: ["error": "\(error)"])
-            throw .invalid(ConfigurationError("\(error)"))
+            throw .invalid(.other(error))
         }
         var tokenTransport: (any HTTPTransport)?
         if plan.needsNewTokenClient {

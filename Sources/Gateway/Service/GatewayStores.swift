@@ -57,7 +57,7 @@ public struct GatewayStores: Sendable {
                 settings, password: password, key: key, logger: logger,
                 leaseTerms: LeaseRule.Terms(term: lease.term, maximumWait: lease.maximumWait))
         } catch let error as PostgresStoreError {
-            throw ConfigurationError("\(error)")
+            throw ConfigurationError(.storeUnavailable, field: error.field ?? "store", "\(error)", underlying: error)
         }
         let following = Locked<Task<Void, Never>?>(nil)
         return GatewayStores(

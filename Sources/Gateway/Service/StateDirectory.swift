@@ -17,44 +17,44 @@ public enum StateDirectory {
 
     /// Creates `path` (mode 0700; missing parents with the usual mode) when `create` is true
     /// and it is absent, then checks that it is a directory only its owner can enter.
-    /// Throws a ``ConfigurationError`` naming the path otherwise.
+    /// Throws a ``ConfigurationError`` naming the path otherwise (field `stateDirectory`).
     public static func prepare(_ path: String, create: Bool = true) throws(ConfigurationError) {
-        var st = stat()
-        if stat(path, &st) != 0 {
-            let e = errno
-            guard e == ENOENT, create else {
-                if e == ENOENT { return }
-                throw ConfigurationError("cannot use the state directory \(path): \(String(cString: strerror(e)))")
-            }
-            try makeDirectory(path)
-            guard stat(path, &st) == 0 else {
-                throw ConfigurationError("cannot use the state directory \(path): \(String(cString: strerror(errno)))")
-            }
-        }
-        guard st.st_mode & S_IFMT == S_IFDIR else {
-            throw ConfigurationError("the state directory \(path) is not a directory")
-        }
-        guard isOwnerOnly(st.st_mode) else {
-            throw ConfigurationError(
-                "the state directory \(path) is accessible to its group or others (mode \(octal(st.st_mode))); "
-                    + "it holds the sealed tokens: chmod 700 \(path)")
+        let (what, advice) = ("the state directory", "it holds the sealed tokens: chmod 700 \(path)")
+        if try check(path, what, field: "stateDirectory", advice: advice) || !create { return }
+        try makeDirectory(path)
+        // Made a moment ago: gone again only if something removed it meanwhile.
+        guard try check(path, what, field: "stateDirectory", advice: advice) else {
+            throw ConfigurationError(.unusablePath, field: "stateDirectory", "cannot use \(what) \(path): \(reason(ENOENT))")
         }
     }
 
     /// Checks that the key file at `path`, when it exists, is a file only its owner can
-    /// read (0600 or 0400). Throws a ``ConfigurationError`` naming the path otherwise.
+    /// read (0600 or 0400). Throws a ``ConfigurationError`` naming the path otherwise (field `keyFile`).
     public static func checkKeyFile(_ path: String) throws(ConfigurationError) {
+        _ = try check(path, "the store key file", field: "keyFile", advice: "chmod 600 \(path)", isDirectory: false)
+    }
+
+    /// Whether `path` exists; when it does, that it is a directory (if `isDirectory`) that
+    /// lets neither its group nor others in. `what` names it in messages (`the state
+    /// directory`), `advice` ends the one about its mode.
+    private static func check(
+        _ path: String, _ what: String, field: String, advice: String, isDirectory: Bool = true
+    ) throws(ConfigurationError) -> Bool {
         var st = stat()
         guard stat(path, &st) == 0 else {
             let e = errno
-            if e == ENOENT { return }
-            throw ConfigurationError("cannot use the store key file \(path): \(String(cString: strerror(e)))")
+            if e == ENOENT { return false }
+            throw ConfigurationError(.unusablePath, field: field, "cannot use \(what) \(path): \(reason(e))")
+        }
+        if isDirectory, st.st_mode & S_IFMT != S_IFDIR {
+            throw ConfigurationError(.unusablePath, field: field, "\(what) \(path) is not a directory")
         }
         guard isOwnerOnly(st.st_mode) else {
             throw ConfigurationError(
-                "the store key file \(path) is accessible to its group or others (mode \(octal(st.st_mode))); "
-                    + "chmod 600 \(path)")
+                .unsafePermissions, field: field,
+                "\(what) \(path) is accessible to its group or others (mode \(octal(st.st_mode))); \(advice)")
         }
+        return true
     }
 
     private static func makeDirectory(_ path: String) throws(ConfigurationError) {
@@ -63,14 +63,19 @@ public enum StateDirectory {
             do {
                 try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
             } catch {
-                throw ConfigurationError("cannot create the parent of the state directory \(path)")
+                throw ConfigurationError(
+                    .unusablePath, field: "stateDirectory", "cannot create the parent of the state directory \(path)",
+                    underlying: error)
             }
         }
         // mkdir applies the umask, which can only remove bits: 0700 stays 0700 or less.
         guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
-            throw ConfigurationError("cannot create the state directory \(path): \(String(cString: strerror(errno)))")
+            throw ConfigurationError(
+                .unusablePath, field: "stateDirectory", "cannot create the state directory \(path): \(reason(errno))")
         }
     }
+
+    private static func reason(_ code: Int32) -> String { String(cString: strerror(code)) }
 
     private static func octal(_ mode: mode_t) -> String {
         let digits = String(mode & 0o7777, radix: 8)
