@@ -115,25 +115,14 @@ extension PostgresTokenStore: RefreshCoordinator {
         stopRenewing(account)
         let sealed = Data(try sealer.seal(record, for: account))
         let fence = Int64(lease.fence)
-        let channel = self.channel
-        let logger = self.logger
-        let committed: Int64? = try await run(account, .tokens) { client, table in
-            try await client.withTransaction(logger: logger) { connection in
-                let rows = try await connection.query(
-                    """
-                    UPDATE \(unescaped: table) SET sealed = \(sealed), generation = generation + 1, lease_owner = NULL,
-                    lease_until = NULL, updated_at = now()
-                    WHERE account = \(account.rawValue) AND generation = \(fence) AND sealed IS NOT NULL
-                    RETURNING generation
-                    """, logger: logger)
-                var generation: Int64?
-                for try await (g) in rows.decode(Int64.self) { generation = g }
-                if let generation {
-                    let payload = NotificationHub.Change(kind: "refreshed", account: account.rawValue, generation: UInt64(generation)).payload
-                    try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
-                }
-                return generation
-            }
+        let committed = try await write(account, .tokens, kind: "refreshed") { connection, table, logger in
+            try await connection.query(
+                """
+                UPDATE \(unescaped: table) SET sealed = \(sealed), generation = generation + 1, lease_owner = NULL,
+                lease_until = NULL, updated_at = now()
+                WHERE account = \(account.rawValue) AND generation = \(fence) AND sealed IS NOT NULL
+                RETURNING generation
+                """, logger: logger)
         }
         if committed != nil { return .committed }
         return .superseded(try await load(for: account) as TokenRecord?)

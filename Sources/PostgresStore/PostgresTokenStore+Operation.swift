@@ -41,14 +41,15 @@ extension PostgresTokenStore {
 
     /// Runs the write `statement` (which returns the row's generation when it changed
     /// something) in a transaction that also notifies the other replicas (`kind account
-    /// generation`) when it did.
+    /// generation`) when it did. Returns the new generation, `nil` when nothing changed.
+    @discardableResult
     func write(
         _ account: AccountID, _ store: AuthError.Store, kind: String,
         _ statement: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> PostgresRowSequence
-    ) async throws {
+    ) async throws -> Int64? {
         let channel = self.channel
         let logger = self.logger
-        try await run(account, store) { client, table in
+        return try await run(account, store) { client, table in
             try await client.withTransaction(logger: logger) { connection in
                 var generation: Int64?
                 for try await (g) in try await statement(connection, table, logger).decode(Int64.self) { generation = g }
@@ -56,7 +57,22 @@ extension PostgresTokenStore {
                     let payload = NotificationHub.Change(kind: kind, account: account.rawValue, generation: UInt64(generation)).payload
                     _ = try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
                 }
+                return generation
             }
+        }
+    }
+
+    /// The value of `column` (one of the table's own column names, never input) in
+    /// `account`'s row, read through ``run(_:_:_:)``; `nil` when there is no row or the
+    /// column is null.
+    func column<Value: PostgresDecodable & Sendable>(
+        _ column: String, as type: Value.Type, of account: AccountID, _ store: AuthError.Store
+    ) async throws -> Value? where Value._DecodableType == Value {
+        try await run(account, store) { client, table in
+            let rows = try await client.query(
+                "SELECT \(unescaped: column) FROM \(unescaped: table) WHERE account = \(account.rawValue)")
+            for try await (value) in rows.decode((Value?).self) { return value }
+            return nil
         }
     }
 }

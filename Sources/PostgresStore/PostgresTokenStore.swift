@@ -154,12 +154,7 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
 
     /// Reads and opens `account`'s record; `nil` when the row has none.
     public func load(for account: AccountID) async throws -> TokenRecord? {
-        let sealed: Data? = try await run(account, .tokens) { client, table in
-            let rows = try await client.query("SELECT sealed FROM \(unescaped: table) WHERE account = \(account.rawValue)")
-            for try await (sealed) in rows.decode((Data?).self) { return sealed }
-            return nil
-        }
-        guard let sealed else { return nil }
+        guard let sealed = try await column("sealed", as: Data.self, of: account, .tokens) else { return nil }
         return try sealer.open(Array(sealed), for: account)
     }
 
@@ -182,12 +177,7 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
 
     /// Reads `account`'s session state; `nil` when none was written.
     public func load(for account: AccountID) async throws -> SessionState? {
-        let text: String? = try await run(account, .sessionState) { client, table in
-            let rows = try await client.query("SELECT state FROM \(unescaped: table) WHERE account = \(account.rawValue)")
-            for try await (state) in rows.decode((String?).self) { return state }
-            return nil
-        }
-        guard let text else { return nil }
+        guard let text = try await column("state", as: String.self, of: account, .sessionState) else { return nil }
         do {
             return try Self.stateDecoder.decode(SessionState.self, from: Data(text.utf8))
         } catch {

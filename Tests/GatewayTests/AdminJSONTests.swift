@@ -56,6 +56,40 @@ import Testing
                 + #""type":"logged_out"}"#)
     }
 
+    /// The client commands read what the admin API writes: every member of a session
+    /// document and of each kind of event comes back under its name.
+    @Test func theClientReadsEveryMemberTheAPIWrites() throws {
+        let store = StoreDocument(
+            kind: "postgres", replica: "b/2/9", reachable: true,
+            lease: .init(holder: "a/1/7", thisReplica: false, remaining: .milliseconds(2_500)))
+        let session = AdminEventPayload.Session(
+            account: "default", state: "logged_in", subject: #"al/ice "the" \ one"#, expiresAt: "1970-01-01T01:00:00Z",
+            generation: 3, lastLogin: "1970-01-01T00:00:00Z", guest: false, epoch: 2)
+        var full = session
+        full.registration = "needs_sign_up"
+        full.store = store
+        #expect(
+            AdminEventPayload.decodeSession(try text(SessionDocument(Self.loggedIn, registration: .needsSignUp, store: store)))
+                == full)
+
+        func read(_ e: AuthEvent) throws -> AdminEventPayload? {
+            AdminEventPayload.decode(try text(EventDocument(AuthEventRecord(id: 7, event: e, timestamp: Self.epoch))))
+        }
+        let at = "1970-01-01T00:00:00Z"
+        #expect(try read(.state(Self.loggedIn)) == AdminEventPayload(id: 7, type: "state", at: at, session: session))
+        #expect(
+            try read(.refreshed(generation: TokenGeneration(5), persisted: true))
+                == AdminEventPayload(id: 7, type: "refreshed", at: at, generation: 5, persisted: true))
+        #expect(
+            try read(.refreshFailed(code: "server_error", retryAfter: .milliseconds(2500)))
+                == AdminEventPayload(id: 7, type: "refresh_failed", at: at, code: "server_error", retryAfterSeconds: 2))
+        #expect(
+            try read(.loggedOut(reason: .refreshRejected(code: "invalid_grant"), epoch: 4))
+                == AdminEventPayload(
+                    id: 7, type: "logged_out", at: at, reason: "refresh_rejected", detail: "refresh_rejected(invalid_grant)",
+                    epoch: 4))
+    }
+
     @Test func healthDocumentsKeepTheirMembers() throws {
         #expect(try text(HealthEndpoints.Health(status: "ok")) == #"{"status":"ok"}"#)
         #expect(try text(HealthEndpoints.Health(status: "ready")) == #"{"status":"ready"}"#)

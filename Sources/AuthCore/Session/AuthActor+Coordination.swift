@@ -23,10 +23,8 @@ extension AuthActor {
             _ = try? await endSessionLocked(reason: .endedElsewhere, persist: false)
             return
         }
-        let generation = lastGeneration.next
-        lastGeneration = generation
-        var credentials = stored.credentials(now: clock.now, wallNow: clock.wallNow)
-        credentials.tokens.generation = generation
+        let credentials = takeOver(stored)
+        let generation = credentials.generation
         let adopted = makeSession(credentials, grantType: stored.grantType ?? session.grantType)
         phase = .active(adopted)
         gate.recordSuccess()
@@ -41,6 +39,17 @@ extension AuthActor {
         for continuation in waiters.values {
             continuation.resume(returning: adopted.token)
         }
+    }
+
+    /// `stored`, a pair another process wrote, as this actor's credentials: under this
+    /// actor's next generation (the generations of another process are not ours), with its
+    /// lifetime counted from now.
+    func takeOver(_ stored: TokenRecord) -> Credentials {
+        let generation = lastGeneration.next
+        lastGeneration = generation
+        var credentials = stored.credentials(now: clock.now, wallNow: clock.wallNow)
+        credentials.tokens.generation = generation
+        return credentials
     }
 }
 
@@ -57,14 +66,7 @@ extension AuthActor {
     public func synchronize() async throws {
         await acquireStoreLock()
         defer { releaseStoreLock() }
-        let state: SessionState?
-        let record: TokenRecord?
-        do {
-            state = try await stateStore.load(for: account)
-            record = try await tokenStore.load(for: account)
-        } catch {
-            throw AuthError.storage(error)
-        }
+        let (state, record) = try await loadStored()
         let stored = record.flatMap { TokenSyntax.violation(in: $0) == nil ? $0 : nil }
         switch (phase, stored) {
         case (.active(let session), let stored?):
@@ -77,10 +79,8 @@ extension AuthActor {
         case (.loggedOut, let stored?):
             // A login elsewhere: installed once its state says so (it is written second).
             guard let state, state.isLoggedIn else { return }
-            let generation = lastGeneration.next
-            lastGeneration = generation
-            var credentials = stored.credentials(now: clock.now, wallNow: clock.wallNow)
-            credentials.tokens.generation = generation
+            let credentials = takeOver(stored)
+            let generation = credentials.generation
             epoch += 1
             sessionState = state
             phase = .active(makeSession(credentials, grantType: stored.grantType))

@@ -16,10 +16,8 @@ struct AdminEventPayload: Decodable, Sendable, Equatable {
         var registration: String?
         var store: StoreDocument?
 
-        enum CodingKeys: String, CodingKey {
-            case account, state, subject, expiresAt = "expires_at", generation, lastLogin = "last_login", guest, epoch
-            case registration, store
-        }
+        /// The member names ``SessionDocument`` writes.
+        typealias CodingKeys = SessionDocument.CodingKeys
     }
 
     var id: UInt64?
@@ -34,10 +32,8 @@ struct AdminEventPayload: Decodable, Sendable, Equatable {
     var detail: String?
     var epoch: UInt64?
 
-    enum CodingKeys: String, CodingKey {
-        case id, type, at, session, generation, persisted, code, retryAfterSeconds = "retry_after_seconds", reason, detail
-        case epoch
-    }
+    /// The member names ``EventDocument`` writes.
+    typealias CodingKeys = EventDocument.CodingKeys
 
     /// `text` decoded, or nil when it is not such a JSON object.
     static func decode(_ text: String) -> AdminEventPayload? {

@@ -13,7 +13,8 @@ struct EventDocument: Encodable, Sendable {
         self.id = id ?? record.id
     }
 
-    private enum CodingKeys: String, CodingKey {
+    /// The member names, shared with the reader (``AdminEventPayload``).
+    enum CodingKeys: String, CodingKey {
         case id, type, at, session, generation, persisted, code, retryAfterSeconds = "retry_after_seconds"
         case reason, detail, epoch
     }

@@ -38,7 +38,8 @@ struct SessionDocument: Encodable, Sendable, Equatable {
         self.store = store
     }
 
-    private enum CodingKeys: String, CodingKey {
+    /// The member names, shared with the reader (``AdminEventPayload``).
+    enum CodingKeys: String, CodingKey {
         case account, state, subject, expiresAt = "expires_at", generation, lastLogin = "last_login", guest, epoch
         case registration, store
     }

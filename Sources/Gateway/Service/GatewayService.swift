@@ -9,32 +9,6 @@ public import Runtime
 /// `start` restores every session from the stores before either listener opens (SEEDS
 /// row 4), so the first request already sees the restored sessions.
 public final class GatewayService: Sendable {
-    /// Secrets resolved by `main` (from files or the environment).
-    public struct Secrets: Sendable {
-        /// The default session's client secret.
-        public var clientSecret: String?
-        /// The admin API's bearer token (`nil`: the admin API takes no token).
-        public var adminToken: String?
-        /// The key that seals the tokens at rest.
-        public var storeKey: TokenStoreKey
-        /// The client secrets of the other sessions, by session name.
-        public var sessionClientSecrets: [String: String]
-        /// Creates the secrets.
-        public init(
-            clientSecret: String?, adminToken: String?, storeKey: TokenStoreKey, sessionClientSecrets: [String: String] = [:]
-        ) {
-            self.clientSecret = clientSecret
-            self.adminToken = adminToken
-            self.storeKey = storeKey
-            self.sessionClientSecrets = sessionClientSecrets
-        }
-
-        /// The client secret of the session called `name`.
-        func clientSecret(for name: String) -> String? {
-            name == GatewayConfiguration.defaultSession ? clientSecret : sessionClientSecrets[name]
-        }
-    }
-
     /// The event loops every listener and upstream client runs on.
     public let group: EventLoopGroup
     /// The proxy listener.
@@ -60,11 +34,11 @@ public final class GatewayService: Sendable {
     /// The default session's user-info call, when configured.
     public var userInfo: UserInfoProbe? { sessions[GatewayConfiguration.defaultSession]!.userInfo }
     /// Subscribers of the session's events (the user-info call) that shutdown waits for.
-    private let eventTasks: [Task<Void, Never>]
+    let eventTasks: [Task<Void, Never>]
     /// The tasks serving proxied requests (a request whose token is current starts none).
     public let proxyTasks: TaskTracker
-    private let adminTasks: TaskTracker
-    private let logger: Logger
+    let adminTasks: TaskTracker
+    let logger: Logger
 
     private init(
         group: EventLoopGroup, proxyServer: HTTPServer, adminServer: HTTPServer, probeServer: HTTPServer?,
@@ -138,15 +112,7 @@ public final class GatewayService: Sendable {
         defer { if !storesHandedOver { Task { await stores.close() } } }
         let tokenStore = stores.tokens
         let stateStore = stores.states
-        var sessionConfig = sessionConfiguration ?? AuthActor.Configuration()
-        if let skew = c.refreshSkewSeconds { sessionConfig.skew = .seconds(skew) }
-        switch c.refreshLead {
-        case .seconds(let s)?: sessionConfig.skew = .seconds(s)
-        case .percent(let p)?: sessionConfig.leadFraction = Double(p) / 100
-        case nil: break
-        }
-        if let s = c.refreshJitterSeconds { sessionConfig.jitter = .seconds(s) }
-        if let n = c.refreshLoopLimit { sessionConfig.refreshWindow.maximumAttempts = n }
+        let sessionConfig = Self.sessionConfiguration(c, base: sessionConfiguration)
         let metrics = GatewayMetrics(sessions: c.allSessions.map(\.name))
         var sessions: [String: GatewaySession] = [:]
         var grantClients: [String: ReloadableGrantClient] = [:]
@@ -186,25 +152,7 @@ public final class GatewayService: Sendable {
             storesWritable: stores.isWritable, freeBytes: stores.freeBytes,
             unsavedCredentials: { actors.contains { $0.holdsUnsavedCredentials } },
             pending: { probes.lazy.compactMap(\.notReadyReason).first }, sharedStore: stores.kind == "postgres")
-        var restoreProblems: [String] = []
-        for s in sessions.values.sorted(by: { $0.name < $1.name }) {
-            do {
-                let status = try await s.actor.restore()
-                if status.isLoggedIn { s.userInfo?.expect(epoch: status.epoch) }
-                logger.info(
-                    "session restored",
-                    metadata: [
-                        "auth.session": "\(s.name)", "auth.logged_in": "\(status.isLoggedIn)", "auth.epoch": "\(status.epoch)",
-                    ])
-            } catch {
-                // Never a silently empty session: not ready, and the reason is logged.
-                restoreProblems.append("the session \(s.name) could not be restored: \(error)")
-                logger.error(
-                    "session restore failed; /readyz reports not ready",
-                    metadata: ["auth.session": "\(s.name)", "error": "\(error)"])
-            }
-        }
-        readiness.restored(restoreProblems.isEmpty, problem: restoreProblems.first)
+        await restoreSessions(sessions, readiness: readiness, logger: logger)
         stores.follow(Dictionary(uniqueKeysWithValues: sessions.values.map { (AccountID($0.name), $0.actor) }))
         var eventTasks: [Task<Void, Never>] = []
         for s in sessions.values {
@@ -276,70 +224,5 @@ public final class GatewayService: Sendable {
             readiness: readiness, stores: stores, eventTasks: eventTasks, proxyTasks: proxyResponder.tasks,
             adminTasks: admin.tasks,
             logger: logger, reloader: reloader)
-    }
-
-    /// Stops accepting, lets in-flight exchanges finish for up to `grace`, then stops the loops.
-    /// The session's files are already durable (every change is written as it happens).
-    ///
-    /// The loops stop last: first the listeners close, the event streams end, and the
-    /// tasks serving requests, the refreshes in flight and the logout revocations finish,
-    /// so that none of them is left waiting on a loop that no longer runs.
-    ///
-    /// The whole drain takes at most `grace` + 3 s (13 s by default, inside the systemd unit's
-    /// `TimeoutStopSec=15`): whatever is left of that after the exchanges, at least 1 s, goes
-    /// to the refreshes and revocations in flight and to saving a rotated pair whose save
-    /// had failed (``AuthCore/AuthActor/flushPendingCredentials()``).
-    public func shutdown(grace: Duration = .seconds(10)) async {
-        let clock = ContinuousClock()
-        let deadline = clock.now + grace + .seconds(3)
-        func left(atMost cap: Duration, atLeast floor: Duration = .zero) -> Duration {
-            max(floor, min(cap, deadline - clock.now))
-        }
-        let proxy = proxyServer
-        let admin = adminServer
-        let probes = probeServer
-        let scrapes = metricsServer
-        let group = group
-        await Self.onThread {
-            // Closing the admin listener removes its socket file, when it is a Unix socket.
-            admin.shutdown(grace: .zero)
-            probes?.shutdown(grace: .zero)
-            scrapes?.shutdown(grace: .zero)
-            proxy.shutdown(grace: grace)
-        }
-        // End every subscription to the sessions (SSE streams, the user-info followers),
-        // and wait for the gateway's own subscribers to end.
-        for s in sessions.values { s.actor.events.finish() }
-        for t in eventTasks { await t.value }
-        let drained = await proxyTasks.idle(timeout: left(atMost: .seconds(5)))
-        let adminDrained = await adminTasks.idle(timeout: left(atMost: .seconds(1)))
-        // A refresh or revocation waits at most this long; past it, the loops stop anyway and
-        // the upstream client cancels the transfer (logged: what waited on it is lost).
-        let background = TaskTracker()
-        for s in sessions.values {
-            let actor = s.actor
-            background.start(on: nil) { await actor.finishBackgroundWork() }
-        }
-        let backgroundDone = await background.idle(timeout: left(atMost: .seconds(5), atLeast: .seconds(1)))
-        if !drained || !adminDrained || !backgroundDone {
-            logger.warning(
-                "work still running at shutdown; stopping the loops anyway",
-                metadata: [
-                    "proxy.tasks": "\(proxyTasks.count)", "admin.tasks": "\(adminTasks.count)",
-                    "session.background": "\(background.count)",
-                ])
-        }
-        await stores.close()
-        await Self.onThread { group.shutdown() }
-    }
-
-    /// Runs blocking work on a thread of its own (never on a loop or the cooperative pool).
-    private static func onThread(_ work: @escaping @Sendable () -> Void) async {
-        await withCheckedContinuation { (cont: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread {
-                work()
-                cont.resume()
-            }
-        }
     }
 }

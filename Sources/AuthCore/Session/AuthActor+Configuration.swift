@@ -1,0 +1,32 @@
+extension AuthActor {
+    /// Timing of refreshes.
+    public struct Configuration: Sendable {
+        /// Refresh when the token expires within this much time.
+        public var skew: Duration
+        /// A random extra lead in `0..<jitter`, drawn per token, so replicas do not refresh
+        /// in lockstep. The total lead never exceeds half the token's lifetime.
+        public var jitter: Duration
+        /// The refresh-loop guard. It counts only premature refreshes (a rejected fresh token),
+        /// never expiry-driven ones; see ``RefreshGate/admit(at:replacing:)``.
+        public var refreshWindow: RefreshWindow
+        /// Backoff after transient failures.
+        public var backoff: BackoffPolicy
+        /// When set (in `0 < f < 1`), refresh when this fraction of a token's lifetime is
+        /// left, instead of ``skew`` before expiry (`0.5`: at half-life). Jitter then only
+        /// delays the refresh, by at most a tenth of the lifetime.
+        public var leadFraction: Double?
+
+        /// Creates a configuration.
+        public init(
+            skew: Duration = .seconds(30), jitter: Duration = .seconds(5),
+            refreshWindow: RefreshWindow = RefreshWindow(), backoff: BackoffPolicy = BackoffPolicy(),
+            leadFraction: Double? = nil
+        ) {
+            self.leadFraction = leadFraction
+            self.skew = skew
+            self.jitter = jitter
+            self.refreshWindow = refreshWindow
+            self.backoff = backoff
+        }
+    }
+}

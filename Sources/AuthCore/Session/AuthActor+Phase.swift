@@ -1,0 +1,49 @@
+internal import Foundation
+
+extension AuthActor {
+    struct ActiveSession {
+        var credentials: Credentials
+        var token: AccessToken
+        var refreshAt: MonotonicInstant?
+        var grantType: String?
+        /// When the token was obtained, on the monotonic clock (for the loop guard).
+        var obtainedAt: MonotonicInstant
+
+        /// Whether `token()` must refresh at `now`.
+        func isDue(at now: MonotonicInstant) -> Bool {
+            guard let refreshAt else { return false }
+            return now >= refreshAt
+        }
+
+        /// The token as the loop guard sees it.
+        var gateToken: RefreshGate.CurrentToken {
+            RefreshGate.CurrentToken(
+                generation: credentials.generation, obtainedAt: obtainedAt,
+                lifetime: credentials.deadline.map { $0 - obtainedAt })
+        }
+    }
+
+    /// Why a caller asks for a refresh, with the generation it saw. The decision to join,
+    /// start or skip a refresh is taken from this and the state at the moment the caller
+    /// registers, never from what the caller read before a suspension.
+    enum RefreshTrigger {
+        /// `token()` found the token of this generation due for refresh.
+        case due(seen: TokenGeneration)
+        /// The upstream rejected the token of this generation (`refresh(after:)`).
+        case rejected(TokenGeneration)
+    }
+
+    enum Phase {
+        case loggedOut(LogoutReason?)
+        case active(ActiveSession)
+    }
+
+    struct InFlightRefresh {
+        let id: UInt64
+        let epoch: UInt64
+        /// When the token request was sent: the new token's lifetime counts from here.
+        let requestedAt: MonotonicInstant
+        let requestedAtWall: Date
+        var waiters: [UInt64: CheckedContinuation<AccessToken, any Error>] = [:]
+    }
+}

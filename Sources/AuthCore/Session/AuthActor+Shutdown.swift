@@ -1,0 +1,33 @@
+internal import Logging
+
+extension AuthActor {
+    /// Waits for the work the actor started in the background: the refresh in flight, if
+    /// any, and the revocations logout started. Call at shutdown, before the transport and
+    /// the executor stop, so that nothing is left waiting on them.
+    public func finishBackgroundWork() async {
+        await finishRevocations()
+        while let task = refreshTask {
+            await task.value
+            if refreshTask == task { refreshTask = nil }
+        }
+        await flushPendingCredentials()
+    }
+
+    /// Saves a pair held only in memory (its save failed after a rotation: the previous
+    /// refresh token is already spent at the server), whatever the retry backoff says — at
+    /// shutdown there is no later. Returns whether nothing is left unsaved; a failure is
+    /// logged as an error, since the next start will present a spent refresh token.
+    @discardableResult
+    public func flushPendingCredentials() async -> Bool {
+        guard needsPersist else { return true }
+        persistRetryAt = clock.now
+        await persistPendingCredentials()
+        if needsPersist {
+            logger.error(
+                "rotated tokens could not be saved before stopping; the next start has only the spent refresh token",
+                metadata: ["auth.generation": "\(status.generation.map { "\($0)" } ?? "none")"])
+            return false
+        }
+        return true
+    }
+}

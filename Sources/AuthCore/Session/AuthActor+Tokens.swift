@@ -1,0 +1,115 @@
+internal import Foundation
+
+extension AuthActor {
+    /// The current access token, refreshed first when it expires within the skew window.
+    ///
+    /// When that refresh fails transiently and the token has not yet expired, the current
+    /// token is returned. Throws ``AuthError``: with no session, ``noSessionError``.
+    public func token() async throws -> AccessToken {
+        guard case .active = phase else { throw noSessionError }
+        if needsPersist, clock.now >= persistRetryAt { await persistPendingCredentials() }
+        // Read the session after any suspension above.
+        guard case .active(let session) = phase else { throw noSessionError }
+        if session.isDue(at: clock.now) {
+            return try await tokenAfterProactiveRefresh(seen: session.credentials.generation)
+        }
+        return session.token
+    }
+
+    /// Call after the upstream rejected the token of `generation` as invalid.
+    ///
+    /// Returns the current token at once when it is newer than `generation` (no network);
+    /// otherwise joins the single in-flight refresh (starting it if needed) and returns its
+    /// token. Throws ``AuthError``: with no session, ``noSessionError``.
+    public func refresh(after generation: TokenGeneration) async throws -> AccessToken {
+        guard case .active(let session) = phase else { throw noSessionError }
+        if session.credentials.generation > generation {
+            return session.token
+        }
+        return try await joinRefresh(.rejected(generation))
+    }
+
+    /// The session as it stands.
+    public var status: SessionStatus {
+        var status = SessionStatus(
+            account: account, isLoggedIn: false, subject: sessionState.subject,
+            lastLogin: sessionState.lastLogin, isGuest: sessionState.isGuest, epoch: epoch)
+        switch phase {
+        case .active(let session):
+            status.isLoggedIn = true
+            status.generation = session.credentials.generation
+            status.expiresAt = session.credentials.expiresAt
+        case .loggedOut(let reason):
+            status.logoutReason = reason
+        }
+        return status
+    }
+
+    /// What a request for a token meets while there is no session: the reason the last
+    /// session ended (``AuthError/Code/sessionEnded``, the same for every request until a
+    /// login, whichever process ended it), or ``AuthError/Code/loginRequired`` when none
+    /// ended since this process started (``LogoutReason/tokensMissing`` is what restore
+    /// found at start), or in guest mode.
+    var noSessionError: AuthError {
+        if case .loggedOut(let reason?) = phase, reason != .tokensMissing, !sessionState.isGuest {
+            return AuthError.sessionEnded(reason)
+        }
+        return AuthError.loginRequired
+    }
+
+    /// Whether a refresh is in flight.
+    public var isRefreshing: Bool { inFlight != nil }
+
+    /// How many callers wait for the in-flight refresh (for tests and metrics).
+    public var refreshWaiterCount: Int { inFlight?.waiters.count ?? 0 }
+
+    /// How many refreshes this actor started.
+    public var refreshCount: Int { refreshesStarted }
+
+    private func tokenAfterProactiveRefresh(seen generation: TokenGeneration) async throws -> AccessToken {
+        do {
+            return try await joinRefresh(.due(seen: generation))
+        } catch let error as AuthError where error.keepsSession {
+            if case .active(let session) = phase, !session.credentials.isExpired(at: clock.now) {
+                return session.token
+            }
+            if error.code == .refreshNotPossible, case .active = phase {
+                _ = try? await endSession(reason: .expiredWithoutRefreshToken, onlyEpoch: epoch)
+                throw AuthError.sessionEnded(.expiredWithoutRefreshToken)
+            }
+            throw error
+        }
+    }
+
+    /// The session for `credentials` obtained at `obtainedAt` (monotonic). Without it (restore),
+    /// the instant is derived from the credentials' wall-clock `issuedAt`.
+    func makeSession(_ credentials: Credentials, grantType: String?, obtainedAt: MonotonicInstant? = nil)
+        -> ActiveSession
+    {
+        let now = clock.now
+        var refreshAt: MonotonicInstant?
+        if let deadline = credentials.deadline {
+            let lifetime = deadline - now
+            refreshAt = deadline - refreshLead(lifetime: lifetime)
+        }
+        let age = Duration.interval(max(0, clock.wallNow.timeIntervalSince(credentials.issuedAt)))
+        return ActiveSession(
+            credentials: credentials, token: AccessToken(credentials), refreshAt: refreshAt,
+            grantType: grantType, obtainedAt: min(obtainedAt ?? now - age, now))
+    }
+
+    /// How long before expiry a token of `lifetime` (what is left of it) is refreshed.
+    func refreshLead(lifetime: Duration) -> Duration {
+        guard lifetime > .zero else { return .zero }
+        let r = max(0, min(1, randomFraction()))
+        // Jitter spreads replicas apart; it never moves a refresh by more than a tenth of the
+        // lifetime, so `skew: 0` still means "at expiry" for short tokens.
+        let jitter = min(configuration.jitter, lifetime / 10) * r
+        if let f = configuration.leadFraction {
+            // Here jitter only delays: "at half-life" never means more than two refreshes
+            // per lifetime.
+            return max(.zero, lifetime * f - jitter)
+        }
+        return min(configuration.skew + jitter, lifetime / 2)
+    }
+}

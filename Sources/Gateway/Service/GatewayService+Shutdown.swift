@@ -1,0 +1,70 @@
+import AuthCore
+import Foundation
+import Runtime
+
+extension GatewayService {
+    /// Stops accepting, lets in-flight exchanges finish for up to `grace`, then stops the loops.
+    /// The session's files are already durable (every change is written as it happens).
+    ///
+    /// The loops stop last: first the listeners close, the event streams end, and the
+    /// tasks serving requests, the refreshes in flight and the logout revocations finish,
+    /// so that none of them is left waiting on a loop that no longer runs.
+    ///
+    /// The whole drain takes at most `grace` + 3 s (13 s by default, inside the systemd unit's
+    /// `TimeoutStopSec=15`): whatever is left of that after the exchanges, at least 1 s, goes
+    /// to the refreshes and revocations in flight and to saving a rotated pair whose save
+    /// had failed (``AuthCore/AuthActor/flushPendingCredentials()``).
+    public func shutdown(grace: Duration = .seconds(10)) async {
+        let clock = ContinuousClock()
+        let deadline = clock.now + grace + .seconds(3)
+        func left(atMost cap: Duration, atLeast floor: Duration = .zero) -> Duration {
+            max(floor, min(cap, deadline - clock.now))
+        }
+        let proxy = proxyServer
+        let admin = adminServer
+        let probes = probeServer
+        let scrapes = metricsServer
+        let group = group
+        await Self.onThread {
+            // Closing the admin listener removes its socket file, when it is a Unix socket.
+            admin.shutdown(grace: .zero)
+            probes?.shutdown(grace: .zero)
+            scrapes?.shutdown(grace: .zero)
+            proxy.shutdown(grace: grace)
+        }
+        // End every subscription to the sessions (SSE streams, the user-info followers),
+        // and wait for the gateway's own subscribers to end.
+        for s in sessions.values { s.actor.events.finish() }
+        for t in eventTasks { await t.value }
+        let drained = await proxyTasks.idle(timeout: left(atMost: .seconds(5)))
+        let adminDrained = await adminTasks.idle(timeout: left(atMost: .seconds(1)))
+        // A refresh or revocation waits at most this long; past it, the loops stop anyway and
+        // the upstream client cancels the transfer (logged: what waited on it is lost).
+        let background = TaskTracker()
+        for s in sessions.values {
+            let actor = s.actor
+            background.start(on: nil) { await actor.finishBackgroundWork() }
+        }
+        let backgroundDone = await background.idle(timeout: left(atMost: .seconds(5), atLeast: .seconds(1)))
+        if !drained || !adminDrained || !backgroundDone {
+            logger.warning(
+                "work still running at shutdown; stopping the loops anyway",
+                metadata: [
+                    "proxy.tasks": "\(proxyTasks.count)", "admin.tasks": "\(adminTasks.count)",
+                    "session.background": "\(background.count)",
+                ])
+        }
+        await stores.close()
+        await Self.onThread { group.shutdown() }
+    }
+
+    /// Runs blocking work on a thread of its own (never on a loop or the cooperative pool).
+    private static func onThread(_ work: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (cont: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                work()
+                cont.resume()
+            }
+        }
+    }
+}
