@@ -9,7 +9,7 @@
 /// before the input can go away.
 struct HeaderFieldAccumulator {
     /// Why a finished field was not kept.
-    enum Refusal: Equatable {
+    enum Refusal: Error, Equatable {
         /// The name is not an RFC 9110 token.
         case invalidName
         /// The value holds a control character (other than HTAB) or DEL.
@@ -58,26 +58,33 @@ struct HeaderFieldAccumulator {
     /// room for it (fewer than `maxCount` fields), else says why not. Either way the next
     /// field starts empty.
     mutating func finishField(maxCount: Int) -> Refusal? {
-        let n = name
-        let v = value
-        let count = fields.count
-        name.clear()
-        value.clear()
-        inValue = false
-        var kept: (name: String, value: String)?
-        let refusal: Refusal? = n.withBytes { n in
-            v.withBytes { v in
-                guard FramingRules.isValidFieldName(n) else { return .invalidName }
-                guard FramingRules.isValidFieldValue(v) else { return .invalidValue }
-                if count >= maxCount { return .tooMany }
+        defer {
+            name.clear()
+            value.clear()
+            inValue = false
+        }
+        switch Self.field(name, value, room: fields.count < maxCount) {
+        case .success(let field):
+            fields.append(field)
+            return nil
+        case .failure(let refusal):
+            return refusal
+        }
+    }
+
+    /// The field `name` and `value` make, or why they make none.
+    private static func field(_ name: borrowing Piece, _ value: borrowing Piece, room: Bool) -> Result<(name: String, value: String), Refusal> {
+        name.withBytes { n in
+            value.withBytes { v in
+                guard FramingRules.isValidFieldName(n) else { return .failure(.invalidName) }
+                guard FramingRules.isValidFieldValue(v) else { return .failure(.invalidValue) }
+                guard room else { return .failure(.tooMany) }
                 var end = v.count
                 while end > 0 && (v[end - 1] == 0x20 || v[end - 1] == 0x09) { end -= 1 }
-                kept = (String(decoding: n, as: UTF8.self), String(decoding: UnsafeBufferPointer(rebasing: v[..<end]), as: UTF8.self))
-                return nil
+                return .success(
+                    (String(decoding: n, as: UTF8.self), String(decoding: UnsafeBufferPointer(rebasing: v[..<end]), as: UTF8.self)))
             }
         }
-        if let kept { fields.append(kept) }
-        return refusal
     }
 
     /// Copies what is borrowed from the input; call before the input goes away.
