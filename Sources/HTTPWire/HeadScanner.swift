@@ -11,7 +11,11 @@ struct HeadScanner {
     var firstLineSoFar: [UInt8] { firstLineDropped ? [] : firstLineTail }
 
     mutating func scan(_ bytes: UnsafeRawBufferPointer) -> WireError? {
-        for b in bytes {
+        // Where the request line's bytes begin in this input, while it is being read: they
+        // are kept in one append when the line or the input ends, not one byte at a time.
+        var lineStart: Int? = inFirstLine && !sawLineStart ? 0 : nil
+        for i in 0..<bytes.count {
+            let b = bytes[i]
             if previous == 0x0D && b != 0x0A {
                 return WireError(.bareCarriageReturn, status: 400, "a CR is not followed by LF")
             }
@@ -24,6 +28,8 @@ struct HeadScanner {
                 }
                 if inFirstLine && !sawLineStart {
                     inFirstLine = false
+                    if let start = lineStart { keepFirstLine(bytes, from: start, to: i) }
+                    lineStart = nil
                     if !HeadScanner.endsWithVersion(firstLineTail) {
                         return WireError(.malformedRequest, status: 400, "the request line must end with HTTP/<digit>.<digit>")
                     }
@@ -35,17 +41,27 @@ struct HeadScanner {
             default:
                 break
             }
-            if b != 0x0D && b != 0x0A { sawLineStart = false }
-            if inFirstLine && !sawLineStart && b != 0x0D {
-                firstLineTail.append(b)
-                if firstLineTail.count > 32 {
-                    firstLineTail.removeFirst(16)
-                    firstLineDropped = true
-                }
+            if sawLineStart && b != 0x0D && b != 0x0A {
+                sawLineStart = false
+                if inFirstLine { lineStart = i }
             }
             previous = b
         }
+        if inFirstLine, let start = lineStart { keepFirstLine(bytes, from: start, to: bytes.count) }
         return nil
+    }
+
+    /// Keeps `bytes[from..<to]` of the request line (without the CR that may end it), and
+    /// only its last 32 bytes once it is longer.
+    private mutating func keepFirstLine(_ bytes: UnsafeRawBufferPointer, from: Int, to: Int) {
+        var end = to
+        // A CR can only stand last: one followed by anything but LF was refused.
+        if end > from && bytes[end - 1] == 0x0D { end -= 1 }
+        firstLineTail.append(contentsOf: bytes[from..<end])
+        if firstLineTail.count > 32 {
+            firstLineTail.removeFirst(firstLineTail.count - 32)
+            firstLineDropped = true
+        }
     }
 
     /// Whether a request line ends in ` HTTP/d.d` (http-parser checks only the digits).

@@ -1,0 +1,86 @@
+@testable import HTTPWire
+import Testing
+
+/// The scanner checks head bytes in whole reads; this oracle is the byte-at-a-time
+/// definition it must agree with, whatever the input and however it is split.
+private struct ByteAtATimeScanner {
+    private var previous: UInt8 = 0x0A
+    private var sawLineStart = true
+    private var inFirstLine = true
+    private var firstLineTail: [UInt8] = []
+    private var firstLineDropped = false
+
+    var firstLineSoFar: [UInt8] { firstLineDropped ? [] : firstLineTail }
+
+    mutating func scan(_ bytes: UnsafeRawBufferPointer) -> WireError? {
+        for b in bytes {
+            if previous == 0x0D && b != 0x0A {
+                return WireError(.bareCarriageReturn, status: 400, "a CR is not followed by LF")
+            }
+            switch b {
+            case 0x00:
+                return WireError(.nulByte, status: 400, "the request head contains a NUL byte")
+            case 0x0A:
+                if previous != 0x0D && !sawLineStart {
+                    return WireError(.malformedRequest, status: 400, "a line ends in LF without CR")
+                }
+                if inFirstLine && !sawLineStart {
+                    inFirstLine = false
+                    if !HeadScanner.endsWithVersion(firstLineTail) {
+                        return WireError(.malformedRequest, status: 400, "the request line must end with HTTP/<digit>.<digit>")
+                    }
+                }
+            case 0x20, 0x09:
+                if previous == 0x0A && !sawLineStart {
+                    return WireError(.obsoleteLineFolding, status: 400, "a header line starts with whitespace (obs-fold)")
+                }
+            default:
+                break
+            }
+            if b != 0x0D && b != 0x0A { sawLineStart = false }
+            if inFirstLine && !sawLineStart && b != 0x0D {
+                firstLineTail.append(b)
+                if firstLineTail.count > 32 {
+                    firstLineTail.removeFirst(16)
+                    firstLineDropped = true
+                }
+            }
+            previous = b
+        }
+        return nil
+    }
+}
+
+@Suite struct HeadScannerTests {
+    private static let alphabet = Array("GET /x HTTP/1.1\r\nHost: a\r\n \t\u{0}PROPFIND:".utf8)
+
+    @Test func agreesWithTheByteAtATimeDefinitionOnRandomSplitInputs() {
+        var rng = SystemRandomNumberGenerator()
+        var seeds: [[UInt8]] = [
+            Array("GET / HTTP/1.1\r\nHost: h\r\n\r\n".utf8), Array("\r\n\r\nGET / HTTP/1.1\r\n\r\n".utf8),
+            Array("BREW /pot HTTP/1.1\r\n".utf8), Array("GET /\(String(repeating: "a", count: 40)) HTTP/1.1\r\n".utf8),
+            Array("GET / HTTP/1.1\n".utf8), Array("GET / HTTP/1.1\r\n folded\r\n".utf8), Array("GET / HTTX/1.1\r\n".utf8),
+        ]
+        for _ in 0..<2000 {
+            seeds.append((0..<Int.random(in: 0...60, using: &rng)).map { _ in Self.alphabet.randomElement(using: &rng)! })
+        }
+        for input in seeds {
+            var oracle = ByteAtATimeScanner()
+            var expected: WireError?
+            for b in input where expected == nil { expected = [b].withUnsafeBytes { oracle.scan($0) } }
+            var scanner = HeadScanner()
+            var got: WireError?
+            var pos = 0
+            while pos < input.count && got == nil {
+                let end = min(input.count, pos + Int.random(in: 1...12, using: &rng))
+                // Each read is its own buffer, as the parser's reads are.
+                got = Array(input[pos..<end]).withUnsafeBytes { scanner.scan($0) }
+                pos = end
+            }
+            #expect(got?.code == expected?.code, "\(String(decoding: input, as: UTF8.self).debugDescription)")
+            if got == nil && expected == nil {
+                #expect(scanner.firstLineSoFar == oracle.firstLineSoFar || (scanner.firstLineSoFar.isEmpty && oracle.firstLineSoFar.isEmpty))
+            }
+        }
+    }
+}
