@@ -17,16 +17,11 @@ public enum FramingRules {
     /// Whether `byte` is an RFC 9110 `tchar`.
     @inlinable
     public static func isTokenByte(_ byte: UInt8) -> Bool {
+        // One bit per ASCII byte: ALPHA, DIGIT and !#$%&'*+-.^_`|~ (RFC 9110 §5.6.2).
         switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
-            UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
-            UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
-            return true
-        default:
-            return false
+        case 0..<64: return (0x03FF_6CFA_0000_0000 as UInt64) >> UInt64(byte) & 1 == 1
+        case 64..<128: return (0x57FF_FFFF_C7FF_FFFE as UInt64) >> UInt64(byte - 64) & 1 == 1
+        default: return false
         }
     }
 

@@ -1,4 +1,4 @@
-import Gateway
+@testable import Gateway
 import HTTPWire
 import Testing
 
@@ -55,5 +55,15 @@ import Testing
         #expect(try RequestTarget("http://evil").path == "/")
         #expect(throws: WireError.self) { try RequestTarget("*") }
         #expect(throws: WireError.self) { try RequestTarget("/a/%2E%2E/b") }
+    }
+}
+
+@Suite struct ClientIPTests {
+    @Test(arguments: [
+        ("127.0.0.1:5050", "127.0.0.1"), ("[::1]:80", "::1"), ("[fe80::1%eth0]:1", "fe80::1%eth0"), ("10.0.0.1", "10.0.0.1"),
+        ("unix", "unix"), ("", ""),
+    ])
+    func theAddressLosesItsPort(address: String, ip: String) {
+        #expect(ForwardedHeaders.clientIP(address) == ip)
     }
 }

@@ -87,11 +87,15 @@ public enum ForwardedHeaders {
     /// The IP part of `ip:port` or `[ip]:port`.
     static func clientIP(_ address: String) -> String {
         // Bytes, not Characters: an address is ASCII.
-        let u = address.utf8
-        if u.first == UInt8(ascii: "["), let end = u.firstIndex(of: UInt8(ascii: "]")) {
-            return String(Substring(u[u.index(after: u.startIndex)..<end]))
+        var address = address
+        return address.withUTF8 { u in
+            if u.first == UInt8(ascii: "["), let end = u.firstIndex(of: UInt8(ascii: "]")) {
+                return String(decoding: UnsafeBufferPointer(rebasing: u[1..<end]), as: UTF8.self)
+            }
+            if let colon = u.lastIndex(of: UInt8(ascii: ":")) {
+                return String(decoding: UnsafeBufferPointer(rebasing: u[..<colon]), as: UTF8.self)
+            }
+            return String(decoding: u, as: UTF8.self)
         }
-        if let colon = u.lastIndex(of: UInt8(ascii: ":")) { return String(Substring(u[..<colon])) }
-        return address
     }
 }

@@ -24,10 +24,14 @@ public struct RequestTarget: Sendable, Equatable {
             throw WireError(.invalidTarget, status: 400, "the request target must be a path (origin-form) or an absolute URL")
         }
         // Scan bytes, not Characters: a target is ASCII on the wire (the parser checked).
-        if let fragment = t.utf8.firstIndex(of: UInt8(ascii: "#")) { t = t[..<fragment] }
-        if let q = t.utf8.firstIndex(of: UInt8(ascii: "?")) {
-            path = t[..<q]
-            query = t[t.utf8.index(after: q)...]
+        // One pass finds the fragment and the query; offsets into UTF-8 are O(1).
+        let (fragment, q) = RequestTarget.delimiters(t)
+        let u = t.utf8
+        if let fragment { t = t[..<u.index(u.startIndex, offsetBy: fragment)] }
+        if let q, q < t.utf8.count {
+            let at = t.utf8.index(t.utf8.startIndex, offsetBy: q)
+            path = t[..<at]
+            query = t[t.utf8.index(after: at)...]
         } else {
             path = t
             query = nil
@@ -35,6 +39,19 @@ public struct RequestTarget: Sendable, Equatable {
         if let problem = RequestTarget.escapeProblem(in: path) {
             throw WireError(.invalidTarget, status: 400, problem)
         }
+    }
+
+    /// The UTF-8 offsets of the first `#` and of the first `?` before it.
+    private static func delimiters(_ t: Substring) -> (fragment: Int?, query: Int?) {
+        func scan<C: Collection<UInt8>>(_ u: C) -> (Int?, Int?) {
+            var query: Int?
+            for (i, b) in u.enumerated() {
+                if b == UInt8(ascii: "#") { return (i, query) }
+                if b == UInt8(ascii: "?") && query == nil { query = i }
+            }
+            return (nil, query)
+        }
+        return t.utf8.withContiguousStorageIfAvailable(scan) ?? scan(t.utf8)
     }
 
     /// Why a path could be resolved, by this upstream or another, outside the route whose
