@@ -66,11 +66,11 @@ struct HeadScanner {
 
     /// Whether a request line ends in ` HTTP/d.d` (http-parser checks only the digits).
     static func endsWithVersion(_ line: [UInt8]) -> Bool {
-        let suffix = Array(" HTTP/".utf8)
-        guard line.count >= suffix.count + 3 else { return false }
-        let tail = line.suffix(suffix.count + 3)
-        let digits = Array(tail.suffix(3))
-        return tail.prefix(suffix.count).elementsEqual(suffix) && (48...57).contains(digits[0]) && digits[1] == 0x2E
-            && (48...57).contains(digits[2])
+        let p = line.count - 9
+        guard p >= 0 else { return false }
+        func digit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
+        return line[p] == 0x20 && line[p + 1] == UInt8(ascii: "H") && line[p + 2] == UInt8(ascii: "T")
+            && line[p + 3] == UInt8(ascii: "T") && line[p + 4] == UInt8(ascii: "P") && line[p + 5] == UInt8(ascii: "/")
+            && digit(line[p + 6]) && line[p + 7] == UInt8(ascii: ".") && digit(line[p + 8])
     }
 }

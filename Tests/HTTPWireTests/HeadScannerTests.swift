@@ -12,6 +12,15 @@ private struct ByteAtATimeScanner {
 
     var firstLineSoFar: [UInt8] { firstLineDropped ? [] : firstLineTail }
 
+    static func endsWithVersion(_ line: [UInt8]) -> Bool {
+        let suffix = Array(" HTTP/".utf8)
+        guard line.count >= suffix.count + 3 else { return false }
+        let tail = line.suffix(suffix.count + 3)
+        let digits = Array(tail.suffix(3))
+        return tail.prefix(suffix.count).elementsEqual(suffix) && (48...57).contains(digits[0]) && digits[1] == 0x2E
+            && (48...57).contains(digits[2])
+    }
+
     mutating func scan(_ bytes: UnsafeRawBufferPointer) -> WireError? {
         for b in bytes {
             if previous == 0x0D && b != 0x0A {
@@ -26,7 +35,7 @@ private struct ByteAtATimeScanner {
                 }
                 if inFirstLine && !sawLineStart {
                     inFirstLine = false
-                    if !HeadScanner.endsWithVersion(firstLineTail) {
+                    if !ByteAtATimeScanner.endsWithVersion(firstLineTail) {
                         return WireError(.malformedRequest, status: 400, "the request line must end with HTTP/<digit>.<digit>")
                     }
                 }
@@ -52,7 +61,17 @@ private struct ByteAtATimeScanner {
 }
 
 @Suite struct HeadScannerTests {
-    private static let alphabet = Array("GET /x HTTP/1.1\r\nHost: a\r\n \t\u{0}PROPFIND:".utf8)
+    private static let alphabet = Array("GET /x HTTP/1.1\r\nHost: a\r\n \t\u{0}PROPFIND:09.".utf8)
+
+    @Test func theVersionCheckAgreesWithItsDefinition() {
+        var rng = SystemRandomNumberGenerator()
+        let tails = ["HTTP/1.1", " HTTP/1.1", "x HTTP/1.0", "x HTTP/a.1", "x HTTP/1,1", "x HTTP/11", "x HTTQ/1.1", "x http/1.1", ""]
+        var lines = tails.map { Array($0.utf8) }
+        for _ in 0..<3000 { lines.append((0..<Int.random(in: 0...14, using: &rng)).map { _ in Array(" HTTP/1.90x".utf8).randomElement(using: &rng)! }) }
+        for line in lines {
+            #expect(HeadScanner.endsWithVersion(line) == ByteAtATimeScanner.endsWithVersion(line), "\(line)")
+        }
+    }
 
     @Test func agreesWithTheByteAtATimeDefinitionOnRandomSplitInputs() {
         var rng = SystemRandomNumberGenerator()
