@@ -60,13 +60,13 @@ public final class RequestParser {
         settings = .allocate(capacity: 1)
         http_parser_init(parser, HTTP_REQUEST)
         http_parser_settings_init(settings)
-        settings.pointee.on_message_begin = { p in RequestParser.owner(p).onMessageBegin() }
-        settings.pointee.on_url = { p, at, n in RequestParser.owner(p).onURL(at, n) }
-        settings.pointee.on_header_field = { p, at, n in RequestParser.owner(p).onField(at, n) }
-        settings.pointee.on_header_value = { p, at, n in RequestParser.owner(p).onValue(at, n) }
-        settings.pointee.on_headers_complete = { p in RequestParser.owner(p).onHeadersComplete() }
-        settings.pointee.on_body = { p, at, n in RequestParser.owner(p).onBody(at, n) }
-        settings.pointee.on_message_complete = { p in RequestParser.owner(p).onMessageComplete() }
+        settings.pointee.on_message_begin = { p in RequestParser.with(p) { $0.onMessageBegin() } }
+        settings.pointee.on_url = { p, at, n in RequestParser.with(p) { $0.onURL(at, n) } }
+        settings.pointee.on_header_field = { p, at, n in RequestParser.with(p) { $0.onField(at, n) } }
+        settings.pointee.on_header_value = { p, at, n in RequestParser.with(p) { $0.onValue(at, n) } }
+        settings.pointee.on_headers_complete = { p in RequestParser.with(p) { $0.onHeadersComplete() } }
+        settings.pointee.on_body = { p, at, n in RequestParser.with(p) { $0.onBody(at, n) } }
+        settings.pointee.on_message_complete = { p in RequestParser.with(p) { $0.onMessageComplete() } }
         parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
     }
 
@@ -157,8 +157,11 @@ public final class RequestParser {
         return (.error(e), n)
     }
 
-    private static func owner(_ p: UnsafeMutablePointer<http_parser>?) -> RequestParser {
-        Unmanaged<RequestParser>.fromOpaque(p!.pointee.data).takeUnretainedValue()
+    /// Calls `body` with the parser whose `data` is this object, without retaining it: it is
+    /// alive for the whole `http_parser_execute` call, made from one of its own methods.
+    private static func with(_ p: UnsafeMutablePointer<http_parser>?, _ body: (RequestParser) -> Int32) -> Int32 {
+        // Invariant: http-parser passes back the parser whose `data` holds this object.
+        Unmanaged<RequestParser>.fromOpaque(p!.pointee.data)._withUnsafeGuaranteedRef(body)
     }
 
     private func onMessageBegin() -> Int32 {

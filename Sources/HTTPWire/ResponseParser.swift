@@ -58,12 +58,12 @@ public final class ResponseParser {
         settings = .allocate(capacity: 1)
         http_parser_init(parser, HTTP_RESPONSE)
         http_parser_settings_init(settings)
-        settings.pointee.on_message_begin = { p in ResponseParser.owner(p).onMessageBegin() }
-        settings.pointee.on_header_field = { p, at, n in ResponseParser.owner(p).onField(at, n) }
-        settings.pointee.on_header_value = { p, at, n in ResponseParser.owner(p).onValue(at, n) }
-        settings.pointee.on_headers_complete = { p in ResponseParser.owner(p).onHeadersComplete() }
-        settings.pointee.on_body = { p, at, n in ResponseParser.owner(p).onBody(at, n) }
-        settings.pointee.on_message_complete = { p in ResponseParser.owner(p).onMessageComplete() }
+        settings.pointee.on_message_begin = { p in ResponseParser.with(p) { $0.onMessageBegin() } }
+        settings.pointee.on_header_field = { p, at, n in ResponseParser.with(p) { $0.onField(at, n) } }
+        settings.pointee.on_header_value = { p, at, n in ResponseParser.with(p) { $0.onValue(at, n) } }
+        settings.pointee.on_headers_complete = { p in ResponseParser.with(p) { $0.onHeadersComplete() } }
+        settings.pointee.on_body = { p, at, n in ResponseParser.with(p) { $0.onBody(at, n) } }
+        settings.pointee.on_message_complete = { p in ResponseParser.with(p) { $0.onMessageComplete() } }
         prepare()
     }
 
@@ -178,9 +178,11 @@ public final class ResponseParser {
         return (.error(e), n)
     }
 
-    private static func owner(_ p: UnsafeMutablePointer<http_parser>?) -> ResponseParser {
+    /// Calls `body` with the parser whose `data` is this object, without retaining it: it is
+    /// alive for the whole `http_parser_execute` call, made from one of its own methods.
+    private static func with(_ p: UnsafeMutablePointer<http_parser>?, _ body: (ResponseParser) -> Int32) -> Int32 {
         // Invariant: http-parser passes back the parser whose `data` holds this object.
-        Unmanaged<ResponseParser>.fromOpaque(p!.pointee.data).takeUnretainedValue()
+        Unmanaged<ResponseParser>.fromOpaque(p!.pointee.data)._withUnsafeGuaranteedRef(body)
     }
 
     private static func headTooLarge(_ limits: HTTPLimits) -> WireError {
