@@ -25,10 +25,7 @@ final class TraceExport: Sendable {
     /// for. Throws when the `OTEL_*` variables name something this build cannot do.
     static func start(environment: [String: String], logger: Logger) throws -> TraceExport? {
         guard TracingSwitch.exportRequested(environment: environment) else { return nil }
-        if let problem = TracingSwitch.unsupported(environment: environment) {
-            // The problem starts with the variable at fault: `OTEL_TRACES_SAMPLER=…: not supported`.
-            throw ConfigurationError(.unsupported, field: String(problem.prefix { $0 != "=" }), problem)
-        }
+        if let problem = TracingSwitch.unsupported(environment: environment) { throw problem }
         #if canImport(OTel)
         var configuration = OTel.Configuration.default
         configuration.serviceName = "authgate"  // OTEL_SERVICE_NAME overrides it

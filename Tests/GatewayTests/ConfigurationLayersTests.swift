@@ -126,8 +126,9 @@ struct ConfigurationLayersTests {
         #expect(error(env: links) == nil)
         #expect(error(env: ["AUTHGATE_PORT_80": "x"])?.hasPrefix("unknown environment variable AUTHGATE_PORT_80") == true)
         #expect(error(flags: ["--lops", "2"])?.hasPrefix("unknown flag --lops") == true)
-        #expect(error(flags: ["stray"]) == "stray: a value without a flag before it")
+        #expect(error(flags: ["stray"]) == "argument 1 of the field flags: a value without a flag before it (each value follows its flag, such as --loops 2)")
         #expect(error(flags: ["-l"])?.hasPrefix("-l: configuration flags are long options") == true)
+        #expect(error(flags: ["--loops", "2", "-abcd"]) == "argument 3 of the field flags: configuration flags are long options, such as --loops 2")
         for secret in ["--client-secret", "--authorization-client-secret", "--admin-token", "--store-key", "--password"] {
             #expect(error(flags: [secret, "x"])?.hasPrefix("\(secret): secrets are never taken from flags") == true, "\(secret)")
         }
@@ -135,6 +136,49 @@ struct ConfigurationLayersTests {
         #expect(error(flags: ["--routes-2-prefix", "/x"])?.contains("there is no element 2 to set") == true)
         #expect(error(env: ["AUTHGATE_ROUTES": "[{"])?.hasPrefix("env AUTHGATE_ROUTES: not valid JSON") == true)
         #expect(error(env: ["AUTHGATE_AUTHORIZATION_MAPPING_EXTRA_FIELDS": "audience"])?.contains("takes a JSON object") == true)
+    }
+
+    @Test(arguments: [
+        (["stray"], 1, "each value follows its flag, such as --loops 2"),
+        (["stray", "--loops", "2"], 1, "each value follows its flag, such as --loops 2"),
+        (["--loops", "2", "stray"], 3, "after --loops and its one value"),
+        (["--loops=2", "stray"], 2, "after --loops=…, which holds its value"),
+        (["--proxy-port", "8080", "--loops", "2", "3"], 5, "after --loops and its one value"),
+        (["--routes-0-strip-prefix", "true", "yes"], 3, "after --routes-0-strip-prefix and its one value"),
+        (["--trust-forwarded-from", "10.0.0.0/8", "10.1.0.0/16", "--loops=2", "x"], 5, "after --loops=…, which holds its value"),
+    ] as [([String], Int, String)])
+    func aValueNoFlagTakesIsRefusedByItsPositionAndTheFlagBeforeIt(flags: [String], position: Int, after: String) throws {
+        let error = try #require(throws: ConfigurationError.self) { try Self.merged(flags: flags) }
+        #expect(error.code == .invalidValue)
+        #expect(error.field == nil)
+        #expect("\(error)" == "argument \(position) of the field flags: a value without a flag before it (\(after))")
+    }
+
+    @Test(arguments: [
+        ["--trust-forwarded-from", "10.0.0.0/8", "10.1.0.0/16"],  // a list takes several values
+        ["--routes-0-strip-prefix", "--loops", "2"],  // a flag with no value is true
+        ["--loops", "-1"],  // a negative number is a value
+        ["--loops=2", "--proxy-port", "8080"],
+    ])
+    func everyValueAFlagTakesIsNotStray(flags: [String]) throws {
+        _ = try Self.merged(flags: flags)
+    }
+
+    @Test func aSecretTypedWithoutItsFlagNeverAppearsInTheError() throws {
+        let secret = "-sk_live_51HxQe9SECRETvalue"  // base64url: may start with -
+        for flags in [
+            [secret], [String(secret.dropFirst())], ["--loops", "2", secret], ["--loops=2", secret],
+            ["--admin-token-file", "/run/t", String(secret.dropFirst())], ["--admin-token-file=/run/t", secret],
+            ["--loops", String(secret.dropFirst()), "x"],  // nor the value of the flag before it
+        ] {
+            let error = try #require(throws: ConfigurationError.self, "\(flags)") {
+                _ = try GatewayConfiguration.load(file: ("authgate.json", Self.file), environment: [:], arguments: flags)
+            }
+            for text in ["\(error)", error.message, String(reflecting: error), error.field ?? ""] {
+                #expect(!text.contains("sk_live"), "\(flags): \(text)")
+            }
+            #expect(error.underlying == nil)
+        }
     }
 
     @Test func theCheckedConfigurationNamesTheLayerThatSetABadValue() throws {

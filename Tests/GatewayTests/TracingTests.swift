@@ -54,20 +54,47 @@ import Tracing
     @Test(arguments: [
         (["OTEL_TRACES_EXPORTER": "otlp"], nil),
         (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"], nil),
-        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"], "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"),
-        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "GRPC"], "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=grpc"),
-        // The traces-specific variable wins.
+        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"], nil),
+        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"], Refusal.grpc("OTEL_EXPORTER_OTLP_PROTOCOL")),
+        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "GRPC"], Refusal.grpc("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")),
+        // The traces-specific variable wins, either way.
         (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"], nil),
-        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_TRACES_SAMPLER": "parentbased_jaeger_remote"], "OTEL_TRACES_SAMPLER=parentbased_jaeger_remote"),
+        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"],
+         Refusal.grpc("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")),
+        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_TRACES_SAMPLER": "parentbased_jaeger_remote"], Refusal.sampler("parentbased_jaeger_remote")),
+        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_TRACES_SAMPLER": "Jaeger_Remote"], Refusal.sampler("jaeger_remote")),
+        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_TRACES_SAMPLER": "parentbased_traceidratio"], nil),
+        // The protocol is refused before the sampler.
+        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_TRACES_SAMPLER": "jaeger_remote"],
+         Refusal.grpc("OTEL_EXPORTER_OTLP_PROTOCOL")),
         // Export off: nothing to refuse.
         (["OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"], nil),
-    ] as [([String: String], String?)])
-    func whatThisBuildCannotExportIsRefusedNamingTheVariable(environment: [String: String], named: String?) {
+        (["OTEL_TRACES_EXPORTER": "none", "OTEL_TRACES_SAMPLER": "jaeger_remote"], nil),
+    ] as [([String: String], Refusal?)])
+    func whatThisBuildCannotExportIsRefusedNamingTheVariable(environment: [String: String], expected: Refusal?) {
         let problem = TracingSwitch.unsupported(environment: environment)
-        if let named {
-            #expect(problem?.hasPrefix(named + ":") == true, "\(problem ?? "nil")")
-        } else {
-            #expect(problem == nil)
+        #expect(problem?.code == (expected == nil ? nil : ConfigurationError.Code.unsupported))
+        #expect(problem?.field == expected?.field)
+        #expect(problem?.message == expected?.message)
+        // Nothing set it through AUTHGATE_* or a flag: the description is the message.
+        #expect(problem?.source == nil)
+        #expect(problem?.description == expected?.message)
+    }
+
+    /// A refusal expected of ``TracingSwitch/unsupported(environment:)``: the variable and the sentence.
+    struct Refusal: Sendable, CustomTestStringConvertible {
+        let field: String
+        let message: String
+        var testDescription: String { field }
+
+        static func grpc(_ variable: String) -> Refusal {
+            Refusal(field: variable, message: "\(variable)=grpc: this build exports over OTLP/HTTP only (http/protobuf or http/json)")
+        }
+
+        static func sampler(_ value: String) -> Refusal {
+            Refusal(
+                field: "OTEL_TRACES_SAMPLER",
+                message: "OTEL_TRACES_SAMPLER=\(value): not supported (always_on, always_off, traceidratio and their parentbased_ forms are)")
         }
     }
 

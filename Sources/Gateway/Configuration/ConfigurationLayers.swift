@@ -71,13 +71,17 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
             environmentNames[path] = name
         }
         var flagNames: [[String]: String] = [:]
-        if let first = arguments.first, !first.hasPrefix("-") {
-            throw ConfigurationError(.invalidValue, field: nil, "\(first): a value without a flag before it")
-        }
-        for argument in arguments where argument.hasPrefix("-") && Int(argument) == nil {
+        var singleValued: Set<String> = []
+        for (index, argument) in arguments.enumerated() where argument.hasPrefix("-") && Int(argument) == nil {
             let name = String(argument.prefix { $0 != "=" })
             guard name.hasPrefix("--"), name.count > 2 else {
-                throw ConfigurationError.at(name, .invalidValue, "configuration flags are long options, such as --loops 2")
+                // A short option (`-l`) is named; anything longer may be a value (a
+                // base64url secret can start with `-`): named by its position only.
+                let isShortOption = name.count <= 3 && name.dropFirst().allSatisfy(\.isLetter)
+                throw ConfigurationError(
+                    .invalidValue, field: isShortOption ? name : nil,
+                    "\(isShortOption ? name : "argument \(index + 1) of the field flags"): "
+                        + "configuration flags are long options, such as --loops 2")
             }
             let tokens = name.dropFirst(2).split(separator: "-", omittingEmptySubsequences: false).map(String.init)
             let path = ConfigurationNames.resolve(tokens, in: schema.root)
@@ -93,7 +97,9 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
             }
             paths.insert(path)
             flagNames[path] = name
+            if schema.node(at: path)?.isScalar ?? true { singleValued.insert(name) }
         }
+        if let stray = Self.strayValue(in: arguments, singleValued: singleValued) { throw stray }
         // The lookups, through swift-configuration: flags, then the environment, then the file.
         var fileValues: [AbsoluteConfigKey: ConfigValue] = [:]
         for path in paths {
@@ -155,6 +161,39 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
         default:
             if !path.isEmpty { paths.insert(path) }
         }
+    }
+
+    /// The first of `arguments` that no flag takes, as an error, or nil: a value before any
+    /// flag, one after a `--name=value` flag, or a second one after a flag whose field takes
+    /// one value (`singleValued`). swift-configuration would drop the first two and join the
+    /// last into the flag's value. The error names the value's position among the field
+    /// flags and the flag before it, never the value nor the flag's: a secret typed in the
+    /// wrong place is not printed.
+    static func strayValue(in arguments: [String], singleValued: Set<String>) -> ConfigurationError? {
+        // The flag the next value would go to, and how many values it has taken.
+        var flag: (name: String, inline: Bool, values: Int)?
+        for (index, argument) in arguments.enumerated() {
+            if argument.hasPrefix("--") {
+                flag = (String(argument.prefix { $0 != "=" }), argument.contains("="), 0)
+                continue
+            }
+            let after: String
+            switch flag {
+            case nil:
+                after = "each value follows its flag, such as --loops 2"
+            case let (name, true, _)?:
+                after = "after \(name)=…, which holds its value"
+            case let (name, false, values)? where values > 0 && singleValued.contains(name):
+                after = "after \(name) and its one value"
+            case let (name, false, values)?:
+                flag = (name, false, values + 1)
+                continue
+            }
+            return ConfigurationError(
+                .invalidValue, field: nil,
+                "argument \(index + 1) of the field flags: a value without a flag before it (\(after))")
+        }
+        return nil
     }
 }
 
