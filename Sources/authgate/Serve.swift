@@ -86,6 +86,10 @@ struct Serve: ParsableCommand {
         let traceExport: TraceExport?
         do {
             traceExport = try TraceExport.start(environment: environment, logger: Logger(label: "authgate.otel"))
+        } catch let error as ConfigurationError {
+            // It names its variable.
+            FileHandle.standardError.write(Data("authgate: configuration error: \(error)\n".utf8))
+            throw ExitCode(78)
         } catch {
             FileHandle.standardError.write(Data("authgate: configuration error: OTEL_*: \(error)\n".utf8))
             throw ExitCode(78)
