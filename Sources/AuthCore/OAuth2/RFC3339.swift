@@ -40,6 +40,14 @@ public enum RFC3339 {
 
     /// `n` (0 ≤ n) in at least `width` decimal digits, zero-padded.
     private static func digits(_ n: Int, _ width: Int, _ bytes: inout [UInt8]) {
+        // Every field but a year past 9999 fits its width: written straight.
+        if n >= 0 && width >= 2 && width <= 4 && n < (width == 2 ? 100 : width == 3 ? 1000 : 10000) {
+            if width == 4 { bytes.append(UInt8(ascii: "0") + UInt8(n / 1000)) }
+            if width >= 3 { bytes.append(UInt8(ascii: "0") + UInt8(n / 100 % 10)) }
+            bytes.append(UInt8(ascii: "0") + UInt8(n / 10 % 10))
+            bytes.append(UInt8(ascii: "0") + UInt8(n % 10))
+            return
+        }
         var scratch: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0)
         var count = 0
         var v = max(0, n)

@@ -90,12 +90,13 @@ public struct AccessLogRecord: Sendable, Codable, Equatable {
             line.append(0x2C)
             line.append(0x22)
             line.append(contentsOf: UnsafeBufferPointer(start: n.utf8Start, count: n.utf8CodeUnitCount))
-            line.append(contentsOf: [0x22, 0x3A])
+            line.append(0x22)
+            line.append(0x3A)
         }
         func number(_ n: StaticString, _ value: (some BinaryInteger)?) {
             guard let value else { return }
             name(n)
-            line.append(contentsOf: String(value).utf8)
+            line.appendUTF8(String(value))
         }
         func text(_ n: StaticString, _ value: String?) {
             guard let value else { return }
