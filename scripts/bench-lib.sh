@@ -141,12 +141,18 @@ LUA
 # authgate_serve ROUTES-JSON [AUTHORIZATION-JSON] [MORE-FIELDS-JSON]: starts the release
 # `authgate serve` with proxy 127.0.0.1:18102, admin 127.0.0.1:18103 (token in
 # $tmp/admin-token), its state in $tmp/state and $workers loops; sets ag to its pid and
-# waits until its admin listener answers.
+# waits until its admin listener answers. AUTHGATE_BIN=PATH serves with that binary instead
+# of this checkout's release build.
 authgate_serve() {
   local routes="$1"
   local authorization="${2:-{\"tokenEndpoint\": \"http://127.0.0.1:18109/token\", \"clientID\": \"bench\"\}}"
   local more="${3:-}"
-  swift build -c release --product authgate >/dev/null
+  # AUTHGATE_BIN runs another build (say, an earlier commit's) under the same load.
+  local exe="${AUTHGATE_BIN:-}"
+  if [ -z "$exe" ]; then
+    swift build -c release --product authgate >/dev/null
+    exe="$bin/authgate"
+  fi
   mkdir -p -m 700 "$tmp/state"
   [ -s "$tmp/admin-token" ] || head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$tmp/admin-token"
   chmod 600 "$tmp/admin-token"
@@ -161,7 +167,7 @@ authgate_serve() {
   "loops": $workers, "maxConnections": 30000${more:+, $more}
 }
 JSON
-  "$bin/authgate" serve --config "$tmp/authgate.json" --log-level "${LOG_LEVEL:-info}" > "$tmp/ag.log" 2>&1 &
+  "$exe" serve --config "$tmp/authgate.json" --log-level "${LOG_LEVEL:-info}" > "$tmp/ag.log" 2>&1 &
   ag=$!
   pids+=("$ag")
   local i
