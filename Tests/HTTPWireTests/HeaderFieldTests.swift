@@ -116,3 +116,25 @@ import Testing
         #expect(acc.fields.map(\.value) == ["", "caf\u{e9}"])
     }
 }
+
+@Suite struct ByteAppendTests {
+    @Test func decimalsAreSpelledAsStringSpellsThem() {
+        var values: [Int64] = [0, 1, -1, 9, 10, 99, 100, 12345, Int64.max, Int64.min, Int64.min + 1]
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<500 { values.append(Int64.random(in: Int64.min...Int64.max, using: &rng) >> Int64.random(in: 0...62, using: &rng)) }
+        for v in values {
+            var out: [UInt8] = [0x41]
+            out.appendDecimal(v)
+            #expect(out == [0x41] + Array(String(v).utf8), "\(v)")
+        }
+        for v in [UInt64.max, UInt64(Int64.max) + 1, 0] {
+            var out: [UInt8] = []
+            out.appendDecimal(v)
+            #expect(String(decoding: out, as: UTF8.self) == String(v))
+        }
+        var small: [UInt8] = []
+        small.appendDecimal(UInt8(255))
+        small.appendUTF8("é")
+        #expect(String(decoding: small, as: UTF8.self) == "255é")
+    }
+}

@@ -49,9 +49,10 @@ public struct AccessLogRecord: Sendable, Codable, Equatable {
         method: String, target: String, route: String?, status: Int, upstreamStatus: Int?, bytesIn: Int?, bytesOut: Int,
         duration: Duration, replays: Int, generation: UInt64?, traceparent: String?, includeQuery: Bool, time: Date
     ) -> AccessLogRecord {
-        let question = target.firstIndex(of: "?")
-        let path = question.map { String(target[..<$0]) } ?? target
-        let query = question.map { String(target[target.index(after: $0)...]) }
+        // Bytes, not Characters: a target is ASCII.
+        let question = target.utf8.firstIndex(of: UInt8(ascii: "?"))
+        let path = question.map { String(Substring(target.utf8[..<$0])) } ?? target
+        let query = question.map { String(Substring(target.utf8[target.utf8.index(after: $0)...])) }
         let ms = Double(duration.components.seconds) * 1_000 + Double(duration.components.attoseconds) / 1e15
         return AccessLogRecord(
             time: RFC3339.format(time, milliseconds: true),
@@ -96,7 +97,7 @@ public struct AccessLogRecord: Sendable, Codable, Equatable {
         func number(_ n: StaticString, _ value: (some BinaryInteger)?) {
             guard let value else { return }
             name(n)
-            line.appendUTF8(String(value))
+            line.appendDecimal(value)
         }
         func text(_ n: StaticString, _ value: String?) {
             guard let value else { return }

@@ -71,16 +71,16 @@ public struct JSONLogHandler: LogHandler {
     ) -> [UInt8] {
         var line: [UInt8] = []
         line.reserveCapacity(320)
-        line.append(contentsOf: #"{"ts":""#.utf8)
+        line.appendUTF8(#"{"ts":""#)
         RFC3339.append(time, to: &line)
-        line.append(contentsOf: #"","level":"#.utf8)
+        line.appendUTF8(#"","level":"#)
         Problem.appendQuoted(level.rawValue, to: &line)
-        line.append(contentsOf: #","logger":"#.utf8)
+        line.appendUTF8(#","logger":"#)
         Problem.appendQuoted(label, to: &line)
-        line.append(contentsOf: #","msg":"#.utf8)
+        line.appendUTF8(#","msg":"#)
         Problem.appendQuoted(message, to: &line)
         members(&line)
-        line.append(contentsOf: "}\n".utf8)
+        line.appendUTF8("}\n")
         return line
     }
 
@@ -94,7 +94,7 @@ public struct JSONLogHandler: LogHandler {
             switch v {
             case let n as Int: line.append(contentsOf: String(n).utf8)
             case let n as UInt64: line.append(contentsOf: String(n).utf8)
-            case let d as Double where d.isFinite: line.append(contentsOf: "\(d)".utf8)
+            case let d as Double where d.isFinite: line.appendUTF8("\(d)")
             case let b as Bool: line.append(contentsOf: (b ? "true" : "false").utf8)
             default: Problem.appendQuoted(v.description, to: &line)
             }
