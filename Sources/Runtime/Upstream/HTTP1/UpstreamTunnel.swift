@@ -16,9 +16,21 @@ public final class UpstreamTunnel: SpliceEndpoint {
         self.tcp = tcp
         self.early = early
         tcp.stopReading()
+        // The callbacks replace the HTTP/1.1 connection's; closing drops them, so
+        // `UV_ECANCELED` never reaches them.
+        tcp.onRead = { [weak self] n, bytes in
+            guard let self, let splice = self.splice else { return }
+            if n < 0 {
+                splice.readEnded(.upstream, failed: n != Int(UV_EOF.rawValue))
+            } else {
+                splice.received(.upstream, bytes)
+            }
+        }
         tcp.onWriteCompleted = { [weak self] status in
-            guard let self, status != UV_ECANCELED.rawValue else { return }
-            self.splice?.writeCompleted(.upstream, failed: status < 0)
+            self?.splice?.writeCompleted(.upstream, failed: status < 0)
+        }
+        tcp.onShutdownCompleted = { [weak self] status in
+            self?.splice?.shutdownCompleted(.upstream, failed: status < 0)
         }
     }
 
@@ -40,14 +52,7 @@ public final class UpstreamTunnel: SpliceEndpoint {
     func spliceStartReading() -> Bool {
         guard !closed else { return false }
         do throws(RuntimeError) {
-            try tcp.startReading { [weak self] n, bytes in
-                guard let self, let splice = self.splice else { return }
-                if n < 0 {
-                    splice.readEnded(.upstream, failed: n != Int(UV_EOF.rawValue))
-                } else {
-                    splice.received(.upstream, bytes)
-                }
-            }
+            try tcp.startReading()
             return true
         } catch {
             return false
@@ -72,10 +77,7 @@ public final class UpstreamTunnel: SpliceEndpoint {
     func spliceShutdownWrite() -> Bool {
         guard !closed else { return false }
         do throws(RuntimeError) {
-            try tcp.shutdown { [weak self] status in
-                guard let self, status != UV_ECANCELED.rawValue else { return }
-                self.splice?.shutdownCompleted(.upstream, failed: status < 0)
-            }
+            try tcp.shutdown()
             return true
         } catch {
             return false
