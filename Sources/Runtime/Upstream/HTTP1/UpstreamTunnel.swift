@@ -50,13 +50,7 @@ public final class UpstreamTunnel: SpliceEndpoint {
     }
 
     func spliceStartReading() -> Bool {
-        guard !closed else { return false }
-        do throws(RuntimeError) {
-            try tcp.startReading()
-            return true
-        } catch {
-            return false
-        }
+        !closed && (try? tcp.startReading()) != nil
     }
 
     func spliceStopReading() {
@@ -75,13 +69,7 @@ public final class UpstreamTunnel: SpliceEndpoint {
     var spliceQueuedBytes: Int { tcp.queuedBytes }
 
     func spliceShutdownWrite() -> Bool {
-        guard !closed else { return false }
-        do throws(RuntimeError) {
-            try tcp.shutdown()
-            return true
-        } catch {
-            return false
-        }
+        !closed && (try? tcp.shutdown()) != nil
     }
 
     func spliceClose() {
