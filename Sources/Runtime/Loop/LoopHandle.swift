@@ -6,9 +6,9 @@ import CLibUV
 /// While the handle is open, the handle's `data` holds a strong reference to this object,
 /// so the callbacks of a handle always find their owner, whoever else still holds it.
 /// ``close(then:)`` is the only way to release it; a handle never closed keeps the loop
-/// running, and ``EventLoop/shutdown()`` names it on stderr. The subclasses (``LoopTimer``,
-/// ``LoopPoll``, ``LoopAsync``, ``LoopIdle``, ``StreamListener``) add the calls of one
-/// handle type, each checking its return code.
+/// running, and ``EventLoop/shutdown()`` names it on stderr. The subclasses (``LoopStream``
+/// and ``LoopTCP``, ``LoopTimer``, ``LoopPoll``, ``LoopAsync``, ``LoopIdle``,
+/// ``StreamListener``) add the calls of one handle type, each checking its return code.
 ///
 /// Loop-confined: use it on the thread of the loop it was made on (``LoopAsync/send()``
 /// excepted).

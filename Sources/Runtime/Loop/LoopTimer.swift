@@ -10,7 +10,10 @@ import Glibc
 /// timer.close()
 /// ```
 final class LoopTimer: LoopHandle {
-    private var onFire: (() -> Void)?
+    /// What the timer runs when it fires. Set it once (``init(loop:_:)`` or later) and
+    /// start the timer without a closure: a closure per start would be an allocation per
+    /// start.
+    var onFire: (() -> Void)?
 
     /// Creates a stopped timer on `loop`; `onFire`, when given, is what ``start(after:repeat:_:)``
     /// runs unless it is given another closure.

@@ -109,37 +109,22 @@ final class StreamListener: LoopHandle {
         return SocketAddress.port(&bound)
     }
 
-    /// Accepts a waiting connection: a new, initialised stream (a heap-allocated `uv_tcp_t`
-    /// or `uv_pipe_t`) that the caller owns from then on. It must `uv_close` it and free
-    /// the memory in the close callback. Throws when the stream cannot be made or
-    /// accepted (the client is gone, or the process is out of descriptors); nothing is
-    /// left open then.
-    func accept() throws(RuntimeError) -> UnsafeMutablePointer<uv_stream_t> {
+    /// Accepts a waiting connection: a new stream (a ``LoopTCP``, or a ``LoopStream``
+    /// over a `uv_pipe_t` for a Unix socket) reading into `readBuffer`, which the caller
+    /// owns from then on and must ``LoopHandle/close(then:)``. Throws when the stream
+    /// cannot be made or accepted (the client is gone, or the process is out of
+    /// descriptors); nothing is left open then.
+    func accept(readBuffer: UnsafeMutableRawBufferPointer) throws(RuntimeError) -> LoopStream {
         guard !isClosing else { throw .libuv(-EINVAL, "uv_accept") }
-        let loop = handle.pointee.loop
-        let client: UnsafeMutablePointer<uv_stream_t>
-        if isUnix {
-            let pipe = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
-            let rc = uv_pipe_init(loop, pipe, 0)
-            if rc < 0 {
-                pipe.deallocate()  // not initialised, so not on the loop: nothing to close
-                throw .libuv(rc, "uv_pipe_init")
-            }
-            client = UnsafeMutablePointer(OpaquePointer(pipe))
-        } else {
-            let tcp = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
-            let rc = uv_tcp_init(loop, tcp)
-            if rc < 0 {
-                tcp.deallocate()  // not initialised, so not on the loop: nothing to close
-                throw .libuv(rc, "uv_tcp_init")
-            }
-            client = UnsafeMutablePointer(OpaquePointer(tcp))
-        }
-        let rc = uv_accept(stream, client)
+        // Invariant: an initialised handle names its loop (`uv_*_init` set it).
+        let loop: UnsafeMutablePointer<uv_loop_t> = handle.pointee.loop!
+        let client: LoopStream =
+            isUnix
+            ? try LoopStream(pipe: loop, readBuffer: readBuffer)
+            : try LoopTCP(loop: loop, readBuffer: readBuffer)
+        let rc = uv_accept(stream, client.stream)
         if rc < 0 {
-            // uv_close returns void; the memory is freed in its callback. Invariant: libuv
-            // passes the handle being closed, never nil.
-            uv_close(UnsafeMutablePointer(OpaquePointer(client))) { h in h!.deallocate() }
+            client.close()
             throw .libuv(rc, "uv_accept")
         }
         return client

@@ -1,4 +1,3 @@
-import CLibUV
 import HTTPWire
 
 extension Connection {
@@ -23,10 +22,10 @@ extension Connection {
             case .drainPending:
                 if !processing { drainPending() }
             case .armTimer(_, let deadline):
-                let now = uv_now(loop.uv)
+                let now = loop.now
                 armTimer(deadline > now ? deadline - now : 0)
             case .cancelTimer:
-                stopTimer()
+                timer?.stop()
             case .resetExchange:
                 body = []
                 stream = nil
@@ -101,142 +100,86 @@ extension Connection {
     }
 
     /// A libuv call failed: remember the first failure and close at once.
-    private func failed(_ error: UVError) {
+    private func failed(_ error: RuntimeError) {
         if failure == nil { failure = error }
         execute(step { m, _ in m.abort() })
-    }
-
-    /// Whether `rc` is success; a libuv error closes the connection.
-    @discardableResult
-    private func checked(_ rc: Int32, _ operation: String) -> Bool {
-        do throws(UVError) {
-            try UVError.check(rc, operation)
-            return true
-        } catch {
-            failed(error)
-            return false
-        }
     }
 
     // MARK: Reading
 
     func startReading() {
-        let rc = uv_read_start(
-            stream_t,
-            { handle, _, buf in
-                // Invariants: libuv passes the handle being read and a buffer descriptor to
-                // fill, and the loop's read buffer exists for the loop's whole life.
-                let c = Connection.from(handle!.pointee.data)
-                buf!.pointee = uv_buf_init(
-                    c.loop.readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(c.loop.readBuffer.count))
-            },
-            { stream, nread, buf in
-                // Invariant: libuv passes the handle being read and the buffer it filled.
-                Connection.from(stream!.pointee.data).onRead(nread, buf!.pointee.base)
-            })
-        checked(rc, "uv_read_start")
+        do throws(RuntimeError) {
+            try socket.startReading()
+        } catch {
+            failed(error)
+        }
     }
 
     func stopReading() {
-        checked(uv_read_stop(stream_t), "uv_read_stop")
+        socket.stopReading()
     }
 
     // MARK: Writing
-
-    private final class WriteRequest {
-        let buffer: UnsafeMutableRawBufferPointer
-        init(_ bytes: UnsafeRawBufferPointer) {
-            buffer = .allocate(byteCount: bytes.count, alignment: 1)
-            buffer.copyBytes(from: bytes)
-        }
-        deinit { buffer.deallocate() }
-    }
 
     /// Sends `bytes`: whether they all left at once, were queued (a completion follows) or
     /// the write failed. A failure on an HTTP connection is reported to the state machine; a
     /// spliced one's caller hears it.
     func send(_ bytes: UnsafeRawBufferPointer) -> SpliceWriteResult {
-        var offset = 0
-        if writeRequests == 0 {
-            // Nothing queued: try to send at once. A refusal (UV_EAGAIN, or an error that
-            // uv_write meets again and reports) leaves everything to uv_write.
-            // Invariant: neither the state machine nor a splice asks for an empty write.
-            var buf = uv_buf_init(
-                UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: CChar.self)), UInt32(bytes.count))
-            let n = uv_try_write(stream_t, &buf, 1)
-            if n > 0 { offset = Int(n) }
-            if offset == bytes.count { return .sent }
-        }
-        let request = WriteRequest(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
-        let req = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
-        req.pointee.data = Unmanaged.passRetained(request).toOpaque()
-        // Invariant: the request's buffer holds at least one byte, so its address is not nil.
-        var buf = uv_buf_init(request.buffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(request.buffer.count))
-        let rc = uv_write(req, stream_t, &buf, 1) { req, status in
-            // Invariant: libuv passes back the request it was given, whose `data` holds the
-            // retained buffer and whose handle is this connection's stream.
-            Unmanaged<WriteRequest>.fromOpaque(req!.pointee.data).release()
-            let c = Connection.from(req!.pointee.handle.pointee.data)
-            req!.deallocate()
-            c.writeCompleted(status)
-        }
-        if rc < 0 {
-            Unmanaged<WriteRequest>.fromOpaque(req.pointee.data).release()
-            req.deallocate()
-            if failure == nil { failure = UVError(code: rc, operation: "uv_write") }
+        do throws(RuntimeError) {
+            return try socket.write(bytes) ? .sent : .queued
+        } catch {
+            if failure == nil { failure = error }
             if tunnel != nil { return .failed }
             let queued = queuedBytes
             execute(step { m, now in m.writeCompleted(failed: true, queuedBytes: queued, now: now) })
             return .failed
         }
-        writeRequests += 1
-        return .queued
     }
 
-    private func writeCompleted(_ status: Int32) {
-        writeRequests -= 1
+    /// A queued write completed (`UV_ECANCELED` never arrives: closing drops the callback).
+    func writeCompleted(_ status: Int32) {
         if let tunnel {
             tunnel.writeCompleted(.client, failed: status < 0)
             return
         }
-        if status < 0, failure == nil, status != UV_ECANCELED.rawValue {
-            failure = UVError(code: status, operation: "write")
-        }
+        if status < 0, failure == nil { failure = .libuv(status, "write") }
         let queued = queuedBytes
         execute(step { m, now in m.writeCompleted(failed: status < 0, queuedBytes: queued, now: now) })
     }
 
-    /// Shuts down the sending side once the queued writes are out.
+    /// Shuts down the sending side once the queued writes are out (before lingering).
     private func shutdownWrite() {
-        let req = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
-        // Invariant: libuv passes back the request it was given.
-        let rc = uv_shutdown(req, stream_t) { req, _ in req!.deallocate() }
-        if rc != 0 {
-            req.deallocate()
-            if failure == nil { failure = UVError(code: rc, operation: "uv_shutdown") }
+        do throws(RuntimeError) {
+            try socket.shutdown()
+        } catch {
+            if failure == nil { failure = error }
             execute(step { m, _ in m.shutdownFailed() })
         }
+    }
+
+    /// A shutdown completed: only a spliced connection's splice waits for it.
+    func shutdownCompleted(_ status: Int32) {
+        tunnel?.shutdownCompleted(.client, failed: status < 0)
     }
 
     // MARK: Timer
 
     private func armTimer(_ ms: UInt64) {
-        // Invariant: the timer's `data` is this connection (set in `init`).
-        let rc = uv_timer_start(timer, { t in Connection.from(t!.pointee.data).timerFired() }, ms, 0)
-        checked(rc, "uv_timer_start")
+        do throws(RuntimeError) {
+            try timer?.start(after: ms)
+        } catch {
+            failed(error)
+        }
     }
 
-    private func stopTimer() {
-        checked(uv_timer_stop(timer), "uv_timer_stop")
-    }
-
-    private func timerFired() {
+    func timerFired() {
         execute(step { m, now in m.timerFired(now: now) })
     }
 
     // MARK: Closing
 
-    /// Closes both handles; the connection is released when both close callbacks ran.
+    /// Closes both handles; the connection leaves its registry when both close callbacks
+    /// ran. Closing stops reading and the timer; what is still queued is cancelled.
     private func closeHandles() {
         guard !handlesClosing else { return }
         handlesClosing = true
@@ -245,12 +188,8 @@ extension Connection {
             tunnel = nil
             splice.closedOutside(.client)
         }
-        // uv_close stops reading and the timer itself; what is still queued is cancelled.
-        // Invariant: libuv passes each close callback the handle being closed.
-        uv_close(UnsafeMutablePointer(OpaquePointer(stream_t))) { h in Connection.from(h!.pointee.data).handleClosed() }
-        if timerReady {
-            uv_close(UnsafeMutablePointer(OpaquePointer(timer))) { h in Connection.from(h!.pointee.data).handleClosed() }
-        }
+        socket.close { [self] in handleClosed() }
+        timer?.close { [self] in handleClosed() }
     }
 }
 

@@ -31,13 +31,15 @@ extension Connection: SpliceEndpoint {
         return true
     }
 
-    func tunnelRead(_ splice: Splice, _ nread: Int, _ base: UnsafeMutablePointer<CChar>?) {
-        if nread < 0 {
-            splice.readEnded(.client, failed: nread != Int(UV_EOF.rawValue))
+    /// A read on the spliced connection: `result` bytes, or a negative libuv code (`UV_EOF`
+    /// at the end of the client's input).
+    func tunnelRead(_ splice: Splice, _ result: Int, _ bytes: UnsafeRawBufferPointer) {
+        if result < 0 {
+            splice.readEnded(.client, failed: result != Int(UV_EOF.rawValue))
             return
         }
-        guard nread > 0, let base else { return }
-        splice.received(.client, UnsafeRawBufferPointer(start: base, count: nread))
+        guard !bytes.isEmpty else { return }
+        splice.received(.client, bytes)
     }
 
     func spliceStartReading() -> Bool {
@@ -63,20 +65,14 @@ extension Connection: SpliceEndpoint {
 
     func spliceShutdownWrite() -> Bool {
         guard !handlesClosing else { return false }
-        let req = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
-        let rc = uv_shutdown(req, stream_t) { req, status in
-            // Invariant: libuv passes back the request it was given, whose handle is this
-            // connection's stream (its `data` is the connection until its close callback).
-            let c = Connection.from(req!.pointee.handle.pointee.data)
-            req!.deallocate()
-            if status != UV_ECANCELED.rawValue { c.tunnel?.shutdownCompleted(.client, failed: status < 0) }
-        }
-        if rc != 0 {
-            req.deallocate()
-            if failure == nil { failure = UVError(code: rc, operation: "uv_shutdown") }
+        do throws(RuntimeError) {
+            // ``shutdownCompleted(_:)`` tells the splice.
+            try socket.shutdown()
+            return true
+        } catch {
+            if failure == nil { failure = error }
             return false
         }
-        return true
     }
 
     func spliceClose() {

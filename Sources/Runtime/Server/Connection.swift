@@ -1,5 +1,3 @@
-import CLibUV
-import Glibc
 import HTTPWire
 
 /// One client connection on one loop, over TCP or a Unix domain socket (both are libuv
@@ -13,25 +11,23 @@ final class Connection {
     let loop: EventLoop
     let context: ServerContext
     let registry: ServerLoopState
-    /// A `uv_tcp_t` or a `uv_pipe_t`, as a stream.
-    let stream_t: UnsafeMutablePointer<uv_stream_t>
-    /// Whether `stream_t` is TCP (else a Unix domain socket).
-    private let isTCP: Bool
-    let timer: UnsafeMutablePointer<uv_timer_t>
-    /// Whether `uv_timer_init` succeeded (else the timer is no libuv handle and is not closed).
-    let timerReady: Bool
+    /// The client's socket: a ``LoopTCP`` or a Unix domain socket's ``LoopStream``.
+    let socket: LoopStream
+    /// The connection's one timer (nil when libuv could not make it: the connection then
+    /// closes at once).
+    let timer: LoopTimer?
     private let parser: RequestParser
     var machine: StateMachine
     /// Input read but not parsed yet (pipelined requests waiting for their turn).
     var pending: [UInt8] = []
+    /// Handles whose close callback has not run yet.
     private var openHandles: Int
     private(set) var remoteAddress = ""
-    private var retained: Unmanaged<Connection>?
     /// The first libuv call that failed, which closed the connection.
-    var failure: UVError?
+    var failure: RuntimeError?
     /// The splice the connection is part of after its response switched protocols.
     var tunnel: Splice?
-    /// Whether the spliced connection is reading (libuv refuses a second `uv_read_start`).
+    /// Whether the spliced connection is reading.
     var tunnelReading = false
 
     // Request.
@@ -47,48 +43,46 @@ final class Connection {
     // I/O.
     /// Whether the parser is being fed (a response given synchronously must not feed it again).
     var processing = false
-    /// Whether `uv_close` was called on the handles.
+    /// Whether the handles are closing: no I/O starts any more.
     var handlesClosing = false
-    /// `uv_write` requests whose callback has not run yet.
-    var writeRequests = 0
 
-    init(
-        loop: EventLoop, context: ServerContext, registry: ServerLoopState, stream: UnsafeMutablePointer<uv_stream_t>,
-        isTCP: Bool
-    ) {
+    /// Serves `socket`, an accepted client connection, which the connection owns from now
+    /// on. The socket's and the timer's callbacks are set here, once: reads, writes and
+    /// timers cost no allocation afterwards. The registry holds the connection until both
+    /// handles' close callbacks ran; the callbacks are dropped before (``LoopHandle``), so
+    /// none ever finds the connection gone.
+    init(loop: EventLoop, context: ServerContext, registry: ServerLoopState, socket: LoopStream) {
         self.loop = loop
         self.context = context
         self.registry = registry
-        self.stream_t = stream
-        self.isTCP = isTCP
-        self.timer = .allocate(capacity: 1)
+        self.socket = socket
         self.parser = RequestParser(limits: context.configuration.limits)
         self.machine = StateMachine(configuration: StateMachine.Configuration(context.configuration))
-        let rc = uv_timer_init(loop.uv, timer)
-        timerReady = rc == 0
-        openHandles = timerReady ? 2 : 1
-        let me = Unmanaged.passRetained(self)
-        retained = me
-        stream.pointee.data = me.toOpaque()
-        timer.pointee.data = me.toOpaque()
-        if !timerReady { failure = UVError(code: rc, operation: "uv_timer_init") }
-    }
-
-    /// The connection behind a handle's or request's `data`, which every handle of a
-    /// connection carries from `init` until its close callback ran.
-    static func from(_ p: UnsafeMutableRawPointer?) -> Connection {
-        // Invariant: `data` was set in `init` and the connection is retained until both
-        // close callbacks ran, so the pointer is never nil while libuv calls back.
-        Unmanaged<Connection>.fromOpaque(p!).takeUnretainedValue()
+        do throws(RuntimeError) {
+            timer = try LoopTimer(loop: loop.uv)
+        } catch {
+            timer = nil
+            failure = error
+        }
+        openHandles = timer == nil ? 1 : 2
+        socket.onRead = { [unowned self] result, bytes in received(result, bytes) }
+        socket.onWriteCompleted = { [unowned self] status in writeCompleted(status) }
+        socket.onShutdownCompleted = { [unowned self] status in shutdownCompleted(status) }
+        timer?.onFire = { [unowned self] in timerFired() }
     }
 
     /// Starts reading; `admitted` false answers 503 and closes.
     func start(admitted: Bool) {
-        remoteAddress = peerName()
-        // Small responses go out at once. A failure costs latency only, never correctness,
-        // so its code is deliberately not acted on.
-        if isTCP { _ = uv_tcp_nodelay(UnsafeMutablePointer(OpaquePointer(stream_t)), 1) }
-        guard timerReady else {
+        if let tcp = socket as? LoopTCP {
+            remoteAddress = tcp.peerName() ?? "unknown"
+            // Small responses go out at once.
+            tcp.setNoDelay()
+        } else {
+            // A Unix socket peer has no address worth logging or forwarding (its own
+            // socket is usually unnamed).
+            remoteAddress = "unix"
+        }
+        guard timer != nil else {
             execute(step { m, _ in m.abort() })
             return
         }
@@ -98,23 +92,25 @@ final class Connection {
     /// Runs one event of the state machine with the loop's time and the server's state.
     func step(_ event: (inout StateMachine, UInt64) -> [StateMachine.Action]) -> [StateMachine.Action] {
         machine.serverDraining = registry.closing
-        return event(&machine, uv_now(loop.uv))
+        return event(&machine, loop.now)
     }
 
     // MARK: Reading
 
-    func onRead(_ nread: Int, _ base: UnsafeMutablePointer<CChar>?) {
+    /// A read: `result` bytes (in `bytes`, the loop's read buffer), or a negative libuv
+    /// code at the end of the input or on an error.
+    private func received(_ result: Int, _ bytes: UnsafeRawBufferPointer) {
         if let tunnel {
-            tunnelRead(tunnel, nread, base)
+            tunnelRead(tunnel, result, bytes)
             return
         }
-        if nread < 0 {
+        if result < 0 {
             // EOF or error: a client that half-closes has nothing more to say.
             execute(step { m, _ in m.peerClosed() })
             return
         }
-        guard nread > 0, let base else { return }
-        execute(step { m, now in m.bytesReceived(now: now) }, input: UnsafeRawBufferPointer(start: base, count: nread))
+        guard !bytes.isEmpty else { return }
+        execute(step { m, now in m.bytesReceived(now: now) }, input: bytes)
     }
 
     /// Parses bytes just read, after whatever input is held.
@@ -214,9 +210,9 @@ final class Connection {
         return isWritable
     }
 
-    /// Bytes libuv holds for the client (0 once the handle is closing).
+    /// Bytes queued for the client, not yet taken by the kernel (0 once the handles close).
     var queuedBytes: Int {
-        handlesClosing ? 0 : uv_stream_get_write_queue_size(stream_t)
+        handlesClosing ? 0 : socket.queuedBytes
     }
 
     /// Whether the write queue is at or below its high-water mark.
@@ -256,28 +252,11 @@ final class Connection {
         abort()
     }
 
+    /// One handle's close callback ran; the connection leaves its registry after the last.
     func handleClosed() {
         openHandles -= 1
         guard openHandles == 0 else { return }
-        stream_t.deallocate()
-        timer.deallocate()
         context.connectionClosed()
         registry.remove(self)
-        retained?.release()
-        retained = nil
-    }
-
-    /// `ip:port` of a TCP peer; `unix` for a Unix socket peer, which has no address worth
-    /// logging or forwarding (its own socket is usually unnamed).
-    private func peerName() -> String {
-        guard isTCP else { return "unix" }
-        let tcp = UnsafeMutablePointer<uv_tcp_t>(OpaquePointer(stream_t))
-        var storage = sockaddr_storage()
-        var len = Int32(MemoryLayout<sockaddr_storage>.size)
-        let rc = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_tcp_getpeername(tcp, $0, &len) }
-        }
-        guard rc == 0 else { return "unknown" }
-        return SocketAddress.describe(&storage)
     }
 }

@@ -41,9 +41,9 @@ final class ServerLoopState {
         guard status == 0, let listener, !closing else { return }
         // A connection that cannot be accepted (the client left, no descriptor left) is
         // dropped; the listener keeps serving the others.
-        guard let client = try? listener.accept() else { return }
+        guard let client = try? listener.accept(readBuffer: loop.readBuffer) else { return }
         let admitted = context.admit()
-        let connection = Connection(loop: loop, context: context, registry: self, stream: client, isTCP: !listener.isUnix)
+        let connection = Connection(loop: loop, context: context, registry: self, socket: client)
         connections[ObjectIdentifier(connection)] = connection
         connection.start(admitted: admitted)
     }

@@ -30,7 +30,7 @@ final class Splice {
         timer = try? LoopTimer(loop: loop.uv)
     }
 
-    private var now: UInt64 { uv_now(loop.uv) }
+    private var now: UInt64 { loop.now }
 
     /// The outcome once it ended.
     var outcome: Outcome? { machine.outcome }

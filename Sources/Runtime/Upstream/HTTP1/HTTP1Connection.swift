@@ -10,30 +10,48 @@ import HTTPWire
 /// request sent on a reused connection that the peer had closed meanwhile (nothing of a
 /// response read) is sent once more on a new connection when its body is in memory.
 /// Loop-confined.
+///
+/// This file holds the connection's state, connecting, sending a request and ending an
+/// exchange; `+Body` streams a request body, `+Reading` reads the response, `+Timers`
+/// keeps its deadlines. The state below is shared by those extensions and no one else.
 final class HTTP1Connection {
-    private enum State { case connecting, busy, idle, closed }
+    /// Where the connection is in its life.
+    enum State { case connecting, busy, idle, closed }
 
-    private unowned let pool: HTTP1Pool
-    private let tcp: LoopTCP
-    private let timer: LoopTimer
-    private let parser = ResponseParser()
-    private var state = State.connecting
-    private var exchange: HTTP1Exchange?
+    /// The pool the connection belongs to (which holds it).
+    unowned let pool: HTTP1Pool
+    /// The socket.
+    let tcp: LoopTCP
+    /// The one timer: connect, idle and total deadlines (``timerFired()``).
+    let timer: LoopTimer
+    /// The current response's parser.
+    let parser = ResponseParser()
+    /// Where the connection is in its life.
+    var state = State.connecting
+    /// The exchange being served, if any.
+    var exchange: HTTP1Exchange?
     /// Whether an exchange completed on this connection before the current one.
-    private var reused = false
+    var reused = false
 
     // Request body.
-    private var streamBody: BodyStream?
-    private var requestSent = false
+    /// The client's body stream while it is being sent.
+    var streamBody: BodyStream?
+    /// Whether the whole request (head and body) was handed to the socket.
+    var requestSent = false
 
     // Response delivery, paused while the handler refuses bytes.
-    private var refused: [UInt8]?
-    private var stash: [UInt8] = []
-    private var endOfInput: Int?
+    /// The body chunk the handler refused, delivered again on ``resumeDelivery()``.
+    var refused: [UInt8]?
+    /// Bytes read after the refused chunk, parsed after it.
+    var stash: [UInt8] = []
+    /// How the input ended while delivery was paused (a libuv code), acted on after it.
+    var endOfInput: Int?
 
     // Timing, in libuv's millisecond clock.
-    private var lastActivity: UInt64 = 0
-    private var totalDeadline: UInt64 = .max
+    /// When bytes last moved either way.
+    var lastActivity: UInt64 = 0
+    /// When the exchange must have ended (`.max`: no total timeout).
+    var totalDeadline: UInt64 = .max
 
     init(pool: HTTP1Pool) throws(RuntimeError) {
         self.pool = pool
@@ -45,10 +63,16 @@ final class HTTP1Connection {
             tcp.close()
             throw error
         }
+        // Set once: reading, writing and arming the timer cost no allocation per request.
+        tcp.onRead = { [unowned self] n, bytes in received(n, bytes) }
+        tcp.onWriteCompleted = { [unowned self] status in writeCompleted(status) }
+        timer.onFire = { [unowned self] in timerFired() }
     }
 
-    private var configuration: UpstreamClientConfiguration { pool.client.configuration }
-    private var now: UInt64 { uv_now(pool.client.loop.uv) }
+    /// The client's configuration.
+    var configuration: UpstreamClientConfiguration { pool.client.configuration }
+    /// The loop's clock, in milliseconds.
+    var now: UInt64 { pool.client.loop.now }
 
     // MARK: Connecting
 
@@ -79,12 +103,11 @@ final class HTTP1Connection {
             return
         }
         do throws(RuntimeError) {
-            try tcp.startReading { [unowned self] n, bytes in received(n, bytes) }
+            try tcp.startReading()
         } catch {
             fail(.upstream(.upstreamFailed, "the upstream connection cannot be read", underlying: error))
             return
         }
-        tcp.onWriteCompleted = { [unowned self] status in writeCompleted(status) }
         guard let exchange, !exchange.isFinished else {
             // The exchange was cancelled while connecting (`abandon` closed the connection).
             close()
@@ -136,7 +159,8 @@ final class HTTP1Connection {
         }
     }
 
-    private func send(_ bytes: [UInt8]) throws(RuntimeError) {
+    /// Writes `bytes` (at once, or queued); throws when the socket refuses them.
+    func send(_ bytes: [UInt8]) throws(RuntimeError) {
         var failure: RuntimeError?
         bytes.withUnsafeBytes { raw in
             do throws(RuntimeError) { try tcp.write(raw) } catch { failure = error }
@@ -145,172 +169,11 @@ final class HTTP1Connection {
     }
 
     /// Sends what the client's body stream holds, as the socket takes it.
-    private func pumpBody() {
-        while let stream = streamBody, state == .busy, tcp.queuedBytes < 256 * 1024 {
-            let chunked = exchange?.head.framing == .chunked
-            // Room before the data for a chunk-size line, after it for the CRLF.
-            let scratch = pool.scratch
-            let lead = 18
-            let room = UnsafeMutableRawBufferPointer(rebasing: scratch[lead..<(scratch.count - 2)])
-            do throws(RuntimeError) {
-                switch stream.readNow(into: room) {
-                case .bytes(let n):
-                    lastActivity = now
-                    guard chunked else {
-                        try tcp.write(UnsafeRawBufferPointer(rebasing: scratch[lead..<(lead + n)]))
-                        continue
-                    }
-                    let size = Array(String(n, radix: 16).utf8) + [0x0D, 0x0A]
-                    let start = lead - size.count
-                    UnsafeMutableRawBufferPointer(rebasing: scratch[start..<lead]).copyBytes(from: size)
-                    scratch[lead + n] = 0x0D
-                    scratch[lead + n + 1] = 0x0A
-                    try tcp.write(UnsafeRawBufferPointer(rebasing: scratch[start..<(lead + n + 2)]))
-                case .end:
-                    streamBody = nil
-                    requestSent = true
-                    if chunked { try send(ChunkedEncoding.terminator) }
-                    if exchange == nil { finishExchange(keepAlive: true) }
-                case .empty:
-                    let loop = pool.client.loop
-                    stream.notifyWhenReadable { [weak self] in
-                        guard let self else { return }
-                        let bound = LoopBound(self, loop: loop)
-                        loop.execute { bound.value.pumpBody() }
-                    }
-                    return
-                case .failed:
-                    fail(.upstream(.upstreamFailed, "the client's request body ended early; the upstream exchange was abandoned"))
-                    return
-                }
-            } catch {
-                inputEnded(error.systemCode ?? UV_ECONNRESET.rawValue, writing: true)
-                return
-            }
-        }
-    }
-
-    private func writeCompleted(_ status: Int32) {
-        guard state == .busy else { return }
-        if status < 0 {
-            if status != UV_ECANCELED.rawValue { inputEnded(status, writing: true) }
-            return
-        }
-        lastActivity = now
-        if streamBody != nil { pumpBody() }
-    }
-
-    // MARK: Reading the response
-
-    private func received(_ n: Int, _ bytes: UnsafeRawBufferPointer) {
-        switch state {
-        case .busy:
-            if n < 0 {
-                inputEnded(Int32(n), writing: false)
-            } else {
-                lastActivity = now
-                feed(bytes)
-            }
-        case .idle:
-            // The peer closed a kept-alive connection, or sent something unasked.
-            close()
-        case .connecting, .closed:
-            break
-        }
-    }
-
-    /// Parses `bytes` and hands what they hold to the exchange's handler.
-    private func feed(_ bytes: UnsafeRawBufferPointer) {
-        var offset = 0
-        while let exchange, state == .busy {
-            let (event, used) = parser.parse(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
-            offset += used
-            switch event {
-            case .needMoreData:
-                if offset >= bytes.count || used == 0 { return }
-            case .head(let status, let headers):
-                exchange.activeHandler?.upstreamHead(status: status, headers: headers)
-            case .body(let chunk):
-                guard let handler = exchange.activeHandler else { continue }
-                if !handler.upstreamBody(chunk) {
-                    guard self.exchange === exchange else { return }
-                    // Keep the refused bytes and the rest; read nothing more until resumed.
-                    refused = Array(chunk)
-                    stash = Array(bytes[offset...])
-                    tcp.stopReading()
-                    return
-                }
-            case .end(let keepAlive):
-                finishExchange(keepAlive: keepAlive && offset == bytes.count)
-                return
-            case .switched(let headers):
-                handOver(exchange, headers, early: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
-                return
-            case .error(let e):
-                fail(.upstream(.invalidResponse, "the upstream answer is not valid HTTP: \(e.detail)"))
-                return
-            }
-        }
-    }
-
-    /// The handler takes bytes again: deliver what it refused, then read on.
-    func resumeDelivery() {
-        guard state == .busy, let bytes = refused, let exchange, let handler = exchange.activeHandler else { return }
-        lastActivity = now
-        if !(bytes.withUnsafeBytes { handler.upstreamBody($0) }) { return }
-        guard self.exchange === exchange, state == .busy else { return }
-        refused = nil
-        let rest = stash
-        stash = []
-        rest.withUnsafeBytes { feed($0) }
-        guard self.exchange === exchange, state == .busy, refused == nil else { return }
-        if let code = endOfInput {
-            inputEnded(Int32(code), writing: false)
-            return
-        }
-        do throws(RuntimeError) {
-            try tcp.startReading { [unowned self] n, bytes in received(n, bytes) }
-        } catch {
-            fail(.upstream(.upstreamFailed, "the upstream connection cannot be read", underlying: error))
-        }
-    }
-
-    /// The peer closed the connection or it failed (`code`: `UV_EOF` or a libuv error).
-    private func inputEnded(_ code: Int32, writing: Bool) {
-        guard let exchange, state == .busy else { return }
-        if refused != nil {
-            // Deliver what was read first.
-            endOfInput = Int(code)
-            return
-        }
-        if !parser.started && reused && !exchange.retried && exchange.replayable {
-            // A kept-alive connection the peer closed just before the request: send again.
-            self.exchange = nil
-            exchange.connection = nil
-            close()
-            pool.retry(exchange)
-            return
-        }
-        if code == UV_EOF.rawValue && !writing {
-            switch parser.finishInput() {
-            case .end:
-                finishExchange(keepAlive: false)
-            case .error(let e):
-                fail(.upstream(.connectionReset, "the upstream connection failed: \(e.detail)"))
-            default:
-                fail(.upstream(.connectionReset, "the upstream connection failed"))
-            }
-            return
-        }
-        let reason = String(cString: uv_strerror(code))
-        fail(.upstream(.connectionReset, "the upstream connection failed: \(reason)", underlying: .libuv(code, "read")))
-    }
-
     // MARK: Ending
 
     /// The response ended: the connection goes back to the pool when both sides keep it
     /// and the whole request was sent, else it closes. Then the handler hears success.
-    private func finishExchange(keepAlive: Bool) {
+    func finishExchange(keepAlive: Bool) {
         let done = exchange
         exchange = nil
         done?.connection = nil
@@ -329,7 +192,7 @@ final class HTTP1Connection {
     /// The upstream answered `101 Switching Protocols`: the socket leaves this connection
     /// (which closes its timer and leaves the pool, never to be reused) for an
     /// ``UpstreamTunnel`` the exchange's handler owns.
-    private func handOver(_ done: HTTP1Exchange, _ headers: HTTPHeaders, early: UnsafeRawBufferPointer) {
+    func handOver(_ done: HTTP1Exchange, _ headers: HTTPHeaders, early: UnsafeRawBufferPointer) {
         exchange = nil
         done.connection = nil
         state = .closed
@@ -341,7 +204,7 @@ final class HTTP1Connection {
     }
 
     /// Ends the exchange with `error` and closes the connection.
-    private func fail(_ error: RuntimeError) {
+    func fail(_ error: RuntimeError) {
         let failed = exchange
         exchange = nil
         close()
@@ -367,47 +230,5 @@ final class HTTP1Connection {
         timer.close()
         tcp.close()
         pool.closed(self)
-    }
-
-    // MARK: Timers
-
-    /// Closes the connection after the idle time in the pool.
-    func startIdleTimer() {
-        arm(after: configuration.idleTimeout.milliseconds)
-    }
-
-    private func armExchangeTimer() {
-        let idleDeadline = lastActivity + configuration.idleTimeout.milliseconds
-        let at = min(idleDeadline, totalDeadline)
-        arm(after: at > now ? at - now : 0)
-    }
-
-    private func arm(after ms: UInt64) {
-        do throws(RuntimeError) {
-            try timer.start(after: max(1, ms)) { [unowned self] in timerFired() }
-        } catch {
-            // Only a closing timer refuses, and then the connection is closing too.
-        }
-    }
-
-    private func timerFired() {
-        switch state {
-        case .connecting:
-            fail(.upstream(.timeout, "connecting to the upstream timed out"))
-        case .idle:
-            close()
-        case .busy:
-            let t = now
-            if t >= totalDeadline {
-                fail(.upstream(.timeout, "the upstream did not answer in time"))
-            } else if refused == nil && t >= lastActivity + configuration.idleTimeout.milliseconds {
-                fail(.upstream(.timeout, "the upstream did not answer in time"))
-            } else {
-                if refused != nil { lastActivity = t }
-                armExchangeTimer()
-            }
-        case .closed:
-            break
-        }
     }
 }

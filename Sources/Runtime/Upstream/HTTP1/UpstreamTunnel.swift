@@ -16,9 +16,21 @@ public final class UpstreamTunnel: SpliceEndpoint {
         self.tcp = tcp
         self.early = early
         tcp.stopReading()
+        // The callbacks replace the HTTP/1.1 connection's; closing drops them, so
+        // `UV_ECANCELED` never reaches them.
+        tcp.onRead = { [weak self] n, bytes in
+            guard let self, let splice = self.splice else { return }
+            if n < 0 {
+                splice.readEnded(.upstream, failed: n != Int(UV_EOF.rawValue))
+            } else {
+                splice.received(.upstream, bytes)
+            }
+        }
         tcp.onWriteCompleted = { [weak self] status in
-            guard let self, status != UV_ECANCELED.rawValue else { return }
-            self.splice?.writeCompleted(.upstream, failed: status < 0)
+            self?.splice?.writeCompleted(.upstream, failed: status < 0)
+        }
+        tcp.onShutdownCompleted = { [weak self] status in
+            self?.splice?.shutdownCompleted(.upstream, failed: status < 0)
         }
     }
 
@@ -38,20 +50,7 @@ public final class UpstreamTunnel: SpliceEndpoint {
     }
 
     func spliceStartReading() -> Bool {
-        guard !closed else { return false }
-        do throws(RuntimeError) {
-            try tcp.startReading { [weak self] n, bytes in
-                guard let self, let splice = self.splice else { return }
-                if n < 0 {
-                    splice.readEnded(.upstream, failed: n != Int(UV_EOF.rawValue))
-                } else {
-                    splice.received(.upstream, bytes)
-                }
-            }
-            return true
-        } catch {
-            return false
-        }
+        !closed && (try? tcp.startReading()) != nil
     }
 
     func spliceStopReading() {
@@ -70,16 +69,7 @@ public final class UpstreamTunnel: SpliceEndpoint {
     var spliceQueuedBytes: Int { tcp.queuedBytes }
 
     func spliceShutdownWrite() -> Bool {
-        guard !closed else { return false }
-        do throws(RuntimeError) {
-            try tcp.shutdown { [weak self] status in
-                guard let self, status != UV_ECANCELED.rawValue else { return }
-                self.splice?.shutdownCompleted(.upstream, failed: status < 0)
-            }
-            return true
-        } catch {
-            return false
-        }
+        !closed && (try? tcp.shutdown()) != nil
     }
 
     func spliceClose() {
