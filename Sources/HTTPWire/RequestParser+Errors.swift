@@ -1,10 +1,11 @@
-import CHTTPParser
+private import CHTTPParser
 
 extension RequestParser {
     /// The error for what http-parser refused; `sawTransferEncoding` tells a second
     /// `Content-Length` from one beside `Transfer-Encoding`.
-    static func error(for e: http_errno, limits: HTTPLimits, sawTransferEncoding: Bool) -> WireError {
-        switch e {
+    /// (`http_errno` as its raw value: the C type stays private to the files that import it.)
+    static func error(forErrno raw: UInt32, limits: HTTPLimits, sawTransferEncoding: Bool) -> WireError {
+        switch http_errno(rawValue: raw) {
         case HPE_INVALID_METHOD:
             return WireError(.invalidMethod, status: 400, "the request method is not recognised")
         case HPE_INVALID_VERSION:

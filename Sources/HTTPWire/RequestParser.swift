@@ -292,7 +292,7 @@ public final class RequestParser {
 
     private func mapError(_ e: http_errno) -> WireError {
         Self.error(
-            for: e, limits: limits,
+            forErrno: e.rawValue, limits: limits,
             sawTransferEncoding: fields.fields.contains(where: { $0.name.caseInsensitiveEquals("transfer-encoding") })
                 || fields.unfinishedNameIs("transfer-encoding"))
     }

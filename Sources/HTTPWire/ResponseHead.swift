@@ -29,12 +29,7 @@ public struct ResponseHead: Sendable, Equatable {
         out.append(0x0D)
         out.append(0x0A)
         for field in headers.fields {
-            out.appendUTF8(field.name)
-            out.append(0x3A)
-            out.append(0x20)
-            out.appendUTF8(field.value)
-            out.append(0x0D)
-            out.append(0x0A)
+            out.appendField(name: field.name, value: field.value)
         }
         out.append(0x0D)
         out.append(0x0A)
@@ -105,6 +100,18 @@ public enum ChunkedEncoding {
 }
 
 extension [UInt8] {
+    /// Appends one header line, `name: value` and CRLF, as given (callers check fields
+    /// they did not make themselves).
+    @inlinable
+    public mutating func appendField(name: String, value: String) {
+        appendUTF8(name)
+        append(0x3A)
+        append(0x20)
+        appendUTF8(value)
+        append(0x0D)
+        append(0x0A)
+    }
+
     /// Appends the UTF-8 of `s` in one copy (a native string's bytes are contiguous).
     @inlinable
     public mutating func appendUTF8(_ s: String) {

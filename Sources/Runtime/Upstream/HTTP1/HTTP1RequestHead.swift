@@ -55,12 +55,7 @@ struct HTTP1RequestHead {
             default:
                 break
             }
-            out.appendUTF8(field.name)
-            out.append(0x3A)
-            out.append(0x20)
-            out.appendUTF8(field.value)
-            out.append(0x0D)
-            out.append(0x0A)
+            out.appendField(name: field.name, value: field.value)
         }
         if !hasHost {
             out.appendUTF8("Host: ")
