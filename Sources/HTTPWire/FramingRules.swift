@@ -132,11 +132,6 @@ public enum FramingRules {
         return true
     }
 
-    /// The lower-cased tokens of every `Connection` header.
-    public static func connectionTokens(_ headers: HTTPHeaders) -> Set<String> {
-        Set(connectionTokenList(headers))
-    }
-
     /// The lower-cased tokens of every `Connection` header, in order, without building a set
     /// (most messages name one or two).
     public static func connectionTokenList(_ headers: HTTPHeaders) -> [String] {

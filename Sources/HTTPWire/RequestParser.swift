@@ -147,7 +147,7 @@ public final class RequestParser {
     static func passableUpgrade(_ head: RequestHead) -> String? {
         guard head.method == "GET", head.major == 1, head.minor == 1, head.framing == .none,
             head.headers[all: "upgrade"].count == 1, let value = head.headers[first: "upgrade"], !value.isEmpty,
-            FramingRules.connectionTokens(head.headers).contains("upgrade")
+            FramingRules.connectionTokenList(head.headers).contains("upgrade")
         else { return nil }
         return value
     }

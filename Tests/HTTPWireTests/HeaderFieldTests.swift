@@ -33,7 +33,6 @@ import Testing
             ("Connection", " Keep-Alive ,, X-Foo\t"), ("Host", "h"), ("connection", "close,"), ("Connection", ""),
         ])
         #expect(FramingRules.connectionTokenList(h) == ["keep-alive", "x-foo", "close"])
-        #expect(FramingRules.connectionTokens(h) == ["keep-alive", "x-foo", "close"])
         #expect(FramingRules.connectionTokenList(HTTPHeaders([("Host", "h")])).isEmpty)
     }
 

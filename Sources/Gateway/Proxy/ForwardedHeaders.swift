@@ -11,12 +11,6 @@ public enum ForwardedHeaders {
     /// `hopByHop`, looked up without allocating.
     private static let hopByHopSet = HeaderNameSet(hopByHop)
 
-    /// `headers` without hop-by-hop fields, the fields named in `Connection`, and `extra`
-    /// (lower-case names).
-    public static func strip(_ headers: HTTPHeaders, alsoRemoving extra: [String] = []) -> HTTPHeaders {
-        strip(headers, removing: extra.isEmpty ? hopByHopSet : hopByHopSet.adding(extra))
-    }
-
     /// `headers` without the fields in `removed` (hop-by-hop ones among them) and those
     /// named in `Connection`.
     static func strip(_ headers: HTTPHeaders, removing removed: HeaderNameSet) -> HTTPHeaders {

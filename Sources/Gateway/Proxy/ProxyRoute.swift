@@ -45,18 +45,13 @@ public struct ProxyRoute: Sendable, Equatable {
     /// Compares bytes: paths are matched as sent, with no Unicode normalisation.
     public func matches(_ path: Substring) -> Bool {
         var prefix = self.prefix
-        let contiguous = prefix.withUTF8 { pre in
-            path.utf8.withContiguousStorageIfAvailable { p -> Bool in
+        var path = path
+        return prefix.withUTF8 { pre in
+            path.withUTF8 { p in
                 guard p.count >= pre.count, pre.elementsEqual(UnsafeBufferPointer(rebasing: p[..<pre.count])) else { return false }
                 return pre.last == UInt8(ascii: "/") || p.count == pre.count || p[pre.count] == UInt8(ascii: "/")
             }
         }
-        if let contiguous { return contiguous }
-        let p = path.utf8
-        let prefixBytes = prefix.utf8
-        guard p.starts(with: prefixBytes) else { return false }
-        if prefixBytes.last == UInt8(ascii: "/") || p.count == prefixBytes.count { return true }
-        return p[p.index(p.startIndex, offsetBy: prefixBytes.count)] == UInt8(ascii: "/")
     }
 
     /// The upstream URL for an origin-form `pathAndQuery` that matches this route.
