@@ -143,20 +143,17 @@ public enum FramingRules {
     /// Calls `body` with the bytes of each token of every `Connection` header, in order, as
     /// sent (not lower-cased) and without white space; makes no string.
     public static func forEachConnectionToken(_ headers: HTTPHeaders, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
-        for field in headers.fields where field.name.caseInsensitiveEquals("connection") {
-            var value = field.value
-            value.withUTF8 { bytes in
-                var start = 0
-                while start <= bytes.count {
-                    var end = start
-                    while end < bytes.count && bytes[end] != UInt8(ascii: ",") { end += 1 }
-                    var lo = start
-                    var hi = end
-                    while lo < hi && (bytes[lo] == 0x20 || bytes[lo] == 0x09) { lo += 1 }
-                    while hi > lo && (bytes[hi - 1] == 0x20 || bytes[hi - 1] == 0x09) { hi -= 1 }
-                    if lo < hi { body(UnsafeBufferPointer(rebasing: bytes[lo..<hi])) }
-                    start = end + 1
-                }
+        headers.forEach(named: "connection") { bytes in
+            var start = 0
+            while start <= bytes.count {
+                var end = start
+                while end < bytes.count && bytes[end] != UInt8(ascii: ",") { end += 1 }
+                var lo = start
+                var hi = end
+                while lo < hi && (bytes[lo] == 0x20 || bytes[lo] == 0x09) { lo += 1 }
+                while hi > lo && (bytes[hi - 1] == 0x20 || bytes[hi - 1] == 0x09) { hi -= 1 }
+                if lo < hi { body(UnsafeBufferPointer(rebasing: bytes[lo..<hi])) }
+                start = end + 1
             }
         }
     }

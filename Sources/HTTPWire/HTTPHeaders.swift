@@ -2,69 +2,265 @@
 ///
 /// Order and duplicates are kept as received, because framing rules need to see
 /// every `Content-Length` and `Transfer-Encoding` line.
+///
+/// The fields are kept as bytes: every name and value one after the other in one buffer,
+/// and an entry per field saying where its name and value lie. A parsed head is two
+/// allocations whatever its fields, removing a field touches only the entries, and
+/// serialising copies the bytes as they are. A `String` is made only when one is asked for.
+/// Each entry also remembers whether its name is a token and its value free of control
+/// characters, checked once when the field is added, so that a head is not checked again
+/// each time it is sent (``firstInvalidField``).
 public struct HTTPHeaders: Sendable, Equatable, Sequence {
+    /// Where one field lies in ``storage``: name from `start` to `nameEnd`, value from
+    /// `nameEnd` to `end`.
+    @usableFromInline
+    struct Entry: Sendable {
+        @usableFromInline var start: UInt32
+        @usableFromInline var nameEnd: UInt32
+        @usableFromInline var end: UInt32
+        /// Whether the name is a token.
+        @usableFromInline var validName: Bool
+        /// Whether the value holds no control character but HTAB.
+        @usableFromInline var validValue: Bool
+
+        @usableFromInline var nameCount: Int { Int(nameEnd &- start) }
+    }
+
+    /// The names and values, one after the other. Bytes of removed fields stay until the
+    /// next copy; a head lives for one message.
+    @usableFromInline var storage: [UInt8] = []
     /// The fields in wire order.
-    public private(set) var fields: [(name: String, value: String)]
+    @usableFromInline var entries: [Entry] = []
 
     /// Creates a header list.
     public init(_ fields: [(name: String, value: String)] = []) {
-        self.fields = fields
+        entries.reserveCapacity(fields.count)
+        for field in fields { add(name: field.name, value: field.value) }
+    }
+
+    /// The fields in wire order, each made into a pair of strings.
+    public var fields: [(name: String, value: String)] {
+        var out: [(name: String, value: String)] = []
+        out.reserveCapacity(entries.count)
+        for i in entries.indices { out.append(field(at: i)) }
+        return out
     }
 
     public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
-        lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
+        guard lhs.entries.count == rhs.entries.count else { return false }
+        return lhs.storage.withUnsafeBufferPointer { l in
+            rhs.storage.withUnsafeBufferPointer { r in
+                zip(lhs.entries, rhs.entries).allSatisfy { a, b in
+                    a.nameEnd &- a.start == b.nameEnd &- b.start
+                        && l[Int(a.start)..<Int(a.end)].elementsEqual(r[Int(b.start)..<Int(b.end)])
+                }
+            }
+        }
     }
 
-    /// Makes room for `n` fields.
-    public mutating func reserveCapacity(_ n: Int) {
-        fields.reserveCapacity(n)
+    /// Makes room for `n` fields of `bytes` bytes in all.
+    public mutating func reserveCapacity(_ n: Int, bytes: Int = 0) {
+        entries.reserveCapacity(n)
+        storage.reserveCapacity(Swift.max(bytes, n * 32))
     }
 
     /// Appends a field.
     public mutating func add(name: String, value: String) {
-        fields.append((name, value))
+        var name = name
+        var value = value
+        name.withUTF8 { n in
+            value.withUTF8 { v in
+                append(name: n, value: v, validName: FramingRules.isValidFieldName(n), validValue: FramingRules.isValidFieldValue(v))
+            }
+        }
+    }
+
+    /// Appends a field whose name and value are given as bytes and checked here.
+    public mutating func add(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        append(name: name, value: value, validName: FramingRules.isValidFieldName(name), validValue: FramingRules.isValidFieldValue(value))
+    }
+
+    /// Appends a field a parser has already checked.
+    mutating func appendChecked(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        append(name: name, value: value, validName: true, validValue: true)
+    }
+
+    private mutating func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, validName: Bool, validValue: Bool) {
+        let start = storage.count
+        precondition(start + name.count + value.count < Int(UInt32.max), "a header list over 4 GiB")
+        storage.append(contentsOf: name)
+        storage.append(contentsOf: value)
+        entries.append(
+            Entry(
+                start: UInt32(start), nameEnd: UInt32(start + name.count), end: UInt32(storage.count), validName: validName,
+                validValue: validValue))
+    }
+
+    /// Appends every field of `other`, in order.
+    public mutating func add(contentsOf other: HTTPHeaders) {
+        other.storage.withUnsafeBufferPointer { s in
+            for e in other.entries {
+                append(
+                    name: UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]),
+                    value: UnsafeBufferPointer(rebasing: s[Int(e.nameEnd)..<Int(e.end)]), validName: e.validName, validValue: e.validValue)
+            }
+        }
     }
 
     /// Replaces every field called `name` with one field.
     public mutating func replaceOrAdd(name: String, value: String) {
         remove(name: name)
-        fields.append((name, value))
+        add(name: name, value: value)
     }
 
     /// Removes every field called `name`.
     public mutating func remove(name: String) {
-        // Most calls find nothing to remove: then the fields are not even copied.
-        guard fields.contains(where: { $0.name.caseInsensitiveEquals(name) }) else { return }
-        fields.removeAll { $0.name.caseInsensitiveEquals(name) }
+        // Most calls find nothing to remove: then the entries are not even copied.
+        guard contains(name) else { return }
+        var name = name
+        name.withUTF8 { n in removeAll { Self.equalsIgnoringCase($0, n) } }
+    }
+
+    /// Removes every field whose name `shouldRemove` picks (given the name's bytes as sent).
+    public mutating func removeAll(where shouldRemove: (UnsafeBufferPointer<UInt8>) -> Bool) {
+        let bytes = storage
+        bytes.withUnsafeBufferPointer { s in
+            func name(_ e: Entry) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]) }
+            // Most calls remove nothing: then the entries are not even copied.
+            guard let first = entries.firstIndex(where: { shouldRemove(name($0)) }) else { return }
+            var kept = first
+            for i in (first + 1)..<entries.count where !shouldRemove(name(entries[i])) {
+                entries[kept] = entries[i]
+                kept += 1
+            }
+            entries.removeLast(entries.count - kept)
+        }
     }
 
     /// The first value of `name`, if any.
     public subscript(first name: String) -> String? {
-        fields.first { $0.name.caseInsensitiveEquals(name) }?.value
+        var found: String?
+        forEach(named: name) { value in
+            if found == nil { found = String(decoding: value, as: UTF8.self) }
+        }
+        return found
     }
 
     /// Every value of `name`, in order.
     public subscript(all name: String) -> [String] {
-        fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+        var out: [String] = []
+        forEach(named: name) { out.append(String(decoding: $0, as: UTF8.self)) }
+        return out
     }
 
     /// How many fields are called `name`.
     public func count(of name: String) -> Int {
         var n = 0
-        for field in fields where field.name.caseInsensitiveEquals(name) { n += 1 }
+        forEach(named: name) { _ in n += 1 }
         return n
     }
 
     /// Whether a field called `name` is present.
     public func contains(_ name: String) -> Bool {
-        fields.contains { $0.name.caseInsensitiveEquals(name) }
+        count(of: name) > 0
     }
 
     /// Number of fields.
-    public var count: Int { fields.count }
+    public var count: Int { entries.count }
 
-    public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
-        fields.makeIterator()
+    /// The bytes the fields' names and values take, removed fields' included.
+    public var byteCount: Int { storage.count }
+
+    /// Calls `body` with the bytes of each value of the fields called `name`, in order.
+    public func forEach(named name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+        let length = name.utf8.count
+        // Names are compared by length first: most differ in it, and then no bytes are read.
+        guard entries.contains(where: { $0.nameCount == length }) else { return }
+        var name = name
+        name.withUTF8 { n in
+            storage.withUnsafeBufferPointer { s in
+                for e in entries where e.nameCount == length
+                    && Self.equalsIgnoringCase(UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]), n)
+                {
+                    body(UnsafeBufferPointer(rebasing: s[Int(e.nameEnd)..<Int(e.end)]))
+                }
+            }
+        }
+    }
+
+    /// Calls `body` with the name and value bytes of each field, in order.
+    public func forEachField(_ body: (_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Void) {
+        storage.withUnsafeBufferPointer { s in
+            for e in entries {
+                body(UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]), UnsafeBufferPointer(rebasing: s[Int(e.nameEnd)..<Int(e.end)]))
+            }
+        }
+    }
+
+    /// The first field that cannot be sent as it is, if any: its name, and whether the name
+    /// (rather than the value) is what is wrong.
+    public var firstInvalidField: (name: String, nameIsInvalid: Bool)? {
+        guard let i = entries.firstIndex(where: { !$0.validName || !$0.validValue }) else { return nil }
+        return (field(at: i).name, !entries[i].validName)
+    }
+
+    /// Appends each field as a head line, `name: value` and CRLF, bytes as they are
+    /// (callers check fields they did not make themselves, ``firstInvalidField``).
+    public func serialize(into out: inout [UInt8]) {
+        storage.withUnsafeBufferPointer { s in
+            for e in entries {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]))
+                out.append(0x3A)
+                out.append(0x20)
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: s[Int(e.nameEnd)..<Int(e.end)]))
+                out.append(0x0D)
+                out.append(0x0A)
+            }
+        }
+    }
+
+    /// The field at `index` as strings.
+    private func field(at index: Int) -> (name: String, value: String) {
+        let e = entries[index]
+        return storage.withUnsafeBufferPointer { s in
+            (
+                String(decoding: UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]), as: UTF8.self),
+                String(decoding: UnsafeBufferPointer(rebasing: s[Int(e.nameEnd)..<Int(e.end)]), as: UTF8.self)
+            )
+        }
+    }
+
+    /// Whether `a` and `b` spell the same name, compared without ASCII case.
+    @inlinable
+    public static func equalsIgnoringCase(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        for i in 0..<a.count where a[i] != b[i] {
+            let lower = a[i] | 0x20
+            guard lower == b[i] | 0x20, lower >= 0x61, lower <= 0x7A else { return false }
+        }
+        return true
+    }
+
+    /// Whether `a` spells the name `b`, compared without ASCII case.
+    @inlinable
+    public static func equalsIgnoringCase(_ a: UnsafeBufferPointer<UInt8>, _ b: StaticString) -> Bool {
+        b.withUTF8Buffer { equalsIgnoringCase(a, $0) }
+    }
+
+    public func makeIterator() -> Iterator {
+        Iterator(headers: self)
+    }
+
+    /// The fields in wire order, each made into a pair of strings as it is reached.
+    public struct Iterator: IteratorProtocol {
+        let headers: HTTPHeaders
+        var index = 0
+
+        public mutating func next() -> (name: String, value: String)? {
+            guard index < headers.entries.count else { return nil }
+            defer { index += 1 }
+            return headers.field(at: index)
+        }
     }
 }
 
@@ -73,20 +269,11 @@ extension String {
     @inlinable
     public func caseInsensitiveEquals(_ other: String) -> Bool {
         // Lengths first: O(1) for native strings, and most names differ in length.
-        let count = utf8.count
-        if count != other.utf8.count { return false }
+        if utf8.count != other.utf8.count { return false }
         var a = self
         var b = other
         // Contiguous UTF-8 (no copy for native strings): a byte loop, no iterators.
-        return a.withUTF8 { x in
-            b.withUTF8 { y in
-                for i in 0..<count where x[i] != y[i] {
-                    let lower = x[i] | 0x20
-                    guard lower == y[i] | 0x20, lower >= 0x61, lower <= 0x7A else { return false }
-                }
-                return true
-            }
-        }
+        return a.withUTF8 { x in b.withUTF8 { y in HTTPHeaders.equalsIgnoringCase(x, y) } }
     }
 
     /// The string lowercased in ASCII only.

@@ -4,7 +4,7 @@
 /// ``ResponseParser``; which refusals fail a message is theirs to say.
 ///
 /// A piece is borrowed from the input being parsed, not copied: a field that is finished
-/// within that input is copied once, into its `String`s. Whatever is unfinished when the input
+/// within that input is copied once, into the head's ``HTTPHeaders``. Whatever is unfinished when the input
 /// ends is copied by ``detach()``, which the parser calls after every `http_parser_execute`,
 /// before the input can go away.
 struct HeaderFieldAccumulator {
@@ -19,7 +19,10 @@ struct HeaderFieldAccumulator {
     }
 
     /// The fields finished so far, in order, values without trailing white space.
-    private(set) var fields: [(name: String, value: String)] = []
+    private(set) var headers = HTTPHeaders()
+
+    /// The fields finished so far, as strings.
+    var fields: [(name: String, value: String)] { headers.fields }
     private var name = Piece()
     private var value = Piece()
     /// Whether the current field's value has begun (the next name finishes the field).
@@ -33,10 +36,10 @@ struct HeaderFieldAccumulator {
 
     /// Forgets everything, for the next message.
     mutating func reset() {
-        // A fresh array each message: the last one's went out with its head. Room for a
+        // A fresh list each message: the last one's went out with its head. Room for a
         // typical head's fields, so that it is allocated once.
-        fields = []
-        fields.reserveCapacity(16)
+        headers = HTTPHeaders()
+        headers.reserveCapacity(16, bytes: 512)
         name.clear()
         value.clear()
         inValue = false
@@ -63,26 +66,16 @@ struct HeaderFieldAccumulator {
             value.clear()
             inValue = false
         }
-        switch Self.field(name, value, room: fields.count < maxCount) {
-        case .success(let field):
-            fields.append(field)
-            return nil
-        case .failure(let refusal):
-            return refusal
-        }
-    }
-
-    /// The field `name` and `value` make, or why they make none.
-    private static func field(_ name: borrowing Piece, _ value: borrowing Piece, room: Bool) -> Result<(name: String, value: String), Refusal> {
-        name.withBytes { n in
+        let room = headers.count < maxCount
+        return name.withBytes { n in
             value.withBytes { v in
-                guard FramingRules.isValidFieldName(n) else { return .failure(.invalidName) }
-                guard FramingRules.isValidFieldValue(v) else { return .failure(.invalidValue) }
-                guard room else { return .failure(.tooMany) }
+                guard FramingRules.isValidFieldName(n) else { return .invalidName }
+                guard FramingRules.isValidFieldValue(v) else { return .invalidValue }
+                guard room else { return .tooMany }
                 var end = v.count
                 while end > 0 && (v[end - 1] == 0x20 || v[end - 1] == 0x09) { end -= 1 }
-                return .success(
-                    (String(decoding: n, as: UTF8.self), String(decoding: UnsafeBufferPointer(rebasing: v[..<end]), as: UTF8.self)))
+                headers.appendChecked(name: n, value: UnsafeBufferPointer(rebasing: v[..<end]))
+                return nil
             }
         }
     }

@@ -228,7 +228,7 @@ public final class RequestParser {
         let major = Int(parser.pointee.http_major)
         let minor = Int(parser.pointee.http_minor)
         try FramingRules.checkVersion(major: major, minor: minor)
-        let headers = HTTPHeaders(fields.fields)
+        let headers = fields.headers
         try FramingRules.checkHost(headers: headers, major: major, minor: minor)
         let framing = try FramingRules.requestFraming(headers: headers, major: major, minor: minor)
         chunkScanner = framing == .chunked ? ChunkFramingScanner() : nil
@@ -293,7 +293,7 @@ public final class RequestParser {
     private func mapError(_ e: http_errno) -> WireError {
         Self.error(
             forErrno: e.rawValue, limits: limits,
-            sawTransferEncoding: fields.fields.contains(where: { $0.name.caseInsensitiveEquals("transfer-encoding") })
+            sawTransferEncoding: fields.headers.contains("transfer-encoding")
                 || fields.unfinishedNameIs("transfer-encoding"))
     }
 }

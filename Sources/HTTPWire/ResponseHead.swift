@@ -28,9 +28,7 @@ public struct ResponseHead: Sendable, Equatable {
         out.appendUTF8(ResponseHead.reason(for: status))
         out.append(0x0D)
         out.append(0x0A)
-        for field in headers.fields {
-            out.appendField(name: field.name, value: field.value)
-        }
+        headers.serialize(into: &out)
         out.append(0x0D)
         out.append(0x0A)
     }

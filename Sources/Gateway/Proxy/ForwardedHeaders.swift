@@ -15,17 +15,18 @@ public enum ForwardedHeaders {
     /// named in `Connection`.
     static func strip(_ headers: HTTPHeaders, removing removed: HeaderNameSet) -> HTTPHeaders {
         // Most messages name nothing in `Connection` but `keep-alive` or `close`.
-        var named: [String] = []
+        var named: [[UInt8]] = []
         if headers.contains("connection") {
             FramingRules.forEachConnectionToken(headers) { token in
-                if !removed.contains(token) { named.append(String(decoding: token, as: UTF8.self).asciiLowercased) }
+                if !removed.contains(token) { named.append(Array(token)) }
             }
         }
-        var out = HTTPHeaders()
-        out.reserveCapacity(headers.count + 5)
-        for field in headers.fields where !removed.contains(field.name) {
-            if !named.isEmpty && named.contains(where: { field.name.caseInsensitiveEquals($0) }) { continue }
-            out.add(name: field.name, value: field.value)
+        var out = headers
+        // One copy of the fields, with room for the ones a hop adds.
+        out.reserveCapacity(headers.count + 5, bytes: headers.byteCount + 192)
+        out.removeAll { name in
+            if removed.contains(name) { return true }
+            return named.contains { token in token.withUnsafeBufferPointer { HTTPHeaders.equalsIgnoringCase(name, $0) } }
         }
         return out
     }

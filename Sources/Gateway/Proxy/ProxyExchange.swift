@@ -52,7 +52,7 @@ final class ProxyExchange: UpstreamResponseHandler {
             intercepted = true
             return
         case .forward(let extra):
-            for (n, v) in extra.fields { out.replaceOrAdd(name: n, value: v) }
+            for (n, v) in extra { out.replaceOrAdd(name: n, value: v) }
         }
         headSent = true
         writer.writeHead(status: status, headers: out)

@@ -89,17 +89,12 @@ extension UpstreamRequest {
     /// request, of its own). The last line against header injection, before any engine
     /// sends a byte.
     func checkHeaderFields() throws(RuntimeError) {
-        for field in headers.fields {
-            var name = field.name
-            var value = field.value
-            guard name.withUTF8({ FramingRules.isValidFieldName($0) }) else {
-                throw .upstream(.invalidRequest, "a request header name is not an HTTP token; nothing was sent")
-            }
-            guard value.withUTF8({ FramingRules.isValidFieldValue($0) }) else {
-                throw .upstream(
-                    .invalidRequest, "the value of the request header \(field.name) contains a control character; nothing was sent")
-            }
+        // Each field was checked when it was added; this only reads what was found.
+        guard let bad = headers.firstInvalidField else { return }
+        if bad.nameIsInvalid {
+            throw .upstream(.invalidRequest, "a request header name is not an HTTP token; nothing was sent")
         }
+        throw .upstream(.invalidRequest, "the value of the request header \(bad.name) contains a control character; nothing was sent")
     }
 }
 

@@ -44,18 +44,23 @@ struct HTTP1RequestHead {
         out.appendUTF8(" HTTP/1.1\r\n")
         try request.checkHeaderFields()
         var hasHost = false
-        for field in request.headers.fields {
-            switch field.name.utf8.count {
-            case 4 where field.name.caseInsensitiveEquals("host"):
+        request.headers.forEachField { name, value in
+            switch name.count {
+            case 4 where HTTPHeaders.equalsIgnoringCase(name, "host"):
                 hasHost = true
-            case 14 where field.name.caseInsensitiveEquals("content-length"),
-                17 where field.name.caseInsensitiveEquals("transfer-encoding"):
+            case 14 where HTTPHeaders.equalsIgnoringCase(name, "content-length"),
+                17 where HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding"):
                 // The client frames the body itself (as libcurl would).
-                continue
+                return
             default:
                 break
             }
-            out.appendField(name: field.name, value: field.value)
+            out.append(contentsOf: name)
+            out.append(0x3A)
+            out.append(0x20)
+            out.append(contentsOf: value)
+            out.append(0x0D)
+            out.append(0x0A)
         }
         if !hasHost {
             out.appendUTF8("Host: ")
@@ -66,7 +71,7 @@ struct HTTP1RequestHead {
         case .none: break
         case .length(let n):
             out.appendUTF8("Content-Length: ")
-            out.appendUTF8(String(n))
+            out.appendDecimal(n)
             out.appendUTF8("\r\n")
         case .chunked:
             out.appendUTF8("Transfer-Encoding: chunked\r\n")

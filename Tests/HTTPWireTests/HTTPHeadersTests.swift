@@ -1,0 +1,86 @@
+import Testing
+
+@testable import HTTPWire
+
+/// The header list kept as bytes behaves as the list of string pairs it stands for.
+@Suite struct HTTPHeadersTests {
+    @Test func fieldsComeBackInOrderWithDuplicatesAndLookupsIgnoreCase() {
+        var h = HTTPHeaders([("Host", "a"), ("Set-Cookie", "x=1"), ("set-cookie", "y=2")])
+        h.add(name: "Vary", value: "")
+        #expect(h.fields.map { "\($0.name)=\($0.value)" } == ["Host=a", "Set-Cookie=x=1", "set-cookie=y=2", "Vary="])
+        #expect(h[first: "SET-COOKIE"] == "x=1")
+        #expect(h[all: "set-cookie"] == ["x=1", "y=2"])
+        #expect(h.count(of: "set-cookie") == 2 && h.contains("vary") && !h.contains("var"))
+        #expect(h[first: "missing"] == nil && h[all: "missing"].isEmpty)
+        #expect(Array(h).map(\.name) == ["Host", "Set-Cookie", "set-cookie", "Vary"])
+    }
+
+    @Test func removingKeepsTheOrderOfWhatStaysAndSharesNothingWithTheOriginal() {
+        let original = HTTPHeaders([("A", "1"), ("B", "2"), ("a", "3"), ("C", "4"), ("A", "5")])
+        var h = original
+        h.remove(name: "a")
+        #expect(h.fields.map(\.value) == ["2", "4"])
+        #expect(original.count == 5 && original[all: "a"] == ["1", "3", "5"])
+        h.replaceOrAdd(name: "b", value: "9")
+        #expect(h.fields.map { "\($0.name)=\($0.value)" } == ["C=4", "b=9"])
+        var g = original
+        g.removeAll { $0.count == 1 && ($0[0] | 0x20) == UInt8(ascii: "c") }
+        #expect(g.fields.map(\.value) == ["1", "2", "3", "5"])
+        g.removeAll { _ in false }
+        #expect(g.count == 4)
+        g.removeAll { _ in true }
+        #expect(g.count == 0 && g.fields.isEmpty)
+    }
+
+    @Test func equalityIsByNamesAndValuesNotByHowTheBytesLie() {
+        var a = HTTPHeaders([("X", "1"), ("Y", "2")])
+        a.remove(name: "x")
+        let b = HTTPHeaders([("Y", "2")])
+        #expect(a == b)
+        // The same bytes split differently between name and value are different fields.
+        #expect(HTTPHeaders([("ab", "c")]) != HTTPHeaders([("a", "bc")]))
+        #expect(HTTPHeaders([("Y", "2")]) != HTTPHeaders([("y", "2")]))
+        var c = HTTPHeaders()
+        c.add(contentsOf: b)
+        #expect(c == b)
+    }
+
+    @Test func serialisingWritesEachFieldAsAHeadLine() {
+        var h = HTTPHeaders([("Content-Type", "text/plain"), ("X-Gone", "1"), ("X-Long", String(repeating: "v", count: 40))])
+        h.remove(name: "x-gone")
+        var out: [UInt8] = []
+        h.serialize(into: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "Content-Type: text/plain\r\nX-Long: \(String(repeating: "v", count: 40))\r\n")
+    }
+
+    @Test(arguments: [
+        ("X-Ok", "fine\tvalue", nil),
+        ("Bad Name", "v", "Bad Name"),
+        ("", "v", ""),
+        ("X-Split", "a\r\nInjected: 1", "X-Split"),
+        ("X-Nul", "a\u{0}b", "X-Nul"),
+        ("X-Del", "a\u{7F}", "X-Del"),
+    ] as [(String, String, String?)])
+    func aFieldThatCannotBeSentIsFoundWithoutCheckingAgain(name: String, value: String, invalid: String?) {
+        var h = HTTPHeaders([("Host", "a")])
+        h.add(name: name, value: value)
+        #expect(h.firstInvalidField?.name == invalid)
+        if let bad = h.firstInvalidField { #expect(bad.nameIsInvalid == (name == "Bad Name" || name.isEmpty)) }
+        // Removing the field removes the refusal with it.
+        h.remove(name: name)
+        if !name.isEmpty { #expect(h.firstInvalidField == nil) }
+    }
+
+    @Test func parsedFieldsAreCheckedOnceAndAddedBytesAreCheckedAsAdded() throws {
+        // A byte a time: every field arrives in pieces and is copied out of the reads.
+        let parsed = parseAll(Array("GET / HTTP/1.1\r\nHost: h\r\nX-A: b  \r\n\r\n".utf8), splitEvery: 1)
+        let head = try #require(parsed.heads.first)
+        #expect(head.headers.firstInvalidField == nil)
+        #expect(head.headers[first: "x-a"] == "b")
+        var h = head.headers
+        let bad: [UInt8] = Array("x\ny".utf8)
+        bad.withUnsafeBufferPointer { v in Array("X-B".utf8).withUnsafeBufferPointer { n in h.add(name: n, value: v) } }
+        #expect(h.firstInvalidField?.name == "X-B")
+        #expect(head.headers.count == 2)
+    }
+}
