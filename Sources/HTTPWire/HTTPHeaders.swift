@@ -3,16 +3,17 @@
 /// Order and duplicates are kept as received, because framing rules need to see
 /// every `Content-Length` and `Transfer-Encoding` line.
 ///
-/// The fields are kept as bytes: every name and value one after the other in one buffer,
-/// and an entry per field saying where its name and value lie. A parsed head is two
-/// allocations whatever its fields, removing a field touches only the entries, and
-/// serialising copies the bytes as they are. A `String` is made only when one is asked for.
+/// The fields are kept as the head lines they are sent as: `name: value` and CRLF, one after
+/// the other in one buffer, and an entry per field saying where its name and value lie. A
+/// parsed head is two allocations whatever its fields (a line that arrived in that form is
+/// one copy), removing a field touches only the entries, and serialising copies each run of
+/// lines still next to each other in one piece. A `String` is made only when one is asked for.
 /// Each entry also remembers whether its name is a token and its value free of control
 /// characters, checked once when the field is added, so that a head is not checked again
 /// each time it is sent (``firstInvalidField``).
 public struct HTTPHeaders: Sendable, Equatable, Sequence {
-    /// Where one field lies in ``storage``: name from `start` to `nameEnd`, value from
-    /// `nameEnd` to `end`.
+    /// Where one field lies in ``storage``: its line from `start` to `end` + 2, the name from
+    /// `start` to `nameEnd`, then `": "`, the value from `nameEnd` + 2 to `end`, then CRLF.
     @usableFromInline
     struct Entry: Sendable {
         @usableFromInline var start: UInt32
@@ -24,16 +25,19 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         @usableFromInline var validValue: Bool
 
         @usableFromInline var nameCount: Int { Int(nameEnd &- start) }
+        @usableFromInline var valueStart: Int { Int(nameEnd) &+ 2 }
+        @usableFromInline var lineEnd: Int { Int(end) &+ 2 }
     }
 
-    /// The names and values, one after the other. Bytes of removed fields stay until the
-    /// next copy; a head lives for one message.
+    /// The fields' lines, one after the other. Lines of removed fields stay until the next
+    /// copy; a head lives for one message.
     @usableFromInline var storage: [UInt8] = []
     /// The fields in wire order.
     @usableFromInline var entries: [Entry] = []
 
     /// Creates a header list.
     public init(_ fields: [(name: String, value: String)] = []) {
+        if fields.isEmpty { return }
         entries.reserveCapacity(fields.count)
         for field in fields { add(name: field.name, value: field.value) }
     }
@@ -52,7 +56,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
             rhs.storage.withUnsafeBufferPointer { r in
                 zip(lhs.entries, rhs.entries).allSatisfy { a, b in
                     a.nameEnd &- a.start == b.nameEnd &- b.start
-                        && l[Int(a.start)..<Int(a.end)].elementsEqual(r[Int(b.start)..<Int(b.end)])
+                        && l[Int(a.start)..<a.lineEnd].elementsEqual(r[Int(b.start)..<b.lineEnd])
                 }
             }
         }
@@ -87,22 +91,40 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
 
     private mutating func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, validName: Bool, validValue: Bool) {
         let start = storage.count
-        precondition(start + name.count + value.count < Int(UInt32.max), "a header list over 4 GiB")
+        precondition(start + name.count + value.count + 4 < Int(UInt32.max), "a header list over 4 GiB")
         storage.append(contentsOf: name)
+        storage.append(0x3A)
+        storage.append(0x20)
         storage.append(contentsOf: value)
+        storage.append(0x0D)
+        storage.append(0x0A)
         entries.append(
             Entry(
-                start: UInt32(start), nameEnd: UInt32(start + name.count), end: UInt32(storage.count), validName: validName,
+                start: UInt32(start), nameEnd: UInt32(start + name.count), end: UInt32(storage.count - 2), validName: validName,
                 validValue: validValue))
+    }
+
+    /// Appends a field a parser has already checked, given as the whole line it arrived as:
+    /// `name: value` and CRLF, `nameCount` bytes of name.
+    mutating func appendCheckedLine(_ line: UnsafeBufferPointer<UInt8>, nameCount: Int) {
+        let start = storage.count
+        precondition(start + line.count < Int(UInt32.max), "a header list over 4 GiB")
+        storage.append(contentsOf: line)
+        entries.append(
+            Entry(
+                start: UInt32(start), nameEnd: UInt32(start + nameCount), end: UInt32(storage.count - 2), validName: true,
+                validValue: true))
     }
 
     /// Appends every field of `other`, in order.
     public mutating func add(contentsOf other: HTTPHeaders) {
         other.storage.withUnsafeBufferPointer { s in
             for e in other.entries {
-                append(
-                    name: UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]),
-                    value: UnsafeBufferPointer(rebasing: s[Int(e.nameEnd)..<Int(e.end)]), validName: e.validName, validValue: e.validValue)
+                let start = storage.count
+                storage.append(contentsOf: UnsafeBufferPointer(rebasing: s[Int(e.start)..<e.lineEnd]))
+                let shift = UInt32(start) &- e.start
+                entries.append(
+                    Entry(start: UInt32(start), nameEnd: e.nameEnd &+ shift, end: e.end &+ shift, validName: e.validName, validValue: e.validValue))
             }
         }
     }
@@ -182,7 +204,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
                 for e in entries where e.nameCount == length
                     && Self.equalsIgnoringCase(UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]), n)
                 {
-                    body(UnsafeBufferPointer(rebasing: s[Int(e.nameEnd)..<Int(e.end)]))
+                    body(UnsafeBufferPointer(rebasing: s[e.valueStart..<Int(e.end)]))
                 }
             }
         }
@@ -192,7 +214,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     public func forEachField(_ body: (_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Void) {
         storage.withUnsafeBufferPointer { s in
             for e in entries {
-                body(UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]), UnsafeBufferPointer(rebasing: s[Int(e.nameEnd)..<Int(e.end)]))
+                body(UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]), UnsafeBufferPointer(rebasing: s[e.valueStart..<Int(e.end)]))
             }
         }
     }
@@ -205,17 +227,26 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     }
 
     /// Appends each field as a head line, `name: value` and CRLF, bytes as they are
-    /// (callers check fields they did not make themselves, ``firstInvalidField``).
+    /// (callers check fields they did not make themselves, ``firstInvalidField``). Lines
+    /// still next to each other are copied in one piece.
     public func serialize(into out: inout [UInt8]) {
+        serialize(into: &out) { _ in false }
+    }
+
+    /// ``serialize(into:)`` without the fields whose name `omit` picks.
+    public func serialize(into out: inout [UInt8], omitting omit: (UnsafeBufferPointer<UInt8>) -> Bool) {
         storage.withUnsafeBufferPointer { s in
+            var run = 0..<0
             for e in entries {
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]))
-                out.append(0x3A)
-                out.append(0x20)
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: s[Int(e.nameEnd)..<Int(e.end)]))
-                out.append(0x0D)
-                out.append(0x0A)
+                if omit(UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)])) { continue }
+                if run.upperBound == Int(e.start) && !run.isEmpty {
+                    run = run.lowerBound..<e.lineEnd
+                } else {
+                    if !run.isEmpty { out.append(contentsOf: UnsafeBufferPointer(rebasing: s[run])) }
+                    run = Int(e.start)..<e.lineEnd
+                }
             }
+            if !run.isEmpty { out.append(contentsOf: UnsafeBufferPointer(rebasing: s[run])) }
         }
     }
 
@@ -225,7 +256,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         return storage.withUnsafeBufferPointer { s in
             (
                 String(decoding: UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]), as: UTF8.self),
-                String(decoding: UnsafeBufferPointer(rebasing: s[Int(e.nameEnd)..<Int(e.end)]), as: UTF8.self)
+                String(decoding: UnsafeBufferPointer(rebasing: s[e.valueStart..<Int(e.end)]), as: UTF8.self)
             )
         }
     }

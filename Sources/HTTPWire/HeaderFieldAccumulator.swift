@@ -67,17 +67,35 @@ struct HeaderFieldAccumulator {
             inValue = false
         }
         let room = headers.count < maxCount
+        let inOneRead = name.isBorrowed && value.isBorrowed
         return name.withBytes { n in
             value.withBytes { v in
                 guard FramingRules.isValidFieldName(n) else { return .invalidName }
                 guard FramingRules.isValidFieldValue(v) else { return .invalidValue }
                 guard room else { return .tooMany }
+                if inOneRead, let line = Self.line(name: n, value: v) {
+                    headers.appendCheckedLine(line, nameCount: n.count)
+                    return nil
+                }
                 var end = v.count
                 while end > 0 && (v[end - 1] == 0x20 || v[end - 1] == 0x09) { end -= 1 }
                 headers.appendChecked(name: n, value: UnsafeBufferPointer(rebasing: v[..<end]))
                 return nil
             }
         }
+    }
+
+    /// The field's whole line in the input, when it is `name: value` and CRLF exactly (no
+    /// other white space): then it is kept as it came, in one copy.
+    ///
+    /// Only for a name and a value borrowed from the input of the parse under way: a field
+    /// is finished by what follows its line (the next name, or the end of the head), so the
+    /// two bytes after the value are in that input too.
+    private static func line(name n: UnsafeBufferPointer<UInt8>, value v: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
+        guard let nb = n.baseAddress, let vb = v.baseAddress, nb + n.count + 2 == vb, nb[n.count] == 0x3A, nb[n.count + 1] == 0x20,
+            vb[v.count] == 0x0D, vb[v.count + 1] == 0x0A, v[v.count - 1] != 0x20, v[v.count - 1] != 0x09
+        else { return nil }
+        return UnsafeBufferPointer(start: nb, count: n.count + v.count + 4)
     }
 
     /// Copies what is borrowed from the input; call before the input goes away.
@@ -100,6 +118,8 @@ struct HeaderFieldAccumulator {
         private var borrowed: UnsafeBufferPointer<UInt8>?
 
         var count: Int { owned.count + (borrowed?.count ?? 0) }
+        /// Whether the piece is all borrowed from the input (and not empty).
+        var isBorrowed: Bool { borrowed != nil && owned.isEmpty }
         var isEmpty: Bool { count == 0 }
 
         mutating func append(_ at: UnsafePointer<CChar>?, _ n: Int) {

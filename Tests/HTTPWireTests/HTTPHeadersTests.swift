@@ -83,4 +83,29 @@ import Testing
         #expect(h.firstInvalidField?.name == "X-B")
         #expect(head.headers.count == 2)
     }
+
+    /// A line that arrived as `name: value` CRLF is kept in one copy; any other spacing, and
+    /// a line split across reads, is rebuilt. Either way the head reads and sends the same.
+    @Test(arguments: [1, 3, 7, 1000])
+    func linesAsTheyCameAndLinesRebuiltReadAndSendTheSame(splitEvery step: Int) throws {
+        let raw = "GET / HTTP/1.1\r\nHost: h\r\nA:b\r\nB:   c  \r\nC: d\t\r\nD: e\r\nE: \r\nF:\r\nG: \u{e9}t\u{e9}\r\nX-Long: \(String(repeating: "z", count: 300))\r\n\r\n"
+        let parsed = parseAll(Array(raw.utf8), splitEvery: step)
+        let head = try #require(parsed.heads.first)
+        #expect(head.headers.fields.map { "\($0.name)=\($0.value)" } == [
+            "Host=h", "A=b", "B=c", "C=d", "D=e", "E=", "F=", "G=\u{e9}t\u{e9}", "X-Long=\(String(repeating: "z", count: 300))",
+        ])
+        var out: [UInt8] = []
+        head.headers.serialize(into: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "Host: h\r\nA: b\r\nB: c\r\nC: d\r\nD: e\r\nE: \r\nF: \r\nG: \u{e9}t\u{e9}\r\nX-Long: \(String(repeating: "z", count: 300))\r\n")
+        #expect(head.headers == HTTPHeaders(head.headers.fields))
+    }
+
+    @Test func omittedFieldsBreakTheRunsAndNothingElseChanges() {
+        var h = HTTPHeaders([("A", "1"), ("Content-Length", "5"), ("B", "2"), ("C", "3"), ("transfer-encoding", "x"), ("D", "4")])
+        h.remove(name: "c")
+        h.add(name: "E", value: "5")
+        var out: [UInt8] = Array(">".utf8)
+        h.serialize(into: &out) { $0.count > 1 }
+        #expect(String(decoding: out, as: UTF8.self) == ">A: 1\r\nB: 2\r\nD: 4\r\nE: 5\r\n")
+    }
 }

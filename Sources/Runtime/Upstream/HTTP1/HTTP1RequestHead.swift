@@ -43,25 +43,15 @@ struct HTTP1RequestHead {
         out.appendUTF8(target)
         out.appendUTF8(" HTTP/1.1\r\n")
         try request.checkHeaderFields()
-        var hasHost = false
-        request.headers.forEachField { name, value in
+        // The client frames the body itself (as libcurl would).
+        request.headers.serialize(into: &out) { name in
             switch name.count {
-            case 4 where HTTPHeaders.equalsIgnoringCase(name, "host"):
-                hasHost = true
-            case 14 where HTTPHeaders.equalsIgnoringCase(name, "content-length"),
-                17 where HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding"):
-                // The client frames the body itself (as libcurl would).
-                return
-            default:
-                break
+            case 14: HTTPHeaders.equalsIgnoringCase(name, "content-length")
+            case 17: HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding")
+            default: false
             }
-            out.append(contentsOf: name)
-            out.append(0x3A)
-            out.append(0x20)
-            out.append(contentsOf: value)
-            out.append(0x0D)
-            out.append(0x0A)
         }
+        let hasHost = request.headers.contains("host")
         if !hasHost {
             out.appendUTF8("Host: ")
             out.appendUTF8(origin.authority)
