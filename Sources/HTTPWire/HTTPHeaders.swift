@@ -84,6 +84,11 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         append(name: name, value: value, validName: FramingRules.isValidFieldName(name), validValue: FramingRules.isValidFieldValue(value))
     }
 
+    /// Appends a field named by a literal, its value given as bytes and checked here.
+    public mutating func add(name: StaticString, value: UnsafeBufferPointer<UInt8>) {
+        name.withUTF8Buffer { add(name: $0, value: value) }
+    }
+
     /// Appends a field a parser has already checked.
     mutating func appendChecked(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         append(name: name, value: value, validName: true, validValue: true)

@@ -48,8 +48,13 @@ public enum ForwardedHeaders {
         let ip = clientIP(clientAddress)
         let prior = trustedProxies.contains(ip) ? headers[all: "x-forwarded-for"] : []
         out.add(name: "X-Forwarded-For", value: prior.isEmpty ? ip : (prior + [ip]).joined(separator: ", "))
-        out.add(name: "X-Forwarded-Proto", value: "http")
-        if let host = headers[first: "host"] { out.add(name: "X-Forwarded-Host", value: host) }
+        out.add(contentsOf: forwardedProto)
+        var hostCopied = false
+        headers.forEach(named: "host") { host in
+            if hostCopied { return }
+            hostCopied = true
+            out.add(name: "X-Forwarded-Host", value: host)
+        }
         appendVia(&out, prior: priorHops(headers))
         return out
     }
@@ -76,8 +81,16 @@ public enum ForwardedHeaders {
 
     /// Adds one `Via` holding the earlier hops (already removed from `headers`) and this one.
     private static func appendVia(_ headers: inout HTTPHeaders, prior: [String]) {
-        headers.add(name: "Via", value: prior.isEmpty ? "1.1 authgate" : (prior + ["1.1 authgate"]).joined(separator: ", "))
+        if prior.isEmpty {
+            headers.add(contentsOf: thisHop)
+        } else {
+            headers.add(name: "Via", value: (prior + ["1.1 authgate"]).joined(separator: ", "))
+        }
     }
+
+    /// The fields every hop adds, made (and checked) once.
+    private static let thisHop = HTTPHeaders([("Via", "1.1 authgate")])
+    private static let forwardedProto = HTTPHeaders([("X-Forwarded-Proto", "http")])
 
     /// The IP part of `ip:port` or `[ip]:port`.
     static func clientIP(_ address: String) -> String {

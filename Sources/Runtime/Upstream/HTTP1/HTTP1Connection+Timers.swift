@@ -3,12 +3,12 @@
 extension HTTP1Connection {
     /// Closes the connection after the idle time in the pool.
     func startIdleTimer() {
-        arm(after: configuration.idleTimeout.milliseconds)
+        arm(after: timeouts.idle)
     }
 
     /// Arms the timer for the exchange's nearer deadline: idle or total.
     func armExchangeTimer() {
-        let idleDeadline = lastActivity + configuration.idleTimeout.milliseconds
+        let idleDeadline = lastActivity + timeouts.idle
         let at = min(idleDeadline, totalDeadline)
         arm(after: at > now ? at - now : 0)
     }
@@ -33,7 +33,7 @@ extension HTTP1Connection {
             let t = now
             if t >= totalDeadline {
                 fail(.upstream(.timeout, "the upstream did not answer in time"))
-            } else if refused == nil && t >= lastActivity + configuration.idleTimeout.milliseconds {
+            } else if refused == nil && t >= lastActivity + timeouts.idle {
                 fail(.upstream(.timeout, "the upstream did not answer in time"))
             } else {
                 if refused != nil { lastActivity = t }

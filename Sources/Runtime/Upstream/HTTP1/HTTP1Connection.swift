@@ -56,6 +56,10 @@ final class HTTP1Connection {
     init(pool: HTTP1Pool) throws(RuntimeError) {
         self.pool = pool
         let loop = pool.client.loop
+        let configuration = pool.client.configuration
+        timeouts = Timeouts(
+            connect: configuration.connectTimeout.milliseconds, idle: configuration.idleTimeout.milliseconds,
+            total: configuration.totalTimeout?.milliseconds)
         tcp = try LoopTCP(loop: loop.uv, readBuffer: loop.readBuffer)
         do {
             timer = try LoopTimer(loop: loop.uv)
@@ -69,8 +73,19 @@ final class HTTP1Connection {
         timer.onFire = { [unowned self] in timerFired() }
     }
 
-    /// The client's configuration.
-    var configuration: UpstreamClientConfiguration { pool.client.configuration }
+    /// The client's timeouts in milliseconds, converted once (the client's configuration
+    /// does not change).
+    let timeouts: Timeouts
+
+    /// The client's timeouts, in milliseconds of the loop's clock.
+    struct Timeouts {
+        /// Connecting (``UpstreamClientConfiguration/connectTimeout``).
+        let connect: UInt64
+        /// Without a byte either way, and in the pool (``UpstreamClientConfiguration/idleTimeout``).
+        let idle: UInt64
+        /// The whole exchange, if bounded (``UpstreamClientConfiguration/totalTimeout``).
+        let total: UInt64?
+    }
     /// The loop's clock, in milliseconds.
     var now: UInt64 { pool.client.loop.now }
 
@@ -80,7 +95,7 @@ final class HTTP1Connection {
     func connect(for exchange: HTTP1Exchange) {
         self.exchange = exchange
         exchange.connection = self
-        arm(after: configuration.connectTimeout.milliseconds)
+        arm(after: timeouts.connect)
         let origin = pool.origin
         LoopResolver.resolve(origin.host, port: origin.port, on: pool.client.loop.uv) { [self] result in
             guard state == .connecting else { return }
@@ -132,7 +147,7 @@ final class HTTP1Connection {
         requestSent = false
         streamBody = nil
         lastActivity = now
-        totalDeadline = configuration.totalTimeout.map { lastActivity + $0.milliseconds } ?? .max
+        totalDeadline = timeouts.total.map { lastActivity + $0 } ?? .max
         armExchangeTimer()
         do throws(RuntimeError) {
             switch exchange.request.body {
