@@ -43,6 +43,43 @@ public enum FramingRules {
         return value.allSatisfy(isFieldValueByte)
     }
 
+    /// ``isValidFieldName(_:)`` over bytes in memory: one test per byte, no closure.
+    @inlinable
+    public static func isValidFieldName(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        if name.isEmpty { return false }
+        for byte in name where !isTokenByte(byte) { return false }
+        return true
+    }
+
+    /// ``isValidFieldValue(_:)`` over bytes in memory, eight at a time: a word with no byte
+    /// below 0x20 and none equal to 0x7F is valid as it is, and only a word with one of them
+    /// (a HTAB, most often) is looked at byte by byte.
+    @inlinable
+    public static func isValidFieldValue(_ value: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = value.baseAddress else { return true }
+        let count = value.count
+        var i = 0
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while i + 8 <= count {
+            let word = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+            // A byte below 0x20 (its high bit clear, so obs-text is not caught), or a zero
+            // byte in `word ^ 0x7F7F…`, that is a DEL.
+            let below = (word &- ones &* 0x20) & ~word & highs
+            let del = word ^ (ones &* 0x7F)
+            let hasDel = (del &- ones) & ~del & highs
+            if below | hasDel != 0 {
+                for j in i..<(i + 8) where !isFieldValueByte(base[j]) { return false }
+            }
+            i += 8
+        }
+        while i < count {
+            if !isFieldValueByte(base[i]) { return false }
+            i += 1
+        }
+        return true
+    }
+
     /// Whether `byte` may stand in a field value: visible, SP, HTAB or obs-text.
     @inlinable
     public static func isFieldValueByte(_ byte: UInt8) -> Bool {

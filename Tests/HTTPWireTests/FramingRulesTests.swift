@@ -19,6 +19,33 @@ import Testing
         #expect(FramingRules.isValidFieldName([UInt8]()) == false)
     }
 
+    /// The checks over bytes in memory (a word at a time for values) say what the
+    /// byte-by-byte definitions say: every byte value at every position of every length
+    /// up to 24, and random runs of mostly valid bytes.
+    @Test func theChecksOverMemoryAgreeWithTheDefinitions() {
+        func agree(_ bytes: [UInt8]) {
+            bytes.withUnsafeBufferPointer { p in
+                #expect(FramingRules.isValidFieldValue(p) == bytes.allSatisfy(FramingRules.isFieldValueByte), "\(bytes)")
+                #expect(FramingRules.isValidFieldName(p) == (!bytes.isEmpty && bytes.allSatisfy(FramingRules.isTokenByte)), "\(bytes)")
+            }
+        }
+        for length in 0...24 {
+            for position in 0..<max(length, 1) {
+                for b in UInt8.min...UInt8.max {
+                    var bytes = [UInt8](repeating: 0x61, count: length)
+                    if length > 0 { bytes[position] = b }
+                    agree(bytes)
+                }
+            }
+        }
+        var rng = SystemRandomNumberGenerator()
+        let pool: [UInt8] = Array(0x20...0x7E) + [0x09, 0x80, 0xC3, 0xFF, 0x00, 0x0A, 0x0D, 0x7F, 0x1F]
+        for _ in 0..<3000 {
+            let length = Int.random(in: 0...70, using: &rng)
+            agree((0..<length).map { _ in Int.random(in: 0..<100, using: &rng) < 97 ? pool[Int.random(in: 0..<96, using: &rng)] : pool.randomElement(using: &rng)! })
+        }
+    }
+
     /// What `requestFraming` decided: a framing, or a refusal with its code and status.
     enum Decision: Equatable {
         case framing(BodyFraming)
