@@ -46,9 +46,16 @@ public enum FramingRules {
     /// ``isValidFieldName(_:)`` over bytes in memory: one test per byte, no closure.
     @inlinable
     public static func isValidFieldName(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
-        if name.isEmpty { return false }
-        for byte in name where !isTokenByte(byte) { return false }
-        return true
+        guard let base = name.baseAddress, !name.isEmpty else { return false }
+        // The two halves of the `tchar` bit mask of ``isTokenByte(_:)``, or-ed into one
+        // test per byte.
+        var bad = false
+        for i in 0..<name.count {
+            let byte = base[i]
+            let mask: UInt64 = byte < 64 ? 0x03FF_6CFA_0000_0000 : 0x57FF_FFFF_C7FF_FFFE
+            bad = bad || byte >= 128 || (mask >> UInt64(byte & 63)) & 1 == 0
+        }
+        return !bad
     }
 
     /// ``isValidFieldValue(_:)`` over bytes in memory, eight at a time: a word with no byte
