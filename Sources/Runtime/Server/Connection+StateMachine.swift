@@ -37,6 +37,9 @@ extension Connection {
             self.configuration = configuration
         }
 
+        /// The interim response to `Expect: 100-continue`, made once.
+        static let continueResponse: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+
         var isClosed: Bool { phase == .closed }
 
         /// Whether the shell may feed the parser: the connection is open and no request
@@ -108,7 +111,7 @@ extension Connection {
             }
             if body == .stream { ex.hasStream = true }
             exchange = ex
-            if head.expectsContinue { write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), &actions) }
+            if head.expectsContinue { write(Self.continueResponse, &actions) }
             setTimer(head.framing == .none ? .none : .bodyIdle, now: now, &actions)
             if body == .stream { actions.append(.deliverStreaming) }
             return actions
