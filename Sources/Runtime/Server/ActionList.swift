@@ -13,7 +13,17 @@ struct ActionList<Element>: RandomAccessCollection, RangeReplaceableCollection {
     /// 8 leaves room for one more action without a cliff.
     static var inlineCapacity: Int { 8 }
 
-    private var slots = InlineArray<8, Element?>(repeating: nil)
+    // The inline slots, as separate properties: reading one copies that one element. (An
+    // `InlineArray` of a generic element, or a tuple, was copied whole through the runtime's
+    // generic metadata on every read, which cost more than the allocation it saved.)
+    private var s0: Element?
+    private var s1: Element?
+    private var s2: Element?
+    private var s3: Element?
+    private var s4: Element?
+    private var s5: Element?
+    private var s6: Element?
+    private var s7: Element?
     private var inlineCount = 0
     /// The elements past ``inlineCapacity``, in order.
     private var spill: [Element] = []
@@ -35,16 +45,42 @@ struct ActionList<Element>: RandomAccessCollection, RangeReplaceableCollection {
     subscript(position: Int) -> Element {
         precondition(position >= 0 && position < endIndex, "ActionList index out of range")
         // Invariant: every slot below `inlineCount` holds an element.
-        return position < inlineCount ? slots[position]! : spill[position - inlineCount]
+        return position < inlineCount ? slot(position)! : spill[position - inlineCount]
     }
 
     /// Appends `element` after the others.
     mutating func append(_ element: Element) {
         if inlineCount < Self.inlineCapacity {
-            slots[inlineCount] = element
+            setSlot(inlineCount, element)
             inlineCount += 1
         } else {
             spill.append(element)
+        }
+    }
+
+    private func slot(_ i: Int) -> Element? {
+        switch i {
+        case 0: s0
+        case 1: s1
+        case 2: s2
+        case 3: s3
+        case 4: s4
+        case 5: s5
+        case 6: s6
+        default: s7
+        }
+    }
+
+    private mutating func setSlot(_ i: Int, _ element: Element) {
+        switch i {
+        case 0: s0 = element
+        case 1: s1 = element
+        case 2: s2 = element
+        case 3: s3 = element
+        case 4: s4 = element
+        case 5: s5 = element
+        case 6: s6 = element
+        default: s7 = element
         }
     }
 

@@ -6,7 +6,9 @@ extension Connection {
     /// after the other actions, as the state machine expects.
     func execute(_ actions: StateMachine.Actions, input: UnsafeRawBufferPointer? = nil) {
         var sentNow = 0
-        for action in actions {
+        // By index: an iterator would hold a copy of the list.
+        for i in actions.indices {
+            let action = actions[i]
             // Once the handles are closing no I/O is started and no request is handed on;
             // bookkeeping (the budget, waiters, handlers) still runs.
             if handlesClosing && action.startsIO { continue }

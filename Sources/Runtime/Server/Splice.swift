@@ -84,8 +84,8 @@ final class Splice {
     private func endpoint(_ side: Side) -> (any SpliceEndpoint)? { side == .client ? client : upstream }
 
     private func execute(_ actions: StateMachine.Actions, bytes: UnsafeRawBufferPointer? = nil) {
-        for action in actions {
-            switch action {
+        for i in actions.indices {
+            switch actions[i] {
             case .forward(let side):
                 guard let bytes, let target = endpoint(side) else { break }
                 switch target.spliceWrite(bytes) {
