@@ -13,8 +13,13 @@ import Testing
         return m
     }
 
-    func body(_ m: inout Machine, _ text: String) -> [Action] {
-        Array(text.utf8).withUnsafeBytes { m.writeBody(1, $0) }
+    /// The actions of writing `text` as body bytes, as the shell sends them: a
+    /// ``Machine/Action/writeInput`` is `text` itself.
+    func body(_ m: inout Machine, _ text: String) -> Machine.Actions {
+        let bytes = Array(text.utf8)
+        var out = Machine.Actions()
+        for a in bytes.withUnsafeBytes({ m.writeBody(1, $0) }) { out.append(a == .writeInput ? .write(bytes) : a) }
+        return out
     }
 
     @Test func aWholeResponseReplacesTheFramingHeadersItWasGiven() {

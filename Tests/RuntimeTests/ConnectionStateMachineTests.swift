@@ -29,7 +29,7 @@ func request(
 }
 
 /// The text of every write among `actions`.
-func writes(_ actions: [Action]) -> [String] {
+func writes(_ actions: some Sequence<Action>) -> [String] {
     actions.compactMap { if case .write(let b) = $0 { String(decoding: b, as: UTF8.self) } else { nil } }
 }
 
@@ -54,14 +54,14 @@ func lingerActions(_ now: UInt64, paused: Bool = true) -> [Action] {
 
 extension Machine {
     /// Reports every write among `actions` as completed with an empty queue, returning what followed.
-    mutating func complete(_ actions: [Action], now: UInt64) -> [Action] {
-        var out: [Action] = []
+    mutating func complete(_ actions: Actions, now: UInt64) -> Actions {
+        var out = Actions()
         for a in actions { if case .write = a { out += writeCompleted(failed: false, queuedBytes: 0, now: now) } }
         return out
     }
 
     /// A whole GET exchange answered 200, returning the actions of the response and its write.
-    mutating func serve(_ head: RequestHead, now: UInt64) -> [Action] {
+    mutating func serve(_ head: RequestHead, now: UInt64) -> Actions {
         _ = bytesReceived(now: now)
         _ = receivedHead(head, body: .buffer(maxBytes: 100), now: now)
         _ = receivedEnd(now: now)

@@ -4,15 +4,22 @@ extension Connection {
     /// Runs the actions of one event in order. `input` is the bytes the event was about
     /// (a read, or a body chunk). Writes that left at once are reported back as completed
     /// after the other actions, as the state machine expects.
-    func execute(_ actions: [StateMachine.Action], input: UnsafeRawBufferPointer? = nil) {
+    func execute(_ actions: StateMachine.Actions, input: UnsafeRawBufferPointer? = nil) {
         var sentNow = 0
-        for action in actions {
+        // By index: an iterator would hold a copy of the list.
+        for i in actions.indices {
+            let action = actions[i]
             // Once the handles are closing no I/O is started and no request is handed on;
             // bookkeeping (the budget, waiters, handlers) still runs.
             if handlesClosing && action.startsIO { continue }
             switch action {
             case .write(let bytes):
                 if bytes.withUnsafeBytes({ send($0) }) == .sent { sentNow += 1 }
+            case .writeInput:
+                // Invariant: only ``writeBodyNow(_:_:)`` and ``writeBody(_:_:continuation:)``
+                // run the events that return it, with the body bytes as input.
+                guard let input else { preconditionFailure("writeInput without input") }
+                if send(input) == .sent { sentNow += 1 }
             case .pauseReading:
                 stopReading()
             case .resumeReading:
@@ -32,7 +39,7 @@ extension Connection {
                 goneHandlers = []
             case .deliverStreaming:
                 let s = BodyStream(loop: loop, highWater: context.configuration.bodyHighWater)
-                s.setOnDrain { [unowned self] in self.execute(self.step { m, now in m.streamDrained(now: now) }) }
+                s.setOnDrain(streamDrained)
                 stream = s
                 dispatch(.stream(s))
             case .deliverBuffered:
@@ -61,8 +68,7 @@ extension Connection {
             case .releaseBudget(let n):
                 context.configuration.bufferBudget?.release(n)
             case .scheduleHeadFlush:
-                let bound = LoopBound(self, loop: loop)
-                loop.execute { bound.value.flushHeldHead() }
+                loop.execute(headFlushJob())
             case .resumeWriters:
                 resumeWriters()
             case .failWriters:
@@ -197,7 +203,7 @@ extension Connection.StateMachine.Action {
     /// Whether the action starts I/O or hands a request on (skipped once the handles close).
     fileprivate var startsIO: Bool {
         switch self {
-        case .write, .pauseReading, .resumeReading, .consumeInput, .drainPending, .armTimer, .cancelTimer, .deliverStreaming,
+        case .write, .writeInput, .pauseReading, .resumeReading, .consumeInput, .drainPending, .armTimer, .cancelTimer, .deliverStreaming,
             .deliverBuffered, .appendToStream, .bufferBody, .finishBodyStream, .scheduleHeadFlush, .shutdownWrite:
             true
         case .resetExchange, .failBodyStream, .releaseBudget, .resumeWriters, .failWriters, .notifyGone, .close:

@@ -37,6 +37,9 @@ extension Connection {
             self.configuration = configuration
         }
 
+        /// The interim response to `Expect: 100-continue`, made once.
+        static let continueResponse: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+
         var isClosed: Bool { phase == .closed }
 
         /// Whether the shell may feed the parser: the connection is open and no request
@@ -51,11 +54,11 @@ extension Connection {
         // MARK: Reading
 
         /// The connection is accepted; `admitted` false answers 503 and closes.
-        mutating func start(admitted: Bool, now: UInt64) -> [Action] {
+        mutating func start(admitted: Bool, now: UInt64) -> Actions {
             guard phase == .idle else { return [] }
             phase = .open
             lastActivity = now
-            var actions = Action.list()
+            var actions = Actions()
             guard admitted else {
                 fail(WireError(.overloaded, status: 503, "the server is at its connection limit"), now: now, &actions)
                 return actions
@@ -66,40 +69,40 @@ extension Connection {
         }
 
         /// Bytes arrived from the client.
-        mutating func bytesReceived(now: UInt64) -> [Action] {
+        mutating func bytesReceived(now: UInt64) -> Actions {
             // While lingering (or closing) input is read and discarded.
             guard phase == .open else { return [] }
             lastActivity = now
-            var actions = Action.list()
+            var actions = Actions()
             if timer == .keepAlive { setTimer(.head, now: now, &actions) }
             actions.append(.consumeInput)
             return actions
         }
 
         /// The shell now holds `count` unparsed bytes after a read.
-        mutating func inputHeld(_ count: Int) -> [Action] {
+        mutating func inputHeld(_ count: Int) -> Actions {
             pendingBytes = count
-            var actions = Action.list()
+            var actions = Actions()
             if count > configuration.pendingLimit { pauseReading(&actions) }
             return actions
         }
 
         /// The shell parsed what it could of its held input; `count` bytes are left.
-        mutating func pendingDrained(_ count: Int, now: UInt64) -> [Action] {
+        mutating func pendingDrained(_ count: Int, now: UInt64) -> Actions {
             pendingBytes = count
-            var actions = Action.list()
+            var actions = Actions()
             if count <= configuration.pendingLimit && !consumerBehind { resumeReading(now: now, &actions) }
             return actions
         }
 
         /// The parser read a request head; `body` is how the responder wants its body.
-        mutating func receivedHead(_ head: RequestHead, body: BodyPolicy, now: UInt64) -> [Action] {
+        mutating func receivedHead(_ head: RequestHead, body: BodyPolicy, now: UInt64) -> Actions {
             guard acceptsRequestBytes else { return [] }
             sequence += 1
             var ex = Exchange(
                 sequence: sequence, isHead: head.isHead, isHTTP11: head.major == 1 && head.minor == 1, body: body,
                 keepAlive: head.keepAlive && !serverDraining)
-            var actions: [Action] = [.resetExchange]
+            var actions = Actions(.resetExchange)
             consumerBehind = false
             if case .buffer(let max) = body, case .length(let n) = head.framing, n > UInt64(max) {
                 exchange = ex
@@ -108,17 +111,17 @@ extension Connection {
             }
             if body == .stream { ex.hasStream = true }
             exchange = ex
-            if head.expectsContinue { write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), &actions) }
+            if head.expectsContinue { write(Self.continueResponse, &actions) }
             setTimer(head.framing == .none ? .none : .bodyIdle, now: now, &actions)
             if body == .stream { actions.append(.deliverStreaming) }
             return actions
         }
 
         /// The parser read `count` bytes of the current request's body.
-        mutating func receivedBody(_ count: Int, now: UInt64) -> [Action] {
+        mutating func receivedBody(_ count: Int, now: UInt64) -> Actions {
             guard acceptsRequestBytes, var ex = exchange else { return [] }
-            if ex.hasStream { return [.appendToStream] }
-            var actions = Action.list()
+            if ex.hasStream { return Actions(.appendToStream) }
+            var actions = Actions()
             if case .buffer(let max) = ex.body, ex.buffered + count > max {
                 fail(WireError(.bodyTooLarge, status: 413, "the request body exceeds \(max) bytes"), now: now, &actions)
                 return actions
@@ -126,16 +129,16 @@ extension Connection {
             ex.buffered += count
             if configuration.budgeted { ex.reserved += count }
             exchange = ex
-            return [.bufferBody(reserve: configuration.budgeted ? count : nil)]
+            return Actions(.bufferBody(reserve: configuration.budgeted ? count : nil))
         }
 
         /// The shared budget refused the `count` bytes of a ``Action/bufferBody(reserve:)``.
-        mutating func budgetRefused(_ count: Int, now: UInt64) -> [Action] {
+        mutating func budgetRefused(_ count: Int, now: UInt64) -> Actions {
             guard var ex = exchange else { return [] }
             ex.reserved -= count
             ex.buffered -= count
             exchange = ex
-            var actions = Action.list()
+            var actions = Actions()
             fail(
                 WireError(.overloaded, status: 503, "the server holds too many request bodies in memory; retry later"),
                 now: now, &actions)
@@ -143,26 +146,26 @@ extension Connection {
         }
 
         /// The body stream holds more than its high-water mark.
-        mutating func streamFull() -> [Action] {
+        mutating func streamFull() -> Actions {
             consumerBehind = true
-            var actions = Action.list()
+            var actions = Actions()
             pauseReading(&actions)
             return actions
         }
 
         /// The body stream's consumer took what it held.
-        mutating func streamDrained(now: UInt64) -> [Action] {
+        mutating func streamDrained(now: UInt64) -> Actions {
             consumerBehind = false
-            var actions = Action.list()
+            var actions = Actions()
             if pendingBytes <= configuration.pendingLimit { resumeReading(now: now, &actions) }
             return actions
         }
 
         /// The parser reached the end of the current request.
-        mutating func receivedEnd(now: UInt64) -> [Action] {
+        mutating func receivedEnd(now: UInt64) -> Actions {
             guard acceptsRequestBytes, var ex = exchange else { return [] }
             ex.requestEnded = true
-            var actions = Action.list()
+            var actions = Actions()
             setTimer(.none, now: now, &actions)
             if ex.hasStream {
                 actions.append(.finishBodyStream)
@@ -174,8 +177,8 @@ extension Connection {
         }
 
         /// The parser refused the input.
-        mutating func parseFailed(_ error: WireError, now: UInt64) -> [Action] {
-            var actions = Action.list()
+        mutating func parseFailed(_ error: WireError, now: UInt64) -> Actions {
+            var actions = Actions()
             fail(error, now: now, &actions)
             return actions
         }
@@ -183,8 +186,8 @@ extension Connection {
         // MARK: Timer and peer
 
         /// The timer fired.
-        mutating func timerFired(now: UInt64) -> [Action] {
-            var actions = Action.list()
+        mutating func timerFired(now: UInt64) -> Actions {
+            var actions = Actions()
             switch timer {
             case .none:
                 break
@@ -209,26 +212,26 @@ extension Connection {
 
         /// The client closed its side or the read failed: a client that half-closes has
         /// nothing more to say.
-        mutating func peerClosed() -> [Action] {
-            var actions = Action.list()
+        mutating func peerClosed() -> Actions {
+            var actions = Actions()
             close(&actions)
             return actions
         }
 
         /// Closes at once, dropping unsent bytes (the client went away, a write or a libuv
         /// call failed, the response cannot be completed, the server is stopping).
-        mutating func abort() -> [Action] {
-            var actions = Action.list()
+        mutating func abort() -> Actions {
+            var actions = Actions()
             close(&actions)
             return actions
         }
 
         /// Shutting down the sending side failed: close at once.
-        mutating func shutdownFailed() -> [Action] { abort() }
+        mutating func shutdownFailed() -> Actions { abort() }
 
         // MARK: Helpers
 
-        mutating func setTimer(_ mode: TimerMode, now: UInt64, _ actions: inout [Action]) {
+        mutating func setTimer(_ mode: TimerMode, now: UInt64, _ actions: inout Actions) {
             guard phase != .closed, mode != timer else { return }
             timer = mode
             let c = configuration
@@ -243,13 +246,13 @@ extension Connection {
             }
         }
 
-        mutating func pauseReading(_ actions: inout [Action]) {
+        mutating func pauseReading(_ actions: inout Actions) {
             guard !readingPaused, phase != .closed else { return }
             readingPaused = true
             actions.append(.pauseReading)
         }
 
-        mutating func resumeReading(now: UInt64, _ actions: inout [Action]) {
+        mutating func resumeReading(now: UInt64, _ actions: inout Actions) {
             guard readingPaused, phase != .closed, phase != .idle else { return }
             readingPaused = false
             lastActivity = now
@@ -257,7 +260,7 @@ extension Connection {
         }
 
         /// Closes the handles; what waits on the connection learns the client is gone.
-        mutating func close(_ actions: inout [Action]) {
+        mutating func close(_ actions: inout Actions) {
             guard phase != .closed else { return }
             phase = .closed
             if var ex = exchange {

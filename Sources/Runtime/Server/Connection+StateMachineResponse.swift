@@ -32,23 +32,23 @@ extension Connection.StateMachine {
     /// A whole response with a `Content-Length` body.
     mutating func respond(
         _ sequence: Int, status: Int, headers: HTTPHeaders, body: [UInt8], now: UInt64
-    ) -> [Action] {
+    ) -> Actions {
         guard isCurrent(sequence), var ex = exchange, ex.response == .none else { return [] }
         var h = headers
         h.remove(name: "Content-Length")
         h.remove(name: "Transfer-Encoding")
         h.remove(name: "Connection")
         let hasBody = ResponseHead.allowsBody(status: status)
-        if hasBody { h.add(name: "Content-Length", value: String(body.count)) }
         if !ex.requestEnded { ex.keepAlive = false }
-        if !ex.keepAlive { h.add(name: "Connection", value: "close") }
         var out: [UInt8] = []
         out.reserveCapacity(128 + h.count * 32 + body.count)
-        ResponseHead(status: status, headers: h).serialize(into: &out)
+        Self.serialize(
+            status: status, headers: h, into: &out, contentLength: hasBody ? body.count : nil, chunked: false,
+            close: !ex.keepAlive)
         if hasBody && !ex.isHead { out.append(contentsOf: body) }
         ex.response = .done
         exchange = ex
-        var actions = Action.list()
+        var actions = Actions()
         write(out, &actions)
         responseDone(now: now, &actions)
         return actions
@@ -56,7 +56,7 @@ extension Connection.StateMachine {
 
     /// The head of a streamed response. Without `Content-Length` the body is chunked
     /// (HTTP/1.1) or delimited by closing the connection (HTTP/1.0).
-    mutating func writeHead(_ sequence: Int, status: Int, headers: HTTPHeaders) -> [Action] {
+    mutating func writeHead(_ sequence: Int, status: Int, headers: HTTPHeaders) -> Actions {
         guard isCurrent(sequence), var ex = exchange, ex.response == .none else { return [] }
         var h = headers
         h.remove(name: "Transfer-Encoding")
@@ -65,29 +65,27 @@ extension Connection.StateMachine {
         var chunked = false
         if !bodyless && !h.contains("Content-Length") {
             if ex.isHTTP11 {
-                h.add(name: "Transfer-Encoding", value: "chunked")
                 chunked = true
             } else {
                 ex.keepAlive = false
             }
         }
-        if !ex.keepAlive { h.add(name: "Connection", value: "close") }
         var out: [UInt8] = []
         out.reserveCapacity(256)
-        ResponseHead(status: status, headers: h).serialize(into: &out)
+        Self.serialize(status: status, headers: h, into: &out, contentLength: nil, chunked: chunked, close: !ex.keepAlive)
         // Held until the first body bytes or the end of this loop turn, so a small
         // response leaves in one write.
         heldHead = out
         ex.response = .streaming(chunked: chunked, bodyless: bodyless)
         exchange = ex
-        return [.scheduleHeadFlush]
+        return Actions(.scheduleHeadFlush)
     }
 
     /// The upstream switched protocols for the current request: no response is written by
     /// this machine (the splice sends the `101`), the timer stops, and the connection is
     /// spliced until it closes. Refused (nothing changes, false) unless the request was read
     /// to its end, nothing of a response was written and no write is in flight.
-    mutating func switchProtocols(_ sequence: Int) -> (accepted: Bool, actions: [Action]) {
+    mutating func switchProtocols(_ sequence: Int) -> (accepted: Bool, actions: Actions) {
         guard phase == .open, isCurrent(sequence), var ex = exchange, ex.response == .none, ex.requestEnded,
             writesInFlight == 0, heldHead == nil
         else { return (false, []) }
@@ -95,41 +93,49 @@ extension Connection.StateMachine {
         ex.keepAlive = false
         exchange = ex
         phase = .tunnel
-        var actions = Action.list()
+        var actions = Actions()
         setTimer(.none, now: 0, &actions)
         return (true, actions)
     }
 
     /// The end of the loop turn that held a response head: send it if still held.
-    mutating func flushHeldHead() -> [Action] {
-        var actions = Action.list()
+    mutating func flushHeldHead() -> Actions {
+        var actions = Actions()
         if heldHead != nil { write([], &actions) }
         return actions
     }
 
     /// Body bytes of the current streamed response (framed as a chunk when chunked).
-    mutating func writeBody(_ sequence: Int, _ bytes: UnsafeRawBufferPointer) -> [Action] {
+    mutating func writeBody(_ sequence: Int, _ bytes: UnsafeRawBufferPointer) -> Actions {
         guard isStreaming(sequence), case .streaming(let chunked, let bodyless) = exchange?.response, !bodyless,
             !bytes.isEmpty
         else { return [] }
-        var actions = Action.list()
+        var actions = Actions()
         if chunked {
-            var out = ChunkedEncoding.chunkHeader(bytes.count)
-            out.reserveCapacity(out.count + bytes.count + 2)
+            // One buffer: the held head (if any), the chunk size line, the bytes, the CRLF.
+            var out = takeHeldHead(reserving: 18 + bytes.count)
+            Self.appendChunkHeader(bytes.count, to: &out)
             out.append(contentsOf: bytes)
-            out.append(contentsOf: ChunkedEncoding.chunkTrailer)
+            out.append(0x0D)
+            out.append(0x0A)
             write(out, &actions)
-        } else {
-            write(Array(bytes), &actions)
+        } else if heldHead != nil {
+            var out = takeHeldHead(reserving: bytes.count)
+            out.append(contentsOf: bytes)
+            write(out, &actions)
+        } else if phase != .closed {
+            // The caller's bytes go out as they are.
+            writesInFlight += 1
+            actions.append(.writeInput)
         }
         return actions
     }
 
     /// The end of the current streamed response.
-    mutating func end(_ sequence: Int, now: UInt64) -> [Action] {
+    mutating func end(_ sequence: Int, now: UInt64) -> Actions {
         guard isStreaming(sequence), var ex = exchange, case .streaming(let chunked, let bodyless) = ex.response
         else { return [] }
-        var actions = Action.list()
+        var actions = Actions()
         if chunked && !bodyless { write(ChunkedEncoding.terminator, &actions) } else if heldHead != nil { write([], &actions) }
         ex.response = .done
         exchange = ex
@@ -141,10 +147,10 @@ extension Connection.StateMachine {
 
     /// A write returned by an earlier event finished; `queuedBytes` is what libuv's write
     /// queue still holds.
-    mutating func writeCompleted(failed: Bool, queuedBytes: Int, now: UInt64) -> [Action] {
+    mutating func writeCompleted(failed: Bool, queuedBytes: Int, now: UInt64) -> Actions {
         guard phase != .closed else { return [] }
         writesInFlight -= 1
-        var actions = Action.list()
+        var actions = Actions()
         if failed {
             close(&actions)
             return actions
@@ -155,7 +161,7 @@ extension Connection.StateMachine {
     }
 
     /// Answers a request that cannot be served with problem+json and closes.
-    mutating func fail(_ error: WireError, now: UInt64, _ actions: inout [Action]) {
+    mutating func fail(_ error: WireError, now: UInt64, _ actions: inout Actions) {
         guard phase == .open else { return }
         if var ex = exchange {
             if ex.hasStream { actions.append(.failBodyStream(.wire(error))) }
@@ -178,19 +184,28 @@ extension Connection.StateMachine {
         closeIfFlushed(now: now, &actions)
     }
 
-    mutating func write(_ payload: [UInt8], _ actions: inout [Action]) {
+    mutating func write(_ payload: [UInt8], _ actions: inout Actions) {
         guard phase != .closed else { return }
         var bytes = payload
-        if let held = heldHead {
-            heldHead = nil
-            bytes = held + payload
+        if heldHead != nil {
+            bytes = takeHeldHead(reserving: payload.count)
+            bytes.append(contentsOf: payload)
         }
         guard !bytes.isEmpty else { return }
         writesInFlight += 1
         actions.append(.write(bytes))
     }
 
-    private mutating func responseDone(now: UInt64, _ actions: inout [Action]) {
+    /// The held response head (or nothing), with room for `extra` more bytes; nothing is held
+    /// afterwards. The head's buffer is grown in place when it is too small.
+    private mutating func takeHeldHead(reserving extra: Int) -> [UInt8] {
+        var out = heldHead ?? []
+        heldHead = nil
+        out.reserveCapacity(out.count + extra)
+        return out
+    }
+
+    private mutating func responseDone(now: UInt64, _ actions: inout Actions) {
         guard let ex = exchange else { return }
         if !ex.keepAlive || !ex.requestEnded {
             // The body was not read to its end: the connection cannot be reused.
@@ -202,7 +217,7 @@ extension Connection.StateMachine {
     }
 
     /// The exchange is over: get ready for the next request.
-    private mutating func finishExchange(now: UInt64, _ actions: inout [Action]) {
+    private mutating func finishExchange(now: UInt64, _ actions: inout Actions) {
         if let ex = exchange, ex.reserved > 0 { actions.append(.releaseBudget(ex.reserved)) }
         exchange = nil
         consumerBehind = false
@@ -216,7 +231,7 @@ extension Connection.StateMachine {
         actions.append(.drainPending)
     }
 
-    private mutating func closeIfFlushed(now: UInt64, _ actions: inout [Action]) {
+    private mutating func closeIfFlushed(now: UInt64, _ actions: inout Actions) {
         guard phase == .closingAfterFlush, writesInFlight == 0 else { return }
         linger(now: now, &actions)
     }
@@ -225,7 +240,7 @@ extension Connection.StateMachine {
     /// discard for a moment. Closing at once with unread bytes would send a reset, and a
     /// reset can destroy the response before the client reads it (a 413 or 431 answered
     /// while the client is still sending, a pipelined request after `Connection: close`).
-    private mutating func linger(now: UInt64, _ actions: inout [Action]) {
+    private mutating func linger(now: UInt64, _ actions: inout Actions) {
         phase = .lingering
         actions.append(.shutdownWrite)
         resumeReading(now: now, &actions)

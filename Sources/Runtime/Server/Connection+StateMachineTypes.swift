@@ -90,18 +90,16 @@ extension Connection.StateMachine {
         case clientDisconnected
     }
 
+    /// The actions of one event, in order, held without an allocation.
+    typealias Actions = ActionList<Action>
+
     /// What the I/O shell does, in order.
     enum Action: Equatable {
-        /// An empty list with room for the few actions one event returns, so that appending
-        /// them allocates once.
-        static func list() -> [Action] {
-            var actions: [Action] = []
-            actions.reserveCapacity(4)
-            return actions
-        }
-
         /// Sends these bytes (after anything sent before).
         case write([UInt8])
+        /// Sends the bytes the event was about (a streamed response's body chunk) as they are,
+        /// without copying them into a ``write(_:)``.
+        case writeInput
         /// Stops reading from the client.
         case pauseReading
         /// Starts (again) reading from the client.
@@ -127,8 +125,9 @@ extension Connection.StateMachine {
         case bufferBody(reserve: Int?)
         /// Ends the request's body stream.
         case finishBodyStream
-        /// Fails the request's body stream.
-        case failBodyStream(StreamFailure)
+        /// Fails the request's body stream. Indirect: the failure (a ``WireError`` with its
+        /// detail) is larger than every other payload, and only this rare action pays for it.
+        indirect case failBodyStream(StreamFailure)
         /// Gives bytes back to the shared budget.
         case releaseBudget(Int)
         /// Sends the held response head at the end of this loop turn.

@@ -40,6 +40,16 @@ final class Connection {
     var goneHandlers: [@Sendable () -> Void] = []
     var writableHandlers: [() -> Void] = []
 
+    /// Runs the stream-drained event: one closure for every body stream of the connection
+    /// (unowned: the connection outlives its streams' use of it).
+    private(set) lazy var streamDrained: () -> Void = { [unowned self] in
+        execute(step { m, now in m.streamDrained(now: now) })
+    }
+    /// The job that sends a held response head at the end of the loop turn, made on first use
+    /// and reused by every later response. It holds the connection, as a queued job must; the
+    /// cycle ends when the handles have closed (``handleClosed()``).
+    private var heldHeadJob: (@Sendable () -> Void)?
+
     // I/O.
     /// Whether the parser is being fed (a response given synchronously must not feed it again).
     var processing = false
@@ -90,7 +100,7 @@ final class Connection {
     }
 
     /// Runs one event of the state machine with the loop's time and the server's state.
-    func step(_ event: (inout StateMachine, UInt64) -> [StateMachine.Action]) -> [StateMachine.Action] {
+    func step(_ event: (inout StateMachine, UInt64) -> StateMachine.Actions) -> StateMachine.Actions {
         machine.serverDraining = registry.closing
         return event(&machine, loop.now)
     }
@@ -190,12 +200,21 @@ final class Connection {
         execute(step { m, _ in m.flushHeldHead() })
     }
 
+    /// The job that runs ``flushHeldHead()`` on the loop (see ``heldHeadJob``).
+    func headFlushJob() -> @Sendable () -> Void {
+        if let job = heldHeadJob { return job }
+        let bound = LoopBound(self, loop: loop)
+        let job: @Sendable () -> Void = { bound.value.flushHeldHead() }
+        heldHeadJob = job
+        return job
+    }
+
     func writeBody(_ seq: Int, _ bytes: [UInt8], continuation: CheckedContinuation<Void, any Error>) {
         guard machine.isStreaming(seq) else {
             continuation.resume(throwing: ClientDisconnected())
             return
         }
-        bytes.withUnsafeBytes { raw in execute(step { m, _ in m.writeBody(seq, raw) }) }
+        bytes.withUnsafeBytes { raw in execute(step { m, _ in m.writeBody(seq, raw) }, input: raw) }
         if isWritable {
             continuation.resume()
         } else {
@@ -206,7 +225,7 @@ final class Connection {
     /// Loop-only: writes body bytes now; false when the write queue is above its high-water mark.
     func writeBodyNow(_ seq: Int, _ bytes: UnsafeRawBufferPointer) -> Bool {
         guard machine.isStreaming(seq) else { return true }
-        execute(step { m, _ in m.writeBody(seq, bytes) })
+        execute(step { m, _ in m.writeBody(seq, bytes) }, input: bytes)
         return isWritable
     }
 
@@ -256,6 +275,7 @@ final class Connection {
     func handleClosed() {
         openHandles -= 1
         guard openHandles == 0 else { return }
+        heldHeadJob = nil
         context.connectionClosed()
         registry.remove(self)
     }

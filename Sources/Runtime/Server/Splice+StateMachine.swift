@@ -42,6 +42,9 @@ extension Splice {
             var highWater: Int
         }
 
+        /// The actions of one event, in order, held without an allocation.
+        typealias Actions = ActionList<Action>
+
         /// What the shell does, in order.
         enum Action: Equatable {
             /// Writes the bytes just read (or handed over at the start) to this side.
@@ -96,25 +99,28 @@ extension Splice {
         // MARK: Events
 
         /// The splice begins: read both sides, start the idle timer.
-        mutating func start(now: UInt64) -> [Action] {
+        mutating func start(now: UInt64) -> Actions {
             guard !started, !isClosed else { return [] }
             started = true
             lastActivity = now
-            return [.resumeReading(.client), .resumeReading(.upstream), .armTimer(deadline: now + configuration.idleTimeout)]
+            var actions = Actions(.resumeReading(.client))
+            actions.append(.resumeReading(.upstream))
+            actions.append(.armTimer(deadline: now + configuration.idleTimeout))
+            return actions
         }
 
         /// Bytes were read from `side` (or handed over from the HTTP exchange before it).
-        mutating func received(from side: Side, now: UInt64) -> [Action] {
+        mutating func received(from side: Side, now: UInt64) -> Actions {
             guard !isClosed, !direction(to: side.other).sourceEnded else { return [] }
             lastActivity = now
-            return [.forward(to: side.other)]
+            return Actions(.forward(to: side.other))
         }
 
         /// A write to `side` did not leave at once: `queuedBytes` wait in its queue and a
         /// completion follows.
-        mutating func writeQueued(to side: Side, queuedBytes: Int) -> [Action] {
+        mutating func writeQueued(to side: Side, queuedBytes: Int) -> Actions {
             guard !isClosed else { return [] }
-            var actions: [Action] = []
+            var actions = Actions()
             var d = direction(to: side)
             d.writesInFlight += 1
             if queuedBytes > configuration.highWater && !d.sourcePaused && !d.sourceEnded {
@@ -126,11 +132,11 @@ extension Splice {
         }
 
         /// A queued write to `side` completed; `queuedBytes` are still in its queue.
-        mutating func writeCompleted(to side: Side, failed: Bool, queuedBytes: Int, now: UInt64) -> [Action] {
+        mutating func writeCompleted(to side: Side, failed: Bool, queuedBytes: Int, now: UInt64) -> Actions {
             guard !isClosed else { return [] }
             if failed { return close(.failed(side)) }
             lastActivity = now
-            var actions: [Action] = []
+            var actions = Actions()
             var d = direction(to: side)
             d.writesInFlight = max(0, d.writesInFlight - 1)
             if d.sourcePaused && queuedBytes <= configuration.highWater / 2 {
@@ -142,14 +148,14 @@ extension Splice {
         }
 
         /// A write to `side` failed at once.
-        mutating func writeFailed(to side: Side) -> [Action] {
+        mutating func writeFailed(to side: Side) -> Actions {
             guard !isClosed else { return [] }
             return close(.failed(side))
         }
 
         /// `side`'s input ended (EOF): its peer has nothing more to send. Writing to the
         /// other side is shut down after what is queued there.
-        mutating func readEnded(from side: Side, now: UInt64) -> [Action] {
+        mutating func readEnded(from side: Side, now: UInt64) -> Actions {
             guard !isClosed, !direction(to: side.other).sourceEnded else { return [] }
             lastActivity = now
             var d = direction(to: side.other)
@@ -157,17 +163,17 @@ extension Splice {
             d.sourcePaused = false
             d.shutdownSent = true
             set(d, to: side.other)
-            return [.shutdownWrite(side.other)]
+            return Actions(.shutdownWrite(side.other))
         }
 
         /// Reading from `side` failed (a reset, or the socket cannot be read).
-        mutating func readFailed(from side: Side) -> [Action] {
+        mutating func readFailed(from side: Side) -> Actions {
             guard !isClosed else { return [] }
             return close(.failed(side))
         }
 
         /// The shutdown of writing to `side` completed (or failed).
-        mutating func shutdownCompleted(_ side: Side, failed: Bool) -> [Action] {
+        mutating func shutdownCompleted(_ side: Side, failed: Bool) -> Actions {
             guard !isClosed else { return [] }
             if failed { return close(.failed(side)) }
             var d = direction(to: side)
@@ -178,22 +184,22 @@ extension Splice {
         }
 
         /// `side` was closed from outside (the server stopping, the client connection aborted).
-        mutating func closedOutside(_ side: Side) -> [Action] {
+        mutating func closedOutside(_ side: Side) -> Actions {
             guard !isClosed else { return [] }
             return close(.failed(side))
         }
 
         /// The idle timer fired.
-        mutating func timerFired(now: UInt64) -> [Action] {
+        mutating func timerFired(now: UInt64) -> Actions {
             guard !isClosed else { return [] }
             let deadline = lastActivity + configuration.idleTimeout
             if now >= deadline { return close(.idleTimeout) }
-            return [.armTimer(deadline: deadline)]
+            return Actions(.armTimer(deadline: deadline))
         }
 
-        private mutating func close(_ why: Outcome) -> [Action] {
+        private mutating func close(_ why: Outcome) -> Actions {
             outcome = why
-            return [.close(why)]
+            return Actions(.close(why))
         }
     }
 }

@@ -28,6 +28,8 @@ final class Splice {
         machine = StateMachine(
             configuration: StateMachine.Configuration(idleTimeout: max(1, idleTimeout.milliseconds), highWater: highWater))
         timer = try? LoopTimer(loop: loop.uv)
+        // Set once: arming the timer again costs no closure.
+        timer?.onFire = { [weak self] in self?.timerFired() }
     }
 
     private var now: UInt64 { loop.now }
@@ -81,9 +83,9 @@ final class Splice {
 
     private func endpoint(_ side: Side) -> (any SpliceEndpoint)? { side == .client ? client : upstream }
 
-    private func execute(_ actions: [StateMachine.Action], bytes: UnsafeRawBufferPointer? = nil) {
-        for action in actions {
-            switch action {
+    private func execute(_ actions: StateMachine.Actions, bytes: UnsafeRawBufferPointer? = nil) {
+        for i in actions.indices {
+            switch actions[i] {
             case .forward(let side):
                 guard let bytes, let target = endpoint(side) else { break }
                 switch target.spliceWrite(bytes) {
@@ -102,7 +104,7 @@ final class Splice {
             case .armTimer(let deadline):
                 let t = now
                 do throws(RuntimeError) {
-                    try timer?.start(after: deadline > t ? deadline - t : 1) { [weak self] in self?.timerFired() }
+                    try timer?.start(after: deadline > t ? deadline - t : 1)
                 } catch {
                     // Only a closing timer refuses, and the splice closes with it.
                 }
