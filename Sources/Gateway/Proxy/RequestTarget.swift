@@ -13,31 +13,75 @@ public struct RequestTarget: Sendable, Equatable {
     /// Parses a target; throws 400 for forms a proxy does not forward and for paths an
     /// upstream could resolve outside the route (see ``escapeProblem(in:)``).
     public init(_ target: String) throws(WireError) {
-        var t = target[...]
-        // Origin-form (`/…`), nearly every request, is told by its first byte.
-        if t.utf8.first != UInt8(ascii: "/") && (t.hasPrefix("http://") || t.hasPrefix("https://")) {
-            let afterScheme = t[t.index(after: t.firstIndex(of: ":")!)...].dropFirst(2)
-            t = afterScheme.firstIndex(where: { $0 == "/" || $0 == "?" }).map { afterScheme[$0...] } ?? "/"
-            if t.hasPrefix("?") { t = "/" + t }
+        self.init(target, span: try Span(target))
+    }
+
+    /// The path and query of `target` where `span`, found in that same target, says.
+    init(_ target: String, span: Span) {
+        let u = target.utf8
+        func at(_ offset: Int32) -> String.Index { u.index(u.startIndex, offsetBy: Int(offset)) }
+        path = span.pathStart == span.pathEnd ? "/" : target[at(span.pathStart)..<at(span.pathEnd)]
+        query = span.queryEnd < 0 ? nil : target[at(span.pathEnd + 1)..<at(span.queryEnd)]
+    }
+
+    /// Where a target's path and query lie in it, as UTF-8 offsets: found once, when the
+    /// head arrives, and carried in twelve bytes to the answer (``ReverseProxy``), which
+    /// makes the ``RequestTarget`` from them without scanning the target again.
+    struct Span: Sendable, Equatable {
+        /// The path: `pathStart..<pathEnd`; an empty range is the path `/` of an absolute
+        /// URL with none (`http://h?q`).
+        let pathStart: Int32
+        /// The end of the path: the `?` before the query, the `#` or the end.
+        let pathEnd: Int32
+        /// The end of the query, which starts after the `?` at `pathEnd`; -1: no query.
+        let queryEnd: Int32
+
+        /// A span of these offsets.
+        init(pathStart: Int32, pathEnd: Int32, queryEnd: Int32) {
+            self.pathStart = pathStart
+            self.pathEnd = pathEnd
+            self.queryEnd = queryEnd
         }
-        guard t.utf8.first == UInt8(ascii: "/") else {
-            throw WireError(.invalidTarget, status: 400, "the request target must be a path (origin-form) or an absolute URL")
-        }
-        // Scan bytes, not Characters: a target is ASCII on the wire (the parser checked).
-        // One pass finds the fragment and the query; offsets into UTF-8 are O(1).
-        let (fragment, q) = RequestTarget.delimiters(t)
-        let u = t.utf8
-        if let fragment { t = t[..<u.index(u.startIndex, offsetBy: fragment)] }
-        if let q, q < t.utf8.count {
-            let at = t.utf8.index(t.utf8.startIndex, offsetBy: q)
-            path = t[..<at]
-            query = t[t.utf8.index(after: at)...]
-        } else {
-            path = t
-            query = nil
-        }
-        if let problem = RequestTarget.escapeProblem(in: path) {
-            throw WireError(.invalidTarget, status: 400, problem)
+
+        /// Finds the path and query of `target`; throws 400 as ``RequestTarget/init(_:)`` does.
+        init(_ target: String) throws(WireError) {
+            let u = target.utf8
+            guard u.count < Int32.max else {
+                throw WireError(.invalidTarget, status: 400, "the request target is too long")
+            }
+            var start = 0
+            var end = u.count
+            var rootOnly = false
+            // Origin-form (`/…`), nearly every request, is told by its first byte.
+            if u.first != UInt8(ascii: "/") && (target.hasPrefix("http://") || target.hasPrefix("https://")) {
+                // Past `scheme://`: the authority ends at the first `/` or `?`.
+                let afterScheme = u.index(u.startIndex, offsetBy: target.hasPrefix("http://") ? 7 : 8)
+                start = u[afterScheme...].firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") })
+                    .map { u.distance(from: u.startIndex, to: $0) } ?? end
+                rootOnly = start == end || u[u.index(u.startIndex, offsetBy: start)] == UInt8(ascii: "?")
+            }
+            guard rootOnly || (start < end && u[u.index(u.startIndex, offsetBy: start)] == UInt8(ascii: "/")) else {
+                throw WireError(.invalidTarget, status: 400, "the request target must be a path (origin-form) or an absolute URL")
+            }
+            // Scan bytes, not Characters: a target is ASCII on the wire (the parser checked).
+            // One pass finds the fragment and the query; offsets into UTF-8 are O(1).
+            let rest = target[u.index(u.startIndex, offsetBy: start)...]
+            let (fragment, q) = RequestTarget.delimiters(rest)
+            if let fragment { end = start + fragment }
+            let pathEnd: Int
+            if let q, start + q < end {
+                pathEnd = start + q
+                queryEnd = Int32(end)
+            } else {
+                pathEnd = end
+                queryEnd = -1
+            }
+            pathStart = Int32(rootOnly ? pathEnd : start)
+            self.pathEnd = Int32(pathEnd)
+            let path = rest[..<u.index(u.startIndex, offsetBy: pathEnd)]
+            if !rootOnly, let problem = RequestTarget.escapeProblem(in: path) {
+                throw WireError(.invalidTarget, status: 400, problem)
+            }
         }
     }
 
