@@ -43,7 +43,8 @@ public enum ExchangePlan: Sendable, Equatable {
             return routed.plan(target: target, table: table)
         }
         return unrouted(
-            method: method, target: target, livenessPath: livenessPath, table: table, hasFallback: hasFallback, sessions: sessions)
+            method: method, target: target, livenessPath: livenessPath, table: table, hasFallback: hasFallback,
+            sessions: sessions)
     }
 
     /// The plan of a request ``Routed`` found no route for, made again from its head: the

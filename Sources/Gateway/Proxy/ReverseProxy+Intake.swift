@@ -28,7 +28,8 @@ extension ReverseProxy {
             method: head.method, target: head.target, livenessPath: s.livenessPath, table: s.table, sessions: sessionNames)
         {
             // A route always has a policy.
-            let body = RouteTable.bodyPolicy(route: s.table.routes[Int(routed.route)], framing: head.framing, replayLimit: replayLimit)
+            let body = RouteTable.bodyPolicy(
+                route: s.table.routes[Int(routed.route)], framing: head.framing, replayLimit: replayLimit)
             return RequestIntake(body: body ?? .stream, context: Admission(settings: s, routed: routed))
         }
         let admission = Admission(settings: s, routed: .noRoute)
