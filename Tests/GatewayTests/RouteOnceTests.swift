@@ -44,6 +44,25 @@ import Testing
         }
     }
 
+    /// The target sent upstream, put together from the request target's bytes, is the one
+    /// made from its path and query: prefix stripped or not, base path or none.
+    @Test(arguments: [
+        "/", "/s", "/s/", "/s/a%20b?c=%2F", "/s?", "/s?q#f", "/api/x?y?z", "http://h", "https://h?q", "http://h/s/x?y",
+        "/%C3%A9/x", "/s#frag",
+    ])
+    func theUpstreamTargetIsMadeFromTheTargetsBytes(target: String) throws {
+        let parsed = try RequestTarget(target)
+        for base in ["http://u:1", "http://u:1/v1", "https://u/v1/"] {
+            for (prefix, strip) in [("/", false), ("/", true), ("/s", true), ("/s", false)] {
+                let route = ProxyRoute(prefix: prefix, upstream: UpstreamBase(base)!, stripPrefix: strip)
+                guard route.matches(parsed.path) else { continue }
+                #expect(
+                    route.upstreamTarget(for: parsed) == route.upstreamTarget(path: parsed.path, query: parsed.query),
+                    "\(target) on \(prefix) strip \(strip) to \(base)")
+            }
+        }
+    }
+
     /// Three words: the server holds it in an `any Sendable` with no allocation.
     @Test func theCarriedValueFitsInAnExistentialWithoutABox() {
         #expect(MemoryLayout<ReverseProxy.Admission>.size <= 3 * MemoryLayout<Int>.size)

@@ -61,6 +61,28 @@ public struct ProxyRoute: Sendable, Equatable {
         upstream.origin.url(upstreamTarget(path: path, query: query))
     }
 
+    /// ``upstreamTarget(path:query:)`` for a parsed `target`, put together from its bytes in
+    /// one allocation.
+    func upstreamTarget(for target: RequestTarget) -> String {
+        var base = upstream.basePath
+        return base.withUTF8 { base in
+            target.withPathAndQuery(dropping: stripPrefix ? prefix.utf8.count : 0) { rest, query in
+                let slash = rest.first != UInt8(ascii: "/")
+                let count = base.count + (slash ? 1 : 0) + rest.count + (query?.count ?? 0)
+                return String(unsafeUninitializedCapacity: count) { out in
+                    var at = out.initialize(fromContentsOf: base)
+                    if slash {
+                        out[at] = UInt8(ascii: "/")
+                        at += 1
+                    }
+                    at += UnsafeMutableBufferPointer(rebasing: out[at...]).initialize(fromContentsOf: rest)
+                    if let query { at += UnsafeMutableBufferPointer(rebasing: out[at...]).initialize(fromContentsOf: query) }
+                    return at
+                }
+            }
+        }
+    }
+
     /// The request target sent upstream for a `path` (and `query`) that matches this route:
     /// the upstream's base path, then the path (without the prefix when ``stripPrefix``),
     /// then `?` and the query, bytes as the client sent them.

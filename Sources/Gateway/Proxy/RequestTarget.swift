@@ -5,10 +5,20 @@ public import HTTPWire
 /// An absolute-form target (`http://other/x`) contributes only its path and query: the
 /// authority in a target or in `Host` never decides where a request goes.
 public struct RequestTarget: Sendable, Equatable {
+    /// The target as sent.
+    let target: String
+    /// Where the path and query are in ``target``.
+    let span: Span
+
     /// The path, starting with `/`.
-    public let path: Substring
+    public var path: Substring {
+        span.pathStart == span.pathEnd ? "/" : target[index(span.pathStart)..<index(span.pathEnd)]
+    }
+
     /// The query without `?`, if any.
-    public let query: Substring?
+    public var query: Substring? {
+        span.queryEnd < 0 ? nil : target[index(span.pathEnd + 1)..<index(span.queryEnd)]
+    }
 
     /// Parses a target; throws 400 for forms a proxy does not forward and for paths an
     /// upstream could resolve outside the route (see ``escapeProblem(in:)``).
@@ -16,12 +26,40 @@ public struct RequestTarget: Sendable, Equatable {
         self.init(target, span: try Span(target))
     }
 
-    /// The path and query of `target` where `span`, found in that same target, says.
+    /// `target`, with its path and query where `span`, found in that same target, says.
+    /// Nothing is scanned or copied: the path and query are made only when asked for.
     init(_ target: String, span: Span) {
-        let u = target.utf8
-        func at(_ offset: Int32) -> String.Index { u.index(u.startIndex, offsetBy: Int(offset)) }
-        path = span.pathStart == span.pathEnd ? "/" : target[at(span.pathStart)..<at(span.pathEnd)]
-        query = span.queryEnd < 0 ? nil : target[at(span.pathEnd + 1)..<at(span.queryEnd)]
+        self.target = target
+        self.span = span
+    }
+
+    /// Same path and same query, whatever else the targets hold (a fragment, an authority).
+    public static func == (a: RequestTarget, b: RequestTarget) -> Bool {
+        a.path == b.path && a.query == b.query
+    }
+
+    private func index(_ offset: Int32) -> String.Index {
+        target.utf8.index(target.utf8.startIndex, offsetBy: Int(offset))
+    }
+
+    /// The path's bytes from `dropping` on (at most all of them), then `?` and the query's,
+    /// given to `body` as two buffers (the query's nil without one), from the target itself.
+    func withPathAndQuery<R>(
+        dropping: Int, _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>?) -> R
+    ) -> R {
+        var target = target
+        return target.withUTF8 { b in
+            let query = span.queryEnd < 0 ? nil : UnsafeBufferPointer(rebasing: b[Int(span.pathEnd)..<Int(span.queryEnd)])
+            if span.pathStart == span.pathEnd {
+                // The path `/` of an absolute URL with none.
+                return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1) { slash in
+                    slash[0] = UInt8(ascii: "/")
+                    return body(UnsafeBufferPointer(rebasing: slash[min(dropping, 1)...]), query)
+                }
+            }
+            let start = min(Int(span.pathStart) + dropping, Int(span.pathEnd))
+            return body(UnsafeBufferPointer(rebasing: b[start..<Int(span.pathEnd)]), query)
+        }
     }
 
     /// Where a target's path and query lie in it, as UTF-8 offsets: found once, when the

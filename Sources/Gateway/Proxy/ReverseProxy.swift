@@ -189,7 +189,7 @@ public final class ReverseProxy: HTTPResponder {
         let span = trace?.upstream(&headers, route: route)
         let upstream = UpstreamRequest(
             method: request.head.method,
-            destination: .origin(route.upstream.origin, target: route.upstreamTarget(path: target.path, query: target.query)),
+            destination: .origin(route.upstream.origin, target: route.upstreamTarget(for: target)),
             headers: headers, body: body, upgrade: request.head.upgrade != nil)
         let metrics = self.metrics
         let exchange = ProxyExchange(
