@@ -172,6 +172,11 @@ import Testing
         ("routes[0].upstream", "https://api.example.com?x=1", "routes[0].upstream must be"),
         ("routes[0].upstream", "https://api example.com", "routes[0].upstream must be"),
         ("routes[0].upstream", "https://u:pa55w0rd@api.example.com", "routes[0].upstream must be"),
+        // The origin is parsed once, at load: a port no request could use is refused here.
+        ("routes[0].upstream", "http://127.0.0.1:99999", "routes[0].upstream must be an http or https URL with a host and a port"),
+        ("routes[0].upstream", "http://127.0.0.1:0/v1", "routes[0].upstream must be"),
+        ("routes[0].upstream", "https://api.example.com:/v1", "routes[0].upstream must be"),
+        ("routes[0].upstream", "http://[::1/v1", "routes[0].upstream must be"),
         ("routes[1].prefix", "billing", "routes[1].prefix must start with /"),
         ("routes[1].prefix", "/bill ing", "routes[1].prefix must start with /"),
         // The mapping.

@@ -58,6 +58,25 @@ func withProxy(
         }
     }
 
+    /// The route's parsed origin and the target made per request: the prefix stripped, the
+    /// base path added, percent-encoded bytes and the query (even an empty one) as sent.
+    @Test func encodedPathsAndQueriesReachTheUpstreamAsSent() async throws {
+        try await withProxy { proxy, _ in
+            let cases = [
+                ("/api/a%20b/%C3%A9/inspect?x=%2F&y=%20#frag", "/v1/a%20b/%C3%A9/inspect?x=%2F&y=%20"),
+                ("/api/inspect?", "/v1/inspect?"), ("/inspect?a=1?b", "/inspect?a=1?b"), ("/apix/inspect", "/apix/inspect"),
+                ("http://evil.example/api/inspect?q", "/v1/inspect?q"),
+            ]
+            for (sent, received) in cases {
+                let c = try RawClient(port: proxy.port)
+                try c.send("GET \(sent) HTTP/1.1\r\nHost: a\r\n\r\n")
+                let r = try c.readResponse()
+                #expect(r.status == 200, "\(sent)")
+                #expect(r.text.hasPrefix("GET \(received)\n"), "\(sent): \(r.text.prefix(80))")
+            }
+        }
+    }
+
     @Test func absoluteFormTargetAndForeignHostNeverChangeTheDestination() async throws {
         try await withProxy { proxy, upstream in
             let c = try RawClient(port: proxy.port)

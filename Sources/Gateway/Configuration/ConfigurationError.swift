@@ -11,7 +11,7 @@
 /// do { _ = try GatewayConfiguration.load(from: data) } catch let error as ConfigurationError {
 ///     error.code         // .invalidValue
 ///     error.field        // "routes[1].upstream"
-///     print(error)       // routes[1].upstream must be an http or https URL without query or credentials
+///     print(error)       // routes[1].upstream must be an http or https URL with a host and a port 1…65535, …
 /// }
 /// ```
 ///

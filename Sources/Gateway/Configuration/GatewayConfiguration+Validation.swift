@@ -83,7 +83,9 @@ extension GatewayConfiguration {
                 throw .conflict("routes[\(i)].prefix", "is the same as an earlier route's, which would always win")
             }
             guard UpstreamBase(r.upstream) != nil, Self.isEndpointURL(r.upstream) else {
-                throw .invalid("routes[\(i)].upstream", "must be an http or https URL without query or credentials")
+                throw .invalid(
+                    "routes[\(i)].upstream",
+                    "must be an http or https URL with a host and a port 1…65535, without query or credentials")
             }
             if r.requiresAuthentication ?? true {
                 try Self.requireTLS(r.upstream, at: "routes[\(i)].upstream", insecure: insecure)

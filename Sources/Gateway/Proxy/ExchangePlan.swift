@@ -39,6 +39,20 @@ public enum ExchangePlan: Sendable, Equatable {
         method: String, target: String, livenessPath: String?, table: RouteTable, hasFallback: Bool,
         sessions: Set<String>?
     ) -> ExchangePlan {
+        if let routed = Routed(method: method, target: target, livenessPath: livenessPath, table: table, sessions: sessions) {
+            return routed.plan(target: target, table: table)
+        }
+        return unrouted(
+            method: method, target: target, livenessPath: livenessPath, table: table, hasFallback: hasFallback,
+            sessions: sessions)
+    }
+
+    /// The plan of a request ``Routed`` found no route for, made again from its head: the
+    /// target's problem, the liveness answer, the fallback, or why the route cannot serve.
+    static func unrouted(
+        method: String, target: String, livenessPath: String?, table: RouteTable, hasFallback: Bool,
+        sessions: Set<String>?
+    ) -> ExchangePlan {
         let parsed: RequestTarget
         do throws(WireError) {
             parsed = try RequestTarget(target)
@@ -60,6 +74,50 @@ public enum ExchangePlan: Sendable, Equatable {
             return .reject(GatewayProblem.make("no-session-configured", 500, "this route's session is not configured"))
         }
         return .authenticate(route, parsed, session: route.session)
+    }
+
+    /// A ``forward(_:_:)`` or ``authenticate(_:_:session:)`` plan in sixteen bytes: the
+    /// route's index in the table and where the path and query are in the target. The proxy
+    /// finds it when the head arrives and carries it to the answer (``ReverseProxy``), so a
+    /// request's target is parsed and its route found once.
+    struct Routed: Sendable, Equatable {
+        /// The route's index in ``RouteTable/routes``; -1 in ``noRoute``.
+        let route: Int32
+        /// Where the path and query are in the target.
+        let span: RequestTarget.Span
+
+        /// No route: the plan is not to forward. (An optional would not fit in sixteen bytes.)
+        static let noRoute = Routed(route: -1, span: RequestTarget.Span(pathStart: 0, pathEnd: 0, queryEnd: -1))
+
+        /// Whether this names a route (it is not ``noRoute``).
+        var isRoute: Bool { route >= 0 }
+
+        private init(route: Int32, span: RequestTarget.Span) {
+            self.route = route
+            self.span = span
+        }
+
+        /// The route `target` goes to, as ``ExchangePlan/decide(method:target:livenessPath:table:hasFallback:sessions:)``
+        /// would plan it; nil when that plan is not to forward (a bad target, the liveness
+        /// path, no route, a route whose session is not configured).
+        init?(method: String, target: String, livenessPath: String?, table: RouteTable, sessions: Set<String>?) {
+            guard let span = try? RequestTarget.Span(target) else { return nil }
+            let path = RequestTarget(target, span: span).path
+            if let livenessPath, path == livenessPath, method == "GET" || method == "HEAD" { return nil }
+            guard let index = table.index(for: path) else { return nil }
+            if table.routes[index].requiresAuthentication {
+                guard let sessions, sessions.contains(table.routes[index].session) else { return nil }
+            }
+            self.route = Int32(index)
+            self.span = span
+        }
+
+        /// The plan for `target`, the one this was found in, on `table`, the same table.
+        func plan(target: String, table: RouteTable) -> ExchangePlan {
+            let route = table.routes[Int(self.route)]
+            let parsed = RequestTarget(target, span: span)
+            return route.requiresAuthentication ? .authenticate(route, parsed, session: route.session) : .forward(route, parsed)
+        }
     }
 
     /// What becomes of an upstream answer's head on an authenticated route, given the

@@ -1,4 +1,5 @@
 public import HTTPWire
+public import Runtime
 
 /// A path prefix forwarded to an upstream.
 public struct ProxyRoute: Sendable, Equatable {
@@ -54,56 +55,84 @@ public struct ProxyRoute: Sendable, Equatable {
         }
     }
 
-    /// The upstream URL for an origin-form `pathAndQuery` that matches this route.
+    /// The upstream URL for a `path` (and `query`) that matches this route: the upstream's
+    /// origin and ``upstreamTarget(path:query:)``.
     public func upstreamURL(path: Substring, query: Substring?) -> String {
-        var url = upstream.urlBase
-        let rest = stripPrefix ? Substring(path.utf8.dropFirst(prefix.utf8.count)) : path
-        if rest.utf8.first != UInt8(ascii: "/") { url += "/" }
-        url += rest
-        if let query {
-            url += "?"
-            url += query
+        upstream.origin.url(upstreamTarget(path: path, query: query))
+    }
+
+    /// ``upstreamTarget(path:query:)`` for a parsed `target`, put together from its bytes in
+    /// one allocation.
+    func upstreamTarget(for target: RequestTarget) -> String {
+        var base = upstream.basePath
+        return base.withUTF8 { base in
+            target.withPathAndQuery(dropping: stripPrefix ? prefix.utf8.count : 0) { rest, query in
+                let slash = rest.first != UInt8(ascii: "/")
+                let count = base.count + (slash ? 1 : 0) + rest.count + (query?.count ?? 0)
+                return String(unsafeUninitializedCapacity: count) { out in
+                    var at = out.initialize(fromContentsOf: base)
+                    if slash {
+                        out[at] = UInt8(ascii: "/")
+                        at += 1
+                    }
+                    at += UnsafeMutableBufferPointer(rebasing: out[at...]).initialize(fromContentsOf: rest)
+                    if let query { at += UnsafeMutableBufferPointer(rebasing: out[at...]).initialize(fromContentsOf: query) }
+                    return at
+                }
+            }
         }
-        return url
+    }
+
+    /// The request target sent upstream for a `path` (and `query`) that matches this route:
+    /// the upstream's base path, then the path (without the prefix when ``stripPrefix``),
+    /// then `?` and the query, bytes as the client sent them.
+    public func upstreamTarget(path: Substring, query: Substring?) -> String {
+        let rest = stripPrefix ? Substring(path.utf8.dropFirst(prefix.utf8.count)) : path
+        var target = upstream.basePath
+        target.reserveCapacity(target.utf8.count + rest.utf8.count + 2 + (query?.utf8.count ?? 0))
+        if rest.utf8.first != UInt8(ascii: "/") { target += "/" }
+        target += rest
+        if let query {
+            target += "?"
+            target += query
+        }
+        return target
     }
 }
 
-/// A parsed upstream base URL.
+/// A parsed upstream base URL: its origin, parsed once when the route is made, and the
+/// path every request's target starts with.
 public struct UpstreamBase: Sendable, Equatable {
     /// `http` or `https`.
-    public let scheme: String
+    public var scheme: String { origin.scheme }
     /// `host[:port]`, as the `Host` header sent upstream.
-    public let authority: String
+    public var authority: String { origin.authority }
     /// The path prefix without a trailing slash (`""` or `/v1`).
     public let basePath: String
+    /// Scheme, host and port, parsed: what a request to this upstream is sent to.
+    public let origin: UpstreamOrigin
 
-    /// `scheme://authority`.
-    public var origin: String { "\(scheme)://\(authority)" }
     /// `scheme://authority/basePath`, the start of every URL sent to this upstream.
-    public let urlBase: String
+    public var urlBase: String { origin.urlPrefix + basePath }
 
-    /// Parses `http[s]://host[:port][/path]`; nil for anything else.
+    /// Parses `http[s]://host[:port][/path]`; nil for anything else: another scheme, user
+    /// information, an empty host, a port outside 1…65535, a query or a fragment.
     public init?(_ text: String) {
-        let scheme: String
-        let rest: Substring
+        let schemeEnd: Int
         if text.hasPrefix("http://") {
-            scheme = "http"
-            rest = text.dropFirst(7)
+            schemeEnd = 7
         } else if text.hasPrefix("https://") {
-            scheme = "https"
-            rest = text.dropFirst(8)
+            schemeEnd = 8
         } else {
             return nil
         }
-        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
-        let authority = rest[..<slash]
-        guard !authority.isEmpty, !authority.contains("@"), !authority.contains("?"), !authority.contains("#") else { return nil }
-        var path = String(rest[slash...])
+        let rest = text.utf8.dropFirst(schemeEnd)
+        let slash = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
+        guard let origin = UpstreamOrigin(String(text[..<slash])) else { return nil }
+        var path = String(text[slash...])
         guard !path.contains("?"), !path.contains("#") else { return nil }
         while path.hasSuffix("/") { path.removeLast() }
-        self.scheme = scheme
-        self.authority = String(authority)
+        self.origin = origin
         self.basePath = path
-        self.urlBase = "\(scheme)://\(authority)\(path)"
     }
 }

@@ -5,39 +5,121 @@ public import HTTPWire
 /// An absolute-form target (`http://other/x`) contributes only its path and query: the
 /// authority in a target or in `Host` never decides where a request goes.
 public struct RequestTarget: Sendable, Equatable {
+    /// The target as sent.
+    let target: String
+    /// Where the path and query are in ``target``.
+    let span: Span
+
     /// The path, starting with `/`.
-    public let path: Substring
+    public var path: Substring {
+        span.pathStart == span.pathEnd ? "/" : target[index(span.pathStart)..<index(span.pathEnd)]
+    }
+
     /// The query without `?`, if any.
-    public let query: Substring?
+    public var query: Substring? {
+        span.queryEnd < 0 ? nil : target[index(span.pathEnd + 1)..<index(span.queryEnd)]
+    }
 
     /// Parses a target; throws 400 for forms a proxy does not forward and for paths an
     /// upstream could resolve outside the route (see ``escapeProblem(in:)``).
     public init(_ target: String) throws(WireError) {
-        var t = target[...]
-        // Origin-form (`/…`), nearly every request, is told by its first byte.
-        if t.utf8.first != UInt8(ascii: "/") && (t.hasPrefix("http://") || t.hasPrefix("https://")) {
-            let afterScheme = t[t.index(after: t.firstIndex(of: ":")!)...].dropFirst(2)
-            t = afterScheme.firstIndex(where: { $0 == "/" || $0 == "?" }).map { afterScheme[$0...] } ?? "/"
-            if t.hasPrefix("?") { t = "/" + t }
+        self.init(target, span: try Span(target))
+    }
+
+    /// `target`, with its path and query where `span`, found in that same target, says.
+    /// Nothing is scanned or copied: the path and query are made only when asked for.
+    init(_ target: String, span: Span) {
+        self.target = target
+        self.span = span
+    }
+
+    /// Same path and same query, whatever else the targets hold (a fragment, an authority).
+    public static func == (a: RequestTarget, b: RequestTarget) -> Bool {
+        a.path == b.path && a.query == b.query
+    }
+
+    private func index(_ offset: Int32) -> String.Index {
+        target.utf8.index(target.utf8.startIndex, offsetBy: Int(offset))
+    }
+
+    /// The path's bytes from `dropping` on (at most all of them), then `?` and the query's,
+    /// given to `body` as two buffers (the query's nil without one), from the target itself.
+    func withPathAndQuery<R>(
+        dropping: Int, _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>?) -> R
+    ) -> R {
+        var target = target
+        return target.withUTF8 { b in
+            let query = span.queryEnd < 0 ? nil : UnsafeBufferPointer(rebasing: b[Int(span.pathEnd)..<Int(span.queryEnd)])
+            if span.pathStart == span.pathEnd {
+                // The path `/` of an absolute URL with none.
+                return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1) { slash in
+                    slash[0] = UInt8(ascii: "/")
+                    return body(UnsafeBufferPointer(rebasing: slash[min(dropping, 1)...]), query)
+                }
+            }
+            let start = min(Int(span.pathStart) + dropping, Int(span.pathEnd))
+            return body(UnsafeBufferPointer(rebasing: b[start..<Int(span.pathEnd)]), query)
         }
-        guard t.utf8.first == UInt8(ascii: "/") else {
-            throw WireError(.invalidTarget, status: 400, "the request target must be a path (origin-form) or an absolute URL")
+    }
+
+    /// Where a target's path and query lie in it, as UTF-8 offsets: found once, when the
+    /// head arrives, and carried in twelve bytes to the answer (``ReverseProxy``), which
+    /// makes the ``RequestTarget`` from them without scanning the target again.
+    struct Span: Sendable, Equatable {
+        /// The path: `pathStart..<pathEnd`; an empty range is the path `/` of an absolute
+        /// URL with none (`http://h?q`).
+        let pathStart: Int32
+        /// The end of the path: the `?` before the query, the `#` or the end.
+        let pathEnd: Int32
+        /// The end of the query, which starts after the `?` at `pathEnd`; -1: no query.
+        let queryEnd: Int32
+
+        /// A span of these offsets.
+        init(pathStart: Int32, pathEnd: Int32, queryEnd: Int32) {
+            self.pathStart = pathStart
+            self.pathEnd = pathEnd
+            self.queryEnd = queryEnd
         }
-        // Scan bytes, not Characters: a target is ASCII on the wire (the parser checked).
-        // One pass finds the fragment and the query; offsets into UTF-8 are O(1).
-        let (fragment, q) = RequestTarget.delimiters(t)
-        let u = t.utf8
-        if let fragment { t = t[..<u.index(u.startIndex, offsetBy: fragment)] }
-        if let q, q < t.utf8.count {
-            let at = t.utf8.index(t.utf8.startIndex, offsetBy: q)
-            path = t[..<at]
-            query = t[t.utf8.index(after: at)...]
-        } else {
-            path = t
-            query = nil
-        }
-        if let problem = RequestTarget.escapeProblem(in: path) {
-            throw WireError(.invalidTarget, status: 400, problem)
+
+        /// Finds the path and query of `target`; throws 400 as ``RequestTarget/init(_:)`` does.
+        init(_ target: String) throws(WireError) {
+            let u = target.utf8
+            guard u.count < Int32.max else {
+                throw WireError(.invalidTarget, status: 400, "the request target is too long")
+            }
+            var start = 0
+            var end = u.count
+            var rootOnly = false
+            // Origin-form (`/…`), nearly every request, is told by its first byte.
+            if u.first != UInt8(ascii: "/") && (target.hasPrefix("http://") || target.hasPrefix("https://")) {
+                // Past `scheme://`: the authority ends at the first `/` or `?`.
+                let afterScheme = u.index(u.startIndex, offsetBy: target.hasPrefix("http://") ? 7 : 8)
+                start = u[afterScheme...].firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") })
+                    .map { u.distance(from: u.startIndex, to: $0) } ?? end
+                rootOnly = start == end || u[u.index(u.startIndex, offsetBy: start)] == UInt8(ascii: "?")
+            }
+            guard rootOnly || (start < end && u[u.index(u.startIndex, offsetBy: start)] == UInt8(ascii: "/")) else {
+                throw WireError(.invalidTarget, status: 400, "the request target must be a path (origin-form) or an absolute URL")
+            }
+            // Scan bytes, not Characters: a target is ASCII on the wire (the parser checked).
+            // One pass finds the fragment and the query; offsets into UTF-8 are O(1).
+            let rest = target[u.index(u.startIndex, offsetBy: start)...]
+            let (fragment, q) = RequestTarget.delimiters(rest)
+            if let fragment { end = start + fragment }
+            let pathEnd: Int
+            if let q, start + q < end {
+                pathEnd = start + q
+                queryEnd = Int32(end)
+            } else {
+                pathEnd = end
+                queryEnd = -1
+            }
+            pathStart = Int32(rootOnly ? pathEnd : start)
+            self.pathEnd = Int32(pathEnd)
+            let path = rest[..<u.index(u.startIndex, offsetBy: pathEnd)]
+            if !rootOnly, let problem = RequestTarget.escapeProblem(in: path) {
+                throw WireError(.invalidTarget, status: 400, problem)
+            }
         }
     }
 

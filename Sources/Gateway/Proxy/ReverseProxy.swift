@@ -20,15 +20,15 @@ public final class ReverseProxy: HTTPResponder {
     /// The configuration the proxy serves with now; each request reads it once on arrival.
     public var settings: ProxySettings { current.withLock { $0 } }
     private let current: Locked<ProxySettings>
-    private let fallback: (any HTTPResponder)?
-    private let authentication: ProxyAuthentication?
+    let fallback: (any HTTPResponder)?
+    let authentication: ProxyAuthentication?
     let metrics: GatewayMetrics
     /// Records where authenticated requests wait; made once, not per request.
     let observePhase: @Sendable (AuthenticatedExchange.Phase, Duration) -> Void
     /// The tasks serving authenticated requests (shutdown waits for them).
     public let tasks = TaskTracker()
     /// The configured session names; nil with no authentication.
-    private let sessionNames: Set<String>?
+    let sessionNames: Set<String>?
     /// Traces each request when set (``TracingSwitch/installed``); nil: nothing is traced.
     let tracer: (any Tracer)?
 
@@ -58,25 +58,17 @@ public final class ReverseProxy: HTTPResponder {
     public var upstreamQueueWaiting: Int { settings.upstreamQueueWaiting }
 
     /// Serves every request that arrives from now on with `settings` (a reload); requests in
-    /// flight finish with the settings they started with.
+    /// flight finish with the settings they started with. The running upstream clients and
+    /// in-flight bounds that still fit are handed over (``ProxySettings/succeeding(_:)``):
+    /// here, as the settings are swapped, so settings made and never installed change nothing.
     public func replaceSettings(_ settings: ProxySettings) {
-        let previous = current.withLock { current -> ProxySettings in
-            defer { current = settings }
-            return current
+        let (previous, installed) = current.withLock { current -> (ProxySettings, ProxySettings) in
+            let previous = current
+            current = settings.succeeding(previous)
+            return (previous, current)
         }
         // Clients of settings no longer current keep no connection open once idle.
-        if previous.clients !== settings.clients { previous.clients.retire() }
-    }
-
-    /// Reads a request's body as ``RouteTable/bodyPolicy(route:framing:replayLimit:)`` says;
-    /// a request matching no route (or with no valid target) is answered after its head,
-    /// nothing buffered, unless the fallback wants its body.
-    public func bodyPolicy(for head: RequestHead, limits: HTTPLimits) -> BodyPolicy {
-        let s = settings
-        let route = (try? RequestTarget(head.target)).flatMap { s.table.route(for: $0.path) }
-        return RouteTable.bodyPolicy(
-            route: route, framing: head.framing, replayLimit: authentication == nil ? nil : s.replayLimit)
-            ?? fallback?.bodyPolicy(for: head, limits: limits) ?? .stream
+        if previous.clients !== installed.clients { previous.clients.retire() }
     }
 
     /// The plan for a request with this head (``ExchangePlan/decide(method:target:livenessPath:table:hasFallback:sessions:)``).
@@ -84,60 +76,77 @@ public final class ReverseProxy: HTTPResponder {
         plan(for: head, settings)
     }
 
-    private func plan(for head: RequestHead, _ s: ProxySettings) -> ExchangePlan {
+    func plan(for head: RequestHead, _ s: ProxySettings) -> ExchangePlan {
         ExchangePlan.decide(
             method: head.method, target: head.target, livenessPath: s.livenessPath, table: s.table,
             hasFallback: fallback != nil, sessions: sessionNames)
     }
 
+    /// Carries out the plan made when the request's head arrived (``intake(for:limits:)``).
     public func respond(to request: HTTPRequest, writer: ResponseWriter) {
-        let s = settings
-        switch plan(for: request.head, s) {
+        let (plan, settings) = admittedPlan(request)
+        guard let s = settings else {
+            fallback?.respond(to: request, writer: writer)
+            return
+        }
+        switch plan {
         case .liveness:
             // Reserved on the proxy listener too, for probes that only know one port.
             var h = HTTPHeaders()
             h.add(name: "Content-Type", value: "application/json")
             writer.respond(status: 200, headers: h, body: Array(#"{"status":"ok"}"#.utf8))
         case .fallback:
+            var request = request
+            request.context = nil  // the proxy's, not the fallback's
             fallback?.respond(to: request, writer: writer)
         case .reject(let problem):
             let facts = s.accessLog?.begin(request, route: nil)
             writer.respond(problem: problem)
             facts?.end(status: problem.status)
         case .forward(let route, let target):
-            let started = ContinuousClock.now
+            send(request, route, target, session: nil, writer, s)
+        case .authenticate(let route, let target, let name):
+            // `plan` checked that the session exists; answer anyway rather than leave the client waiting.
+            guard let session = authentication?.sessions[name] else {
+                writer.respond(
+                    problem: GatewayProblem.make("no-session-configured", 500, "this route's session is not configured"))
+                return
+            }
+            send(request, route, target, session: session, writer, s)
+        }
+    }
+
+    /// Sends a request upstream on `route`: public with no `session`, else with its token.
+    /// The access log's record, an upgrade the route cannot pass and the request's trace
+    /// start here, for both.
+    private func send(
+        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, session: AuthActor?, _ writer: ResponseWriter,
+        _ s: ProxySettings
+    ) {
+        let started = ContinuousClock.now
+        let facts = s.accessLog?.begin(request, route: route.prefix)
+        if request.head.upgrade != nil && refusedUpgrade(request, route, writer, s, facts) { return }
+        let trace = tracer.map { RequestTrace(tracer: $0, request: request, route: route, path: String(target.path)) }
+        guard let session else {
             let metrics = self.metrics
-            let facts = s.accessLog?.begin(request, route: route.prefix)
-            if request.head.upgrade != nil && refusedUpgrade(request, route, writer, s, facts) { return }
-            let trace = tracer.map { RequestTrace(tracer: $0, request: request, route: route, path: String(target.path)) }
             start(request, route, target, writer, s, token: nil, decide: nil, trace: trace) { outcome in
                 metrics.request(kind: "public", status: outcome.status, duration: ContinuousClock.now - started)
                 facts?.exchanged(outcome)
                 facts?.end(status: outcome.status)
                 trace?.end(status: outcome.status)
             }
-        case .authenticate(let route, let target, let name):
-            // `plan` checked that the session exists; answer anyway rather than leave the client waiting.
-            guard let authentication, let session = authentication.sessions[name] else {
-                writer.respond(
-                    problem: GatewayProblem.make("no-session-configured", 500, "this route's session is not configured"))
-                return
-            }
-            let started = ContinuousClock.now
-            let facts = s.accessLog?.begin(request, route: route.prefix)
-            if request.head.upgrade != nil && refusedUpgrade(request, route, writer, s, facts) { return }
-            let trace = tracer.map { RequestTrace(tracer: $0, request: request, route: route, path: String(target.path)) }
-            if s.limiters[route.prefix] == nil, let token = session.tokenWithoutWaiting() {
-                // The token is current: sent now, from this loop, with no task and no hop.
-                sendWithCurrentToken(request, route, target, writer, session, s, facts, token, started, trace)
-                return
-            }
-            tasks.start(on: request.loop) {
-                let status = await self.authenticated(request, route, target, writer, session, s, facts, trace: trace)
-                self.metrics.request(kind: "authenticated", status: status, duration: ContinuousClock.now - started)
-                facts?.end(status: status)
-                trace?.end(status: status)
-            }
+            return
+        }
+        if s.limiters[route.prefix] == nil, let token = session.tokenWithoutWaiting() {
+            // The token is current: sent now, from this loop, with no task and no hop.
+            sendWithCurrentToken(request, route, target, writer, session, s, facts, token, started, trace)
+            return
+        }
+        tasks.start(on: request.loop) {
+            let status = await self.authenticated(request, route, target, writer, session, s, facts, trace: trace)
+            self.metrics.request(kind: "authenticated", status: status, duration: ContinuousClock.now - started)
+            facts?.end(status: status)
+            trace?.end(status: status)
         }
     }
 
@@ -179,8 +188,9 @@ public final class ReverseProxy: HTTPResponder {
         Self.addUpgradeFields(&headers, for: request.head)
         let span = trace?.upstream(&headers, route: route)
         let upstream = UpstreamRequest(
-            method: request.head.method, url: route.upstreamURL(path: target.path, query: target.query), headers: headers,
-            body: body, upgrade: request.head.upgrade != nil)
+            method: request.head.method,
+            destination: .origin(route.upstream.origin, target: route.upstreamTarget(for: target)),
+            headers: headers, body: body, upgrade: request.head.upgrade != nil)
         let metrics = self.metrics
         let exchange = ProxyExchange(
             writer: writer, decide: decide, tunnelIdleTimeout: s.clientConfiguration.tunnelIdleTimeout

@@ -15,7 +15,12 @@ public struct RouteTable: Sendable {
 
     /// The route for `path`, if any.
     public func route(for path: Substring) -> ProxyRoute? {
-        routes.first { $0.matches(path) }
+        index(for: path).map { routes[$0] }
+    }
+
+    /// The index in ``routes`` of the route for `path`, if any.
+    public func index(for path: Substring) -> Int? {
+        routes.firstIndex { $0.matches(path) }
     }
 
     /// How a request on `route` with `framing` is read. An authenticated route buffers what

@@ -24,15 +24,14 @@ extension GatewayConfiguration {
     /// When a rejected request is sent again.
     var replayRule: ReplayRule { ReplayRule(maxReplays: maxReplays ?? 3) }
 
-    /// The proxy's settings under this configuration, keeping what `previous` has that did not
-    /// change (``ProxySettings/init(routes:clientConfiguration:rejectionPolicy:replayRule:replayLimit:livenessPath:trustedProxies:accessLog:previous:)``);
-    /// the access log writes to `accessLogger`.
-    func proxySettings(previous: ProxySettings?, accessLogger: Logger) -> ProxySettings {
+    /// The proxy's settings under this configuration; the access log writes to
+    /// `accessLogger`. Installed, they keep what the running ones have that did not change
+    /// (``ReverseProxy/replaceSettings(_:)``).
+    func proxySettings(accessLogger: Logger) -> ProxySettings {
         ProxySettings(
             routes: proxyRoutes, clientConfiguration: upstreamClientConfiguration,
             rejectionPolicy: upstreamRejection ?? UpstreamRejectionPolicy(), replayRule: replayRule,
             replayLimit: replayLimitBytes ?? 1 << 20, livenessPath: proxyLivenessPath ?? "/livez",
-            trustedProxies: Set(trustForwardedFrom ?? []), accessLog: AccessLog(accessLog, logger: accessLogger),
-            previous: previous)
+            trustedProxies: Set(trustForwardedFrom ?? []), accessLog: AccessLog(accessLog, logger: accessLogger))
     }
 }

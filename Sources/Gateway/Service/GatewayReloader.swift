@@ -76,8 +76,7 @@ public actor GatewayReloader {
             // Refreshes under way finish on the old client; it then keeps no connection open.
             old.loop.executeSoonOrNow { old.retire() }
         }
-        targets.proxy.replaceSettings(
-            new.proxySettings(previous: targets.proxy.settings, accessLogger: targets.accessLogger))
+        targets.proxy.replaceSettings(new.proxySettings(accessLogger: targets.accessLogger))
         targets.admin?.replaceAdminToken(new.adminTokenDisabled == true ? nil : newSecrets.adminToken)
         var kept = newSecrets
         for (name, client) in targets.grantClients {

@@ -166,7 +166,7 @@ public final class GatewayService: Sendable {
                 sessions: sessions.mapValues(\.actor), rejectionPolicy: rejectionPolicy,
                 replayLimit: c.replayLimitBytes ?? 1 << 20, replayRule: replayRule),
             metrics: metrics, livenessPath: c.proxyLivenessPath ?? "/livez", trustedProxies: Set(c.trustForwardedFrom ?? []))
-        proxyResponder.replaceSettings(c.proxySettings(previous: proxyResponder.settings, accessLogger: accessLogger))
+        proxyResponder.replaceSettings(c.proxySettings(accessLogger: accessLogger))
         let budget = BufferBudget(limit: c.maxBufferedRequestBytes ?? 64 << 20)
         let proxyServer = HTTPServer(
             configuration: HTTPServerConfiguration(

@@ -30,41 +30,61 @@ public final class ProxySettings: Sendable {
     /// The access log; nil when it is off.
     public let accessLog: AccessLog?
 
-    /// Creates a snapshot. With `previous`, its upstream clients are kept when the client
-    /// settings are the same, and a route's in-flight bound is kept when its prefix is (with
-    /// the new limit and timeout): the requests it counts and queues stay counted across the
-    /// reload, so the route never has more at its upstream than the new limit allows.
-    public init(
+    /// Creates a snapshot with its own upstream clients and in-flight bounds. Installed by a
+    /// reload (``ReverseProxy/replaceSettings(_:)``), it takes over the running ones that
+    /// still fit (``succeeding(_:)``).
+    public convenience init(
         routes: [ProxyRoute], clientConfiguration: UpstreamClientConfiguration, rejectionPolicy: UpstreamRejectionPolicy,
         replayRule: ReplayRule, replayLimit: Int, livenessPath: String?, trustedProxies: Set<String>,
-        accessLog: AccessLog? = nil, previous: ProxySettings? = nil
+        accessLog: AccessLog? = nil
     ) {
-        self.accessLog = accessLog
-        table = RouteTable(routes)
         var limiters: [String: InFlightLimiter] = [:]
         for r in routes where r.requiresAuthentication {
             guard let limit = r.maxInFlight else { continue }
-            if let old = previous?.limiters[r.prefix] {
-                // The same route keeps its limiter, so the requests it counts and queues stay
-                // counted; a new limit or timeout applies to it from now on.
-                if old.limit != limit || old.timeout != r.queueTimeout { old.reconfigure(limit: limit, timeout: r.queueTimeout) }
-                limiters[r.prefix] = old
-            } else {
-                limiters[r.prefix] = InFlightLimiter(limit: limit, timeout: r.queueTimeout)
-            }
+            limiters[r.prefix] = InFlightLimiter(limit: limit, timeout: r.queueTimeout)
         }
+        self.init(
+            table: RouteTable(routes), limiters: limiters, clients: UpstreamClientPool(configuration: clientConfiguration),
+            clientConfiguration: clientConfiguration, rejectionPolicy: rejectionPolicy, replayRule: replayRule,
+            replayLimit: replayLimit, livenessPath: livenessPath, trustedProxies: trustedProxies, accessLog: accessLog)
+    }
+
+    private init(
+        table: RouteTable, limiters: [String: InFlightLimiter], clients: UpstreamClientPool,
+        clientConfiguration: UpstreamClientConfiguration, rejectionPolicy: UpstreamRejectionPolicy, replayRule: ReplayRule,
+        replayLimit: Int, livenessPath: String?, trustedProxies: Set<String>, accessLog: AccessLog?
+    ) {
+        self.table = table
         self.limiters = limiters
-        if let previous, previous.clientConfiguration.sameSettings(as: clientConfiguration) {
-            clients = previous.clients
-        } else {
-            clients = UpstreamClientPool(configuration: clientConfiguration)
-        }
+        self.clients = clients
         self.clientConfiguration = clientConfiguration
         self.rejectionPolicy = rejectionPolicy
         self.replayRule = replayRule
         self.replayLimit = replayLimit
         self.livenessPath = livenessPath
         self.trustedProxies = trustedProxies
+        self.accessLog = accessLog
+    }
+
+    /// These settings as they take over from `previous`, the running ones: its upstream
+    /// clients are kept when the client settings are the same, and a route's in-flight bound
+    /// is kept when its prefix is, taking the new limit and timeout now — the requests it
+    /// counts and queues stay counted across the reload, so the route never has more at its
+    /// upstream than the new limit allows. Call only to install the result.
+    func succeeding(_ previous: ProxySettings) -> ProxySettings {
+        var limiters = self.limiters
+        for (prefix, fresh) in self.limiters {
+            guard let old = previous.limiters[prefix] else { continue }
+            if old.limit != fresh.limit || old.timeout != fresh.timeout {
+                old.reconfigure(limit: fresh.limit, timeout: fresh.timeout)
+            }
+            limiters[prefix] = old
+        }
+        let clients = previous.clientConfiguration.sameSettings(as: clientConfiguration) ? previous.clients : self.clients
+        return ProxySettings(
+            table: table, limiters: limiters, clients: clients, clientConfiguration: clientConfiguration,
+            rejectionPolicy: rejectionPolicy, replayRule: replayRule, replayLimit: replayLimit, livenessPath: livenessPath,
+            trustedProxies: trustedProxies, accessLog: accessLog)
     }
 
     /// Authenticated requests waiting for a slot at their route's upstream.

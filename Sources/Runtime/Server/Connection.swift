@@ -32,6 +32,8 @@ final class Connection {
 
     // Request.
     private var head: RequestHead?
+    /// What the responder kept from `head` (``RequestIntake/context``), handed back with the request.
+    private var intakeContext: (any Sendable)?
     var body: [UInt8] = []
     var stream: BodyStream?
 
@@ -159,8 +161,9 @@ final class Connection {
                 if used == 0 { return offset }
             case .head(let h):
                 head = h
-                let policy = context.responder.bodyPolicy(for: h, limits: context.configuration.limits)
-                execute(step { m, now in m.receivedHead(h, body: policy, now: now) })
+                let intake = context.responder.intake(for: h, limits: context.configuration.limits)
+                intakeContext = intake.context
+                execute(step { m, now in m.receivedHead(h, body: intake.body, now: now) })
             case .body(let bytes):
                 execute(step { m, now in m.receivedBody(bytes.count, now: now) }, input: bytes)
             case .end:
@@ -177,7 +180,9 @@ final class Connection {
         guard let head else { return }
         let writer = ResponseWriter(
             connection: LoopBound(self, loop: loop), sequence: machine.sequence, isHeadRequest: head.isHead)
-        let request = HTTPRequest(head: head, body: requestBody, remoteAddress: remoteAddress, loop: loop)
+        let request = HTTPRequest(
+            head: head, body: requestBody, remoteAddress: remoteAddress, loop: loop, context: intakeContext)
+        intakeContext = nil
         context.responder.respond(to: request, writer: writer)
     }
 

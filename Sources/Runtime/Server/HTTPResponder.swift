@@ -27,6 +27,29 @@ public struct HTTPRequest: Sendable {
     public var remoteAddress: String
     /// The loop that owns the connection; a good executor for the work on this request.
     public var loop: EventLoop
+    /// What the responder's ``HTTPResponder/intake(for:limits:)`` kept for this request when
+    /// its head arrived (nil for a responder that keeps nothing).
+    public var context: (any Sendable)?
+}
+
+/// What a responder decides when a request's head arrives: how its body is read, and a
+/// value of its own it wants back when it answers (``HTTPRequest/context``), so that what it
+/// found in the head (a route, a parsed target) is found once per request.
+///
+/// The server holds the value from the head to the call of
+/// ``HTTPResponder/respond(to:writer:)`` and never looks into it. A value of at most three
+/// words travels without an allocation.
+public struct RequestIntake: Sendable {
+    /// How the body is read.
+    public var body: BodyPolicy
+    /// Handed back in ``HTTPRequest/context``.
+    public var context: (any Sendable)?
+
+    /// An intake that reads the body as `body` says and keeps `context` for the answer.
+    public init(body: BodyPolicy, context: (any Sendable)? = nil) {
+        self.body = body
+        self.context = context
+    }
 }
 
 /// Answers requests. Called on the connection's loop thread; it may answer at once
@@ -42,12 +65,21 @@ public struct HTTPRequest: Sendable {
 public protocol HTTPResponder: Sendable {
     /// Decides how the body of `head` is read. The default buffers up to the server limit.
     func bodyPolicy(for head: RequestHead, limits: HTTPLimits) -> BodyPolicy
+    /// What the server calls when a head arrives: the body policy and a value handed back
+    /// with the request. The default is ``bodyPolicy(for:limits:)`` with nothing kept.
+    func intake(for head: RequestHead, limits: HTTPLimits) -> RequestIntake
     /// Answers `request` through `writer`, exactly once.
     func respond(to request: HTTPRequest, writer: ResponseWriter)
 }
 
 extension HTTPResponder {
+    /// Buffers the body up to the server's limit.
     public func bodyPolicy(for head: RequestHead, limits: HTTPLimits) -> BodyPolicy {
         .buffer(maxBytes: limits.maxBufferedBodyBytes)
+    }
+
+    /// ``bodyPolicy(for:limits:)``, with nothing kept for the answer.
+    public func intake(for head: RequestHead, limits: HTTPLimits) -> RequestIntake {
+        RequestIntake(body: bodyPolicy(for: head, limits: limits))
     }
 }

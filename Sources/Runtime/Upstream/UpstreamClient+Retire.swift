@@ -35,6 +35,7 @@ extension UpstreamClient {
     func reopen() {
         closed = false
         http1Pools.removeAll()
+        lastHTTP1Pool = nil
         multi = nil
         timer = nil
         setupError = nil

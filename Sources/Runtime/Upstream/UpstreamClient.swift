@@ -42,6 +42,8 @@ public final class UpstreamClient: @unchecked Sendable {
     var quietCheckScheduled = false
     /// The loop's own HTTP/1.1 connections, per `http://` origin.
     var http1Pools: [HTTP1Origin: HTTP1Pool] = [:]
+    /// The pool of the last `http://` exchange (``http1Pool(for:)``).
+    var lastHTTP1Pool: HTTP1Pool?
     /// How deep the client is in libcurl calls that run callbacks: libcurl refuses to
     /// remove a transfer from inside them, so a transfer cancelled there is removed on the
     /// next turn of the loop.
@@ -113,17 +115,11 @@ public final class UpstreamClient: @unchecked Sendable {
         precondition(loop.inEventLoop)
         if closed && retired && !loopShutDown { reopen() }
         if configuration.loopHTTP1, configuration.unixSocketPath == nil, !closed,
-            let (origin, target) = HTTP1Origin.parse(request.url)
+            let (origin, target) = request.http1Destination
         {
             do throws(RuntimeError) {
                 let head = try HTTP1RequestHead.make(request, target: target, origin: origin)
-                let pool: HTTP1Pool
-                if let existing = http1Pools[origin] {
-                    pool = existing
-                } else {
-                    pool = HTTP1Pool(client: self, origin: origin)
-                    http1Pools[origin] = pool
-                }
+                let pool = http1Pool(for: origin)
                 let exchange = HTTP1Exchange(request: request, head: head, pool: pool, handler: handler)
                 pool.start(exchange)
                 return exchange
@@ -133,6 +129,9 @@ public final class UpstreamClient: @unchecked Sendable {
                 return refused
             }
         }
+        var request = request
+        // libcurl takes a URL: put together once, here, for a request that came without one.
+        if case .origin = request.destination { request.destination = .url(request.url) }
         let transfer = CurlTransfer(client: self, request: request, handler: handler)
         if request.upgrade {
             transfer.fail(
@@ -242,6 +241,7 @@ public final class UpstreamClient: @unchecked Sendable {
             transfer.finish(.upstream(.cancelled, "the upstream client shut down"))
         }
         for pool in http1Pools.values { pool.close() }
+        lastHTTP1Pool = nil
         timer?.close()
         idleHandles.removeAll()
         do throws(RuntimeError) {

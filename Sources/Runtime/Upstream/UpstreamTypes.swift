@@ -55,10 +55,27 @@ public struct UpstreamClientConfiguration: Sendable {
 
 /// A request to an upstream.
 public struct UpstreamRequest: Sendable {
+    /// Where a request goes: an absolute URL, or an origin parsed beforehand and a target.
+    public enum Destination: Sendable {
+        /// The absolute URL (`http://host:port/path?query`), parsed for each request.
+        case url(String)
+        /// An origin parsed once (``UpstreamOrigin``) and the request target: a path
+        /// starting with `/`, with its query.
+        case origin(UpstreamOrigin, target: String)
+    }
+
     /// The method.
     public var method: String
-    /// The absolute URL (`http://host:port/path?query`).
-    public var url: String
+    /// Where the request goes.
+    public var destination: Destination
+    /// The absolute URL; for a ``Destination/origin(_:target:)`` request it is put
+    /// together on each read (only libcurl needs it).
+    public var url: String {
+        switch destination {
+        case .url(let url): url
+        case .origin(let origin, let target): origin.url(target)
+        }
+    }
     /// Header fields to send, already cleaned of hop-by-hop and framing fields.
     public var headers: HTTPHeaders
     /// The body.
@@ -70,16 +87,33 @@ public struct UpstreamRequest: Sendable {
     /// `upstream-invalid-request`, nothing sent.
     public var upgrade: Bool
 
-    /// Creates a request.
+    /// Creates a request to the absolute `url`.
     public init(
         method: String, url: String, headers: HTTPHeaders = HTTPHeaders(), body: UpstreamRequestBody = .none,
         upgrade: Bool = false
     ) {
+        self.init(method: method, destination: .url(url), headers: headers, body: body, upgrade: upgrade)
+    }
+
+    /// Creates a request to `destination`.
+    public init(
+        method: String, destination: Destination, headers: HTTPHeaders = HTTPHeaders(), body: UpstreamRequestBody = .none,
+        upgrade: Bool = false
+    ) {
         self.upgrade = upgrade
         self.method = method
-        self.url = url
+        self.destination = destination
         self.headers = headers
         self.body = body
+    }
+
+    /// The origin and target the loop's HTTP/1.1 client would use: an `http` origin as it
+    /// is, or a URL parsed (``HTTP1Origin/parse(_:)``); nil for `https` and anything else.
+    var http1Destination: (origin: HTTP1Origin, target: String)? {
+        switch destination {
+        case .origin(let origin, let target): origin.isHTTPS ? nil : (origin.endpoint, target)
+        case .url(let url): HTTP1Origin.parse(url)
+        }
     }
 }
 

@@ -1,0 +1,67 @@
+public import HTTPWire
+public import Runtime
+
+/// A request's route, decided once: when its head arrives (``intake(for:limits:)``, which
+/// also decides how its body is read), carried through the server in
+/// ``HTTPRequest/context``, and carried out when the proxy answers it, with the settings it
+/// arrived under.
+extension ReverseProxy {
+    /// What the proxy kept from a request's head for its answer. Three words, so the
+    /// server holds it in its `any Sendable` slot with no allocation.
+    struct Admission: Sendable {
+        /// The settings the request arrived under; it keeps them to its end, through a reload.
+        let settings: ProxySettings
+        /// The route and where the path and query are in the target; ``ExchangePlan/Routed/noRoute``
+        /// when the plan is not to forward, and is made again from the head with ``settings``
+        /// (liveness, the fallback, a rejection: none of them the path that counts).
+        let routed: ExchangePlan.Routed
+    }
+
+    /// Reads a request's body as ``RouteTable/bodyPolicy(route:framing:replayLimit:)`` says,
+    /// and keeps the route found for the answer. A request matching no route (or with no
+    /// valid target) is answered after its head, nothing buffered, unless the fallback wants
+    /// its body; what the fallback keeps is handed to it.
+    public func intake(for head: RequestHead, limits: HTTPLimits) -> RequestIntake {
+        let s = settings
+        let replayLimit = authentication == nil ? nil : s.replayLimit
+        if let routed = ExchangePlan.Routed(
+            method: head.method, target: head.target, livenessPath: s.livenessPath, table: s.table, sessions: sessionNames)
+        {
+            // A route always has a policy.
+            let body = RouteTable.bodyPolicy(
+                route: s.table.routes[Int(routed.route)], framing: head.framing, replayLimit: replayLimit)
+            return RequestIntake(body: body ?? .stream, context: Admission(settings: s, routed: routed))
+        }
+        let admission = Admission(settings: s, routed: .noRoute)
+        let route = (try? RequestTarget(head.target)).flatMap { s.table.route(for: $0.path) }
+        if let body = RouteTable.bodyPolicy(route: route, framing: head.framing, replayLimit: replayLimit) {
+            return RequestIntake(body: body, context: admission)
+        }
+        guard let fallback else { return RequestIntake(body: .stream, context: admission) }
+        let intake = fallback.intake(for: head, limits: limits)
+        return intake.context == nil ? RequestIntake(body: intake.body, context: admission) : intake
+    }
+
+    /// ``intake(for:limits:)``'s body policy.
+    public func bodyPolicy(for head: RequestHead, limits: HTTPLimits) -> BodyPolicy {
+        intake(for: head, limits: limits).body
+    }
+
+    /// The plan for `request` and the settings it runs with: the ones its head was admitted
+    /// under, with the route found then; else (a request that did not come through
+    /// ``intake(for:limits:)``) the current ones. Nil settings: the fallback kept a value of
+    /// its own for this request, which goes to it as it is.
+    func admittedPlan(_ request: HTTPRequest) -> (ExchangePlan, ProxySettings?) {
+        guard let admission = request.context as? Admission else {
+            if request.context != nil { return (.fallback, nil) }
+            let s = settings
+            return (plan(for: request.head, s), s)
+        }
+        let s = admission.settings
+        if admission.routed.isRoute { return (admission.routed.plan(target: request.head.target, table: s.table), s) }
+        let plan = ExchangePlan.unrouted(
+            method: request.head.method, target: request.head.target, livenessPath: s.livenessPath, table: s.table,
+            hasFallback: fallback != nil, sessions: sessionNames)
+        return (plan, s)
+    }
+}
