@@ -81,6 +81,8 @@ import Testing
         (fields("GET", "/slow", route: "/", status: 504, upstreamStatus: nil, bytesIn: 5, bytesOut: 0,
             traceparent: " 01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
             arrival: WallTime(seconds: 946_684_799, nanoseconds: 875_000_000)), .seconds(40 * 365 * 86_400), false),
+        (fields("GET", "/" + String(repeating: "long/ü/", count: 1_500) + "?q=" + String(repeating: "x", count: 3_000),
+            route: "/", status: 200, upstreamStatus: 200, bytesIn: 0, bytesOut: 1), .nanoseconds(1), true),
     ]
 
     /// The line ``AccessLogLine`` builds is the handler's line for the record of the same facts,
@@ -96,7 +98,8 @@ import Testing
         for round in 0..<2 {
             for (i, (f, duration, includeQuery)) in Self.facts.enumerated() {
                 let now = nows[(i + round) % nows.count]
-                builder.build(f, duration: duration, now: now, header: header, includeQuery: includeQuery)
+                let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+                builder.build(f, nanoseconds: nanoseconds, now: now, header: header, includeQuery: includeQuery)
                 let record = AccessLogRecord.make(
                     method: f.method, target: f.target, route: f.route, status: f.status, upstreamStatus: f.upstreamStatus,
                     bytesIn: f.bytesIn, bytesOut: f.bytesOut, duration: duration, replays: f.replays, generation: f.generation,

@@ -10,9 +10,14 @@ import Testing
 /// as `AccessLogRecord.traceID`, dates as `RFC3339` across second, day and year boundaries.
 @Suite struct AccessLogTextTests {
     static func quoted(_ s: String) -> [UInt8] {
-        var out: [UInt8] = []
-        AccessLogText.appendQuoted(s, to: &out)
-        return out
+        let out = AccessLogBuffer(capacity: 4)
+        AccessLogText.appendQuoted(s, to: out)
+        return Array(out.bytes)
+    }
+
+    /// The nanoseconds of `d` (within ±292 years).
+    static func nanoseconds(_ d: Duration) -> Int64 {
+        d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000
     }
 
     static func reference(_ s: String) -> [UInt8] {
@@ -68,9 +73,9 @@ import Testing
     // MARK: The duration
 
     static func milliseconds(_ d: Duration) -> String {
-        var out: [UInt8] = []
-        AccessLogText.appendMilliseconds(d, to: &out)
-        return String(decoding: out, as: UTF8.self)
+        let out = AccessLogBuffer()
+        AccessLogText.appendMilliseconds(nanoseconds: nanoseconds(d), to: out)
+        return String(decoding: out.bytes, as: UTF8.self)
     }
 
     @Test(arguments: [
@@ -98,7 +103,7 @@ import Testing
                 #expect(Self.milliseconds(d) == "\(AccessLogText.milliseconds(d))", "\(ns) ns")
             }
         }
-        for d in [Duration.nanoseconds(-1_500), .seconds(-3), .seconds(999_999_999), .seconds(1_000_000_000), .seconds(Int64.max)] {
+        for d in [Duration.nanoseconds(-1_500), .seconds(-3), .seconds(999_999_999), .seconds(1_000_000_000), .seconds(9_000_000_000), .nanoseconds(Int64.max)] {
             #expect(Self.milliseconds(d) == "\(AccessLogText.milliseconds(d))", "\(d)")
         }
     }
@@ -115,8 +120,9 @@ import Testing
         "garbage", "", "00-1-2-3",
     ])
     func theTraceIDIsTheRecordsTraceID(_ header: String) {
-        var direct: [UInt8] = []
-        AccessLogText.appendTraceID(header, to: &direct)
+        let buffer = AccessLogBuffer()
+        AccessLogText.appendTraceID(header, to: buffer)
+        let direct = Array(buffer.bytes)
         var general: [UInt8] = []
         if let id = AccessLogRecord.traceID(header) {
             general.append(contentsOf: #","traceID":"#.utf8)
@@ -130,9 +136,9 @@ import Testing
     static func text(_ times: [WallTime], milliseconds: Bool) -> [String] {
         var cache = SecondText()
         return times.map { t in
-            var out: [UInt8] = []
-            cache.append(t, milliseconds: milliseconds, to: &out)
-            return String(decoding: out, as: UTF8.self)
+            let out = AccessLogBuffer()
+            cache.append(t, milliseconds: milliseconds, to: out)
+            return String(decoding: out.bytes, as: UTF8.self)
         }
     }
 
@@ -162,6 +168,43 @@ import Testing
         #expect(Self.text([WallTime(seconds: 946_684_799, nanoseconds: 999_999_999)], milliseconds: true) == ["1999-12-31T23:59:59.999Z"])
         #expect(Self.text([WallTime(seconds: -1, nanoseconds: 500_000_000)], milliseconds: true) == ["1969-12-31T23:59:59.500Z"])
         #expect(Self.text([WallTime(seconds: 1_709_164_800, nanoseconds: 1_000_000)], milliseconds: true) == ["2024-02-29T00:00:00.001Z"])
+    }
+
+    // MARK: The buffer
+
+    @Test func numbersAreWrittenAsStringSpellsThem() {
+        var values: [Int] = [0, 1, 9, 10, 11, 99, 100, 101, -1, -9, -10, Int.max, Int.min, Int.max - 1, Int.min + 1]
+        var p = 1
+        for _ in 0..<18 {
+            p *= 10
+            values += [p - 1, p, p + 1, -p]
+        }
+        let out = AccessLogBuffer(capacity: 1)
+        for v in values {
+            out.removeAll()
+            out.appendDecimal(v)
+            #expect(String(decoding: out.bytes, as: UTF8.self) == String(v))
+        }
+        for v: UInt64 in [0, 7, 10_000_000_000_000_000_000, UInt64.max, UInt64.max - 1, 9_999_999_999_999_999_999] {
+            out.removeAll()
+            out.appendDecimal(v)
+            #expect(String(decoding: out.bytes, as: UTF8.self) == String(v))
+        }
+    }
+
+    @Test func theBufferGrowsAndKeepsWhatItHas() {
+        let out = AccessLogBuffer(capacity: 16)
+        var expected: [UInt8] = []
+        for i in 0..<2_000 {
+            let piece = "piece \(i);"
+            out.append(piece)
+            out.append(UInt8(ascii: "|"))
+            expected += Array(piece.utf8) + [UInt8(ascii: "|")]
+        }
+        #expect(Array(out.bytes) == expected)
+        out.removeAll()
+        out.append("again" as StaticString)
+        #expect(Array(out.bytes) == Array("again".utf8))
     }
 
     @Test func wallTimeNormalisesItsNanoseconds() {

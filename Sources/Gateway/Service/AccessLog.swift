@@ -61,22 +61,22 @@ public final class AccessLog: Sendable {
         return AccessFacts(log: self, fields: fields, loop: request.loop)
     }
 
-    /// Writes the line of a request that ended `duration` after it arrived. On an event
+    /// Writes the line of a request that ended `nanoseconds` after it arrived. On an event
     /// loop's thread the line joins what the loop writes after the I/O of its turn
     /// (``Runtime/EventLoop/appendOutput(_:to:)``, one `write(2)` for the lines of a turn);
     /// elsewhere it is written at once.
-    func write(_ fields: AccessLogLine.Fields, duration: Duration) {
+    func write(_ fields: AccessLogLine.Fields, nanoseconds: Int64) {
         guard direct else {
             let record = AccessLogRecord.make(
                 method: fields.method, target: fields.target, route: fields.route, status: fields.status,
                 upstreamStatus: fields.upstreamStatus, bytesIn: fields.bytesIn, bytesOut: fields.bytesOut,
-                duration: duration, replays: fields.replays, generation: fields.generation,
+                duration: .nanoseconds(nanoseconds), replays: fields.replays, generation: fields.generation,
                 traceparent: fields.traceparent, includeQuery: includeQuery, time: fields.arrival.date)
             logger.info("access", metadata: record.metadata)
             return
         }
         let line = AccessLogLine.forThisThread()
-        line.build(fields, duration: duration, now: .now, header: header, includeQuery: includeQuery)
+        line.build(fields, nanoseconds: nanoseconds, now: .now, header: header, includeQuery: includeQuery)
         if let loop = EventLoop.current {
             loop.appendOutput(line.bytes, to: 2)
         } else {

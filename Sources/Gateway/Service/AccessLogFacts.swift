@@ -1,4 +1,5 @@
 public import AuthCore
+import Glibc
 import Runtime
 
 /// What the proxy learns about one sampled request as it serves it; ``end(status:)`` logs it.
@@ -14,7 +15,7 @@ import Runtime
 /// every call.
 public final class AccessFacts: @unchecked Sendable {
     private let log: AccessLog
-    private let started = ContinuousClock.now
+    private let started = AccessFacts.monotonicNanoseconds()
     private var fields: AccessLogLine.Fields
     private var ended = false
     #if DEBUG
@@ -50,7 +51,16 @@ public final class AccessFacts: @unchecked Sendable {
         guard !ended else { return }
         ended = true
         fields.status = status
-        log.write(fields, duration: ContinuousClock.now - started)
+        log.write(fields, nanoseconds: Self.monotonicNanoseconds() - started)
+    }
+
+    /// `CLOCK_MONOTONIC` in nanoseconds (what `ContinuousClock` reads, without its 128-bit
+    /// arithmetic).
+    private static func monotonicNanoseconds() -> Int64 {
+        var t = timespec()
+        // CLOCK_MONOTONIC always exists; should it fail, the duration shows as 0.
+        guard clock_gettime(CLOCK_MONOTONIC, &t) == 0 else { return 0 }
+        return Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec)
     }
 
     @inline(__always)

@@ -28,6 +28,7 @@ final class AccessLogLine {
 
     /// The last line built; valid until the next.
     private(set) var bytes: [UInt8] = []
+    private let buffer = AccessLogBuffer()
     private var ts = SecondText()
     private var time = SecondText()
 
@@ -35,52 +36,60 @@ final class AccessLogLine {
         bytes.reserveCapacity(512)
     }
 
-    /// Builds the line of `fields` written at `now`, `duration` after arrival, into
+    /// Builds the line of `fields` written at `now`, `nanoseconds` after arrival, into
     /// ``bytes``. `header` is what follows `ts`'s value up to the members
     /// (`","level":"info","logger":"authgate.access","msg":"access"`).
-    func build(
-        _ fields: Fields, duration: Duration, now: WallTime, header: [UInt8], includeQuery: Bool
-    ) {
-        bytes.removeAll(keepingCapacity: true)
-        bytes.append(contentsOf: AccessLogText.bytes(#"{"ts":""#))
-        ts.append(now, milliseconds: false, to: &bytes)
-        bytes.append(contentsOf: header)
-        if let n = fields.bytesIn { number(#","bytesIn":"#, n) }
-        number(#","bytesOut":"#, fields.bytesOut)
-        bytes.append(contentsOf: AccessLogText.bytes(#","durationMs":"#))
-        AccessLogText.appendMilliseconds(duration, to: &bytes)
-        bytes.append(contentsOf: AccessLogText.bytes(#","method":"#))
-        AccessLogText.appendQuoted(fields.method, to: &bytes)
+    func build(_ fields: Fields, nanoseconds: Int64, now: WallTime, header: [UInt8], includeQuery: Bool) {
+        let line = buffer
+        line.removeAll()
+        line.append(#"{"ts":""#)
+        ts.append(now, milliseconds: false, to: line)
+        header.withUnsafeBufferPointer { line.append($0) }
+        if let n = fields.bytesIn {
+            line.append(#","bytesIn":"#)
+            line.appendDecimal(n)
+        }
+        line.append(#","bytesOut":"#)
+        line.appendDecimal(fields.bytesOut)
+        line.append(#","durationMs":"#)
+        AccessLogText.appendMilliseconds(nanoseconds: nanoseconds, to: line)
+        line.append(#","method":"#)
+        AccessLogText.appendQuoted(fields.method, to: line)
         var target = fields.target
         let query = target.withUTF8 { t -> String? in
             let question = t.firstIndex(of: UInt8(ascii: "?"))
-            bytes.append(contentsOf: AccessLogText.bytes(#","path":"#))
-            AccessLogText.appendQuoted(UnsafeBufferPointer(rebasing: t[..<(question ?? t.count)]), to: &bytes)
+            line.append(#","path":"#)
+            AccessLogText.appendQuoted(UnsafeBufferPointer(rebasing: t[..<(question ?? t.count)]), to: line)
             guard includeQuery, let question else { return nil }
             return String(decoding: UnsafeBufferPointer(rebasing: t[(question + 1)...]), as: UTF8.self)
         }
         if let query {
-            bytes.append(contentsOf: AccessLogText.bytes(#","query":"#))
-            AccessLogText.appendQuoted(AccessLogRecord.redacted(query), to: &bytes)
+            line.append(#","query":"#)
+            AccessLogText.appendQuoted(AccessLogRecord.redacted(query), to: line)
         }
-        number(#","replayed":"#, fields.replays)
+        line.append(#","replayed":"#)
+        line.appendDecimal(fields.replays)
         if let route = fields.route {
-            bytes.append(contentsOf: AccessLogText.bytes(#","route":"#))
-            AccessLogText.appendQuoted(route, to: &bytes)
+            line.append(#","route":"#)
+            AccessLogText.appendQuoted(route, to: line)
         }
-        number(#","status":"#, fields.status)
-        bytes.append(contentsOf: AccessLogText.bytes(#","time":""#))
-        time.append(fields.arrival, milliseconds: true, to: &bytes)
-        bytes.append(0x22)
-        if let g = fields.generation { number(#","tokenGeneration":"#, g) }
-        if let t = fields.traceparent { AccessLogText.appendTraceID(t, to: &bytes) }
-        if let s = fields.upstreamStatus { number(#","upstreamStatus":"#, s) }
-        bytes.append(contentsOf: AccessLogText.bytes("}\n"))
-    }
-
-    private func number(_ member: StaticString, _ value: some BinaryInteger) {
-        bytes.append(contentsOf: AccessLogText.bytes(member))
-        bytes.appendDecimal(value)
+        line.append(#","status":"#)
+        line.appendDecimal(fields.status)
+        line.append(#","time":""#)
+        time.append(fields.arrival, milliseconds: true, to: line)
+        line.append(0x22)
+        if let g = fields.generation {
+            line.append(#","tokenGeneration":"#)
+            line.appendDecimal(g)
+        }
+        if let t = fields.traceparent { AccessLogText.appendTraceID(t, to: line) }
+        if let s = fields.upstreamStatus {
+            line.append(#","upstreamStatus":"#)
+            line.appendDecimal(s)
+        }
+        line.append("}\n" as StaticString)
+        bytes.removeAll(keepingCapacity: true)
+        bytes.append(contentsOf: line.bytes)
     }
 
     /// This thread's builder, made on first use and released when the thread ends.

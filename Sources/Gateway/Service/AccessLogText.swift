@@ -7,20 +7,27 @@ enum AccessLogText {
     /// Appends the JSON string literal for `bytes` (valid UTF-8), as
     /// `Problem.appendQuoted` writes it: copied in one piece when nothing in it needs an escape
     /// (no control character, `"` or `\`), else through `Problem.appendQuoted`.
-    static func appendQuoted(_ bytes: UnsafeBufferPointer<UInt8>, to line: inout [UInt8]) {
+    static func appendQuoted(_ bytes: UnsafeBufferPointer<UInt8>, to line: AccessLogBuffer) {
         if needsEscaping(bytes) {
-            Problem.appendQuoted(String(decoding: bytes, as: UTF8.self), to: &line)
+            appendGeneralQuoted(String(decoding: bytes, as: UTF8.self), to: line)
             return
         }
         line.append(0x22)
-        line.append(contentsOf: bytes)
+        line.append(bytes)
         line.append(0x22)
     }
 
     /// ``appendQuoted(_:to:)`` for a string.
-    static func appendQuoted(_ s: String, to line: inout [UInt8]) {
+    static func appendQuoted(_ s: String, to line: AccessLogBuffer) {
         var s = s
-        s.withUTF8 { appendQuoted($0, to: &line) }
+        s.withUTF8 { appendQuoted($0, to: line) }
+    }
+
+    /// `Problem.appendQuoted`, the general quoting, into `line`.
+    private static func appendGeneralQuoted(_ s: String, to line: AccessLogBuffer) {
+        var quoted: [UInt8] = []
+        Problem.appendQuoted(s, to: &quoted)
+        quoted.withUnsafeBufferPointer { line.append($0) }
     }
 
     /// Whether any byte of `bytes` is a control character, `"` or `\`: eight bytes at a time,
@@ -59,24 +66,25 @@ enum AccessLogText {
     /// The duration in milliseconds as the record keeps it: rounded to the microsecond, in
     /// a `Double`.
     static func milliseconds(_ duration: Duration) -> Double {
-        microseconds(duration) / 1_000
-    }
-
-    /// The duration in whole microseconds (rounded half away from zero), as a `Double`.
-    static func microseconds(_ duration: Duration) -> Double {
         let ms = Double(duration.components.seconds) * 1_000 + Double(duration.components.attoseconds) / 1e15
-        return (ms * 1_000).rounded()
+        return (ms * 1_000).rounded() / 1_000
     }
 
-    /// Appends the duration in milliseconds as Swift prints the `Double`
-    /// ``milliseconds(_:)`` (`1234.567`, `0.05`, `1500.0`), in digits: below 10¹² ms every
+    /// Appends a duration of `nanoseconds` in milliseconds as Swift prints the `Double`
+    /// ``milliseconds(_:)`` of the same duration (`1234.567`, `0.05`, `1500.0`), in digits,
+    /// the same arithmetic over integers rather than `Duration`'s 128 bits: below 10¹² ms every
     /// multiple of 0.001 is the shortest text of its `Double`, which is what Swift prints.
     /// Beyond that (31 years), or for a negative duration, Swift prints it.
-    static func appendMilliseconds(_ duration: Duration, to line: inout [UInt8]) {
-        let micros = microseconds(duration)
-        guard micros >= 0, micros < 1e15 else {
-            let ms = micros / 1_000
-            if ms.isFinite { line.appendUTF8("\(ms)") } else { Problem.appendQuoted("\(ms)", to: &line) }
+    static func appendMilliseconds(nanoseconds: Int64, to line: AccessLogBuffer) {
+        guard nanoseconds >= 0 else {
+            line.append("\(milliseconds(.nanoseconds(nanoseconds)))")
+            return
+        }
+        let (seconds, rest) = nanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+        let ms = Double(seconds) * 1_000 + Double(rest * 1_000_000_000) / 1e15
+        let micros = (ms * 1_000).rounded()
+        guard micros < 1e15 else {
+            line.append("\(micros / 1_000)")
             return
         }
         let (whole, fraction) = Int(micros).quotientAndRemainder(dividingBy: 1_000)
@@ -96,19 +104,19 @@ enum AccessLogText {
     /// Appends `,"traceID":"<32 hex>"` for the trace id of `traceparent`, or nothing when it
     /// has none, as ``AccessLogRecord/traceID(_:)`` decides: the usual 55-byte form is checked
     /// over its bytes and copied; anything else goes through that function.
-    static func appendTraceID(_ traceparent: String, to line: inout [UInt8]) {
+    static func appendTraceID(_ traceparent: String, to line: AccessLogBuffer) {
         var header = traceparent
         let done = header.withUTF8 { b -> Bool in
             guard isPlainTraceparent(b) else { return false }
-            line.append(contentsOf: bytes(#","traceID":""#))
-            line.append(contentsOf: UnsafeBufferPointer(rebasing: b[3..<35]))
+            line.append(#","traceID":""#)
+            line.append(UnsafeBufferPointer(rebasing: b[3..<35]))
             line.append(0x22)
             return true
         }
         if done { return }
         guard let id = AccessLogRecord.traceID(traceparent) else { return }
-        line.append(contentsOf: bytes(#","traceID":"#))
-        Problem.appendQuoted(id, to: &line)
+        line.append(#","traceID":"#)
+        appendGeneralQuoted(id, to: line)
     }
 
     /// Whether `b` is `vv-<32 hex>-<16 hex>-<2 hex>`, all lower case, version not `ff`,
@@ -127,9 +135,4 @@ enum AccessLogText {
         return !traceZero && !parentZero && !(b[0] == 0x66 && b[1] == 0x66)
     }
 
-    /// The bytes of a literal (a member's `,"name":`).
-    @inline(__always)
-    static func bytes(_ literal: StaticString) -> UnsafeBufferPointer<UInt8> {
-        UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount)
-    }
 }

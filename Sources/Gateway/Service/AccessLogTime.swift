@@ -51,14 +51,14 @@ struct SecondText {
 
     /// Appends `time` as ``RFC3339/append(_:milliseconds:to:)`` writes it, `...:37Z` or, with
     /// `milliseconds`, `...:37.125Z` (truncated).
-    mutating func append(_ time: WallTime, milliseconds: Bool, to line: inout [UInt8]) {
+    mutating func append(_ time: WallTime, milliseconds: Bool, to line: AccessLogBuffer) {
         if time.seconds != second {
             second = time.seconds
             text.removeAll(keepingCapacity: true)
             RFC3339.append(Date(timeIntervalSince1970: Double(time.seconds)), to: &text)
             text.removeLast()  // its "Z"
         }
-        line.append(contentsOf: text)
+        text.withUnsafeBufferPointer { line.append($0) }
         if milliseconds {
             let ms = time.nanoseconds / 1_000_000
             line.append(UInt8(ascii: "."))
