@@ -1,5 +1,4 @@
 import Glibc
-import HTTPWire
 
 /// Builds access log lines, each into the same buffer: one per thread
 /// (``forThisThread()``), so a line costs no allocation once the buffer has grown, and the
