@@ -197,7 +197,7 @@ import Testing
         var expected: [UInt8] = []
         for i in 0..<2_000 {
             let piece = "piece \(i);"
-            out.append(piece)
+            out.appendUTF8(piece)
             out.append(UInt8(ascii: "|"))
             expected += Array(piece.utf8) + [UInt8(ascii: "|")]
         }

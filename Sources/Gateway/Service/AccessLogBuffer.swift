@@ -61,8 +61,9 @@ final class AccessLogBuffer {
         append(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
 
-    /// Appends the UTF-8 of `s`.
-    func append(_ s: String) {
+    /// Appends the UTF-8 of `s` (named apart from the `StaticString` `append(_:)`, so that a
+    /// literal is copied from the binary rather than made into a `String`).
+    func appendUTF8(_ s: String) {
         var s = s
         s.withUTF8 { append($0) }
     }

@@ -77,14 +77,14 @@ enum AccessLogText {
     /// Beyond that (31 years), or for a negative duration, Swift prints it.
     static func appendMilliseconds(nanoseconds: Int64, to line: AccessLogBuffer) {
         guard nanoseconds >= 0 else {
-            line.append("\(milliseconds(.nanoseconds(nanoseconds)))")
+            line.appendUTF8("\(milliseconds(.nanoseconds(nanoseconds)))")
             return
         }
         let (seconds, rest) = nanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
         let ms = Double(seconds) * 1_000 + Double(rest * 1_000_000_000) / 1e15
         let micros = (ms * 1_000).rounded()
         guard micros < 1e15 else {
-            line.append("\(micros / 1_000)")
+            line.appendUTF8("\(micros / 1_000)")
             return
         }
         let (whole, fraction) = Int(micros).quotientAndRemainder(dividingBy: 1_000)
