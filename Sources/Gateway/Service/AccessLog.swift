@@ -1,6 +1,5 @@
-public import AuthCore
-import Foundation
-import Locking
+import Glibc
+import HTTPWire
 public import Logging
 public import Runtime
 
@@ -20,9 +19,11 @@ public final class AccessLog: Sendable {
     public let includeQuery: Bool
     let logger: Logger
     /// Whether lines go straight to AuthGate's own ``JSONLogHandler`` (the logger's handler,
-    /// with no metadata of its own, at `info` or below), skipping swift-log's metadata
-    /// dictionary; any other handler gets each record as metadata.
+    /// with no metadata of its own, at `info` or below), built as bytes by ``AccessLogLine``;
+    /// any other handler gets each record as metadata.
     let direct: Bool
+    /// What follows the `ts` value in a direct line: `","level":"info","logger":<label>,"msg":"access"`.
+    let header: [UInt8]
 
     /// Creates the log from its settings; nil when they turn it off (or sample nothing).
     public init?(_ configuration: GatewayConfiguration.AccessLogSettings?, logger: Logger) {
@@ -32,6 +33,13 @@ public final class AccessLog: Sendable {
         self.includeQuery = configuration?.includeQuery ?? false
         self.logger = logger
         direct = (logger.handler as? JSONLogHandler).map { $0.metadata.isEmpty && $0.logLevel <= .info } ?? false
+        var header = Array(#"","level":"#.utf8)
+        Problem.appendQuoted(Logger.Level.info.rawValue, to: &header)
+        header.append(contentsOf: #","logger":"#.utf8)
+        Problem.appendQuoted(logger.label, to: &header)
+        header.append(contentsOf: #","msg":"#.utf8)
+        Problem.appendQuoted("access", to: &header)
+        self.header = header
     }
 
     /// The facts of `request` to fill in as it is served, when it is sampled; nil otherwise.
@@ -47,78 +55,50 @@ public final class AccessLog: Sendable {
             case .chunked: bytesIn = nil
             }
         }
-        return AccessFacts(
-            log: self, method: request.head.method, target: request.head.target, route: route, bytesIn: bytesIn,
-            traceparent: request.head.headers[first: "traceparent"])
+        let fields = AccessLogLine.Fields(
+            method: request.head.method, target: request.head.target, route: route, bytesIn: bytesIn,
+            traceparent: request.head.headers[first: "traceparent"], arrival: .now)
+        return AccessFacts(log: self, fields: fields, loop: request.loop)
     }
 
-    func write(_ record: AccessLogRecord) {
-        if direct {
-            JSONLogHandler.write(level: .info, label: logger.label, message: "access", members: record.appendMembers)
-        } else {
+    /// Writes the line of a request that ended `nanoseconds` after it arrived. On an event
+    /// loop's thread the line joins what the loop writes after the I/O of its turn
+    /// (``Runtime/EventLoop/appendOutput(_:to:)``, one `write(2)` for the lines of a turn);
+    /// elsewhere it is written at once.
+    func write(_ fields: AccessLogLine.Fields, nanoseconds: Int64) {
+        guard direct else {
+            let record = AccessLogRecord.make(
+                method: fields.method, target: fields.target, route: fields.route, status: fields.status,
+                upstreamStatus: fields.upstreamStatus, bytesIn: fields.bytesIn, bytesOut: fields.bytesOut,
+                duration: .nanoseconds(nanoseconds), replays: fields.replays, generation: fields.generation,
+                traceparent: fields.traceparent, includeQuery: includeQuery, time: fields.arrival.date)
             logger.info("access", metadata: record.metadata)
+            return
         }
-    }
-}
-
-/// What the proxy learns about one sampled request as it serves it; ``end(status:)`` logs it.
-/// Filled in from the request's loop and the task serving it, under a lock.
-public final class AccessFacts: Sendable {
-    private struct Learned {
-        var upstreamStatus: Int?
-        var bytesOut = 0
-        var replays = 0
-        var generation: UInt64?
-        var ended = false
-    }
-
-    private let log: AccessLog
-    private let started = ContinuousClock.now
-    private let time = Date()
-    private let method: String
-    private let target: String
-    private let route: String?
-    private let bytesIn: Int?
-    private let traceparent: String?
-    private let learned = Locked(Learned())
-
-    init(log: AccessLog, method: String, target: String, route: String?, bytesIn: Int?, traceparent: String?) {
-        self.log = log
-        self.method = method
-        self.target = target
-        self.route = route
-        self.bytesIn = bytesIn
-        self.traceparent = traceparent
-    }
-
-    /// An attempt with a token is about to be sent (authenticated routes).
-    public func attempt(_ attempt: ReplayRule.Attempt) {
-        learned.withLock {
-            $0.replays = attempt.replaysSoFar
-            $0.generation = attempt.generation.rawValue
+        let line = AccessLogLine.forThisThread()
+        line.build(fields, nanoseconds: nanoseconds, now: .now, header: header, includeQuery: includeQuery)
+        if let loop = EventLoop.current {
+            loop.appendOutput(line.bytes, to: 2)
+        } else {
+            Self.writeAll(line.bytes)
         }
     }
 
-    /// An upstream answered with `status`, and `bytes` of its body reached the client.
-    public func upstreamAnswered(status: Int, bytes: Int) {
-        learned.withLock {
-            $0.upstreamStatus = status
-            $0.bytesOut = bytes
+    /// Writes `bytes` to standard error, retrying after signals and short writes; gives up
+    /// on any other error (a closed standard error has no one to tell).
+    private static func writeAll(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = Glibc.write(2, buffer.baseAddress! + offset, buffer.count - offset)
+                if n > 0 {
+                    offset += n
+                } else if n < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return
+                }
+            }
         }
-    }
-
-    /// The client got `status`: the line is logged (once).
-    public func end(status: Int) {
-        let facts = learned.withLock { l -> Learned? in
-            guard !l.ended else { return nil }
-            l.ended = true
-            return l
-        }
-        guard let facts else { return }
-        log.write(
-            AccessLogRecord.make(
-                method: method, target: target, route: route, status: status, upstreamStatus: facts.upstreamStatus,
-                bytesIn: bytesIn, bytesOut: facts.bytesOut, duration: ContinuousClock.now - started, replays: facts.replays,
-                generation: facts.generation, traceparent: traceparent, includeQuery: log.includeQuery, time: time))
     }
 }

@@ -53,12 +53,11 @@ public struct AccessLogRecord: Sendable, Codable, Equatable {
         let question = target.utf8.firstIndex(of: UInt8(ascii: "?"))
         let path = question.map { String(Substring(target.utf8[..<$0])) } ?? target
         let query = question.map { String(Substring(target.utf8[target.utf8.index(after: $0)...])) }
-        let ms = Double(duration.components.seconds) * 1_000 + Double(duration.components.attoseconds) / 1e15
         return AccessLogRecord(
             time: RFC3339.format(time, milliseconds: true),
             method: method, route: route, path: path,
             query: includeQuery ? query.map(redacted) : nil, status: status, upstreamStatus: upstreamStatus,
-            bytesIn: bytesIn, bytesOut: bytesOut, durationMs: (ms * 1_000).rounded() / 1_000, replayed: replays,
+            bytesIn: bytesIn, bytesOut: bytesOut, durationMs: AccessLogText.milliseconds(duration), replayed: replays,
             tokenGeneration: generation, traceID: traceparent.flatMap(traceID))
     }
 
@@ -85,7 +84,7 @@ public struct AccessLogRecord: Sendable, Codable, Equatable {
     }
 
     /// Appends the record's members as ``JSONLogHandler`` writes ``metadata``: `,"name":value`
-    /// for each non-nil property, in name order.
+    /// for each non-nil property, in name order (the reference ``AccessLogLine`` is tested against).
     func appendMembers(to line: inout [UInt8]) {
         func name(_ n: StaticString) {
             line.append(0x2C)
