@@ -23,14 +23,19 @@ extension EventLoop {
                 return
             }
         }
-        pendingOutput[fd, default: []].append(contentsOf: bytes)
+        if let i = pendingOutput.firstIndex(where: { $0.fd == fd }) {
+            pendingOutput[i].bytes.append(contentsOf: bytes)
+        } else {
+            pendingOutput.append((fd, bytes))
+        }
     }
 
     /// Writes what the turn appended, one call per descriptor.
     func flushOutput() {
-        guard !pendingOutput.isEmpty else { return }
-        for (fd, bytes) in pendingOutput where !bytes.isEmpty { Self.writeAll(fd, bytes) }
-        for fd in Array(pendingOutput.keys) { pendingOutput[fd]!.removeAll(keepingCapacity: true) }
+        for i in pendingOutput.indices where !pendingOutput[i].bytes.isEmpty {
+            Self.writeAll(pendingOutput[i].fd, pendingOutput[i].bytes)
+            pendingOutput[i].bytes.removeAll(keepingCapacity: true)
+        }
     }
 
     /// Writes all of `bytes` to `fd`, retrying after signals and short writes; gives up on

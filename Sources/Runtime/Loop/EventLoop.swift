@@ -38,7 +38,9 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     private var spareJobs: [Job] = []
     private var shutdownHooks: [() -> Void] = []
     /// Output appended this turn, by descriptor (``appendOutput(_:to:)``); loop thread only.
-    var pendingOutput: [Int32: [UInt8]] = [:]
+    /// A list, not a dictionary: a loop writes to one or two descriptors, and each keeps
+    /// its buffer's capacity from turn to turn.
+    var pendingOutput: [(fd: Int32, bytes: [UInt8])] = []
     /// Writes ``pendingOutput`` after each turn's I/O, once something was appended.
     var outputCheck: LoopCheck?
     /// The thread-specific key of ``current``.
