@@ -9,9 +9,11 @@ struct ActionList<Element>: RandomAccessCollection, RangeReplaceableCollection {
     /// How many elements are held without an allocation. The longest list an event returns
     /// is 5 (a response that finishes its exchange: write, release the budget, reset, arm the
     /// timer, drain; a close: release, fail the stream, notify, fail the writers, close; a
-    /// failure without a response to write: fail the stream, pause, shut down, resume, arm);
-    /// 8 leaves room for one more action without a cliff.
-    static var inlineCapacity: Int { 8 }
+    /// failure without a response to write: fail the stream, pause, shut down, resume, arm).
+    /// Each slot costs every event its copy and destruction (through the list's value
+    /// witness), so there are no more slots than that: 8 cost about 1,000 instructions per
+    /// proxied request more than 5. A longer list spills, and stays correct.
+    static var inlineCapacity: Int { 5 }
 
     // The inline slots, as separate properties: reading one copies that one element. (An
     // `InlineArray` of a generic element, or a tuple, was copied whole through the runtime's
@@ -21,9 +23,6 @@ struct ActionList<Element>: RandomAccessCollection, RangeReplaceableCollection {
     private var s2: Element?
     private var s3: Element?
     private var s4: Element?
-    private var s5: Element?
-    private var s6: Element?
-    private var s7: Element?
     private var inlineCount = 0
     /// The elements past ``inlineCapacity``, in order.
     private var spill: [Element] = []
@@ -64,10 +63,7 @@ struct ActionList<Element>: RandomAccessCollection, RangeReplaceableCollection {
         case 1: s1
         case 2: s2
         case 3: s3
-        case 4: s4
-        case 5: s5
-        case 6: s6
-        default: s7
+        default: s4
         }
     }
 
@@ -77,10 +73,7 @@ struct ActionList<Element>: RandomAccessCollection, RangeReplaceableCollection {
         case 1: s1 = element
         case 2: s2 = element
         case 3: s3 = element
-        case 4: s4 = element
-        case 5: s5 = element
-        case 6: s6 = element
-        default: s7 = element
+        default: s4 = element
         }
     }
 
