@@ -38,9 +38,10 @@ import Testing
         (true, 100, .chunked, .stream),
         (true, 0, .length(1), .stream),
         (true, nil, .length(1), .stream),
-        (true, nil, .none, .stream),
+        (true, nil, .none, .buffer(maxBytes: 0)),
         (false, 100, .length(5), .stream),
-        (false, 100, .none, .stream),
+        (false, 100, .none, .buffer(maxBytes: 0)),
+        (false, nil, .none, .buffer(maxBytes: 0)),
         (false, 100, .chunked, .stream),
     ])
     func anAuthenticatedRouteBuffersWhatItCouldReplayAndStreamsTheRest(

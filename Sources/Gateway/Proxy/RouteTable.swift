@@ -23,17 +23,20 @@ public struct RouteTable: Sendable {
         routes.firstIndex { $0.matches(path) }
     }
 
-    /// How a request on `route` with `framing` is read. An authenticated route buffers what
-    /// it could replay (a body of at most `replayLimit` bytes; nil: no authentication, so
-    /// never) and streams the rest; a public route always streams. Nil when there is no
-    /// route: the caller's fallback decides.
+    /// How a request on `route` with `framing` is read. A request without a body is handed
+    /// on at once (an empty buffer); otherwise an authenticated route buffers what it could
+    /// replay (a body of at most `replayLimit` bytes; nil: no authentication, so never) and
+    /// streams the rest, and a public route streams. Nil when there is no route: the
+    /// caller's fallback decides.
     public static func bodyPolicy(route: ProxyRoute?, framing: BodyFraming, replayLimit: Int?) -> BodyPolicy? {
         guard let route else { return nil }
+        // A request without a body has nothing to stream: it is handed on at once, and no
+        // body stream is made for it (the upstream request has no body either way).
+        if framing == .none { return .buffer(maxBytes: 0) }
         guard route.requiresAuthentication, let replayLimit else { return .stream }
         switch framing {
-        case .none: return .buffer(maxBytes: 0)
         case .length(let n) where n <= UInt64(replayLimit): return .buffer(maxBytes: replayLimit)
-        case .length, .chunked: return .stream
+        case .none, .length, .chunked: return .stream
         }
     }
 }
