@@ -1,5 +1,5 @@
 /// Polls `condition` until it holds (real time, bounded), for waiting on other tasks.
-func eventually(timeout: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {
+func eventually(timeout: Duration = .seconds(60), _ condition: () async -> Bool) async -> Bool {
     let clock = ContinuousClock()
     let deadline = clock.now + timeout
     while clock.now < deadline {

@@ -4,7 +4,7 @@
 /// purpose: the suite also runs under ThreadSanitizer on a loaded machine, and a condition
 /// that holds returns at once anyway.
 public func eventually(
-    timeout: Duration = .seconds(20), interval: Duration = .milliseconds(10), _ condition: () async throws -> Bool
+    timeout: Duration = .seconds(60), interval: Duration = .milliseconds(10), _ condition: () async throws -> Bool
 ) async rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
