@@ -5,72 +5,78 @@ import Testing
 
 /// The inline list the state machines return their actions in.
 @Suite struct ActionListTests {
-    typealias List = ActionList<Int>
+    typealias List = ActionList
+    typealias Action = Connection.StateMachine.Action
+
+    /// A distinct action for each number.
+    private func a(_ i: Int) -> Action { .releaseBudget(i) }
+    private func list(_ r: Range<Int>) -> [Action] { r.map(a) }
 
     @Test func appendedElementsReadBackInOrder() {
         var l = List()
         #expect(l.isEmpty && l.count == 0 && l.startIndex == l.endIndex)
-        for i in 1...3 { l.append(i * 10) }
+        for i in 1...3 { l.append(a(i * 10)) }
         #expect(l.count == 3)
-        #expect(l[0] == 10 && l[1] == 20 && l[2] == 30)
-        #expect(Array(l) == [10, 20, 30])
-        var seen: [Int] = []
+        #expect(l[0] == a(10) && l[1] == a(20) && l[2] == a(30))
+        #expect(Array(l) == [a(10), a(20), a(30)])
+        var seen: [Action] = []
         for e in l { seen.append(e) }
-        #expect(seen == [10, 20, 30])
-        #expect(l.first == 10 && l.last == 30)
-        #expect(l == [10, 20, 30] && l != [10, 20] && l != [10, 30, 20])
-        #expect(List(7) == [7])
+        #expect(seen == [a(10), a(20), a(30)])
+        #expect(l.first == a(10) && l.last == a(30))
+        #expect(l == [a(10), a(20), a(30)] && l != [a(10), a(20)] && l != [a(10), a(30), a(20)])
+        #expect(List(.close) == [.close])
     }
 
     @Test func aFullListHoldsEverythingInline() {
         var l = List()
-        for i in 0..<List.inlineCapacity { l.append(i) }
+        for i in 0..<List.inlineCapacity { l.append(a(i)) }
         #expect(l.count == List.inlineCapacity)
         #expect(!l.spilled)
-        #expect(Array(l) == Array(0..<List.inlineCapacity))
+        #expect(Array(l) == list(0..<List.inlineCapacity))
     }
 
     @Test func elementsPastTheCapacitySpillInOrder() {
         let n = List.inlineCapacity + 3
         var l = List()
-        for i in 0..<n { l.append(i) }
+        for i in 0..<n { l.append(a(i)) }
         #expect(l.spilled)
         #expect(l.count == n)
-        #expect(Array(l) == Array(0..<n))
-        #expect(l[List.inlineCapacity - 1] == List.inlineCapacity - 1 && l[List.inlineCapacity] == List.inlineCapacity)
-        #expect(Array(l.reversed()) == Array((0..<n).reversed()))
+        #expect(Array(l) == list(0..<n))
+        #expect(l[List.inlineCapacity - 1] == a(List.inlineCapacity - 1) && l[List.inlineCapacity] == a(List.inlineCapacity))
+        #expect(Array(l.reversed()) == Array(list(0..<n).reversed()))
         // Equality does not depend on where the elements live.
         var m = List()
-        m.append(contentsOf: 0..<n)
+        m.append(contentsOf: list(0..<n))
         #expect(l == m)
     }
 
     @Test func listsConcatenateAndReplaceLikeArrays() {
-        let a: List = [1, 2]
-        let b = a + [3] + List(4)
-        #expect(Array(b) == [1, 2, 3, 4])
+        let x: List = [a(1), a(2)]
+        let b = x + [a(3)] + List(a(4))
+        #expect(Array(b) == [a(1), a(2), a(3), a(4)])
         var c = b
-        c.replaceSubrange(1..<3, with: [9, 9, 9])
-        #expect(Array(c) == [1, 9, 9, 9, 4])
-        #expect(Array(b) == [1, 2, 3, 4], "a copy is a value")
+        c.replaceSubrange(1..<3, with: [a(9), a(9), a(9)])
+        #expect(Array(c) == [a(1), a(9), a(9), a(9), a(4)])
+        #expect(Array(b) == [a(1), a(2), a(3), a(4)], "a copy is a value")
         c.removeAll()
         #expect(c.isEmpty)
         var d = List()
-        d += Array(0..<(2 * List.inlineCapacity))
+        d += list(0..<(2 * List.inlineCapacity))
         d.removeFirst(List.inlineCapacity + 1)
-        #expect(Array(d) == Array((List.inlineCapacity + 1)..<(2 * List.inlineCapacity)))
+        #expect(Array(d) == list((List.inlineCapacity + 1)..<(2 * List.inlineCapacity)))
         #expect(!d.spilled)
     }
 
     @Test func payloadsAreKeptAndReleased() {
-        var l = ActionList<[UInt8]>()
-        for i in 0..<(ActionList<[UInt8]>.inlineCapacity + 1) { l.append([UInt8](repeating: UInt8(i), count: 100)) }
+        func w(_ i: Int) -> Action { .write([UInt8](repeating: UInt8(i), count: 100)) }
+        var l = List()
+        for i in 0..<(List.inlineCapacity + 1) { l.append(w(i)) }
         var copy = l
-        copy.append([1])
-        #expect(l.count == ActionList<[UInt8]>.inlineCapacity + 1)
+        copy.append(.write([1]))
+        #expect(l.count == List.inlineCapacity + 1)
         #expect(copy.count == l.count + 1)
-        #expect(l.allSatisfy { $0.count == 100 })
-        #expect(l[3] == [UInt8](repeating: 3, count: 100))
+        #expect(l.allSatisfy { if case .write(let b) = $0 { b.count == 100 } else { false } })
+        #expect(l[3] == w(3) && copy[List.inlineCapacity + 1] == .write([1]))
         #expect(l.description == Array(l).description)
     }
 

@@ -91,7 +91,7 @@ extension Connection.StateMachine {
     }
 
     /// The actions of one event, in order, held without an allocation.
-    typealias Actions = ActionList<Action>
+    typealias Actions = ActionList
 
     /// What the I/O shell does, in order.
     enum Action: Equatable {

@@ -42,8 +42,9 @@ extension Splice {
             var highWater: Int
         }
 
-        /// The actions of one event, in order, held without an allocation.
-        typealias Actions = ActionList<Action>
+        /// The actions of one event, in order. An array: a splice's events are one per read
+        /// of up to 64 KiB, where an allocation does not count, and most return one action.
+        typealias Actions = [Action]
 
         /// What the shell does, in order.
         enum Action: Equatable {
@@ -103,7 +104,7 @@ extension Splice {
             guard !started, !isClosed else { return [] }
             started = true
             lastActivity = now
-            var actions = Actions(.resumeReading(.client))
+            var actions: Actions = [.resumeReading(.client)]
             actions.append(.resumeReading(.upstream))
             actions.append(.armTimer(deadline: now + configuration.idleTimeout))
             return actions
@@ -113,7 +114,7 @@ extension Splice {
         mutating func received(from side: Side, now: UInt64) -> Actions {
             guard !isClosed, !direction(to: side.other).sourceEnded else { return [] }
             lastActivity = now
-            return Actions(.forward(to: side.other))
+            return [.forward(to: side.other)]
         }
 
         /// A write to `side` did not leave at once: `queuedBytes` wait in its queue and a
@@ -163,7 +164,7 @@ extension Splice {
             d.sourcePaused = false
             d.shutdownSent = true
             set(d, to: side.other)
-            return Actions(.shutdownWrite(side.other))
+            return [.shutdownWrite(side.other)]
         }
 
         /// Reading from `side` failed (a reset, or the socket cannot be read).
@@ -194,12 +195,12 @@ extension Splice {
             guard !isClosed else { return [] }
             let deadline = lastActivity + configuration.idleTimeout
             if now >= deadline { return close(.idleTimeout) }
-            return Actions(.armTimer(deadline: deadline))
+            return [.armTimer(deadline: deadline)]
         }
 
         private mutating func close(_ why: Outcome) -> Actions {
             outcome = why
-            return Actions(.close(why))
+            return [.close(why)]
         }
     }
 }
