@@ -8,7 +8,7 @@
 /// It is written for its one element type, not generic: a generic struct this large is
 /// copied and destroyed through its runtime metadata (the compiler calls the value witness
 /// of `ActionList<Action>`, which walks the fields one by one, and reads each slot's enum
-/// tag through `Action`'s own witness). That cost about 1,600 instructions per proxied
+/// tag through `Action`'s own witness). That cost about 1,200 instructions per proxied
 /// request; the concrete type's code does the same inline.
 struct ActionList: RandomAccessCollection, RangeReplaceableCollection {
     /// What the list holds.
