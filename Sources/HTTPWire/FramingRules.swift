@@ -47,15 +47,15 @@ public enum FramingRules {
     @inlinable
     public static func isValidFieldName(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = name.baseAddress, !name.isEmpty else { return false }
-        // The two halves of the `tchar` bit mask of ``isTokenByte(_:)``, or-ed into one
-        // test per byte.
-        var bad = false
+        // The two halves of the `tchar` bit mask of ``isTokenByte(_:)``: one bit test per
+        // byte, leaving at the first bad one. (A loop without the early exit is vectorised,
+        // and SSE's shifts by a variable count made it half as fast as this one.)
         for i in 0..<name.count {
             let byte = base[i]
             let mask: UInt64 = byte < 64 ? 0x03FF_6CFA_0000_0000 : 0x57FF_FFFF_C7FF_FFFE
-            bad = bad || byte >= 128 || (mask >> UInt64(byte & 63)) & 1 == 0
+            if byte >= 128 || (mask >> UInt64(byte & 63)) & 1 == 0 { return false }
         }
-        return !bad
+        return true
     }
 
     /// ``isValidFieldValue(_:)`` over bytes in memory, eight at a time: a word with no byte

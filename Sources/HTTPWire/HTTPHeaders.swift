@@ -84,9 +84,13 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         append(name: name, value: value, validName: FramingRules.isValidFieldName(name), validValue: FramingRules.isValidFieldValue(value))
     }
 
-    /// Appends a field named by a literal, its value given as bytes and checked here.
+    /// Appends a field named by a literal, its value given as bytes and checked here. The
+    /// name is the program's own: it is checked in debug builds (and so by the tests) only.
     public mutating func add(name: StaticString, value: UnsafeBufferPointer<UInt8>) {
-        name.withUTF8Buffer { add(name: $0, value: value) }
+        name.withUTF8Buffer { n in
+            assert(FramingRules.isValidFieldName(n), "a literal field name that is not a token")
+            append(name: n, value: value, validName: true, validValue: FramingRules.isValidFieldValue(value))
+        }
     }
 
     /// Appends a field a parser has already checked.

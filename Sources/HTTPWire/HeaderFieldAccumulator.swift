@@ -34,6 +34,15 @@ struct HeaderFieldAccumulator {
     /// The bytes of the unfinished field.
     var unfinishedBytes: Int { name.count + value.count }
 
+    /// The fields finished so far, moved out: the accumulator holds none afterwards, so the
+    /// taker's copy is the only one, and a proxy's edits to it (hop-by-hop fields removed,
+    /// `Via` added) happen in place instead of copying every field first.
+    mutating func takeHeaders() -> HTTPHeaders {
+        let taken = headers
+        headers = HTTPHeaders()
+        return taken
+    }
+
     /// Forgets everything, for the next message.
     mutating func reset() {
         // A fresh list each message: the last one's went out with its head. Room for a

@@ -236,12 +236,12 @@ public final class ResponseParser {
             // An interim response, read as a message without a body. A 101 with `Upgrade`
             // and `Connection: upgrade` stops the parser after its head: `parse` reports the
             // switch when an upgrade was asked for, and refuses it otherwise.
-            if status == 101 && parser.pointee.upgrade != 0 && upgradeExpected { switchedHead = fields.headers }
+            if status == 101 && parser.pointee.upgrade != 0 && upgradeExpected { switchedHead = fields.takeHeaders() }
             return 0
         }
         headDone = true
         chunkScanner = parser.pointee.flags & F_CHUNKED.rawValue != 0 && !noBody ? ChunkFramingScanner() : nil
-        pendingHead = (status, fields.headers)
+        pendingHead = (status, fields.takeHeaders())
         http_parser_pause(parser, 1)
         // 1 tells http-parser that no body follows.
         return noBody ? 1 : 0

@@ -37,6 +37,38 @@ import Testing
         #expect(out[first: "authorization"] == nil)
     }
 
+    @Test func theUpstreamsHostFieldIsMadeOnceAndGivesTheSameFields() throws {
+        let base = try #require(UpstreamBase("http://api:9000/v1"))
+        #expect(base.hostField == HTTPHeaders([("Host", "api:9000")]))
+        let client = HTTPHeaders([("Host", "front.example"), ("Accept", "*/*"), ("Via", "1.0 edge")])
+        for (address, trusted) in [("127.0.0.1:5555", Set<String>()), ("[::1]:443", ["::1"]), ("unix", ["10.0.0.9"])] {
+            let once = ForwardedHeaders.upstreamRequest(
+                client, clientAddress: address, hostField: base.hostField, removeAuthorization: true, trustedProxies: trusted)
+            let each = ForwardedHeaders.upstreamRequest(
+                client, clientAddress: address, upstreamAuthority: "api:9000", removeAuthorization: true,
+                trustedProxies: trusted)
+            #expect(once == each)
+            #expect(once.fields.map(\.name) == ["Accept", "Host", "X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Via"])
+            #expect(once.firstInvalidField == nil)
+        }
+        let v6 = ForwardedHeaders.upstreamRequest(
+            client, clientAddress: "[::1]:443", hostField: base.hostField, removeAuthorization: true)
+        #expect(v6[all: "x-forwarded-for"] == ["::1"])
+        #expect(v6[all: "via"] == ["1.0 edge, 1.1 authgate"])
+        let trustedWithoutChain = ForwardedHeaders.upstreamRequest(
+            client, clientAddress: "[::1]:443", hostField: base.hostField, removeAuthorization: true, trustedProxies: ["::1"])
+        #expect(trustedWithoutChain[all: "x-forwarded-for"] == ["::1"], "a trusted proxy that sent no chain")
+    }
+
+    @Test func aResponseEditedInPlaceLeavesEveryOtherCopyAlone() {
+        let upstream = HTTPHeaders([("Connection", "close"), ("Content-Type", "text/plain"), ("Via", "1.0 upstream")])
+        let kept = upstream
+        let out = ForwardedHeaders.clientResponse(upstream)
+        #expect(kept == upstream && kept.count == 3, "the caller's copy is a value")
+        #expect(out.fields.map(\.name) == ["Content-Type", "Via"])
+        #expect(out[first: "via"] == "1.0 upstream, 1.1 authgate")
+    }
+
     @Test func routesMatchAtSegmentBoundaries() throws {
         let r = ProxyRoute(prefix: "/api", upstream: UpstreamBase("http://u:1/v1")!, stripPrefix: true)
         #expect(r.matches("/api"))

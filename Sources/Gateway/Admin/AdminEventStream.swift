@@ -179,7 +179,7 @@ private final class StreamHandler: UpstreamResponseHandler {
         self.continuation = continuation
     }
 
-    func upstreamHead(status: Int, headers: HTTPHeaders) {
+    func upstreamHead(status: Int, headers: consuming HTTPHeaders) {
         continuation.yield(.head(status, contentType: headers[first: "content-type"]))
     }
 

@@ -13,7 +13,9 @@ public enum ForwardedHeaders {
 
     /// `headers` without the fields in `removed` (hop-by-hop ones among them) and those
     /// named in `Connection`.
-    static func strip(_ headers: HTTPHeaders, removing removed: HeaderNameSet) -> HTTPHeaders {
+    /// With `extraFields`, room is made for that many more (the copy a shared list needs
+    /// anyway is made once, with it); without, a list nobody else holds is edited in place.
+    static func strip(_ headers: consuming HTTPHeaders, removing removed: HeaderNameSet, extraFields: Int = 0) -> HTTPHeaders {
         // Most messages name nothing in `Connection` but `keep-alive` or `close`.
         var named: [[UInt8]] = []
         if headers.contains("connection") {
@@ -21,9 +23,8 @@ public enum ForwardedHeaders {
                 if !removed.contains(token) { named.append(Array(token)) }
             }
         }
-        var out = headers
-        // One copy of the fields, with room for the ones a hop adds.
-        out.reserveCapacity(headers.count + 5, bytes: headers.byteCount + 192)
+        var out = consume headers
+        if extraFields > 0 { out.reserveCapacity(out.count + extraFields, bytes: out.byteCount + 40 * extraFields) }
         out.removeAll { name in
             if removed.contains(name) { return true }
             return named.contains { token in token.withUnsafeBufferPointer { HTTPHeaders.equalsIgnoringCase(name, $0) } }
@@ -43,11 +44,25 @@ public enum ForwardedHeaders {
         _ headers: HTTPHeaders, clientAddress: String, upstreamAuthority: String, removeAuthorization: Bool,
         trustedProxies: Set<String> = []
     ) -> HTTPHeaders {
-        var out = strip(headers, removing: removeAuthorization ? requestRemovalsWithAuthorization : requestRemovals)
-        out.add(name: "Host", value: upstreamAuthority)
-        let ip = clientIP(clientAddress)
-        let prior = trustedProxies.contains(ip) ? headers[all: "x-forwarded-for"] : []
-        out.add(name: "X-Forwarded-For", value: prior.isEmpty ? ip : (prior + [ip]).joined(separator: ", "))
+        upstreamRequest(
+            headers, clientAddress: clientAddress, hostField: hostField(upstreamAuthority),
+            removeAuthorization: removeAuthorization, trustedProxies: trustedProxies)
+    }
+
+    /// `Host: authority`, made and checked once per upstream (``UpstreamBase/hostField``).
+    public static func hostField(_ authority: String) -> HTTPHeaders { HTTPHeaders([("Host", authority)]) }
+
+    /// ``upstreamRequest(_:clientAddress:upstreamAuthority:removeAuthorization:trustedProxies:)``
+    /// with the upstream's `Host` field made beforehand (``hostField(_:)``).
+    public static func upstreamRequest(
+        _ headers: HTTPHeaders, clientAddress: String, hostField: HTTPHeaders, removeAuthorization: Bool,
+        trustedProxies: Set<String> = []
+    ) -> HTTPHeaders {
+        // Room for Host, X-Forwarded-For, -Proto, -Host and Via.
+        var out = strip(
+            headers, removing: removeAuthorization ? requestRemovalsWithAuthorization : requestRemovals, extraFields: 5)
+        out.add(contentsOf: hostField)
+        appendForwardedFor(&out, clientAddress: clientAddress, headers, trustedProxies: trustedProxies)
         out.add(contentsOf: forwardedProto)
         var hostCopied = false
         headers.forEach(named: "host") { host in
@@ -66,9 +81,11 @@ public enum ForwardedHeaders {
     private static let responseRemovals = hopByHopSet.adding(["via"])
 
     /// The header fields sent to the client for an upstream response.
-    public static func clientResponse(_ headers: HTTPHeaders) -> HTTPHeaders {
+    /// Owned: a list only the caller holds is edited in place.
+    public static func clientResponse(_ headers: consuming HTTPHeaders) -> HTTPHeaders {
+        let prior = priorHops(headers)
         var out = strip(headers, removing: responseRemovals)
-        appendVia(&out, prior: priorHops(headers))
+        appendVia(&out, prior: prior)
         return out
     }
 
@@ -94,16 +111,37 @@ public enum ForwardedHeaders {
 
     /// The IP part of `ip:port` or `[ip]:port`.
     static func clientIP(_ address: String) -> String {
-        // Bytes, not Characters: an address is ASCII.
         var address = address
-        return address.withUTF8 { u in
-            if u.first == UInt8(ascii: "["), let end = u.firstIndex(of: UInt8(ascii: "]")) {
-                return String(decoding: UnsafeBufferPointer(rebasing: u[1..<end]), as: UTF8.self)
+        return address.withUTF8 { String(decoding: ipBytes($0), as: UTF8.self) }
+    }
+
+    /// The bytes of the IP part of `ip:port` or `[ip]:port` (bytes, not Characters: an
+    /// address is ASCII).
+    private static func ipBytes(_ u: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
+        if u.first == UInt8(ascii: "["), let end = u.firstIndex(of: UInt8(ascii: "]")) {
+            return UnsafeBufferPointer(rebasing: u[1..<end])
+        }
+        if let colon = u.lastIndex(of: UInt8(ascii: ":")) { return UnsafeBufferPointer(rebasing: u[..<colon]) }
+        return u
+    }
+
+    /// Adds `X-Forwarded-For`: the client's IP, after the client's own values when the client
+    /// is a trusted proxy. The IP goes in as bytes: no string is made unless proxies are trusted.
+    private static func appendForwardedFor(
+        _ out: inout HTTPHeaders, clientAddress: String, _ headers: HTTPHeaders, trustedProxies: Set<String>
+    ) {
+        var address = clientAddress
+        address.withUTF8 { u in
+            let ip = ipBytes(u)
+            if !trustedProxies.isEmpty {
+                let text = String(decoding: ip, as: UTF8.self)
+                let prior = trustedProxies.contains(text) ? headers[all: "x-forwarded-for"] : []
+                if !prior.isEmpty {
+                    out.add(name: "X-Forwarded-For", value: (prior + [text]).joined(separator: ", "))
+                    return
+                }
             }
-            if let colon = u.lastIndex(of: UInt8(ascii: ":")) {
-                return String(decoding: UnsafeBufferPointer(rebasing: u[..<colon]), as: UTF8.self)
-            }
-            return String(decoding: u, as: UTF8.self)
+            out.add(name: "X-Forwarded-For", value: ip)
         }
     }
 }

@@ -44,14 +44,16 @@ final class ProxyExchange: UpstreamResponseHandler {
         self.completion = completion
     }
 
-    func upstreamHead(status: Int, headers: HTTPHeaders) {
+    func upstreamHead(status: Int, headers: consuming HTTPHeaders) {
         self.status = status
-        var out = ForwardedHeaders.clientResponse(headers)
-        switch decide?(status, headers) ?? .forward(HTTPHeaders()) {
-        case .intercept:
+        let decision = decide?(status, headers) ?? .forward(HTTPHeaders())
+        if case .intercept = decision {
             intercepted = true
             return
-        case .forward(let extra):
+        }
+        // The last use of the upstream's fields: they are edited in place, not copied.
+        var out = ForwardedHeaders.clientResponse(consume headers)
+        if case .forward(let extra) = decision {
             for (n, v) in extra { out.replaceOrAdd(name: n, value: v) }
         }
         headSent = true

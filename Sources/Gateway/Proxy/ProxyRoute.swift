@@ -111,6 +111,8 @@ public struct UpstreamBase: Sendable, Equatable {
     public let basePath: String
     /// Scheme, host and port, parsed: what a request to this upstream is sent to.
     public let origin: UpstreamOrigin
+    /// `Host: authority`, the field every request to this upstream carries, made once.
+    public let hostField: HTTPHeaders
 
     /// `scheme://authority/basePath`, the start of every URL sent to this upstream.
     public var urlBase: String { origin.urlPrefix + basePath }
@@ -134,5 +136,6 @@ public struct UpstreamBase: Sendable, Equatable {
         while path.hasSuffix("/") { path.removeLast() }
         self.origin = origin
         self.basePath = path
+        self.hostField = ForwardedHeaders.hostField(origin.authority)
     }
 }

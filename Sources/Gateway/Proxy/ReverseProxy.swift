@@ -181,9 +181,11 @@ public final class ReverseProxy: HTTPResponder {
             }
         }
         var headers = ForwardedHeaders.upstreamRequest(
-            request.head.headers, clientAddress: request.remoteAddress, upstreamAuthority: route.upstream.authority,
+            request.head.headers, clientAddress: request.remoteAddress, hostField: route.upstream.hostField,
             removeAuthorization: !route.forwardClientAuthorization || token != nil, trustedProxies: s.trustedProxies)
-        for (name, value) in route.injectHeaders.fields { headers.replaceOrAdd(name: name, value: value) }
+        if route.injectHeaders.count > 0 {
+            for (name, value) in route.injectHeaders { headers.replaceOrAdd(name: name, value: value) }
+        }
         if let token { headers.replaceOrAdd(name: "Authorization", value: token.authorizationHeaderValue) }
         Self.addUpgradeFields(&headers, for: request.head)
         let span = trace?.upstream(&headers, route: route)

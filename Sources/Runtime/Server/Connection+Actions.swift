@@ -36,7 +36,9 @@ extension Connection {
             case .resetExchange:
                 body = []
                 stream = nil
-                goneHandlers = []
+                // The list's room is kept: nearly every proxied request adds one handler,
+                // and the next would allocate it again.
+                goneHandlers.removeAll(keepingCapacity: true)
             case .deliverStreaming:
                 let s = BodyStream(loop: loop, highWater: context.configuration.bodyHighWater)
                 s.setOnDrain(streamDrained)

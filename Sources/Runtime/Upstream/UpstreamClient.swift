@@ -274,7 +274,7 @@ private final class BufferingHandler: UpstreamResponseHandler {
         self.continuation = continuation
     }
 
-    func upstreamHead(status: Int, headers: HTTPHeaders) {
+    func upstreamHead(status: Int, headers: consuming HTTPHeaders) {
         response.status = status
         response.headers = headers
     }

@@ -154,8 +154,9 @@ public struct UpstreamResponse: Sendable {
 
 /// Receives an upstream response as it arrives, on the loop thread.
 public protocol UpstreamResponseHandler: AnyObject {
-    /// The final (non-1xx) status and header fields.
-    func upstreamHead(status: Int, headers: HTTPHeaders)
+    /// The final (non-1xx) status and header fields, handed over: the parser keeps no copy,
+    /// so a handler that edits them does so in place.
+    func upstreamHead(status: Int, headers: consuming HTTPHeaders)
     /// Body bytes. Return false to refuse them for now: the transfer pauses and the same
     /// bytes come again after ``UpstreamTransfer/resume()``.
     func upstreamBody(_ bytes: UnsafeRawBufferPointer) -> Bool
