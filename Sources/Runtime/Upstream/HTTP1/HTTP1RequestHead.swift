@@ -22,36 +22,45 @@ struct HTTP1RequestHead {
     /// sent) a header a peer would read differently: a name that is not a token, a value
     /// with a control character, or a framing field of the caller's own.
     static func make(_ request: UpstreamRequest, target: String, origin: HTTP1Origin) throws(RuntimeError) -> HTTP1RequestHead {
-        guard FramingRules.isValidFieldValue(target.utf8), !target.utf8.contains(0x20), request.method.utf8.allSatisfy(FramingRules.isTokenByte),
-            !request.method.isEmpty
-        else {
+        var method = request.method
+        var target = target
+        // Over the bytes in memory: a method is one or more token bytes, like a field name.
+        let sendable =
+            method.withUTF8 { FramingRules.isValidFieldName($0) }
+            && target.withUTF8 { FramingRules.isValidFieldValue($0) && !$0.contains(0x20) }
+        guard sendable else {
             throw .upstream(.invalidRequest, "the request line cannot be sent as it is; nothing was sent")
         }
         let framing: Framing
         switch request.body {
         case .none:
             // A method that defines a body announces an empty one, as curl does.
-            framing = request.method == "POST" || request.method == "PUT" || request.method == "PATCH" ? .length(0) : .none
+            framing = method == "POST" || method == "PUT" || method == "PATCH" ? .length(0) : .none
         case .bytes(let b): framing = .length(UInt64(b.count))
         case .stream(_, let length?): framing = .length(length)
         case .stream(_, nil): framing = .chunked
         }
         var out: [UInt8] = []
-        out.reserveCapacity(256)
-        out.appendUTF8(request.method)
+        // Room for the whole head: it is not grown (and copied) on the way.
+        out.reserveCapacity(request.headers.byteCount + method.utf8.count + target.utf8.count + origin.authority.utf8.count + 96)
+        out.appendUTF8(method)
         out.append(0x20)
         out.appendUTF8(target)
         out.appendUTF8(" HTTP/1.1\r\n")
         try request.checkHeaderFields()
-        // The client frames the body itself (as libcurl would).
+        // The client frames the body itself (as libcurl would). Whether a `Host` is among the
+        // fields is seen on the way, not in a second pass.
+        var hasHost = false
         request.headers.serialize(into: &out) { name in
             switch name.count {
-            case 14: HTTPHeaders.equalsIgnoringCase(name, "content-length")
-            case 17: HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding")
-            default: false
+            case 4:
+                if HTTPHeaders.equalsIgnoringCase(name, "host") { hasHost = true }
+                return false
+            case 14: return HTTPHeaders.equalsIgnoringCase(name, "content-length")
+            case 17: return HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding")
+            default: return false
             }
         }
-        let hasHost = request.headers.contains("host")
         if !hasHost {
             out.appendUTF8("Host: ")
             out.appendUTF8(origin.authority)
