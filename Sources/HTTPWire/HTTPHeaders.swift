@@ -34,6 +34,13 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     @usableFromInline var storage: [UInt8] = []
     /// The fields in wire order.
     @usableFromInline var entries: [Entry] = []
+    /// Bit `n % 64` is set when a field whose name is `n` bytes long was added: a lookup of a
+    /// name of a length never added (most lookups: `Transfer-Encoding`, `Expect`, a
+    /// `Connection` most requests do not send) ends here, without reading an entry. Bits of
+    /// removed fields stay set, which only costs such a lookup its scan.
+    private var nameLengths: UInt64 = 0
+
+    private static func lengthBit(_ count: Int) -> UInt64 { 1 &<< UInt64(count & 63) }
 
     /// Creates a header list.
     public init(_ fields: [(name: String, value: String)] = []) {
@@ -107,6 +114,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         storage.append(contentsOf: value)
         storage.append(0x0D)
         storage.append(0x0A)
+        nameLengths |= Self.lengthBit(name.count)
         entries.append(
             Entry(
                 start: UInt32(start), nameEnd: UInt32(start + name.count), end: UInt32(storage.count - 2), validName: validName,
@@ -119,6 +127,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         let start = storage.count
         precondition(start + line.count < Int(UInt32.max), "a header list over 4 GiB")
         storage.append(contentsOf: line)
+        nameLengths |= Self.lengthBit(nameCount)
         entries.append(
             Entry(
                 start: UInt32(start), nameEnd: UInt32(start + nameCount), end: UInt32(storage.count - 2), validName: true,
@@ -127,6 +136,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
 
     /// Appends every field of `other`, in order.
     public mutating func add(contentsOf other: HTTPHeaders) {
+        nameLengths |= other.nameLengths
         other.storage.withUnsafeBufferPointer { s in
             for e in other.entries {
                 let start = storage.count
@@ -193,7 +203,16 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
 
     /// Whether a field called `name` is present.
     public func contains(_ name: String) -> Bool {
-        count(of: name) > 0
+        let length = name.utf8.count
+        guard nameLengths & Self.lengthBit(length) != 0 else { return false }
+        var name = name
+        return name.withUTF8 { n in
+            storage.withUnsafeBufferPointer { s in
+                entries.contains { e in
+                    e.nameCount == length && Self.equalsIgnoringCase(UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]), n)
+                }
+            }
+        }
     }
 
     /// Number of fields.
@@ -206,7 +225,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     public func forEach(named name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
         let length = name.utf8.count
         // Names are compared by length first: most differ in it, and then no bytes are read.
-        guard entries.contains(where: { $0.nameCount == length }) else { return }
+        guard nameLengths & Self.lengthBit(length) != 0 else { return }
         var name = name
         name.withUTF8 { n in
             storage.withUnsafeBufferPointer { s in

@@ -4,6 +4,30 @@ import Testing
 
 /// The header list kept as bytes behaves as the list of string pairs it stands for.
 @Suite struct HTTPHeadersTests {
+    @Test func lookupsAgreeWithAScanWhateverTheNameLengthsAndEdits() {
+        // Names of every length from 1 to 140, so lengths 64 apart share a filter bit.
+        func name(_ n: Int) -> String { String(repeating: "x", count: n - 1) + "Y" }
+        var h = HTTPHeaders()
+        for n in stride(from: 1, through: 140, by: 3) { h.add(name: name(n), value: "v\(n)") }
+        var other = HTTPHeaders([("Content-Length", "0"), ("Host", "a")])
+        other.add(contentsOf: h)
+        var removed = other
+        removed.removeAll { $0.count % 2 == 0 }
+        for list in [h, other, removed] {
+            let names = list.fields.map { $0.name.lowercased() }
+            for n in 1...140 {
+                for probe in [name(n), name(n).uppercased()] {
+                    let expected = names.filter { $0 == probe.lowercased() }.count
+                    #expect(list.contains(probe) == (expected > 0), "\(n)")
+                    #expect(list.count(of: probe) == expected, "\(n)")
+                }
+            }
+            #expect(!list.contains("Transfer-Encoding") && !list.contains(""))
+        }
+        #expect(other.contains("content-length") && other[first: "HOST"] == "a")
+        #expect(!removed.contains("host") && !removed.contains(name(4)) && removed.contains(name(7)))
+    }
+
     @Test func fieldsComeBackInOrderWithDuplicatesAndLookupsIgnoreCase() {
         var h = HTTPHeaders([("Host", "a"), ("Set-Cookie", "x=1"), ("set-cookie", "y=2")])
         h.add(name: "Vary", value: "")
