@@ -22,6 +22,24 @@ import Testing
         #expect(Self.table.route(for: Substring(path))?.prefix == prefix)
     }
 
+    @Test func aRouteIsAValueThoughItsSettingsAreShared() {
+        let original = ProxyRoute(prefix: "/api/", upstream: UpstreamBase("http://127.0.0.1:9")!, requiresAuthentication: true)
+        var changed = original
+        #expect(changed == original)
+        changed.prefix = "/v2/"
+        changed.maxInFlight = 4
+        changed.injectHeaders = HTTPHeaders([("X-Team", "a")])
+        #expect(original.prefix == "/api/" && original.maxInFlight == nil && original.injectHeaders.count == 0)
+        #expect(changed.prefix == "/v2/" && changed.maxInFlight == 4 && changed.injectHeaders[first: "x-team"] == "a")
+        #expect(changed.requiresAuthentication && !changed.forwardClientAuthorization && changed.session == "default")
+        #expect(changed != original)
+        var back = changed
+        back.prefix = "/api/"
+        back.maxInFlight = nil
+        back.injectHeaders = HTTPHeaders()
+        #expect(back == original, "equal settings in different boxes are equal")
+    }
+
     @Test func noRouteWhenNothingMatches() {
         let table = RouteTable([Self.route("/api")])
         #expect(table.route(for: "/") == nil)

@@ -2,28 +2,90 @@ public import HTTPWire
 public import Runtime
 
 /// A path prefix forwarded to an upstream.
+///
+/// A value, its settings held in one shared immutable box: a copy (the plan of every
+/// request carries its route) is one retain, not one for each string and list inside.
 public struct ProxyRoute: Sendable, Equatable {
+    /// The settings, as stored.
+    private struct Settings: Sendable, Equatable {
+        var prefix: String
+        var upstream: UpstreamBase
+        var stripPrefix: Bool
+        var injectHeaders: HTTPHeaders
+        var requiresAuthentication: Bool
+        var forwardClientAuthorization: Bool
+        var session: String
+        var maxInFlight: Int?
+        var queueTimeout: Duration
+    }
+
+    /// Never changed once made: a setter puts a changed copy in a new box.
+    private final class Box: Sendable {
+        let settings: Settings
+        init(_ settings: Settings) { self.settings = settings }
+    }
+
+    private var box: Box
+
+    private mutating func change(_ edit: (inout Settings) -> Void) {
+        var s = box.settings
+        edit(&s)
+        box = Box(s)
+    }
+
     /// The request path prefix this route serves (`/api/`).
-    public var prefix: String
+    public var prefix: String {
+        get { box.settings.prefix }
+        set { change { $0.prefix = newValue } }
+    }
     /// The upstream base URL (`http://127.0.0.1:9000` or `https://api.example.com/v1`).
-    public var upstream: UpstreamBase
+    public var upstream: UpstreamBase {
+        get { box.settings.upstream }
+        set { change { $0.upstream = newValue } }
+    }
     /// Whether the prefix is removed before the path is appended to the upstream base.
-    public var stripPrefix: Bool
+    public var stripPrefix: Bool {
+        get { box.settings.stripPrefix }
+        set { change { $0.stripPrefix = newValue } }
+    }
     /// Fields set on every request sent upstream, replacing any the client sent.
-    public var injectHeaders: HTTPHeaders
+    public var injectHeaders: HTTPHeaders {
+        get { box.settings.injectHeaders }
+        set { change { $0.injectHeaders = newValue } }
+    }
     /// Whether the route needs the session's token (SEEDS row 5); public routes pass
     /// through untouched (guest mode, row 12).
-    public var requiresAuthentication: Bool
+    public var requiresAuthentication: Bool {
+        get { box.settings.requiresAuthentication }
+        set { change { $0.requiresAuthentication = newValue } }
+    }
     /// Whether a client's own `Authorization` goes upstream. Default: stripped on
     /// authenticated routes (the session's token replaces it), passed on public ones.
-    public var forwardClientAuthorization: Bool
+    public var forwardClientAuthorization: Bool {
+        get { box.settings.forwardClientAuthorization }
+        set { change { $0.forwardClientAuthorization = newValue } }
+    }
     /// The session whose token an authenticated route gets.
-    public var session: String
+    public var session: String {
+        get { box.settings.session }
+        set { change { $0.session = newValue } }
+    }
     /// At most this many authenticated requests at the upstream at once (nil: no bound);
     /// the rest wait in AuthGate, and take the token when they leave (``InFlightLimiter``).
-    public var maxInFlight: Int?
+    public var maxInFlight: Int? {
+        get { box.settings.maxInFlight }
+        set { change { $0.maxInFlight = newValue } }
+    }
     /// The longest an authenticated request waits for a slot before a 503.
-    public var queueTimeout: Duration
+    public var queueTimeout: Duration {
+        get { box.settings.queueTimeout }
+        set { change { $0.queueTimeout = newValue } }
+    }
+
+    /// Whether both routes have the same settings.
+    public static func == (lhs: ProxyRoute, rhs: ProxyRoute) -> Bool {
+        lhs.box === rhs.box || lhs.box.settings == rhs.box.settings
+    }
 
     /// Creates a route.
     public init(
@@ -31,15 +93,12 @@ public struct ProxyRoute: Sendable, Equatable {
         requiresAuthentication: Bool = false, forwardClientAuthorization: Bool? = nil, session: String = "default",
         maxInFlight: Int? = nil, queueTimeout: Duration = .seconds(30)
     ) {
-        self.maxInFlight = maxInFlight
-        self.queueTimeout = queueTimeout
-        self.session = session
-        self.prefix = prefix
-        self.upstream = upstream
-        self.stripPrefix = stripPrefix
-        self.injectHeaders = injectHeaders
-        self.requiresAuthentication = requiresAuthentication
-        self.forwardClientAuthorization = forwardClientAuthorization ?? !requiresAuthentication
+        box = Box(
+            Settings(
+                prefix: prefix, upstream: upstream, stripPrefix: stripPrefix, injectHeaders: injectHeaders,
+                requiresAuthentication: requiresAuthentication,
+                forwardClientAuthorization: forwardClientAuthorization ?? !requiresAuthentication, session: session,
+                maxInFlight: maxInFlight, queueTimeout: queueTimeout))
     }
 
     /// Whether `path` is under this route's prefix (at a segment boundary).

@@ -20,7 +20,12 @@ public struct RouteTable: Sendable {
 
     /// The index in ``routes`` of the route for `path`, if any.
     public func index(for path: Substring) -> Int? {
-        routes.firstIndex { $0.matches(path) }
+        // Each route read in place: `firstIndex(where:)` hands its closure a copy, a retain
+        // of every reference a route holds.
+        routes.withUnsafeBufferPointer { routes in
+            for i in routes.indices where routes[i].matches(path) { return i }
+            return nil
+        }
     }
 
     /// How a request on `route` with `framing` is read. A request without a body is handed
