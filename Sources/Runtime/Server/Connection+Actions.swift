@@ -29,10 +29,9 @@ extension Connection {
             case .drainPending:
                 if !processing { drainPending() }
             case .armTimer(_, let deadline):
-                let now = loop.now
-                armTimer(deadline > now ? deadline - now : 0)
+                armTimer(at: deadline)
             case .cancelTimer:
-                timer?.stop()
+                timer?.disarm()
             case .resetExchange:
                 body = []
                 stream = nil
@@ -172,9 +171,12 @@ extension Connection {
 
     // MARK: Timer
 
-    private func armTimer(_ ms: UInt64) {
+    /// Arms the timer for `deadline` (loop milliseconds). A deadline later than the one the
+    /// timer was started for (the keep-alive deadline after each request) moves nothing in
+    /// libuv: ``LoopTimer/arm(at:)``.
+    private func armTimer(at deadline: UInt64) {
         do throws(RuntimeError) {
-            try timer?.start(after: ms)
+            try timer?.arm(at: deadline)
         } catch {
             failed(error)
         }

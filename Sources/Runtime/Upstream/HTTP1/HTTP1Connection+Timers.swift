@@ -13,10 +13,11 @@ extension HTTP1Connection {
         arm(after: at > now ? at - now : 0)
     }
 
-    /// (Re)starts the timer; it runs ``timerFired()``.
+    /// Makes ``timerFired()`` due in `ms` (at least 1). A deadline later than the pending one
+    /// moves nothing in libuv (``LoopTimer/arm(at:)``).
     func arm(after ms: UInt64) {
         do throws(RuntimeError) {
-            try timer.start(after: max(1, ms))
+            try timer.arm(at: now + max(1, ms))
         } catch {
             // Only a closing timer refuses, and then the connection is closing too.
         }

@@ -192,7 +192,7 @@ final class HTTP1Connection {
         let done = exchange
         exchange = nil
         done?.connection = nil
-        timer.stop()
+        timer.disarm()
         if keepAlive && requestSent && stash.isEmpty && state == .busy {
             reused = true
             state = .idle
