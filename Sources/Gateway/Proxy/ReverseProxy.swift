@@ -204,8 +204,7 @@ public final class ReverseProxy: HTTPResponder {
         let transfer = s.clients.client(for: request.loop).start(upstream, handler: exchange)
         if !transfer.isFinished {
             exchange.transfer = transfer
-            let bound = LoopBound(transfer, loop: request.loop)
-            writer.onClientGone { bound.value.cancel() }
+            writer.cancelOnClientGone(transfer)
         }
     }
 }

@@ -20,6 +20,11 @@ public struct LoopBound<Value>: @unchecked Sendable {
         return _value
     }
 
+    /// The value when called on `loop`, else nil. For callers that are usually on the loop:
+    /// they call the value directly and form a closure for ``withValue(_:)`` only off it (a
+    /// closure with captures is an allocation even when it runs at once).
+    public var valueIfOnLoop: Value? { loop.inEventLoop ? _value : nil }
+
     /// Runs `body` with the value on the loop: now when already there, else soon.
     public func withValue(_ body: @escaping @Sendable (Value) -> Void) {
         if loop.inEventLoop {

@@ -38,6 +38,7 @@ extension Connection {
                 // The list's room is kept: nearly every proxied request adds one handler,
                 // and the next would allocate it again.
                 goneHandlers.removeAll(keepingCapacity: true)
+                goneTransfers.removeAll(keepingCapacity: true)
             case .deliverStreaming:
                 let s = BodyStream(loop: loop, highWater: context.configuration.bodyHighWater)
                 s.setOnDrain(streamDrained)
@@ -79,8 +80,11 @@ extension Connection {
                 writableHandlers = []
             case .notifyGone:
                 let handlers = goneHandlers
+                let transfers = goneTransfers
                 goneHandlers = []
+                goneTransfers = []
                 for h in handlers { h() }
+                for t in transfers { t.cancel() }
             case .shutdownWrite:
                 shutdownWrite()
             case .close:

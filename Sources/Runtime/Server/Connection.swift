@@ -40,6 +40,8 @@ final class Connection {
     // Response.
     var drainWaiters: [CheckedContinuation<Void, any Error>] = []
     var goneHandlers: [@Sendable () -> Void] = []
+    /// Upstream exchanges cancelled when the client goes (``cancelOnClientGone(_:_:)``).
+    var goneTransfers: [any UpstreamTransfer] = []
     var writableHandlers: [() -> Void] = []
 
     /// Runs the stream-drained event: one closure for every body stream of the connection
@@ -262,6 +264,15 @@ final class Connection {
             return
         }
         goneHandlers.append(handler)
+    }
+
+    /// ``onClientGone(_:_:)`` for an upstream exchange: `transfer` is cancelled then.
+    func cancelOnClientGone(_ seq: Int, _ transfer: any UpstreamTransfer) {
+        guard machine.keepsGoneHandler(for: seq) else {
+            transfer.cancel()
+            return
+        }
+        goneTransfers.append(transfer)
     }
 
     // MARK: Closing

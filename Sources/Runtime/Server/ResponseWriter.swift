@@ -12,6 +12,7 @@ public struct ResponseWriter: Sendable {
     /// Sends a whole response with a `Content-Length` body.
     public func respond(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         let seq = sequence
+        if let c = connection.valueIfOnLoop { return c.respond(seq, status: status, headers: headers, body: body) }
         connection.withValue { $0.respond(seq, status: status, headers: headers, body: body) }
     }
 
@@ -26,6 +27,7 @@ public struct ResponseWriter: Sendable {
     /// (HTTP/1.1) or delimited by closing the connection (HTTP/1.0).
     public func writeHead(status: Int, headers: HTTPHeaders = HTTPHeaders()) {
         let seq = sequence
+        if let c = connection.valueIfOnLoop { return c.writeHead(seq, status: status, headers: headers) }
         connection.withValue { $0.writeHead(seq, status: status, headers: headers) }
     }
 
@@ -41,6 +43,7 @@ public struct ResponseWriter: Sendable {
     /// Ends a streamed response.
     public func end() {
         let seq = sequence
+        if let c = connection.valueIfOnLoop { return c.end(seq) }
         connection.withValue { $0.end(seq) }
     }
 
@@ -91,6 +94,14 @@ public struct ResponseWriter: Sendable {
     /// (the client went away); use it to cancel upstream work.
     public func onClientGone(_ handler: @escaping @Sendable () -> Void) {
         let seq = sequence
+        if let c = connection.valueIfOnLoop { return c.onClientGone(seq, handler) }
         connection.withValue { $0.onClientGone(seq, handler) }
+    }
+
+    /// Loop-only: cancels `transfer` if the connection closes before this response ends
+    /// (the client went away). What ``onClientGone(_:)`` does for an upstream exchange
+    /// started on the loop, without a closure and a loop-bound box for each request.
+    public func cancelOnClientGone(_ transfer: any UpstreamTransfer) {
+        connection.value.cancelOnClientGone(sequence, transfer)
     }
 }
