@@ -16,6 +16,12 @@ public struct ResponseHead: Sendable, Equatable {
     /// Field names and values are written as given; callers validate what they did not
     /// create themselves (``FramingRules/isValidFieldValue(_:)``).
     public func serialize(into out: inout [UInt8]) {
+        serialize(into: &out) { _ in false }
+    }
+
+    /// ``serialize(into:)`` without the fields whose name `omit` picks (it sees every name,
+    /// in order, once).
+    public func serialize(into out: inout [UInt8], omitting omit: (UnsafeBufferPointer<UInt8>) -> Bool) {
         out.appendUTF8("HTTP/1.1 ")
         if (100...999).contains(status) {
             out.append(UInt8(48 + status / 100))
@@ -28,7 +34,7 @@ public struct ResponseHead: Sendable, Equatable {
         out.appendUTF8(ResponseHead.reason(for: status))
         out.append(0x0D)
         out.append(0x0A)
-        headers.serialize(into: &out)
+        headers.serialize(into: &out, omitting: omit)
         out.append(0x0D)
         out.append(0x0A)
     }

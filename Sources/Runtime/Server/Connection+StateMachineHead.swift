@@ -10,6 +10,12 @@ extension Connection.StateMachine {
         status: Int, headers: HTTPHeaders, into out: inout [UInt8], contentLength: Int?, chunked: Bool, close: Bool
     ) {
         ResponseHead(status: status, headers: headers).serialize(into: &out)
+        appendFraming(into: &out, contentLength: contentLength, chunked: chunked, close: close)
+    }
+
+    /// Adds the framing fields to the serialised head in `out`, in this order:
+    /// `Content-Length: contentLength`, `Transfer-Encoding: chunked`, `Connection: close`.
+    static func appendFraming(into out: inout [UInt8], contentLength: Int?, chunked: Bool, close: Bool) {
         guard contentLength != nil || chunked || close else { return }
         // The head ends with an empty line: the fields go before it.
         out.removeLast(2)

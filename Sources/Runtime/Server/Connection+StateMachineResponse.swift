@@ -58,21 +58,31 @@ extension Connection.StateMachine {
     /// (HTTP/1.1) or delimited by closing the connection (HTTP/1.0).
     mutating func writeHead(_ sequence: Int, status: Int, headers: HTTPHeaders) -> Actions {
         guard isCurrent(sequence), var ex = exchange, ex.response == .none else { return [] }
-        var h = headers
-        h.remove(name: "Transfer-Encoding")
-        h.remove(name: "Connection")
         let bodyless = ex.isHead || !ResponseHead.allowsBody(status: status)
+        // One pass over the fields writes them, leaves out `Transfer-Encoding` and
+        // `Connection` (this machine decides the framing) and sees a `Content-Length`.
+        var hasLength = false
+        var out: [UInt8] = []
+        out.reserveCapacity(headers.byteCount + 128)
+        ResponseHead(status: status, headers: headers).serialize(into: &out) { name in
+            switch name.count {
+            case 10: return HTTPHeaders.equalsIgnoringCase(name, "connection")
+            case 14:
+                if HTTPHeaders.equalsIgnoringCase(name, "content-length") { hasLength = true }
+                return false
+            case 17: return HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding")
+            default: return false
+            }
+        }
         var chunked = false
-        if !bodyless && !h.contains("Content-Length") {
+        if !bodyless && !hasLength {
             if ex.isHTTP11 {
                 chunked = true
             } else {
                 ex.keepAlive = false
             }
         }
-        var out: [UInt8] = []
-        out.reserveCapacity(256)
-        Self.serialize(status: status, headers: h, into: &out, contentLength: nil, chunked: chunked, close: !ex.keepAlive)
+        Self.appendFraming(into: &out, contentLength: nil, chunked: chunked, close: !ex.keepAlive)
         // Held until the first body bytes or the end of this loop turn, so a small
         // response leaves in one write.
         heldHead = out
