@@ -28,7 +28,8 @@ extension HTTP1Connection {
         while let exchange, state == .busy {
             let (event, used) = parser.parse(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
             offset += used
-            switch event {
+            // Consumed: the head's fields go to the handler as the only copy.
+            switch consume event {
             case .needMoreData:
                 if offset >= bytes.count || used == 0 { return }
             case .head(let status, let headers):

@@ -24,6 +24,9 @@ final class HTTP1Connection {
     let tcp: LoopTCP
     /// The one timer: connect, idle and total deadlines (``timerFired()``).
     let timer: LoopTimer
+    /// The loop's `uv_loop_t`, read for the clock (through the pool and its client, each
+    /// reading was a chain of retains and releases).
+    private let uv: UnsafeMutablePointer<uv_loop_t>
     /// The current response's parser.
     let parser = ResponseParser()
     /// Where the connection is in its life.
@@ -56,6 +59,7 @@ final class HTTP1Connection {
     init(pool: HTTP1Pool) throws(RuntimeError) {
         self.pool = pool
         let loop = pool.client.loop
+        uv = loop.uv
         let configuration = pool.client.configuration
         timeouts = Timeouts(
             connect: configuration.connectTimeout.milliseconds, idle: configuration.idleTimeout.milliseconds,
@@ -87,7 +91,7 @@ final class HTTP1Connection {
         let total: UInt64?
     }
     /// The loop's clock, in milliseconds.
-    var now: UInt64 { pool.client.loop.now }
+    var now: UInt64 { uv_now(uv) }
 
     // MARK: Connecting
 
