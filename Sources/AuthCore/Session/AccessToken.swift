@@ -13,6 +13,9 @@ public struct AccessToken: Sendable, Equatable, CustomStringConvertible,
     public let generation: TokenGeneration
     /// When it expires on the wall clock, for display; `nil` when unknown.
     public let expiresAt: Date?
+    /// The value of an `Authorization` header carrying this token, e.g. `Bearer abc`. Made
+    /// once with the token: every authenticated request sends it.
+    public let authorizationHeaderValue: String
 
     /// Creates an access token value.
     public init(value: String, tokenType: String, generation: TokenGeneration, expiresAt: Date?) {
@@ -20,6 +23,8 @@ public struct AccessToken: Sendable, Equatable, CustomStringConvertible,
         self.tokenType = tokenType
         self.generation = generation
         self.expiresAt = expiresAt
+        let type = tokenType.lowercased() == "bearer" ? "Bearer" : tokenType
+        authorizationHeaderValue = "\(type) \(value)"
     }
 
     /// Creates the access token of `credentials`.
@@ -27,12 +32,6 @@ public struct AccessToken: Sendable, Equatable, CustomStringConvertible,
         self.init(
             value: credentials.accessToken, tokenType: credentials.tokenType,
             generation: credentials.generation, expiresAt: credentials.expiresAt)
-    }
-
-    /// The value of an `Authorization` header carrying this token, e.g. `Bearer abc`.
-    public var authorizationHeaderValue: String {
-        let type = tokenType.lowercased() == "bearer" ? "Bearer" : tokenType
-        return "\(type) \(value)"
     }
 
     /// A description with the token redacted.

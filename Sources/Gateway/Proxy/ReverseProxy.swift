@@ -186,7 +186,11 @@ public final class ReverseProxy: HTTPResponder {
         if route.injectHeaders.count > 0 {
             for (name, value) in route.injectHeaders { headers.replaceOrAdd(name: name, value: value) }
         }
-        if let token { headers.replaceOrAdd(name: "Authorization", value: token.authorizationHeaderValue) }
+        if let token {
+            headers.remove(name: "Authorization")
+            var value = token.authorizationHeaderValue
+            value.withUTF8 { headers.add(name: "Authorization", value: $0) }
+        }
         Self.addUpgradeFields(&headers, for: request.head)
         let span = trace?.upstream(&headers, route: route)
         let upstream = UpstreamRequest(
