@@ -24,9 +24,9 @@ final class HTTP1Connection {
     let tcp: LoopTCP
     /// The one timer: connect, idle and total deadlines (``timerFired()``).
     let timer: LoopTimer
-    /// The loop's `uv_loop_t`, read for the clock (through the pool and its client, each
-    /// reading was a chain of retains and releases).
-    private let uv: UnsafeMutablePointer<uv_loop_t>
+    /// The loop, held for its clock (read through the pool and its client, each reading
+    /// was a chain of retains and releases).
+    private let loop: EventLoop
     /// The current response's parser.
     let parser = ResponseParser()
     /// Where the connection is in its life.
@@ -59,7 +59,7 @@ final class HTTP1Connection {
     init(pool: HTTP1Pool) throws(RuntimeError) {
         self.pool = pool
         let loop = pool.client.loop
-        uv = loop.uv
+        self.loop = loop
         let configuration = pool.client.configuration
         timeouts = Timeouts(
             connect: configuration.connectTimeout.milliseconds, idle: configuration.idleTimeout.milliseconds,
@@ -91,7 +91,7 @@ final class HTTP1Connection {
         let total: UInt64?
     }
     /// The loop's clock, in milliseconds.
-    var now: UInt64 { uv_now(uv) }
+    var now: UInt64 { loop.now }
 
     // MARK: Connecting
 
