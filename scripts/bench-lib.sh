@@ -89,6 +89,15 @@ cpu_ticks() {
   echo "$total"
 }
 
+# warm_up URL...: WARMUP (2s; 0: none) of the same wrk command on each URL, not recorded.
+# Without it the first round also opens the proxies' upstream connections and grows their
+# heaps (AuthGate's first round showed a p99 two to three times the second's).
+warm_up() {
+  [ "${WARMUP:-2s}" = 0 ] && return 0
+  local url
+  for url in "$@"; do wrk -t"$threads" -c"$conns" -d"${WARMUP:-2s}" "$url" > /dev/null; done
+}
+
 # wrk_cpu_row NAME URL PID...: like wrk_row, and also the CPU time the processes used per
 # request wrk completed, in microseconds (sets cpu_us).
 wrk_cpu_row() {

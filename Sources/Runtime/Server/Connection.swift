@@ -53,6 +53,11 @@ final class Connection {
     /// and reused by every later response. It holds the connection, as a queued job must; the
     /// cycle ends when the handles have closed (``handleClosed()``).
     private var heldHeadJob: (@Sendable () -> Void)?
+    /// The connection bound to its loop, made on first use and shared by every response's
+    /// writer and the head-flush job: one object per connection, not one per request. The
+    /// cycle ends when the handles have closed (``handleClosed()``); a writer kept past that
+    /// keeps the connection, as it did with a box of its own.
+    private var boundSelf: LoopBound<Connection>?
 
     // I/O.
     /// Whether the parser is being fed (a response given synchronously must not feed it again).
@@ -158,7 +163,8 @@ final class Connection {
         while offset < data.count && machine.acceptsRequestBytes {
             let (event, used) = parser.parse(UnsafeRawBufferPointer(rebasing: data[offset...]))
             offset += used
-            switch event {
+            // Consumed: the head is moved out of the event, not copied.
+            switch consume event {
             case .needMoreData:
                 if used == 0 { return offset }
             case .head(let h):
@@ -179,9 +185,9 @@ final class Connection {
     }
 
     func dispatch(_ requestBody: RequestBody) {
-        guard let head else { return }
-        let writer = ResponseWriter(
-            connection: LoopBound(self, loop: loop), sequence: machine.sequence, isHeadRequest: head.isHead)
+        // Taken: the request holds the head from here, the connection needs it no more.
+        guard let head = head.take() else { return }
+        let writer = ResponseWriter(connection: bound, sequence: machine.sequence, isHeadRequest: head.isHead)
         let request = HTTPRequest(
             head: head, body: requestBody, remoteAddress: remoteAddress, loop: loop, context: intakeContext)
         intakeContext = nil
@@ -207,10 +213,18 @@ final class Connection {
         execute(step { m, _ in m.flushHeldHead() })
     }
 
+    /// ``boundSelf``, made when first asked for.
+    private var bound: LoopBound<Connection> {
+        if let made = boundSelf { return made }
+        let made = LoopBound(self, loop: loop)
+        boundSelf = made
+        return made
+    }
+
     /// The job that runs ``flushHeldHead()`` on the loop (see ``heldHeadJob``).
     func headFlushJob() -> @Sendable () -> Void {
         if let job = heldHeadJob { return job }
-        let bound = LoopBound(self, loop: loop)
+        let bound = bound
         let job: @Sendable () -> Void = { bound.value.flushHeldHead() }
         heldHeadJob = job
         return job
@@ -292,6 +306,7 @@ final class Connection {
         openHandles -= 1
         guard openHandles == 0 else { return }
         heldHeadJob = nil
+        boundSelf = nil
         context.connectionClosed()
         registry.remove(self)
     }
