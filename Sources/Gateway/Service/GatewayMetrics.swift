@@ -47,13 +47,13 @@ public final class GatewayMetrics: Sendable {
 
     private let requests: [[CoreMetrics.Counter]]  // [kind][class], indexed as `kinds` and `classes`
     private let abandoned: [CoreMetrics.Counter]  // [kind]
-    private let latency: [CoreMetrics.Timer]  // [kind]
+    private let latency: [LatencyHistogram]  // [kind]
     private let openConnections: CoreMetrics.Gauge
     /// Registered only while the free space is known (a -1 would read as a full disk).
     private let stateFreeBytes = Locked<Prometheus.Gauge?>(nil)
     private let bufferedBytes: CoreMetrics.Gauge
     private let queueWaiting: CoreMetrics.Gauge
-    private let phases: [CoreMetrics.Timer]  // indexed as `AuthenticatedExchange.Phase.allCases`
+    private let phases: [LatencyHistogram]  // indexed as `AuthenticatedExchange.Phase.allCases`
 
     /// What `/metrics` reads of one session when it renders.
     public struct SessionGauges: Sendable {
@@ -100,9 +100,7 @@ public final class GatewayMetrics: Sendable {
     /// them, each at 0.
     public init(sessions: [String] = ["default"]) {
         registry = PrometheusCollectorRegistry()
-        var factory = PrometheusMetricsFactory(registry: registry)
-        factory.durationHistogramBuckets["authgate_request_duration_seconds"] = Self.latencyBuckets
-        factory.durationHistogramBuckets["authgate_exchange_phase_seconds"] = Self.latencyBuckets
+        let factory = PrometheusMetricsFactory(registry: registry)
         self.factory = factory
         requests = Self.kinds.map { kind in
             Self.classes.map { cls in
@@ -114,14 +112,20 @@ public final class GatewayMetrics: Sendable {
         abandoned = Self.kinds.map { kind in
             CoreMetrics.Counter(label: "authgate_requests_abandoned_total", dimensions: [("route_kind", kind)], factory: factory)
         }
+        // The durations are recorded on the request path, so they are kept by lock-free
+        // histograms of the gateway's own, rendered beside the registry's families.
         latency = Self.kinds.map { kind in
-            CoreMetrics.Timer(label: "authgate_request_duration_seconds", dimensions: [("route_kind", kind)], factory: factory)
+            LatencyHistogram(
+                name: "authgate_request_duration_seconds", labelName: "route_kind", labelValue: kind,
+                bounds: Self.latencyBuckets)
         }
         openConnections = CoreMetrics.Gauge(label: "authgate_open_connections", factory: factory)
         bufferedBytes = CoreMetrics.Gauge(label: "authgate_buffered_request_bytes", factory: factory)
         queueWaiting = CoreMetrics.Gauge(label: "authgate_upstream_queue_waiting", factory: factory)
         phases = AuthenticatedExchange.Phase.allCases.map {
-            CoreMetrics.Timer(label: "authgate_exchange_phase_seconds", dimensions: [("phase", $0.rawValue)], factory: factory)
+            LatencyHistogram(
+                name: "authgate_exchange_phase_seconds", labelName: "phase", labelValue: $0.rawValue,
+                bounds: Self.latencyBuckets)
         }
         // The counters the sessions and the upstreams will count, at 0 until they do. The
         // `AuthActor` makes its refresh and store-failure counters itself, at 0 too.
@@ -143,7 +147,7 @@ public final class GatewayMetrics: Sendable {
     /// Where an authenticated request spent its time: `authgate_exchange_phase_seconds{phase}`
     /// (``AuthenticatedExchange/Phase``), to find where requests wait.
     public func phase(_ phase: AuthenticatedExchange.Phase, _ duration: Duration) {
-        phases[AuthenticatedExchange.Phase.allCases.firstIndex(of: phase)!].record(duration: duration)
+        phases[phase.index].record(duration)
     }
 
     /// One proxied request: its route kind (`public`/`authenticated`), final status and
@@ -156,7 +160,7 @@ public final class GatewayMetrics: Sendable {
             return
         }
         requests[k][Self.statusClassIndex(status)].increment()
-        latency[k].record(duration: duration)
+        latency[k].record(duration)
     }
 
     /// The index in ``classes`` of `status`'s class; a status outside 100–599 (none is
@@ -209,6 +213,22 @@ public final class GatewayMetrics: Sendable {
         }
         bufferedBytes.record(process.bufferedRequestBytes)
         queueWaiting.record(process.upstreamQueueWaiting)
-        return Self.withHelp(registry.emitToString())
+        var exposition = registry.emitToString()
+        for (i, histogram) in (latency + phases).enumerated() {
+            histogram.render(into: &exposition, withType: i == 0 || i == latency.count)
+        }
+        return Self.withHelp(exposition)
+    }
+}
+
+extension AuthenticatedExchange.Phase {
+    /// The phase's place in `allCases`, without making that array.
+    fileprivate var index: Int {
+        switch self {
+        case .queue: 0
+        case .token: 1
+        case .refresh: 2
+        case .upstream: 3
+        }
     }
 }

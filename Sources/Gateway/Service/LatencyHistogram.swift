@@ -1,0 +1,84 @@
+import Synchronization
+
+/// A Prometheus histogram of durations over ``GatewayMetrics/latencyBuckets``, recorded with
+/// two relaxed atomic additions and no lock.
+///
+/// Every proxied request records one duration, and an authenticated one three more (its
+/// phases), so the cost of a recording is paid on the request path. Durations are counted in
+/// integer nanoseconds against bounds converted once; a bucket holds its own count, not a
+/// running total, and the running totals are added up when `/metrics` renders. `_count` is
+/// that same total, so `+Inf` and `_count` always agree, even while requests are recorded as
+/// the exposition is read (`_sum` may then lag by the requests in between, as in any
+/// lock-free Prometheus client).
+final class LatencyHistogram: Sendable {
+    /// The number of finite bounds; the last count is `+Inf`'s own.
+    static let boundCount = 16
+    /// The family's name, such as `authgate_request_duration_seconds`.
+    let name: String
+    /// The label pair (`route_kind="public"`), rendered once.
+    let label: String
+    private let bounds: InlineArray<16, Int64>
+    private let counts = InlineArray<17, Atomic<Int>> { _ in Atomic(0) }
+    private let sumNanoseconds = Atomic<Int64>(0)
+
+    /// Creates an empty histogram named `name`, with the one label `labelName="labelValue"`.
+    /// `bounds` are the upper bounds of the finite buckets, ascending, ``boundCount`` of them.
+    init(name: String, labelName: String, labelValue: String, bounds: [Duration]) {
+        precondition(bounds.count == Self.boundCount, "a latency histogram has \(Self.boundCount) bounds")
+        self.name = name
+        self.label = "\(labelName)=\"\(labelValue)\""
+        self.bounds = InlineArray { Self.nanoseconds(bounds[$0]) }
+    }
+
+    /// Counts one duration in the first bucket whose bound is at least it (`+Inf` past them all).
+    func record(_ duration: Duration) {
+        let ns = Self.nanoseconds(duration)
+        var i = 0
+        while i < Self.boundCount, bounds[i] < ns { i += 1 }
+        counts[i].wrappingAdd(1, ordering: .relaxed)
+        sumNanoseconds.wrappingAdd(ns, ordering: .relaxed)
+    }
+
+    /// The running totals: how many recorded durations are at most each bound, then in all.
+    var cumulativeCounts: [Int] {
+        var total = 0
+        return (0...Self.boundCount).map { i in
+            total += counts[i].load(ordering: .relaxed)
+            return total
+        }
+    }
+
+    /// Appends the family in the text format: `# TYPE`, one `_bucket` line per bound and
+    /// `+Inf`, `_sum` and `_count`. `withType` is false for every label set after a family's first.
+    func render(into out: inout String, withType: Bool) {
+        if withType { out += "# TYPE \(name) histogram\n" }
+        let totals = cumulativeCounts
+        for i in 0..<Self.boundCount {
+            out += "\(name)_bucket{\(label),le=\"\(Self.seconds(bounds[i]))\"} \(totals[i])\n"
+        }
+        out += "\(name)_bucket{\(label),le=\"+Inf\"} \(totals[Self.boundCount])\n"
+        out += "\(name)_sum{\(label)} \(Self.seconds(sumNanoseconds.load(ordering: .relaxed)))\n"
+        out += "\(name)_count{\(label)} \(totals[Self.boundCount])\n"
+    }
+
+    /// `duration` in whole nanoseconds; a negative one (never measured) counts as 0.
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return max(0, seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000)
+    }
+
+    /// Nanoseconds as decimal seconds with at least one fractional digit and no trailing
+    /// zeros past it: `0.001`, `0.0025`, `1.0`, `120.0`.
+    static func seconds(_ nanoseconds: Int64) -> String {
+        let whole = nanoseconds / 1_000_000_000
+        var fraction = nanoseconds % 1_000_000_000
+        guard fraction != 0 else { return "\(whole).0" }
+        var digits = 9
+        while fraction % 10 == 0 {
+            fraction /= 10
+            digits -= 1
+        }
+        let text = String(fraction)
+        return "\(whole)." + String(repeating: "0", count: digits - text.count) + text
+    }
+}
