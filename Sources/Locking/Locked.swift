@@ -15,7 +15,10 @@ import Darwin
 /// `@unchecked Sendable` is safe: `value` is only touched between lock and unlock.
 public final class Locked<Value>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var value: Value
+    /// Read and written only between ``lock()`` and ``unlock()``; visible to inlined code so
+    /// that `withLock` is specialised for the value's type in the caller's module (otherwise
+    /// every access copies the value through its runtime type's witnesses).
+    @usableFromInline var value: Value
 
     /// Creates a lock around `value`.
     public init(_ value: Value) {
@@ -37,13 +40,7 @@ public final class Locked<Value>: @unchecked Sendable {
     public func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
         lock()
         defer { unlock() }
-        return try body(&valueStorage)
-    }
-
-    @usableFromInline
-    var valueStorage: Value {
-        get { value }
-        _modify { yield &value }
+        return try body(&value)
     }
 
     @usableFromInline

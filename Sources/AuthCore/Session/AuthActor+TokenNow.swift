@@ -8,8 +8,12 @@ extension AuthActor {
     /// a moment later, as any token can, and a rejection of it goes through
     /// ``refresh(after:)`` like any other.
     public nonisolated func tokenWithoutWaiting() -> AccessToken? {
-        guard !holdsUnsavedCredentials, let current = published.withLock({ $0 }) else { return nil }
-        if current.snapshot.isDue(at: clock.now) { return nil }
-        return current.token
+        guard !holdsUnsavedCredentials else { return nil }
+        let now = clock.now
+        // Only the token leaves the lock, and only when it is not due.
+        return published.withLock { current in
+            guard let current, !current.snapshot.isDue(at: now) else { return nil }
+            return current.token
+        }
     }
 }

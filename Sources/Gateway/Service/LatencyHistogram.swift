@@ -62,9 +62,14 @@ final class LatencyHistogram: Sendable {
     }
 
     /// `duration` in whole nanoseconds; a negative one (never measured) counts as 0.
+    /// A duration under 18 s (every request but the slowest) is divided as a 64-bit value,
+    /// which the compiler does by a multiplication; `Duration.components` divides 128 bits.
     static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return max(0, seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000)
+        let attoseconds = duration.attoseconds
+        guard attoseconds > 0 else { return 0 }
+        if let small = UInt64(exactly: attoseconds) { return Int64(small / 1_000_000_000) }
+        let (seconds, fraction) = duration.components
+        return seconds &* 1_000_000_000 &+ fraction / 1_000_000_000
     }
 
     /// Nanoseconds as decimal seconds with at least one fractional digit and no trailing
