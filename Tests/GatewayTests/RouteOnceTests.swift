@@ -33,7 +33,7 @@ import Testing
                     method: method, target: target, livenessPath: "/livez", table: Self.table, hasFallback: false,
                     sessions: sessions)
                 let routed = ExchangePlan.Routed(
-                    method: method, target: target, livenessPath: "/livez", table: Self.table, sessions: sessions)
+                    method: method, target: target, livenessPath: "/livez", table: Self.table, sessions: sessions.map { SessionDirectory(names: $0) })
                 switch plan {
                 case .forward, .authenticate:
                     #expect(routed?.plan(target: target, table: Self.table) == plan, "\(method) \(target)")

@@ -39,6 +39,17 @@ public enum ExchangePlan: Sendable, Equatable {
         method: String, target: String, livenessPath: String?, table: RouteTable, hasFallback: Bool,
         sessions: Set<String>?
     ) -> ExchangePlan {
+        decide(
+            method: method, target: target, livenessPath: livenessPath, table: table, hasFallback: hasFallback,
+            sessions: sessions.map { SessionDirectory(names: $0) })
+    }
+
+    /// ``decide(method:target:livenessPath:table:hasFallback:sessions:)`` with the sessions
+    /// as the proxy keeps them.
+    static func decide(
+        method: String, target: String, livenessPath: String?, table: RouteTable, hasFallback: Bool,
+        sessions: SessionDirectory?
+    ) -> ExchangePlan {
         if let routed = Routed(method: method, target: target, livenessPath: livenessPath, table: table, sessions: sessions) {
             return routed.plan(target: target, table: table)
         }
@@ -51,7 +62,7 @@ public enum ExchangePlan: Sendable, Equatable {
     /// target's problem, the liveness answer, the fallback, or why the route cannot serve.
     static func unrouted(
         method: String, target: String, livenessPath: String?, table: RouteTable, hasFallback: Bool,
-        sessions: Set<String>?
+        sessions: SessionDirectory?
     ) -> ExchangePlan {
         let parsed: RequestTarget
         do throws(WireError) {
@@ -100,7 +111,7 @@ public enum ExchangePlan: Sendable, Equatable {
         /// The route `target` goes to, as ``ExchangePlan/decide(method:target:livenessPath:table:hasFallback:sessions:)``
         /// would plan it; nil when that plan is not to forward (a bad target, the liveness
         /// path, no route, a route whose session is not configured).
-        init?(method: String, target: String, livenessPath: String?, table: RouteTable, sessions: Set<String>?) {
+        init?(method: String, target: String, livenessPath: String?, table: RouteTable, sessions: SessionDirectory?) {
             guard let span = try? RequestTarget.Span(target) else { return nil }
             let path = RequestTarget(target, span: span).path
             if let livenessPath, path == livenessPath, method == "GET" || method == "HEAD" { return nil }

@@ -25,7 +25,7 @@ extension ReverseProxy {
         let s = settings
         let replayLimit = authentication == nil ? nil : s.replayLimit
         if let routed = ExchangePlan.Routed(
-            method: head.method, target: head.target, livenessPath: s.livenessPath, table: s.table, sessions: sessionNames)
+            method: head.method, target: head.target, livenessPath: s.livenessPath, table: s.table, sessions: sessionDirectory)
         {
             // A route always has a policy.
             let body = RouteTable.bodyPolicy(
@@ -61,7 +61,7 @@ extension ReverseProxy {
         if admission.routed.isRoute { return (admission.routed.plan(target: request.head.target, table: s.table), s) }
         let plan = ExchangePlan.unrouted(
             method: request.head.method, target: request.head.target, livenessPath: s.livenessPath, table: s.table,
-            hasFallback: fallback != nil, sessions: sessionNames)
+            hasFallback: fallback != nil, sessions: sessionDirectory)
         return (plan, s)
     }
 }

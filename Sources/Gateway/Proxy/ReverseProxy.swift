@@ -27,8 +27,8 @@ public final class ReverseProxy: HTTPResponder {
     let observePhase: @Sendable (AuthenticatedExchange.Phase, Duration) -> Void
     /// The tasks serving authenticated requests (shutdown waits for them).
     public let tasks = TaskTracker()
-    /// The configured session names; nil with no authentication.
-    let sessionNames: Set<String>?
+    /// The configured sessions; nil with no authentication.
+    let sessionDirectory: SessionDirectory?
     /// Traces each request when set (``TracingSwitch/installed``); nil: nothing is traced.
     let tracer: (any Tracer)?
 
@@ -49,7 +49,7 @@ public final class ReverseProxy: HTTPResponder {
                 replayRule: authentication?.replayRule ?? ReplayRule(), replayLimit: authentication?.replayLimit ?? 0,
                 livenessPath: livenessPath, trustedProxies: trustedProxies))
         self.authentication = authentication
-        self.sessionNames = authentication.map { Set($0.sessions.keys) }
+        self.sessionDirectory = authentication.map { SessionDirectory($0.sessions) }
         self.metrics = metrics
         self.fallback = fallback
     }
@@ -79,7 +79,7 @@ public final class ReverseProxy: HTTPResponder {
     func plan(for head: RequestHead, _ s: ProxySettings) -> ExchangePlan {
         ExchangePlan.decide(
             method: head.method, target: head.target, livenessPath: s.livenessPath, table: s.table,
-            hasFallback: fallback != nil, sessions: sessionNames)
+            hasFallback: fallback != nil, sessions: sessionDirectory)
     }
 
     /// Carries out the plan made when the request's head arrived (``intake(for:limits:)``).
@@ -107,7 +107,7 @@ public final class ReverseProxy: HTTPResponder {
             send(request, route, target, session: nil, writer, s)
         case .authenticate(let route, let target, let name):
             // `plan` checked that the session exists; answer anyway rather than leave the client waiting.
-            guard let session = authentication?.sessions[name] else {
+            guard let session = sessionDirectory?.session(named: name) else {
                 writer.respond(
                     problem: GatewayProblem.make("no-session-configured", 500, "this route's session is not configured"))
                 return
