@@ -69,6 +69,16 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         }
     }
 
+    /// Empties the list and keeps its room (a list still shared gets room of its own).
+    mutating func removeAllKeepingCapacity() {
+        storage.removeAll(keepingCapacity: true)
+        entries.removeAll(keepingCapacity: true)
+        nameLengths = 0
+    }
+
+    /// The room of the lines' buffer, in bytes.
+    var storageCapacity: Int { storage.capacity }
+
     /// Makes room for `n` fields of `bytes` bytes in all.
     public mutating func reserveCapacity(_ n: Int, bytes: Int = 0) {
         entries.reserveCapacity(n)

@@ -45,10 +45,10 @@ struct HeaderFieldAccumulator {
 
     /// Forgets everything, for the next message.
     mutating func reset() {
-        // A fresh list each message: the last one's went out with its head. Room for a
+        // A list of its own each message: the last one's went out with its head. A spare
+        // of this thread's when there is one (a head already sent), else with room for a
         // typical head's fields, so that it is allocated once.
-        headers = HTTPHeaders()
-        headers.reserveCapacity(16, bytes: 512)
+        headers = HTTPHeaders.pooled(fields: 16, bytes: 512)
         name.clear()
         value.clear()
         inValue = false

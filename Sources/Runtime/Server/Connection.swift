@@ -207,6 +207,8 @@ final class Connection {
 
     func writeHead(_ seq: Int, status: Int, headers: HTTPHeaders) {
         execute(step { m, _ in m.writeHead(seq, status: status, headers: headers) })
+        // Written out: the fields' storage can serve the next message parsed on this thread.
+        headers.recycle()
     }
 
     func flushHeldHead() {

@@ -21,6 +21,12 @@ final class HTTP1Exchange: UpstreamTransfer {
         self.handler = handler
     }
 
+    deinit {
+        // The fields went out in `head`: their storage can serve the next message parsed on
+        // this thread (the last reference is this exchange's, so it is reused, not copied).
+        request.headers.recycle()
+    }
+
     /// Whether the request can be sent a second time: its body, if any, is in memory.
     var replayable: Bool {
         if case .stream = request.body { return false }
