@@ -158,6 +158,33 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         }
     }
 
+    /// Appends the fields of `other` that `keep` picks (given each name's bytes as sent), in
+    /// order. Kept lines that are next to each other in `other` are copied in one piece.
+    public mutating func add(contentsOf other: HTTPHeaders, where keep: (UnsafeBufferPointer<UInt8>) -> Bool) {
+        other.storage.withUnsafeBufferPointer { s in
+            // The run of kept lines not yet copied: `runStart..<runEnd` in `s`, going to `runBase`.
+            var runStart = -1
+            var runEnd = -1
+            var runBase = 0
+            for e in other.entries {
+                guard keep(UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)])) else { continue }
+                if Int(e.start) != runEnd {
+                    if runStart >= 0 { storage.append(contentsOf: UnsafeBufferPointer(rebasing: s[runStart..<runEnd])) }
+                    runStart = Int(e.start)
+                    runBase = storage.count
+                }
+                runEnd = e.lineEnd
+                nameLengths |= Self.lengthBit(e.nameCount)
+                let shift = UInt32(runBase + (Int(e.start) - runStart)) &- e.start
+                entries.append(
+                    Entry(
+                        start: e.start &+ shift, nameEnd: e.nameEnd &+ shift, end: e.end &+ shift, validName: e.validName,
+                        validValue: e.validValue))
+            }
+            if runStart >= 0 { storage.append(contentsOf: UnsafeBufferPointer(rebasing: s[runStart..<runEnd])) }
+        }
+    }
+
     /// Replaces every field called `name` with one field.
     public mutating func replaceOrAdd(name: String, value: String) {
         remove(name: name)

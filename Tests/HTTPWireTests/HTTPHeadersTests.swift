@@ -28,6 +28,38 @@ import Testing
         #expect(!removed.contains("host") && !removed.contains(name(4)) && removed.contains(name(7)))
     }
 
+    @Test func addingTheFieldsAFilterKeepsCopiesThemInOrderWhateverWasRemovedBetween() {
+        func name(_ n: Int) -> String { "F" + String(repeating: "x", count: n) }
+        var source = HTTPHeaders()
+        for n in 0..<40 { source.add(name: name(n), value: "v\(n)") }
+        // Gaps between lines that stay: removed entries leave their bytes in the buffer.
+        var gapped = source
+        gapped.removeAll { $0.count % 5 == 0 }
+        gapped.add(name: "Tail", value: "t")
+        gapped.add(name: "bad name", value: "x")  // kept as given, marked invalid
+        for list in [source, gapped] {
+            for modulus in [1, 2, 3, 7] {
+                let keep: (String) -> Bool = { $0.count % modulus != 1 || modulus == 1 }
+                var out = HTTPHeaders([("Host", "a")])
+                out.add(contentsOf: list) { keep(String(decoding: $0, as: UTF8.self)) }
+                let expected = [("Host", "a")] + list.fields.filter { keep($0.name) }
+                #expect(out.fields.map { "\($0.name)=\($0.value)" } == expected.map { "\($0.0)=\($0.1)" }, "\(modulus)")
+                for (n, v) in list.fields.map({ ($0.name, $0.value) }) {
+                    #expect(out[first: n] == (keep(n) ? v : nil), "\(n)")
+                }
+                #expect(out.firstInvalidField?.name == (keep("bad name") ? list.firstInvalidField?.name : nil))
+                var serialized: [UInt8] = []
+                out.serialize(into: &serialized)
+                var reference: [UInt8] = []
+                HTTPHeaders(expected).serialize(into: &reference)
+                #expect(serialized == reference || expected.contains { $0.0 == "bad name" })
+            }
+        }
+        var none = HTTPHeaders()
+        none.add(contentsOf: source) { _ in false }
+        #expect(none.count == 0 && none.byteCount == 0)
+    }
+
     @Test func fieldsComeBackInOrderWithDuplicatesAndLookupsIgnoreCase() {
         var h = HTTPHeaders([("Host", "a"), ("Set-Cookie", "x=1"), ("set-cookie", "y=2")])
         h.add(name: "Vary", value: "")

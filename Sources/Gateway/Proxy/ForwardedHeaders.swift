@@ -16,20 +16,33 @@ public enum ForwardedHeaders {
     /// With `extraFields`, room is made for that many more (the copy a shared list needs
     /// anyway is made once, with it); without, a list nobody else holds is edited in place.
     static func strip(_ headers: consuming HTTPHeaders, removing removed: HeaderNameSet, extraFields: Int = 0) -> HTTPHeaders {
-        // Most messages name nothing in `Connection` but `keep-alive` or `close`.
+        let named = connectionNamed(headers, besides: removed)
+        func dropped(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+            if removed.contains(name) { return true }
+            return named.contains { token in token.withUnsafeBufferPointer { HTTPHeaders.equalsIgnoringCase(name, $0) } }
+        }
+        guard extraFields == 0 else {
+            // A new list (a spare of this thread's when there is one) with the kept lines
+            // copied in runs: one pass, where a copy then a removal would be two.
+            var out = HTTPHeaders.pooled(fields: headers.count + extraFields, bytes: headers.byteCount + 40 * extraFields)
+            out.add(contentsOf: headers) { !dropped($0) }
+            return out
+        }
+        var out = consume headers
+        out.removeAll(where: dropped)
+        return out
+    }
+
+    /// The fields `Connection` names as hop-by-hop that `removed` does not already hold.
+    /// Most messages name nothing in `Connection` but `keep-alive` or `close`.
+    private static func connectionNamed(_ headers: borrowing HTTPHeaders, besides removed: HeaderNameSet) -> [[UInt8]] {
         var named: [[UInt8]] = []
         if headers.contains("connection") {
             FramingRules.forEachConnectionToken(headers) { token in
                 if !removed.contains(token) { named.append(Array(token)) }
             }
         }
-        var out = consume headers
-        if extraFields > 0 { out.reserveCapacity(out.count + extraFields, bytes: out.byteCount + 40 * extraFields) }
-        out.removeAll { name in
-            if removed.contains(name) { return true }
-            return named.contains { token in token.withUnsafeBufferPointer { HTTPHeaders.equalsIgnoringCase(name, $0) } }
-        }
-        return out
+        return named
     }
 
     /// The header fields sent upstream for a client request.
