@@ -38,6 +38,8 @@ public final class RequestParser {
     private var fields = HeaderFieldAccumulator()
     private var headBytes = 0
     private var headDone = false
+    /// Whether the head just finished had `Transfer-Encoding` (its fields left with it).
+    private var headHadTransferEncoding = false
     private var scanner = HeadScanner()
     /// The strictness http-parser lacks in chunked bodies; nil unless the body is chunked.
     /// Kept past the end of the message (its last bytes are scanned after http-parser
@@ -167,6 +169,7 @@ public final class RequestParser {
     private func onMessageBegin() -> Int32 {
         target.removeAll(keepingCapacity: true)
         fields.reset()
+        headHadTransferEncoding = false
         violation = nil
         return 0
     }
@@ -228,7 +231,11 @@ public final class RequestParser {
         let major = Int(parser.pointee.http_major)
         let minor = Int(parser.pointee.http_minor)
         try FramingRules.checkVersion(major: major, minor: minor)
-        let headers = fields.headers
+        // Handed over, not copied: the parser keeps no reference, so the request's is the
+        // only one and its storage can go back to the thread's spares when the request is
+        // answered (``HTTPHeaders/recycle()``).
+        let headers = fields.takeHeaders()
+        headHadTransferEncoding = headers.contains("transfer-encoding")
         try FramingRules.checkHost(headers: headers, major: major, minor: minor)
         let framing = try FramingRules.requestFraming(headers: headers, major: major, minor: minor)
         chunkScanner = framing == .chunked ? ChunkFramingScanner() : nil
@@ -293,7 +300,7 @@ public final class RequestParser {
     private func mapError(_ e: http_errno) -> WireError {
         Self.error(
             forErrno: e.rawValue, limits: limits,
-            sawTransferEncoding: fields.headers.contains("transfer-encoding")
+            sawTransferEncoding: headHadTransferEncoding || fields.headers.contains("transfer-encoding")
                 || fields.unfinishedNameIs("transfer-encoding"))
     }
 }

@@ -50,6 +50,29 @@ struct HeaderListPoolTests {
         #expect(lines(next) != lines(kept))
     }
 
+    @Test func aParsedRequestsFieldsAreItsAloneSoTheirStorageIsReusedOnceAnswered() {
+        _ = drained()
+        let parser = RequestParser()
+        let bytes = Array("GET /a HTTP/1.1\r\nHost: example.test\r\nAccept: */*\r\n\r\n".utf8)
+        var head: RequestHead?
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while head == nil, offset < raw.count {
+                let (event, used) = parser.parse(UnsafeRawBufferPointer(rebasing: raw[offset...]))
+                offset += used
+                if case .head(let h) = event { head = h }
+                if used == 0 { break }
+            }
+        }
+        #expect(head?.headers[first: "host"] == "example.test")
+        let storage = head.map { lines($0.headers) } ?? nil
+        head?.headers.recycle()  // the request is answered
+        head = nil
+        var next = HTTPHeaders.pooled(fields: 16, bytes: 512)
+        next.add(name: "Via", value: "1.1 authgate")
+        #expect(lines(next) == storage, "the parser kept no reference to the request's fields")
+    }
+
     @Test func thePoolKeepsSoManyListsAndNoHugeOne() {
         let pool = drained()
         var huge = HTTPHeaders()

@@ -192,6 +192,11 @@ final class Connection {
             head: head, body: requestBody, remoteAddress: remoteAddress, loop: loop, context: intakeContext)
         intakeContext = nil
         context.responder.respond(to: request, writer: writer)
+        // The parser handed the fields over, so a responder that answers from here (the
+        // proxy: its upstream head is made by now) leaves this the only reference, and the
+        // storage serves the next message parsed on this thread. A responder that keeps the
+        // request keeps its fields: the spare is then shared when taken, and reallocated.
+        request.head.headers.recycle()
     }
 
     /// Whether no request is in progress (used by graceful shutdown).
