@@ -64,14 +64,25 @@ import Testing
 
             // Two clients, one request per connection, half on the authenticated route, until
             // the reloads are done (at most 3,000 requests each).
+            // A request with no answer is -1, and why (the client's error, the path and when)
+            // goes to `failures`.
             let done = Locked(false)
             let sent = Locked(0)
+            let failures = Locked<[String]>([])
+            let began = ContinuousClock.now
             let load = Task {
                 await onThreads(2) { _ -> [Int] in
                     var statuses: [Int] = []
                     while statuses.count < 3_000, !done.withLock({ $0 }) {
                         let path = statuses.count % 2 == 0 ? "/public/load" : "/data/load"
-                        statuses.append((try? Self.get(port, path))?.status ?? -1)
+                        let asked = ContinuousClock.now
+                        do {
+                            statuses.append(try Self.get(port, path).status)
+                        } catch {
+                            statuses.append(-1)
+                            let at = asked - began, took = ContinuousClock.now - asked
+                            failures.withLock { $0.append("\(path) asked at \(at), failed after \(took): \(error)") }
+                        }
                         sent.withLock { $0 += 1 }
                     }
                     return statuses
@@ -149,7 +160,9 @@ import Testing
             let statuses = await load.value.flatMap { $0 }
             #expect(statuses.count >= 40)
             #expect(child.errors.components(separatedBy: #""msg":"configuration reloaded""#).count - 1 == 5)
-            #expect(statuses.allSatisfy { $0 == 200 }, "statuses other than 200: \(Set(statuses))")
+            #expect(
+                statuses.allSatisfy { $0 == 200 },
+                "statuses other than 200: \(Set(statuses)); \(failures.withLock { $0 }); log tail: \(child.errors.suffix(3_000))")
             #expect(!child.errors.contains(rotated) && !child.errors.contains(Stack.adminToken))
             #expect(!child.errors.contains("s3cret"))
 

@@ -79,7 +79,9 @@ public final class RawClient {
             }
             var chunk = [UInt8](repeating: 0, count: 65536)
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { throw ClientError.closed(buffered: String(decoding: buffer, as: UTF8.self)) }
+            // EAGAIN here is the read timeout; 0 is the peer closing.
+            if n < 0 { throw ClientError.receive(errno, buffered: String(decoding: buffer, as: UTF8.self)) }
+            if n == 0 { throw ClientError.closed(buffered: String(decoding: buffer, as: UTF8.self)) }
             buffer += chunk[0..<n]
         }
     }
@@ -91,7 +93,9 @@ public final class RawClient {
         return n == 0 || (n < 0 && errno == ECONNRESET)
     }
 
-    public enum ClientError: Error { case socket(Int32), connect(Int32), send(Int32), closed(buffered: String) }
+    public enum ClientError: Error {
+        case socket(Int32), connect(Int32), send(Int32), receive(Int32, buffered: String), closed(buffered: String)
+    }
 }
 
 /// A parsed response.
