@@ -110,6 +110,19 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         }
     }
 
+    /// Appends a field named by a literal whose value the caller has already found to be
+    /// visible ASCII (`valueChecked`, e.g. a token checked when it was issued), so it is not
+    /// scanned again; with `valueChecked` false it is checked here, the way every other
+    /// added value is. Debug builds check it either way.
+    public mutating func add(name: StaticString, value: UnsafeBufferPointer<UInt8>, valueChecked: Bool) {
+        guard valueChecked else { return add(name: name, value: value) }
+        name.withUTF8Buffer { n in
+            assert(FramingRules.isValidFieldName(n), "a literal field name that is not a token")
+            assert(FramingRules.isValidFieldValue(value), "a value said to be checked has a control character")
+            append(name: n, value: value, validName: true, validValue: true)
+        }
+    }
+
     /// Appends a field a parser has already checked.
     mutating func appendChecked(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         append(name: name, value: value, validName: true, validValue: true)

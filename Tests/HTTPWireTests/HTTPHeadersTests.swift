@@ -140,6 +140,18 @@ import Testing
         #expect(head.headers.count == 2)
     }
 
+    /// A value the caller vouches for is not scanned again; one it does not is checked as
+    /// any other added value is, and a control character in it is found before sending.
+    @Test func aValueNotVouchedForIsStillCheckedWhenAdded() {
+        var h = HTTPHeaders()
+        Array("Bearer abc".utf8).withUnsafeBufferPointer { h.add(name: "Authorization", value: $0, valueChecked: true) }
+        #expect(h.firstInvalidField == nil)
+        #expect(h[first: "authorization"] == "Bearer abc")
+        Array("Bearer a\r\nX-Injected: 1".utf8).withUnsafeBufferPointer { h.add(name: "X-Token", value: $0, valueChecked: false) }
+        #expect(h.firstInvalidField?.name == "X-Token")
+        #expect(h.firstInvalidField?.nameIsInvalid == false)
+    }
+
     /// A line that arrived as `name: value` CRLF is kept in one copy; any other spacing, and
     /// a line split across reads, is rebuilt. Either way the head reads and sends the same.
     @Test(arguments: [1, 3, 7, 1000])

@@ -16,6 +16,11 @@ public struct AccessToken: Sendable, Equatable, CustomStringConvertible,
     /// The value of an `Authorization` header carrying this token, e.g. `Bearer abc`. Made
     /// once with the token: every authenticated request sends it.
     public let authorizationHeaderValue: String
+    /// Whether ``value`` is an RFC 6750 `b64token` and ``tokenType`` an RFC 9110 `token`
+    /// (``TokenSyntax``), so that ``authorizationHeaderValue`` holds visible ASCII only and
+    /// can go into a header line unchecked. Decided once with the token, not per request;
+    /// AuthGate accepts no other token, but a value made by hand may be anything.
+    public let isWellFormed: Bool
 
     /// Creates an access token value.
     public init(value: String, tokenType: String, generation: TokenGeneration, expiresAt: Date?) {
@@ -25,6 +30,7 @@ public struct AccessToken: Sendable, Equatable, CustomStringConvertible,
         self.expiresAt = expiresAt
         let type = tokenType.lowercased() == "bearer" ? "Bearer" : tokenType
         authorizationHeaderValue = "\(type) \(value)"
+        isWellFormed = TokenSyntax.isB64Token(value) && TokenSyntax.isTokenType(tokenType)
     }
 
     /// Creates the access token of `credentials`.

@@ -189,7 +189,8 @@ public final class ReverseProxy: HTTPResponder {
         if let token {
             headers.remove(name: "Authorization")
             var value = token.authorizationHeaderValue
-            value.withUTF8 { headers.add(name: "Authorization", value: $0) }
+            // A token AuthGate accepted is visible ASCII, checked when it came in.
+            value.withUTF8 { headers.add(name: "Authorization", value: $0, valueChecked: token.isWellFormed) }
         }
         Self.addUpgradeFields(&headers, for: request.head)
         let span = trace?.upstream(&headers, route: route)
