@@ -157,18 +157,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
                 validValue: true))
     }
 
-    /// Appends every field of `other`, in order.
+    /// Appends every field of `other`, in order (the lines next to each other in one piece).
     public mutating func add(contentsOf other: HTTPHeaders) {
-        nameLengths |= other.nameLengths
-        other.storage.withUnsafeBufferPointer { s in
-            for e in other.entries {
-                let start = storage.count
-                storage.append(contentsOf: UnsafeBufferPointer(rebasing: s[Int(e.start)..<e.lineEnd]))
-                let shift = UInt32(start) &- e.start
-                entries.append(
-                    Entry(start: UInt32(start), nameEnd: e.nameEnd &+ shift, end: e.end &+ shift, validName: e.validName, validValue: e.validValue))
-            }
-        }
+        add(contentsOf: other) { _ in true }
     }
 
     /// Appends the fields of `other` that `keep` picks (given each name's bytes as sent), in

@@ -214,8 +214,9 @@ public final class GatewayMetrics: Sendable {
         bufferedBytes.record(process.bufferedRequestBytes)
         queueWaiting.record(process.upstreamQueueWaiting)
         var exposition = registry.emitToString()
-        for (i, histogram) in (latency + phases).enumerated() {
-            histogram.render(into: &exposition, withType: i == 0 || i == latency.count)
+        // Each family's `# TYPE` line comes before its first label set only.
+        for family in [latency, phases] {
+            for (i, histogram) in family.enumerated() { histogram.render(into: &exposition, withType: i == 0) }
         }
         return Self.withHelp(exposition)
     }

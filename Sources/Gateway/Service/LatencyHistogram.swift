@@ -11,20 +11,26 @@ import Synchronization
 /// the exposition is read (`_sum` may then lag by the requests in between, as in any
 /// lock-free Prometheus client).
 final class LatencyHistogram: Sendable {
-    /// The number of finite bounds; the last count is `+Inf`'s own.
-    static let boundCount = 16
+    /// The number of finite bounds (the size of ``Bounds``); ``Counts`` has one more, the
+    /// last being `+Inf`'s own. A generic size cannot be written as another plus one, so
+    /// `init` checks that the two agree.
+    static var boundCount: Int { Bounds.count }
     /// The family's name, such as `authgate_request_duration_seconds`.
     let name: String
     /// The label pair (`route_kind="public"`), rendered once.
     let label: String
-    private let bounds: InlineArray<16, Int64>
-    private let counts = InlineArray<17, Atomic<Int>> { _ in Atomic(0) }
+    private typealias Bounds = InlineArray<16, Int64>
+    private typealias Counts = InlineArray<17, Atomic<Int>>
+    private let bounds: Bounds
+    private let counts = Counts { _ in Atomic(0) }
     private let sumNanoseconds = Atomic<Int64>(0)
 
     /// Creates an empty histogram named `name`, with the one label `labelName="labelValue"`.
     /// `bounds` are the upper bounds of the finite buckets, ascending, ``boundCount`` of them.
     init(name: String, labelName: String, labelValue: String, bounds: [Duration]) {
         precondition(bounds.count == Self.boundCount, "a latency histogram has \(Self.boundCount) bounds")
+        precondition(
+            Counts.count == Bounds.count + 1, "a latency histogram has one count per bound and one for +Inf")
         self.name = name
         self.label = "\(labelName)=\"\(labelValue)\""
         self.bounds = InlineArray { Self.nanoseconds(bounds[$0]) }
