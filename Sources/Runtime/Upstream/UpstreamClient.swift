@@ -111,7 +111,7 @@ public final class UpstreamClient: @unchecked Sendable {
 
     /// Starts an exchange; `handler` hears about it on this loop. Call on the loop.
     @discardableResult
-    public func start(_ request: UpstreamRequest, handler: any UpstreamResponseHandler) -> any UpstreamTransfer {
+    public func start(_ request: consuming UpstreamRequest, handler: any UpstreamResponseHandler) -> any UpstreamTransfer {
         precondition(loop.inEventLoop)
         if closed && retired && !loopShutDown { reopen() }
         if configuration.loopHTTP1, configuration.unixSocketPath == nil, !closed,

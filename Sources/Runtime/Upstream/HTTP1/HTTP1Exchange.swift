@@ -14,7 +14,7 @@ final class HTTP1Exchange: UpstreamTransfer {
     var retried = false
     private(set) var isFinished = false
 
-    init(request: UpstreamRequest, head: HTTP1RequestHead, pool: HTTP1Pool, handler: any UpstreamResponseHandler) {
+    init(request: consuming UpstreamRequest, head: HTTP1RequestHead, pool: HTTP1Pool, handler: any UpstreamResponseHandler) {
         self.request = request
         self.head = head
         self.pool = pool
