@@ -19,24 +19,35 @@ final class TCPRelay: Sendable {
     }
 
     /// Closes every relayed connection, both ways; the relay keeps listening.
+    ///
+    /// Under the lock: a pump closes its descriptors only after taking them out of `open`
+    /// under it, so every descriptor shut down here is still the relay's. (Shutting down a
+    /// number already closed would cut whatever socket of the process took it next.)
     func cut() {
-        for fd in open.withLock({ $0 }) { shutdown(fd, Int32(SHUT_RDWR)) }
+        open.withLock { fds in
+            for fd in fds { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
     }
 
     /// While true, a new connection is closed as soon as it is accepted.
     func refuse(_ on: Bool) { refusing.withLock { $0 = on } }
 
-    /// Stops listening and cuts every connection.
+    /// Stops listening and cuts every connection. The listener is shut down here, which
+    /// ends the accepting thread's `accept`, and closed by that thread as it ends: closed
+    /// here, its number could be taken by another listener of the process before the thread
+    /// calls `accept` again, and the relay would take that listener's connections.
     func close() {
         shutdown(listener, Int32(SHUT_RDWR))
-        Glibc.close(listener)
         cut()
     }
 
     private func accepting() {
         while true {
             let client = accept(listener, nil, nil)
-            if client < 0 { return }
+            if client < 0 {
+                Glibc.close(listener)
+                return
+            }
             if refusing.withLock({ $0 }) {
                 Glibc.close(client)
                 continue

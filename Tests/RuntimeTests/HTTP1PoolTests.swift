@@ -104,7 +104,12 @@ final class DroppingServer: @unchecked Sendable {
     private func serve() {
         while true {
             let c = accept(fd, nil, nil)
-            if c < 0 { return }
+            if c < 0 {
+                // Closed by this thread once `stop`'s shutdown ends its `accept`, so that the
+                // number is never another socket's when `accept` is called.
+                Glibc.close(fd)
+                return
+            }
             lock.withLock { count += 1 }
             if readHead(c) {
                 let answer = Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1".utf8)
@@ -117,6 +122,5 @@ final class DroppingServer: @unchecked Sendable {
 
     func stop() {
         Glibc.shutdown(fd, Int32(SHUT_RDWR))
-        Glibc.close(fd)
     }
 }

@@ -18,7 +18,12 @@ public final class CannedServer: @unchecked Sendable {
     private func serve() {
         while true {
             let c = accept(fd, nil, nil)
-            if c < 0 { return }
+            if c < 0 {
+                // Closed here, not in `stop`: this thread calls `accept` until the shutdown
+                // ends it, and the number must not be another socket's by then.
+                Glibc.close(fd)
+                return
+            }
             // Read the request head, then answer and close.
             var seen: [UInt8] = []
             var buf = [UInt8](repeating: 0, count: 4096)
@@ -32,9 +37,9 @@ public final class CannedServer: @unchecked Sendable {
         }
     }
 
-    /// Stops accepting.
+    /// Stops accepting: the serving thread's `accept` fails, and that thread closes the
+    /// listener.
     public func stop() {
         Glibc.shutdown(fd, Int32(SHUT_RDWR))
-        Glibc.close(fd)
     }
 }
