@@ -88,6 +88,37 @@ struct UpstreamRetireTests {
         #expect(await eventually { await Self.onLoop(client) { $0.isClosed } }, "closed once the exchange ended")
         #expect(await eventually { (try? Self.active(nginx.port)) == 1 })
     }
+
+    /// Closing a retired client closes each of its sockets once, and nothing else: a
+    /// descriptor number freed meanwhile belongs to whoever opened it next (in the gateway,
+    /// a client's connection accepted on the same loop), and must not be closed again.
+    @Test(arguments: configurations)
+    func closingARetiredClientClosesNoDescriptorItNoLongerOwns(_ configuration: UpstreamClientConfiguration) async throws {
+        let nginx = try Self.nginx()
+        defer { nginx.stop() }
+        let loop = try EventLoop(name: "retire-loop")
+        loop.start()
+        defer { loop.shutdown() }
+        let client = await UpstreamClient.make(on: loop, configuration: configuration)
+        let url = "http://127.0.0.1:\(nginx.port)/"
+        for _ in 0..<3 { #expect(try await client.send(UpstreamRequest(method: "GET", url: url)).status == 200) }
+        // The client closes on the loop's next turn; the job queued after it runs in that same
+        // turn and takes the lowest free descriptor numbers, as an accept would.
+        let taken = await withCheckedContinuation { (cont: CheckedContinuation<[Int32], Never>) in
+            loop.executeSoonOrNow {
+                client.retire()
+                loop.execute { cont.resume(returning: (0..<16).map { _ in socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0) }) }
+            }
+        }
+        #expect(await eventually { await Self.onLoop(client) { $0.isClosed } })
+        // Two more turns: the poll handles' close callbacks have run.
+        await Self.onLoop(client) { _ in }
+        await Self.onLoop(client) { _ in }
+        for fd in taken {
+            #expect(fcntl(fd, F_GETFD) != -1, "descriptor \(fd), opened after the client closed, was closed by it")
+            close(fd)
+        }
+    }
 }
 
 /// Collects one response, on the loop; `result()` waits for its end.
