@@ -14,8 +14,21 @@ struct HeadScanner {
         // Where the request line's bytes begin in this input, while it is being read: they
         // are kept in one append when the line or the input ends, not one byte at a time.
         var lineStart: Int? = inFirstLine && !sawLineStart ? 0 : nil
-        for i in 0..<bytes.count {
+        var i = 0
+        while i < bytes.count {
+            // Inside a line (after its first byte, no CR or LF just before), a byte that is
+            // none of NUL, CR and LF changes nothing but `previous`: such runs are passed
+            // over eight bytes at a time, and each byte that matters is read one at a time.
+            if !sawLineStart && previous != 0x0D && previous != 0x0A, let base = bytes.baseAddress {
+                let start = i
+                while i + 8 <= bytes.count && !Self.holdsNulCROrLF(base.loadUnaligned(fromByteOffset: i, as: UInt64.self)) {
+                    i += 8
+                }
+                if i > start { previous = bytes[i - 1] }
+                if i == bytes.count { break }
+            }
             let b = bytes[i]
+            defer { i += 1 }
             if previous == 0x0D && b != 0x0A {
                 return WireError(.bareCarriageReturn, status: 400, "a CR is not followed by LF")
             }
@@ -49,6 +62,16 @@ struct HeadScanner {
         }
         if inFirstLine, let start = lineStart { keepFirstLine(bytes, from: start, to: bytes.count) }
         return nil
+    }
+
+    /// Whether any of the eight bytes of `word` is NUL, LF or CR (a zero byte in `word`,
+    /// `word ^ 0x0A0A…` or `word ^ 0x0D0D…`).
+    @inline(__always)
+    private static func holdsNulCROrLF(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        func hasZeroByte(_ v: UInt64) -> Bool { (v &- ones) & ~v & highs != 0 }
+        return hasZeroByte(word) || hasZeroByte(word ^ (ones &* 0x0A)) || hasZeroByte(word ^ (ones &* 0x0D))
     }
 
     /// Keeps `bytes[from..<to]` of the request line (without the CR that may end it), and

@@ -73,6 +73,55 @@ private struct ByteAtATimeScanner {
         }
     }
 
+    /// Long lines, read in pieces of up to 64 bytes, with a NUL, CR, LF, SP or HTAB put at
+    /// every offset of a word: the runs the scanner passes over eight bytes at a time, and
+    /// every place the byte that ends such a run can fall.
+    @Test func agreesWithTheByteAtATimeDefinitionOverLongLines() {
+        var rng = SystemRandomNumberGenerator()
+        let letters = Array("abcdefghijXYZ0123456789-._~:/=;,".utf8)
+        var inputs: [[UInt8]] = []
+        for special in [0x00, 0x0D, 0x0A, 0x20, 0x09] as [UInt8] {
+            for offset in 0..<24 {
+                var line = Array("GET /\(String(repeating: "p", count: offset)) HTTP/1.1\r\nX-Long: ".utf8)
+                line += (0..<40).map { _ in letters.randomElement(using: &rng)! }
+                line.insert(special, at: line.count - 1 - offset % 17)
+                line += Array("\r\nHost: h\r\n\r\n".utf8)
+                inputs.append(line)
+            }
+        }
+        for _ in 0..<1500 {
+            let head = Array("GET /".utf8) + (0..<Int.random(in: 0...50, using: &rng)).map { _ in letters.randomElement(using: &rng)! }
+            var input = head + Array(" HTTP/1.1\r\n".utf8)
+            for _ in 0..<Int.random(in: 0...4, using: &rng) {
+                input += (0..<Int.random(in: 1...70, using: &rng)).map { _ in
+                    Int.random(in: 0..<40, using: &rng) == 0 ? Self.alphabet.randomElement(using: &rng)! : letters.randomElement(using: &rng)!
+                }
+                input += Array("\r\n".utf8)
+            }
+            inputs.append(input + Array("\r\n".utf8))
+        }
+        for input in inputs { Self.check(input, maxPiece: 64, using: &rng) }
+    }
+
+    /// Scans `input` in random pieces of 1…`maxPiece` bytes and compares with the oracle.
+    private static func check(_ input: [UInt8], maxPiece: Int, using rng: inout SystemRandomNumberGenerator) {
+        var oracle = ByteAtATimeScanner()
+        var expected: WireError?
+        for b in input where expected == nil { expected = [b].withUnsafeBytes { oracle.scan($0) } }
+        var scanner = HeadScanner()
+        var got: WireError?
+        var pos = 0
+        while pos < input.count && got == nil {
+            let end = min(input.count, pos + Int.random(in: 1...maxPiece, using: &rng))
+            got = Array(input[pos..<end]).withUnsafeBytes { scanner.scan($0) }
+            pos = end
+        }
+        #expect(got?.code == expected?.code, "\(String(decoding: input, as: UTF8.self).debugDescription)")
+        if got == nil && expected == nil {
+            #expect(scanner.firstLineSoFar == oracle.firstLineSoFar || (scanner.firstLineSoFar.isEmpty && oracle.firstLineSoFar.isEmpty))
+        }
+    }
+
     @Test func agreesWithTheByteAtATimeDefinitionOnRandomSplitInputs() {
         var rng = SystemRandomNumberGenerator()
         var seeds: [[UInt8]] = [
