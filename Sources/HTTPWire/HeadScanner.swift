@@ -21,8 +21,11 @@ struct HeadScanner {
             // over eight bytes at a time, and each byte that matters is read one at a time.
             if !sawLineStart && previous != 0x0D && previous != 0x0A, let base = bytes.baseAddress {
                 let start = i
-                while i + 8 <= bytes.count && !Self.holdsNulCROrLF(base.loadUnaligned(fromByteOffset: i, as: UInt64.self)) {
-                    i += 8
+                while i + 8 <= bytes.count {
+                    let special = Self.nulCROrLF(UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self)))
+                    // To the first such byte: the ones before it are ordinary.
+                    i += special == 0 ? 8 : special.trailingZeroBitCount / 8
+                    if special != 0 { break }
                 }
                 if i > start { previous = bytes[i - 1] }
                 if i == bytes.count { break }
@@ -64,14 +67,15 @@ struct HeadScanner {
         return nil
     }
 
-    /// Whether any of the eight bytes of `word` is NUL, LF or CR (a zero byte in `word`,
-    /// `word ^ 0x0A0A…` or `word ^ 0x0D0D…`).
+    /// The high bit of each byte of `word` (read little-endian) that may be NUL, LF or CR
+    /// (a zero byte in `word`, `word ^ 0x0A0A…` or `word ^ 0x0D0D…`); 0 when none is. The
+    /// lowest bit set is exact: the formula errs only on bytes after a true one.
     @inline(__always)
-    private static func holdsNulCROrLF(_ word: UInt64) -> Bool {
+    static func nulCROrLF(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
-        func hasZeroByte(_ v: UInt64) -> Bool { (v &- ones) & ~v & highs != 0 }
-        return hasZeroByte(word) || hasZeroByte(word ^ (ones &* 0x0A)) || hasZeroByte(word ^ (ones &* 0x0D))
+        func zeroBytes(_ v: UInt64) -> UInt64 { (v &- ones) & ~v & highs }
+        return zeroBytes(word) | zeroBytes(word ^ (ones &* 0x0A)) | zeroBytes(word ^ (ones &* 0x0D))
     }
 
     /// Keeps `bytes[from..<to]` of the request line (without the CR that may end it), and

@@ -73,6 +73,20 @@ private struct ByteAtATimeScanner {
         }
     }
 
+    /// The first NUL, LF or CR of eight bytes is found exactly, whatever follows it (the
+    /// word formula may also flag bytes after a true one, never before).
+    @Test func theFirstSpecialByteOfAWordIsFoundExactly() {
+        var rng = SystemRandomNumberGenerator()
+        let bytes: [UInt8] = [0x00, 0x01, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x09, 0x20, 0x41, 0x7F, 0x80, 0xFF, 0x8A, 0x8D]
+        for _ in 0..<20_000 {
+            let word = (0..<8).map { _ in bytes.randomElement(using: &rng)! }
+            let first = word.firstIndex { $0 == 0x00 || $0 == 0x0A || $0 == 0x0D } ?? 8
+            let value = word.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+            let special = HeadScanner.nulCROrLF(value)
+            #expect((special == 0 ? 8 : special.trailingZeroBitCount / 8) == first, "\(word)")
+        }
+    }
+
     /// Long lines, read in pieces of up to 64 bytes, with a NUL, CR, LF, SP or HTAB put at
     /// every offset of a word: the runs the scanner passes over eight bytes at a time, and
     /// every place the byte that ends such a run can fall.

@@ -37,10 +37,11 @@ public enum ForwardedHeaders {
     /// Most messages name nothing in `Connection` but `keep-alive` or `close`.
     private static func connectionNamed(_ headers: borrowing HTTPHeaders, besides removed: HeaderNameSet) -> [[UInt8]] {
         var named: [[UInt8]] = []
-        if headers.contains("connection") {
-            FramingRules.forEachConnectionToken(headers) { token in
-                if !removed.contains(token) { named.append(Array(token)) }
-            }
+        // No `contains("connection")` first: the lookup below ends at once, reading no
+        // entry, when no field has a name as long as `Connection`, and finds the field
+        // itself otherwise.
+        FramingRules.forEachConnectionToken(headers) { token in
+            if !removed.contains(token) { named.append(Array(token)) }
         }
         return named
     }
