@@ -10,6 +10,16 @@ struct HeadScanner {
     /// The bytes of the request line seen so far; empty once more than 32 have been seen.
     var firstLineSoFar: [UInt8] { firstLineDropped ? [] : firstLineTail }
 
+    /// Starts over for the next message, keeping the request line's buffer (so that a
+    /// message does not allocate one) unless a long line made it large.
+    mutating func reset() {
+        previous = 0x0A
+        sawLineStart = true
+        inFirstLine = true
+        firstLineDropped = false
+        if firstLineTail.capacity > 256 { firstLineTail = [] } else { firstLineTail.removeAll(keepingCapacity: true) }
+    }
+
     mutating func scan(_ bytes: UnsafeRawBufferPointer) -> WireError? {
         // Where the request line's bytes begin in this input, while it is being read: they
         // are kept in one append when the line or the input ends, not one byte at a time.

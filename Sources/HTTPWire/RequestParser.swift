@@ -259,7 +259,7 @@ public final class RequestParser {
     private func onMessageComplete() -> Int32 {
         headDone = false
         headBytes = 0
-        scanner = HeadScanner()
+        scanner.reset()
         pendingEnd = true
         http_parser_pause(parser, 1)
         return 0

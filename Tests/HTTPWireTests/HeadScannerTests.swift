@@ -73,6 +73,28 @@ private struct ByteAtATimeScanner {
         }
     }
 
+    /// A scanner reset after a message checks the next one as a new scanner would, whatever
+    /// the first message left (a long request line, a refusal, a line half read).
+    @Test func aResetScannerIsANewOne() {
+        let firsts = [
+            "GET / HTTP/1.1\r\nHost: h\r\n\r\n", "GET /\(String(repeating: "a", count: 400)) HTTP/1.1\r\n", "GET / HTTP/1.1\n",
+            "GET /half", "BREW /pot HTTP/1.1\r",
+        ]
+        let nexts = ["GET /x HTTP/1.1\r\nHost: h\r\n\r\n", " folded", "\r\n\r\nGET / HTTP/1.0\r\n\r\n", "GET / HTTX/1.1\r\n", "\n"]
+        for first in firsts {
+            for next in nexts {
+                var reused = HeadScanner()
+                _ = Array(first.utf8).withUnsafeBytes { reused.scan($0) }
+                reused.reset()
+                var fresh = HeadScanner()
+                let a = Array(next.utf8).withUnsafeBytes { reused.scan($0) }
+                let b = Array(next.utf8).withUnsafeBytes { fresh.scan($0) }
+                #expect(a?.code == b?.code, "\(first.debugDescription) then \(next.debugDescription)")
+                #expect(reused.firstLineSoFar == fresh.firstLineSoFar)
+            }
+        }
+    }
+
     /// The first NUL, LF or CR of eight bytes is found exactly, whatever follows it (the
     /// word formula may also flag bytes after a true one, never before).
     @Test func theFirstSpecialByteOfAWordIsFoundExactly() {
