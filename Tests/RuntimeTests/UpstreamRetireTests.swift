@@ -44,8 +44,11 @@ struct UpstreamRetireTests {
         await withCheckedContinuation { cont in client.loop.executeSoonOrNow { cont.resume(returning: body(client)) } }
     }
 
-    @Test(arguments: configurations)
-    func aRetiredClientClosesItsIdleConnectionsAndOpensAgainForALateExchange(_ configuration: UpstreamClientConfiguration) async throws {
+    /// Runs `body` with nginx and a client of `configuration`, on a loop of its own, that
+    /// has served three requests to it (one connection kept alive).
+    static func withServedClient(
+        _ configuration: UpstreamClientConfiguration, _ body: (Nginx, EventLoop, UpstreamClient) async throws -> Void
+    ) async throws {
         let nginx = try Self.nginx()
         defer { nginx.stop() }
         let loop = try EventLoop(name: "retire-loop")
@@ -54,12 +57,20 @@ struct UpstreamRetireTests {
         let client = await UpstreamClient.make(on: loop, configuration: configuration)
         let url = "http://127.0.0.1:\(nginx.port)/"
         for _ in 0..<3 { #expect(try await client.send(UpstreamRequest(method: "GET", url: url)).status == 200) }
-        #expect(try Self.active(nginx.port) == 2, "one kept-alive connection, and curl's")
-        await Self.onLoop(client) { $0.retire() }
-        #expect(await eventually { (try? Self.active(nginx.port)) == 1 }, "the idle connection closed")
-        #expect(await Self.onLoop(client) { $0.isClosed })
-        #expect(try await client.send(UpstreamRequest(method: "GET", url: url)).status == 200, "a late exchange is served")
-        #expect(await eventually { (try? Self.active(nginx.port)) == 1 }, "and its connection closed after it")
+        try await body(nginx, loop, client)
+    }
+
+    @Test(arguments: configurations)
+    func aRetiredClientClosesItsIdleConnectionsAndOpensAgainForALateExchange(_ configuration: UpstreamClientConfiguration) async throws {
+        try await Self.withServedClient(configuration) { nginx, _, client in
+            #expect(try Self.active(nginx.port) == 2, "one kept-alive connection, and curl's")
+            await Self.onLoop(client) { $0.retire() }
+            #expect(await eventually { (try? Self.active(nginx.port)) == 1 }, "the idle connection closed")
+            #expect(await Self.onLoop(client) { $0.isClosed })
+            let late = try await client.send(UpstreamRequest(method: "GET", url: "http://127.0.0.1:\(nginx.port)/"))
+            #expect(late.status == 200, "a late exchange is served")
+            #expect(await eventually { (try? Self.active(nginx.port)) == 1 }, "and its connection closed after it")
+        }
     }
 
     @Test(arguments: configurations)
@@ -94,29 +105,23 @@ struct UpstreamRetireTests {
     /// a client's connection accepted on the same loop), and must not be closed again.
     @Test(arguments: configurations)
     func closingARetiredClientClosesNoDescriptorItNoLongerOwns(_ configuration: UpstreamClientConfiguration) async throws {
-        let nginx = try Self.nginx()
-        defer { nginx.stop() }
-        let loop = try EventLoop(name: "retire-loop")
-        loop.start()
-        defer { loop.shutdown() }
-        let client = await UpstreamClient.make(on: loop, configuration: configuration)
-        let url = "http://127.0.0.1:\(nginx.port)/"
-        for _ in 0..<3 { #expect(try await client.send(UpstreamRequest(method: "GET", url: url)).status == 200) }
-        // The client closes on the loop's next turn; the job queued after it runs in that same
-        // turn and takes the lowest free descriptor numbers, as an accept would.
-        let taken = await withCheckedContinuation { (cont: CheckedContinuation<[Int32], Never>) in
-            loop.executeSoonOrNow {
-                client.retire()
-                loop.execute { cont.resume(returning: (0..<16).map { _ in socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0) }) }
+        try await Self.withServedClient(configuration) { _, loop, client in
+            // The client closes on the loop's next turn; the job queued after it runs in that
+            // same turn and takes the lowest free descriptor numbers, as an accept would.
+            let taken = await withCheckedContinuation { (cont: CheckedContinuation<[Int32], Never>) in
+                loop.executeSoonOrNow {
+                    client.retire()
+                    loop.execute { cont.resume(returning: (0..<16).map { _ in socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0) }) }
+                }
             }
-        }
-        #expect(await eventually { await Self.onLoop(client) { $0.isClosed } })
-        // Two more turns: the poll handles' close callbacks have run.
-        await Self.onLoop(client) { _ in }
-        await Self.onLoop(client) { _ in }
-        for fd in taken {
-            #expect(fcntl(fd, F_GETFD) != -1, "descriptor \(fd), opened after the client closed, was closed by it")
-            close(fd)
+            #expect(await eventually { await Self.onLoop(client) { $0.isClosed } })
+            // Two more turns: the poll handles' close callbacks have run.
+            await Self.onLoop(client) { _ in }
+            await Self.onLoop(client) { _ in }
+            for fd in taken {
+                #expect(fcntl(fd, F_GETFD) != -1, "descriptor \(fd), opened after the client closed, was closed by it")
+                close(fd)
+            }
         }
     }
 }
