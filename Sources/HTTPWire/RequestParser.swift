@@ -240,7 +240,7 @@ public final class RequestParser {
         let framing = try FramingRules.requestFraming(headers: headers, major: major, minor: minor)
         chunkScanner = framing == .chunked ? ChunkFramingScanner() : nil
         let expects = try FramingRules.expectsContinue(headers: headers, major: major, minor: minor)
-        let method = String(cString: http_method_str(http_method(rawValue: UInt32(parser.pointee.method))))
+        let method = Self.methodName(http_method(rawValue: UInt32(parser.pointee.method)))
         guard !target.isEmpty, FramingRules.isValidFieldValue(target), !target.contains(0x20) else {
             throw WireError(.invalidTarget, status: 400, "the request target is not valid")
         }
@@ -248,6 +248,21 @@ public final class RequestParser {
             method: method, target: String(decoding: target, as: UTF8.self), major: major, minor: minor,
             headers: headers, framing: framing, expectsContinue: expects && framing != .none,
             keepAlive: FramingRules.keepAlive(headers: headers, major: major, minor: minor))
+    }
+
+    /// The name of a method http-parser read: a literal for the common ones (no string is
+    /// made or checked per request), http-parser's own name for the rest.
+    private static func methodName(_ method: http_method) -> String {
+        switch method {
+        case HTTP_GET: "GET"
+        case HTTP_POST: "POST"
+        case HTTP_PUT: "PUT"
+        case HTTP_DELETE: "DELETE"
+        case HTTP_HEAD: "HEAD"
+        case HTTP_PATCH: "PATCH"
+        case HTTP_OPTIONS: "OPTIONS"
+        default: String(cString: http_method_str(method))
+        }
     }
 
     private func onBody(_ at: UnsafePointer<CChar>?, _ n: Int) -> Int32 {

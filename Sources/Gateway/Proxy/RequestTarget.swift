@@ -83,32 +83,47 @@ public struct RequestTarget: Sendable, Equatable {
 
         /// Finds the path and query of `target`; throws 400 as ``RequestTarget/init(_:)`` does.
         init(_ target: String) throws(WireError) {
-            let u = target.utf8
+            var target = target
+            let found = target.withUTF8 { bytes in Result { () throws(WireError) in try Span(bytes: bytes) } }
+            self = try found.get()
+        }
+
+        /// Finds the path and query in a target's UTF-8 bytes, in one pass over them: a
+        /// target is ASCII on the wire (the parser checked), and offsets into bytes are O(1).
+        init(bytes u: UnsafeBufferPointer<UInt8>) throws(WireError) {
             guard u.count < Int32.max else {
                 throw WireError(.invalidTarget, status: 400, "the request target is too long")
             }
+            let slash = UInt8(ascii: "/")
+            let question = UInt8(ascii: "?")
             var start = 0
             var end = u.count
             var rootOnly = false
             // Origin-form (`/…`), nearly every request, is told by its first byte.
-            if u.first != UInt8(ascii: "/") && (target.hasPrefix("http://") || target.hasPrefix("https://")) {
+            if u.first != slash, let scheme = Self.schemeLength(u) {
                 // Past `scheme://`: the authority ends at the first `/` or `?`.
-                let afterScheme = u.index(u.startIndex, offsetBy: target.hasPrefix("http://") ? 7 : 8)
-                start = u[afterScheme...].firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") })
-                    .map { u.distance(from: u.startIndex, to: $0) } ?? end
-                rootOnly = start == end || u[u.index(u.startIndex, offsetBy: start)] == UInt8(ascii: "?")
+                start = scheme
+                while start < end && u[start] != slash && u[start] != question { start += 1 }
+                rootOnly = start == end || u[start] == question
             }
-            guard rootOnly || (start < end && u[u.index(u.startIndex, offsetBy: start)] == UInt8(ascii: "/")) else {
+            guard rootOnly || (start < end && u[start] == slash) else {
                 throw WireError(.invalidTarget, status: 400, "the request target must be a path (origin-form) or an absolute URL")
             }
-            // Scan bytes, not Characters: a target is ASCII on the wire (the parser checked).
-            // One pass finds the fragment and the query; offsets into UTF-8 are O(1).
-            let rest = target[u.index(u.startIndex, offsetBy: start)...]
-            let (fragment, q) = RequestTarget.delimiters(rest)
-            if let fragment { end = start + fragment }
+            // The first `#` ends the target; the first `?` before it starts the query.
+            var query: Int?
+            var i = start
+            while i < end {
+                let b = u[i]
+                if b == UInt8(ascii: "#") {
+                    end = i
+                    break
+                }
+                if b == question && query == nil { query = i }
+                i += 1
+            }
             let pathEnd: Int
-            if let q, start + q < end {
-                pathEnd = start + q
+            if let query {
+                pathEnd = query
                 queryEnd = Int32(end)
             } else {
                 pathEnd = end
@@ -116,24 +131,21 @@ public struct RequestTarget: Sendable, Equatable {
             }
             pathStart = Int32(rootOnly ? pathEnd : start)
             self.pathEnd = Int32(pathEnd)
-            let path = rest[..<u.index(u.startIndex, offsetBy: pathEnd)]
-            if !rootOnly, let problem = RequestTarget.escapeProblem(in: path) {
+            if !rootOnly, let problem = RequestTarget.escapeProblem(in: UnsafeBufferPointer(rebasing: u[start..<pathEnd])) {
                 throw WireError(.invalidTarget, status: 400, problem)
             }
         }
-    }
 
-    /// The UTF-8 offsets of the first `#` and of the first `?` before it.
-    private static func delimiters(_ t: Substring) -> (fragment: Int?, query: Int?) {
-        func scan<C: Collection<UInt8>>(_ u: C) -> (Int?, Int?) {
-            var query: Int?
-            for (i, b) in u.enumerated() {
-                if b == UInt8(ascii: "#") { return (i, query) }
-                if b == UInt8(ascii: "?") && query == nil { query = i }
+        /// The length of `http://` or `https://` when `u` starts with one (as written: the
+        /// scheme of an absolute-form target is matched case-sensitively), else nil.
+        private static func schemeLength(_ u: UnsafeBufferPointer<UInt8>) -> Int? {
+            func starts(with prefix: StaticString) -> Bool {
+                prefix.withUTF8Buffer { p in u.count >= p.count && u[..<p.count].elementsEqual(p) }
             }
-            return (nil, query)
+            if starts(with: "http://") { return 7 }
+            if starts(with: "https://") { return 8 }
+            return nil
         }
-        return t.utf8.withContiguousStorageIfAvailable(scan) ?? scan(t.utf8)
     }
 
     /// Why a path could be resolved, by this upstream or another, outside the route whose

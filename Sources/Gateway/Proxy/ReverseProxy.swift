@@ -126,7 +126,9 @@ public final class ReverseProxy: HTTPResponder {
         let started = ContinuousClock.now
         let facts = s.accessLog?.begin(request, route: route.prefix)
         if request.head.upgrade != nil && refusedUpgrade(request, route, writer, s, facts) { return }
-        let trace = tracer.map { RequestTrace(tracer: $0, request: request, route: route, path: String(target.path)) }
+        // Looked at before it is copied: with tracing off (most runs) the existential is not copied.
+        let trace: RequestTrace? =
+            if case .none = tracer { nil } else { tracer.map { RequestTrace(tracer: $0, request: request, route: route, path: String(target.path)) } }
         guard let session else {
             let metrics = self.metrics
             start(request, route, target, writer, s, token: nil, decide: nil, trace: trace) { outcome in
