@@ -31,6 +31,9 @@ public final class ReverseProxy: HTTPResponder {
     let sessionDirectory: SessionDirectory?
     /// Traces each request when set (``TracingSwitch/installed``); nil: nothing is traced.
     let tracer: (any Tracer)?
+    /// Whether ``tracer`` is set: read per request instead of the existential, which a
+    /// test for nil would copy.
+    private let tracing: Bool
 
     /// Creates a proxy; requests matching no route go to `fallback` (or get 404). Only
     /// clients in `trustedProxies` (IP addresses) have their `X-Forwarded-For` kept.
@@ -41,6 +44,7 @@ public final class ReverseProxy: HTTPResponder {
         tracer: (any Tracer)? = TracingSwitch.installed
     ) {
         self.tracer = tracer
+        self.tracing = tracer != nil
         self.observePhase = { [metrics] in metrics.phase($0, $1) }
         self.current = Locked(
             ProxySettings(
@@ -126,9 +130,7 @@ public final class ReverseProxy: HTTPResponder {
         let started = ContinuousClock.now
         let facts = s.accessLog?.begin(request, route: route.prefix)
         if request.head.upgrade != nil && refusedUpgrade(request, route, writer, s, facts) { return }
-        // Looked at before it is copied: with tracing off (most runs) the existential is not copied.
-        let trace: RequestTrace? =
-            if case .none = tracer { nil } else { tracer.map { RequestTrace(tracer: $0, request: request, route: route, path: String(target.path)) } }
+        let trace = tracing ? tracer.map { RequestTrace(tracer: $0, request: request, route: route, path: String(target.path)) } : nil
         guard let session else {
             let metrics = self.metrics
             start(request, route, target, writer, s, token: nil, decide: nil, trace: trace) { outcome in
@@ -205,7 +207,7 @@ public final class ReverseProxy: HTTPResponder {
             writer: writer, decide: decide, tunnelIdleTimeout: s.clientConfiguration.tunnelIdleTimeout
         ) { outcome in
             if case .failed(let e) = outcome { metrics.upstreamFailure(e.code.description) }
-            if let span { trace?.upstreamEnded(span, outcome) }
+            span?.ended(outcome)
             completion(outcome)
         }
         let transfer = s.clients.client(for: request.loop).start(upstream, handler: exchange)

@@ -43,7 +43,7 @@ final class RequestTrace: Sendable {
 
     /// Starts the span of one try at the upstream (a child of the replay in progress, or of
     /// the request) and puts its context into `headers`.
-    func upstream(_ headers: inout HTTPHeaders, route: ProxyRoute) -> any Span {
+    func upstream(_ headers: inout HTTPHeaders, route: ProxyRoute) -> UpstreamTry {
         let (parent, attempt) = state.withLock { ($0.replay?.context, $0.replays) }
         let span = tracer.startSpan("upstream", context: parent ?? server.context, ofKind: .client)
         span.attributes["authgate.attempt"] = attempt
@@ -51,7 +51,22 @@ final class RequestTrace: Sendable {
         var injected = HTTPHeaders()
         tracer.inject(span.context, into: &injected, using: HTTPHeadersInjector())
         TracePropagation.apply(injected, to: &headers)
-        return span
+        return UpstreamTry(trace: self, span: span)
+    }
+
+    /// One try's span, held by reference: the closure that ends it carries one pointer
+    /// (none when tracing is off) rather than a copy of the span's existential.
+    final class UpstreamTry: Sendable {
+        let trace: RequestTrace
+        let span: any Span
+
+        init(trace: RequestTrace, span: any Span) {
+            self.trace = trace
+            self.span = span
+        }
+
+        /// Ends the try's span with what it came to.
+        func ended(_ outcome: ExchangeOutcome) { trace.upstreamEnded(span, outcome) }
     }
 
     /// Ends a try's span with what it came to; a replay ends with its try.
