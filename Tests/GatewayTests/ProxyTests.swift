@@ -145,6 +145,33 @@ func withProxy(
         }
     }
 
+    /// An upstream that refused the connection is counted once, by its kind, beside the
+    /// request's 5xx: the exchange itself counts it when it ends.
+    @Test func aRefusedUpstreamIsCountedByItsKind() async throws {
+        let metrics = GatewayMetrics(sessions: [])
+        let group = try EventLoopGroup(loopCount: 1, name: "proxy")
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), group: group,
+            responder: ReverseProxy(
+                routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:1")!)], metrics: metrics))
+        try server.start()
+        defer {
+            server.shutdown(grace: .seconds(1))
+            group.shutdown()
+        }
+        let c = try RawClient(port: server.port)
+        try c.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(try c.readResponse().status == 502)
+        var text = ""
+        let counted = await eventually {
+            text = metrics.render(sessions: [], process: .init())
+            return text.contains(#"authgate_requests_total{route_kind="public",status_class="5xx"} 1"#)
+        }
+        #expect(counted, "\(text)")
+        #expect(text.contains(#"authgate_upstream_failures_total{kind="upstream-connect-failed"} 1"#), "\(text)")
+        #expect(text.contains(#"authgate_upstream_failures_total{kind="upstream-timeout"} 0"#), "\(text)")
+    }
+
     @Test func refusedUpstreamGives502AndSlowUpstreamGives504() async throws {
         let dead = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:1")!)])
         defer { dead.stop() }

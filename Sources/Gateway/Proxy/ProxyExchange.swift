@@ -28,6 +28,10 @@ final class ProxyExchange: UpstreamResponseHandler {
     var transfer: (any UpstreamTransfer)?
     private let decide: ((Int, HTTPHeaders) -> HeadDecision)?
     private let completion: ((ExchangeOutcome) -> Void)?
+    /// Where an upstream failure is counted; nil: not counted.
+    private let metrics: GatewayMetrics?
+    /// The traced try's span, ended with the exchange; nil when tracing is off.
+    private let span: RequestTrace.UpstreamTry?
     private var headSent = false
     private var intercepted = false
     private var status = 0
@@ -36,9 +40,11 @@ final class ProxyExchange: UpstreamResponseHandler {
 
     init(
         writer: ResponseWriter, decide: ((Int, HTTPHeaders) -> HeadDecision)? = nil, tunnelIdleTimeout: Duration = .seconds(300),
-        completion: ((ExchangeOutcome) -> Void)? = nil
+        metrics: GatewayMetrics? = nil, span: RequestTrace.UpstreamTry? = nil, completion: ((ExchangeOutcome) -> Void)? = nil
     ) {
         self.tunnelIdleTimeout = tunnelIdleTimeout
+        self.metrics = metrics
+        self.span = span
         self.writer = writer
         self.decide = decide
         self.completion = completion
@@ -83,31 +89,42 @@ final class ProxyExchange: UpstreamResponseHandler {
             out.replaceOrAdd(name: "Upgrade", value: proto)
         }
         if writer.switchProtocols(headers: out, to: tunnel, idleTimeout: tunnelIdleTimeout) {
-            completion?(.forwarded(status: 101, bytes: 0))
+            finish(.forwarded(status: 101, bytes: 0))
         } else {
             // The client left while the upstream answered: nobody to splice to.
-            completion?(.forwarded(status: 499, bytes: 0))
+            finish(.forwarded(status: 499, bytes: 0))
         }
     }
 
     func upstreamFinished(_ error: RuntimeError?) {
         transfer = nil
         if intercepted {
-            completion?(.intercepted)
+            finish(.intercepted)
             return
         }
         if let error {
             if headSent {
                 writer.abort()
-                completion?(.forwarded(status: status, bytes: bytesOut))
+                finish(.forwarded(status: status, bytes: bytesOut))
             } else {
                 writer.respond(problem: error.problem)
-                completion?(.failed(error))
+                finish(.failed(error))
             }
             return
         }
         writer.end()
-        completion?(.forwarded(status: status, bytes: bytesOut))
+        finish(.forwarded(status: status, bytes: bytesOut))
+    }
+}
+
+extension ProxyExchange {
+    /// Ends the exchange: counts an upstream failure, ends the try's span, and tells the
+    /// caller. Done here rather than in a closure wrapped around the caller's, so that an
+    /// exchange carries one closure, not two.
+    private func finish(_ outcome: ExchangeOutcome) {
+        if case .failed(let e) = outcome { metrics?.upstreamFailure(e.code.description) }
+        span?.ended(outcome)
+        completion?(outcome)
     }
 }
 

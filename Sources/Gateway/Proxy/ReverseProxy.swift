@@ -202,14 +202,9 @@ public final class ReverseProxy: HTTPResponder {
             method: request.head.method,
             destination: .origin(route.upstream.origin, target: route.upstreamTarget(for: target)),
             headers: headers, body: body, upgrade: request.head.upgrade != nil)
-        let metrics = self.metrics
         let exchange = ProxyExchange(
-            writer: writer, decide: decide, tunnelIdleTimeout: s.clientConfiguration.tunnelIdleTimeout
-        ) { outcome in
-            if case .failed(let e) = outcome { metrics.upstreamFailure(e.code.description) }
-            span?.ended(outcome)
-            completion(outcome)
-        }
+            writer: writer, decide: decide, tunnelIdleTimeout: s.clientConfiguration.tunnelIdleTimeout, metrics: metrics,
+            span: span, completion: completion)
         let transfer = s.clients.client(for: request.loop).start(upstream, handler: exchange)
         if !transfer.isFinished {
             exchange.transfer = transfer
