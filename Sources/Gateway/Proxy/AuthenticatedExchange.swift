@@ -64,6 +64,15 @@ public struct AuthenticatedExchange: Sendable {
     /// The verdict on the head of an answer to `attempt`; synchronous, so it can be taken in
     /// an upstream client's head callback before any byte of the body reaches the client.
     public func verdict(status: Int, wwwAuthenticate: [String], attempt: ReplayRule.Attempt) -> ReplayRule.Verdict {
+        Self.verdict(policy: policy, rule: rule, session: session, status: status, wwwAuthenticate: wwwAuthenticate, attempt: attempt)
+    }
+
+    /// ``verdict(status:wwwAuthenticate:attempt:)`` from its parts, for a caller that holds
+    /// them without an exchange (the proxy's head callback, which then captures no copy of one).
+    public static func verdict(
+        policy: UpstreamRejectionPolicy, rule: ReplayRule, session: AuthActor, status: Int, wwwAuthenticate: [String],
+        attempt: ReplayRule.Attempt
+    ) -> ReplayRule.Verdict {
         let rejected = policy.classify(status: status, wwwAuthenticate: wwwAuthenticate) == .tokenRejected
         guard rejected else { return .deliver }
         return rule.verdict(tokenRejected: true, attempt: attempt, current: session.tokenSnapshot, now: session.now)

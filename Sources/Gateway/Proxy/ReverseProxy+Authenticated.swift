@@ -17,15 +17,13 @@ extension ReverseProxy {
         _ session: AuthActor, _ s: ProxySettings, _ facts: AccessFacts?, _ token: AccessToken,
         _ started: ContinuousClock.Instant, _ trace: RequestTrace?
     ) {
-        let path = AuthenticatedExchange(
-            session: session, policy: s.rejectionPolicy, rule: s.replayRule, observe: observePhase)
         let attempt = ReplayRule.Attempt(
             generation: token.generation, replaysSoFar: 0, bodyReplayable: request.bodyIsReplayable)
         let metrics = self.metrics
         let observe = observePhase
         let sent = ContinuousClock.now
         observe(.token, sent - started)
-        let decide = headDecision(path, attempt, session, route.session)
+        let decide = headDecision(s, attempt, session, route.session)
         facts?.attempt(attempt)
         start(request, route, target, writer, s, token: token, decide: decide, trace: trace) { [self] outcome in
             observe(.upstream, ContinuousClock.now - sent)
@@ -64,7 +62,7 @@ extension ReverseProxy {
                 if attempt.replaysSoFar > 0 { metrics.replay("replayed", session: name) }
                 facts?.attempt(attempt)
                 let outcome = await exchange(
-                    request, route, target, writer, s, token: token, decide: headDecision(path, attempt, session, name),
+                    request, route, target, writer, s, token: token, decide: headDecision(s, attempt, session, name),
                     trace: trace)
                 facts?.exchanged(outcome)
                 if case .intercepted = outcome { return .replay }
@@ -90,14 +88,19 @@ extension ReverseProxy {
 
     /// What to do with the head of the answer to `attempt`: deliver it, hold it back for a
     /// replay, or pass it through (refreshing in the background when the rule says so).
+    ///
+    /// The closure holds the settings, the session, the name and the attempt, not a copy of
+    /// the request's ``AuthenticatedExchange``: it is made for every authenticated request.
     private func headDecision(
-        _ path: AuthenticatedExchange, _ attempt: ReplayRule.Attempt, _ session: AuthActor, _ name: String
+        _ s: ProxySettings, _ attempt: ReplayRule.Attempt, _ session: AuthActor, _ name: String
     ) -> @Sendable (Int, HTTPHeaders) -> HeadDecision {
         let metrics = self.metrics
         let tasks = self.tasks
         return { status, headers in
             let answer = ExchangePlan.Answer(
-                path.verdict(status: status, wwwAuthenticate: headers[all: "www-authenticate"], attempt: attempt))
+                AuthenticatedExchange.verdict(
+                    policy: s.rejectionPolicy, rule: s.replayRule, session: session, status: status,
+                    wwwAuthenticate: headers[all: "www-authenticate"], attempt: attempt))
             switch answer {
             case .deliver:
                 return .forward(HTTPHeaders())
