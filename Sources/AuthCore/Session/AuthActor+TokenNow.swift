@@ -10,10 +10,11 @@ extension AuthActor {
     public nonisolated func tokenWithoutWaiting() -> AccessToken? {
         guard !holdsUnsavedCredentials else { return nil }
         let now = clock.now
-        // Only the token leaves the lock, and only when it is not due.
+        // Only the token leaves the lock, and only when it is not due: the snapshot is read
+        // in place, and only the token is copied (not the pair first, then the token).
         return published.withLock { current in
-            guard let current, !current.snapshot.isDue(at: now) else { return nil }
-            return current.token
+            guard current?.snapshot.isDue(at: now) == false else { return nil }
+            return current?.token
         }
     }
 }

@@ -26,10 +26,11 @@ extension ReverseProxy {
         let decide = headDecision(s, attempt, session, route.session)
         facts?.attempt(attempt)
         start(request, route, target, writer, s, token: token, decide: decide, trace: trace) { [self] outcome in
-            observe(.upstream, ContinuousClock.now - sent)
+            let ended = ContinuousClock.now
+            observe(.upstream, ended - sent)
             facts?.exchanged(outcome)
             guard case .intercepted = outcome else {
-                metrics.request(kind: "authenticated", status: outcome.status, duration: ContinuousClock.now - started)
+                metrics.request(kind: "authenticated", status: outcome.status, duration: ended - started)
                 facts?.end(status: outcome.status)
                 trace?.end(status: outcome.status)
                 return
