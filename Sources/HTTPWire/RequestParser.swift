@@ -117,6 +117,13 @@ public final class RequestParser {
                         head.upgrade = Self.passableUpgrade(head)
                         if head.upgrade == nil { head.keepAlive = false }
                     }
+                    // http-parser calls back at the end of a head while it stands on the head's
+                    // last byte, and consumes that byte when parsing goes on without looking
+                    // at it (any byte ends a head there, even one after a lone CR): the
+                    // scanner sees it now, before the head is given out.
+                    if n < input.count, let e = scanner.scan(UnsafeRawBufferPointer(rebasing: input[n..<n + 1])) {
+                        return fail(e, n)
+                    }
                     return (.head(head), n)
                 } catch {
                     return fail(error, n)

@@ -28,6 +28,8 @@ let malformedCases: [(name: String, request: String, status: Int)] = [
     ("DEL in value", "GET / HTTP/1.1\r\nHost: a\r\nX: a\u{7F}b\r\n\r\n", 400),
     ("NUL in value", "GET / HTTP/1.1\r\nHost: a\r\nX: a\u{00}b\r\n\r\n", 400),
     ("bare CR in value", "GET / HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n", 400),
+    ("bare CR ending the head", "GET /a HTTP/1.1\r\nHost: a\r\nFoo: bar\r\n\rXGET /b HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+    ("bare LF ending the head", "GET /a HTTP/1.1\r\nHost: a\r\n\nGET /b HTTP/1.1\r\nHost: a\r\n\r\n", 400),
     ("bare LF line end", "GET / HTTP/1.1\r\nHost: a\nX: b\r\n\r\n", 400),
     ("obs-fold", "GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n  folded\r\n\r\n", 400),
     ("whitespace before first header", "GET / HTTP/1.1\r\n Host: a\r\n\r\n", 400),
