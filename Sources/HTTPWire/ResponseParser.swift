@@ -24,7 +24,9 @@ public enum ResponseEvent {
 /// ``RequestParser`` for the upstream side of the proxy.
 ///
 /// Interim (1xx) responses are read and skipped; a response to `HEAD` is read without a
-/// body when ``expectNoBody()`` is called before its head arrives. Field names and values
+/// body when ``expectNoBody()`` is called before its head arrives. The body is framed
+/// strictly (``FramingRules/responseFraming(status:headers:answersHEAD:)``): framing fields
+/// a proxy would have to guess at are refused, and `204` and `304` never have a body. Field names and values
 /// that are not valid HTTP are dropped, never passed on (RFC 9110 §5.5); each obs-fold
 /// becomes the spaces that follow it (RFC 9112 §5.2). Chunked bodies get
 /// the strictness http-parser lacks (``ChunkFramingScanner``). Not thread-safe: one
@@ -40,6 +42,9 @@ public final class ResponseParser {
     private var fieldBytes = 0
     private var headDone = false
     private var noBody = false
+    /// Whether the connection may carry another exchange once this response ends, as far as
+    /// its framing fields go (``FramingRules/reusableAfterBodiless(status:headers:)``).
+    private var reusable = true
     private var upgradeExpected = false
     /// The header fields of a `101` that switched protocols, until `parse` returns them.
     private var switchedHead: HTTPHeaders?
@@ -86,6 +91,7 @@ public final class ResponseParser {
         headDone = false
         headBytes = 0
         noBody = false
+        reusable = true
         upgradeExpected = false
         switchedHead = nil
         chunkScanner = nil
@@ -222,8 +228,16 @@ public final class ResponseParser {
     /// Finishes a field. One with an invalid name or value is dropped (as libcurl does), not
     /// a reason to fail the response; too many fields are.
     private func flushField() -> WireError? {
-        guard fields.finishField(maxCount: limits.maxHeaderCount) == .tooMany else { return nil }
-        return WireError(.tooManyHeaders, status: 502, "the upstream response has more than \(limits.maxHeaderCount) header fields")
+        let framingField = fields.unfinishedNameIs("transfer-encoding") || fields.unfinishedNameIs("content-length")
+        switch fields.finishField(maxCount: limits.maxHeaderCount) {
+        case nil: return nil
+        case .tooMany:
+            return WireError(.tooManyHeaders, status: 502, "the upstream response has more than \(limits.maxHeaderCount) header fields")
+        case .invalidName, .invalidValue:
+            // http-parser may have framed the body by a field that is not passed on.
+            guard framingField else { return nil }
+            return WireError(.conflictingFraming, status: 502, "the upstream's framing field has a value that is not valid")
+        }
     }
 
     private func onHeadersComplete() -> Int32 {
@@ -233,18 +247,40 @@ public final class ResponseParser {
         }
         let status = Int(parser.pointee.status_code)
         if (100..<200).contains(status) {
-            // An interim response, read as a message without a body. A 101 with `Upgrade`
-            // and `Connection: upgrade` stops the parser after its head: `parse` reports the
-            // switch when an upgrade was asked for, and refuses it otherwise.
+            // An interim response, read as a message without a body whatever its fields say.
+            // A 101 with `Upgrade` and `Connection: upgrade` stops the parser after its head:
+            // `parse` reports the switch when an upgrade was asked for, and refuses it otherwise.
             if status == 101 && parser.pointee.upgrade != 0 && upgradeExpected { switchedHead = fields.takeHeaders() }
-            return 0
+            return 1
+        }
+        let headers = fields.takeHeaders()
+        let framing: ResponseFraming
+        do throws(WireError) {
+            framing = try FramingRules.responseFraming(status: status, headers: headers, answersHEAD: noBody)
+        } catch {
+            violation = error
+            return -1
+        }
+        // http-parser delimits the body itself: it must read the fields as the rules did.
+        let chunked = parser.pointee.flags & F_CHUNKED.rawValue != 0
+        let agrees =
+            switch framing {
+            case .none: true
+            case .chunked: chunked
+            case .length(let n): !chunked && parser.pointee.content_length == n
+            case .untilClose: !chunked && parser.pointee.content_length == UInt64.max
+            }
+        guard agrees else {
+            violation = WireError(.conflictingFraming, status: 502, "the upstream's framing fields are ambiguous")
+            return -1
         }
         headDone = true
-        chunkScanner = parser.pointee.flags & F_CHUNKED.rawValue != 0 && !noBody ? ChunkFramingScanner() : nil
-        pendingHead = (status, fields.takeHeaders())
+        reusable = framing != .none || FramingRules.reusableAfterBodiless(status: status, headers: headers)
+        chunkScanner = framing == .chunked ? ChunkFramingScanner() : nil
+        pendingHead = (status, headers)
         http_parser_pause(parser, 1)
         // 1 tells http-parser that no body follows.
-        return noBody ? 1 : 0
+        return framing == .none ? 1 : 0
     }
 
     private func onBody(_ at: UnsafePointer<CChar>?, _ n: Int) -> Int32 {
@@ -260,7 +296,7 @@ public final class ResponseParser {
             return 0
         }
         headDone = false
-        pendingEnd = http_should_keep_alive(parser) != 0
+        pendingEnd = http_should_keep_alive(parser) != 0 && reusable
         http_parser_pause(parser, 1)
         return 0
     }

@@ -97,6 +97,54 @@ struct ResponseParserTests {
         #expect(events("NOT HTTP\r\n\r\n").last == "error malformed-request")
     }
 
+    /// RFC 9112 §6.3 read strictly: a coding other than exactly `chunked`, or one beside a
+    /// length, is refused before any of the head is given out, so no byte after it can be
+    /// taken for a response.
+    @Test(arguments: [1, 5, 1000])
+    func transferEncodingOtherThanExactlyChunkedIsRefused(step: Int) {
+        let smuggled = "helloHTTP/1.1 200 OK\r\nContent-Length: 8\r\nX-Injected: yes\r\n\r\nINJECTED"
+        let cases: [(String, String)] = [
+            ("Transfer-Encoding: identity\r\nContent-Length: 5", "error conflicting-framing"),
+            ("Content-Length: 5\r\nTransfer-Encoding: identity", "error conflicting-framing"),
+            ("Transfer-Encoding: identity", "error unsupported-transfer-encoding"),
+            ("Transfer-Encoding: gzip, chunked", "error unsupported-transfer-encoding"),
+            ("Transfer-Encoding: chunked, identity", "error unsupported-transfer-encoding"),
+            ("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked", "error unsupported-transfer-encoding"),
+            ("Transfer-Encoding: chunked\r\nContent-Length: 5", "error conflicting-framing"),
+            ("Content-Length: 5, 5", "error invalid-content-length"),
+            ("Content-Length: 5\r\nContent-Length: 5", "error conflicting-framing"),
+            ("Content-Length: 5\u{01}", "error invalid-content-length"),
+            ("Transfer-Encoding: chunked\u{01}", "error conflicting-framing"),
+        ]
+        for (fields, expected) in cases {
+            let got = events("HTTP/1.1 200 OK\r\n\(fields)\r\n\r\n" + smuggled, step: step)
+            #expect(got == [expected], "\(fields.debugDescription)")
+        }
+        // The same rules hold for a status that has no body.
+        #expect(events("HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: identity\r\nContent-Length: 5\r\n\r\n") == ["error conflicting-framing"])
+    }
+
+    /// `204`, `304` and `1xx` have no body whatever their length says (RFC 9110 §6.4.1): the
+    /// exchange ends with the head. A `304`'s length is that of what a `GET` would get and
+    /// the connection is reused; a `204` must announce no body, so one that does is not.
+    @Test(arguments: [1, 4, 1000])
+    func bodilessStatusesEndAtTheirHeadWhateverTheLengthSays(step: Int) {
+        #expect(
+            events("HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx", step: step)
+                == ["head 304 Content-Length=10", "end keepAlive=true", "head 200 Content-Length=1", "body x", "end keepAlive=true"])
+        #expect(
+            events("HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n", step: step)
+                == ["head 204 Content-Length=10", "end keepAlive=false"])
+        #expect(
+            events("HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n", step: step)
+                == ["head 204 Transfer-Encoding=chunked", "end keepAlive=false"])
+        #expect(
+            events("HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n", step: step) == ["head 204 Content-Length=0", "end keepAlive=true"])
+        #expect(
+            events("HTTP/1.1 100 Continue\r\nContent-Length: 3\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", step: step)
+                == ["head 200 Content-Length=2", "body ok", "end keepAlive=true"])
+    }
+
     @Test func aResponseCutShortIsAnErrorAtEndOfInput() {
         #expect(events("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", eof: true) == ["head 200 Content-Length=5", "body ab", "error malformed-request"])
         #expect(events("HTTP/1.1 200 O", eof: true) == ["error malformed-request"])

@@ -8,9 +8,14 @@ public final class CannedServer: @unchecked Sendable {
     public let port: Int
     private let fd: Int32
     private let response: [UInt8]
+    private let holdOpen: Bool
 
-    public init(response: String) throws {
+    /// `holdOpen`: after an answer the connection stays open for the next request until the
+    /// peer closes it, as a kept-alive connection does, so a reader that expects more bytes
+    /// waits for them.
+    public init(response: String, holdOpen: Bool = false) throws {
         self.response = Array(response.utf8)
+        self.holdOpen = holdOpen
         (fd, port) = try loopbackListener()
         Thread.detachNewThread { [self] in serve() }
     }
@@ -24,17 +29,32 @@ public final class CannedServer: @unchecked Sendable {
                 Glibc.close(fd)
                 return
             }
-            // Read the request head, then answer and close.
-            var seen: [UInt8] = []
-            var buf = [UInt8](repeating: 0, count: 4096)
-            while !seen.suffix(4).elementsEqual([13, 10, 13, 10]) {
+            if holdOpen {
+                Thread.detachNewThread { [self] in answer(c) }
+            } else {
+                answer(c)
+            }
+        }
+    }
+
+    /// Reads a request head and answers it, then closes; when held open, answers each
+    /// further request head the same way until the peer closes.
+    private func answer(_ c: Int32) {
+        var seen: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 4096)
+        repeat {
+            while seen.firstRange(of: [13, 10, 13, 10]) == nil {
                 let n = buf.withUnsafeMutableBytes { recv(c, $0.baseAddress, $0.count, 0) }
-                if n <= 0 { break }
+                if n <= 0 {
+                    Glibc.close(c)
+                    return
+                }
                 seen += buf[0..<n]
             }
+            seen.removeSubrange(..<seen.firstRange(of: [13, 10, 13, 10])!.upperBound)
             _ = response.withUnsafeBytes { Glibc.send(c, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            Glibc.close(c)
-        }
+        } while holdOpen
+        Glibc.close(c)
     }
 
     /// Stops accepting: the serving thread's `accept` fails, and that thread closes the

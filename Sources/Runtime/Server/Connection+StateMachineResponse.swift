@@ -62,14 +62,17 @@ extension Connection.StateMachine {
         // One pass over the fields writes them, leaves out `Transfer-Encoding` and
         // `Connection` (this machine decides the framing) and sees a `Content-Length`.
         var hasLength = false
+        // A 1xx or 204 never announces a length (RFC 9110 §8.6), whatever the responder says.
+        let lengthAllowed = status >= 200 && status != 204
         var out: [UInt8] = []
         out.reserveCapacity(headers.byteCount + 128)
         ResponseHead(status: status, headers: headers).serialize(into: &out) { name in
             switch name.count {
             case 10: return HTTPHeaders.equalsIgnoringCase(name, "connection")
             case 14:
-                if HTTPHeaders.equalsIgnoringCase(name, "content-length") { hasLength = true }
-                return false
+                guard HTTPHeaders.equalsIgnoringCase(name, "content-length") else { return false }
+                hasLength = true
+                return !lengthAllowed
             case 17: return HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding")
             default: return false
             }

@@ -1,0 +1,72 @@
+import Foundation
+import Gateway
+import Runtime
+import Testing
+import TestSupport
+
+/// Upstream answers framed so that a lenient reader would take part of one for the next
+/// (RFC 9112 §6.3), or wait for a body that never comes (RFC 9110 §6.4.1), through the proxy.
+@Suite(.serialized) struct UpstreamFramingProxyTests {
+    private static func withCannedUpstream(
+        _ response: String, holdOpen: Bool = false, _ body: (Proxy) async throws -> Void
+    ) async throws {
+        let canned = try CannedServer(response: response, holdOpen: holdOpen)
+        defer { canned.stop() }
+        let proxy = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:\(canned.port)")!)])
+        defer { proxy.stop() }
+        try await body(proxy)
+    }
+
+    /// `Transfer-Encoding: identity` beside a length: the client gets 502, and nothing the
+    /// upstream sent after its head reaches it as the answer to its next request.
+    @Test func anUpstreamCannotSmuggleAResponseForTheClientsNextRequest() async throws {
+        let injected =
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\nContent-Length: 5\r\n\r\n"
+            + "helloHTTP/1.1 200 OK\r\nContent-Length: 8\r\nX-Injected: yes\r\n\r\nINJECTED"
+        try await Self.withCannedUpstream(injected) { proxy in
+            let c = try RawClient(port: proxy.port, timeoutSeconds: 3)
+            try c.send("GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+            let raw = c.readToEnd()
+            let text = String(decoding: raw, as: UTF8.self)
+            guard let (first, _) = TestResponse.parse(raw) else {
+                Issue.record("no response: \(text.prefix(200))")
+                return
+            }
+            #expect(first.status == 502)
+            #expect(first.header("content-type") == "application/problem+json")
+            #expect(!text.contains("INJECTED") && !text.contains("X-Injected"), "\(text)")
+        }
+    }
+
+    /// A `304` with a length ends at its head; the client gets the length (that of what a
+    /// `GET` would get) and no body, at once.
+    @Test func aNotModifiedWithALengthIsAnsweredAtOnce() async throws {
+        try await Self.withCannedUpstream("HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nContent-Length: 10\r\n\r\n", holdOpen: true) {
+            proxy in
+            let c = try RawClient(port: proxy.port, timeoutSeconds: 3)
+            // The second request on the connection is answered only once the first exchange
+            // is over, at the proxy and at the upstream.
+            for path in ["/a", "/b"] {
+                try c.send("GET \(path) HTTP/1.1\r\nHost: a\r\nIf-None-Match: \"v1\"\r\n\r\n")
+                let r = try c.readResponse()
+                #expect(r.status == 304, "\(path)")
+                #expect(r.header("etag") == "\"v1\"", "\(path)")
+                #expect(r.body.isEmpty, "\(path)")
+            }
+        }
+    }
+
+    /// A `204` that announces a body (which it must not) ends at its head, and the client is
+    /// not told of a length.
+    @Test func aNoContentWithALengthIsAnsweredAtOnceWithoutIt() async throws {
+        try await Self.withCannedUpstream("HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n", holdOpen: true) { proxy in
+            let c = try RawClient(port: proxy.port, timeoutSeconds: 3)
+            for path in ["/a", "/b"] {
+                try c.send("DELETE \(path) HTTP/1.1\r\nHost: a\r\n\r\n")
+                let r = try c.readResponse()
+                #expect(r.status == 204, "\(path)")
+                #expect(r.header("content-length") == nil, "\(path)")
+            }
+        }
+    }
+}
