@@ -44,7 +44,7 @@ extension Connection.StateMachine {
         out.reserveCapacity(128 + h.count * 32 + body.count)
         Self.serialize(
             status: status, headers: h, into: &out, contentLength: hasBody ? body.count : nil, chunked: false,
-            close: !ex.keepAlive)
+            close: !ex.keepAlive, announceKeepAlive: !ex.isHTTP11)
         if hasBody && !ex.isHead { out.append(contentsOf: body) }
         ex.response = .done
         exchange = ex
@@ -85,7 +85,8 @@ extension Connection.StateMachine {
                 ex.keepAlive = false
             }
         }
-        Self.appendFraming(into: &out, contentLength: nil, chunked: chunked, close: !ex.keepAlive)
+        Self.appendFraming(
+            into: &out, contentLength: nil, chunked: chunked, close: !ex.keepAlive, announceKeepAlive: !ex.isHTTP11)
         // Held until the first body bytes or the end of this loop turn, so a small
         // response leaves in one write.
         heldHead = out
