@@ -195,6 +195,14 @@ import Testing
             Self.error { $0["store"] = ["kind": "postgres", "url": "postgres://authgate:\(password)@db.example.com/authgate"] })
         #expect(withPassword.code == .secretExposed && withPassword.field == "store.url")
         #expect(!withPassword.description.contains(password))
+        for odd in ["pa#ss", "pa/ss", "pa?ss", "pa@ss", "p#/?@", ""] {
+            let secret = odd + password
+            let error = try #require(
+                Self.error { $0["store"] = ["kind": "postgres", "url": "postgres://authgate:\(secret)@db.example.com/authgate"] },
+                "\(odd)")
+            #expect(error.code == .secretExposed && error.field == "store.url", "\(odd)")
+            #expect(!error.description.contains(password))
+        }
 
         let fileOnly = try #require(Self.error { $0["store"] = ["kind": "file", "table": "tokens"] })
         #expect(fileOnly.code == .conflict && fileOnly.field == "store.table")

@@ -67,6 +67,14 @@ import Testing
                     "store.url: must not hold a password"
                 ),
             ]
+            // A password with characters a URL parser reads as the start of a fragment,
+            // path or query: it would see no password at all.
+            + ["#", "/", "?", "@", "#/?"].map { c in
+                (
+                    ["--print-config", "--store-kind", "postgres"],
+                    ["AUTHGATE_STORE_URL": "postgres://gate:pa\(c)\(Self.clientSecret)@127.0.0.1/gate"], "store.url: must not hold a password"
+                )
+            }
             for (flags, env, message) in cases {
                 let child = try ChildProcess(
                     ["serve", "--config", root + "/authgate.json", "--check-config"] + flags,

@@ -33,7 +33,15 @@ public enum ConfigurationReport {
                 // Unset: an object's fields are listed when the object is, not one by one.
                 rows.append((name, "default"))
             case (let v?, _):
-                let shown = ConfigurationValues.isSecretName(path.last ?? "") ? "<redacted>" : ConfigurationValues.serialize(v)
+                let shown =
+                    if ConfigurationValues.isSecretName(path.last ?? "") {
+                        "<redacted>"
+                    } else if case .string(let text) = v, URLCredentials.hasPassword(text) {
+                        // A password written into any URL field is never printed.
+                        ConfigurationValues.serialize(.string(URLCredentials.redacted(text)))
+                    } else {
+                        ConfigurationValues.serialize(v)
+                    }
                 rows.append(("\(name) = \(shown)", source(name, layered)))
             }
         }

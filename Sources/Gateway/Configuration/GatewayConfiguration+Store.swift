@@ -67,7 +67,7 @@ extension GatewayConfiguration {
             }
         case "postgres":
             guard let url = store.url else { throw .required("store.url", "is required with store.kind postgres") }
-            if URLComponents(string: url)?.password != nil {
+            if URLCredentials.hasPassword(url) {
                 // Refused before anything prints the configuration (--print-config, errors).
                 throw .at("store.url", .secretExposed, "must not hold a password: put it in store.passwordFile")
             }
