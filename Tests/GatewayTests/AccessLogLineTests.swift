@@ -81,6 +81,10 @@ import Testing
         (fields("GET", "/slow", route: "/", status: 504, upstreamStatus: nil, bytesIn: 5, bytesOut: 0,
             traceparent: " 01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
             arrival: WallTime(seconds: 946_684_799, nanoseconds: 875_000_000)), .seconds(40 * 365 * 86_400), false),
+        (fields("GET", "http://alice:s3cret@api.example/x?page=1#frag", route: "/", status: 200, upstreamStatus: 200, bytesIn: 0,
+            bytesOut: 1), .nanoseconds(1), true),
+        (fields("GET", "HTTP://alice:s3cret@api.example#frag", route: "/", status: 200, upstreamStatus: 200, bytesIn: 0,
+            bytesOut: 1), .nanoseconds(1), true),
         (fields("GET", "/" + String(repeating: "long/ü/", count: 1_500) + "?q=" + String(repeating: "x", count: 3_000),
             route: "/", status: 200, upstreamStatus: 200, bytesIn: 0, bytesOut: 1), .nanoseconds(1), true),
     ]

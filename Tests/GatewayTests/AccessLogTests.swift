@@ -46,6 +46,23 @@ import Testing
         #expect(r.time == "1970-01-01T00:00:00.000Z")
     }
 
+    /// An absolute-form target's user-info (`user:password@`) and any fragment never reach the
+    /// log: only the path and, when asked for, the query.
+    @Test(arguments: [
+        ("http://alice:s3cret@api.example/x#frag", "/x", nil),
+        ("http://alice:s3cret@api.example/x?page=1#frag", "/x", "page=1"),
+        ("https://alice:s3cret@api.example", "/", nil),
+        ("HTTP://alice:s3cret@api.example?page=1", "/", "page=1"),
+        ("http://alice:s3cret@api.example#s3cret", "/", nil),
+        ("/x#frag?no", "/x", nil),
+        ("/x?a=1#s3cret", "/x", "a=1"),
+        ("/http://alice:s3cret@x", "/http://alice:s3cret@x", nil),
+    ] as [(String, String, String?)])
+    func anAbsoluteTargetsUserInfoAndAFragmentAreNeverLogged(target: String, path: String, query: String?) {
+        let r = Self.record(target, includeQuery: true)
+        #expect(r.path == path && r.query == query, "\(target)")
+    }
+
     @Test func anIncludedQueryHasItsCredentialsRedacted() {
         let r = Self.record("/api/x?access_token=abc&page=2&Client_Secret=s&code=c&codec=mp3&token", includeQuery: true)
         #expect(r.query == "access_token=REDACTED&page=2&Client_Secret=REDACTED&code=REDACTED&codec=mp3&token")

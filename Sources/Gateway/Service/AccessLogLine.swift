@@ -56,11 +56,16 @@ final class AccessLogLine {
         AccessLogText.appendQuoted(fields.method, to: line)
         var target = fields.target
         let query = target.withUTF8 { t -> String? in
-            let question = t.firstIndex(of: UInt8(ascii: "?"))
+            // Never an absolute-form target's authority (it can hold a password) nor a fragment.
+            let (path, query) = AccessLogTarget.parts(t)
             line.append(#","path":"#)
-            AccessLogText.appendQuoted(UnsafeBufferPointer(rebasing: t[..<(question ?? t.count)]), to: line)
-            guard includeQuery, let question else { return nil }
-            return String(decoding: UnsafeBufferPointer(rebasing: t[(question + 1)...]), as: UTF8.self)
+            if path.isEmpty {
+                line.append(#""/""#)
+            } else {
+                AccessLogText.appendQuoted(UnsafeBufferPointer(rebasing: t[path]), to: line)
+            }
+            guard includeQuery, let query else { return nil }
+            return String(decoding: UnsafeBufferPointer(rebasing: t[query]), as: UTF8.self)
         }
         if let query {
             line.append(#","query":"#)

@@ -16,7 +16,8 @@ public struct AccessLogRecord: Sendable, Codable, Equatable {
     public var method: String
     /// The prefix of the route that served it; nil when none did (404, liveness).
     public var route: String?
-    /// The path, without the query.
+    /// The path, without the query (nor, for an absolute-form target, the scheme and
+    /// authority; nor a fragment).
     public var path: String
     /// The query, only with `includeQuery` (credentials redacted).
     public var query: String?
@@ -49,10 +50,7 @@ public struct AccessLogRecord: Sendable, Codable, Equatable {
         method: String, target: String, route: String?, status: Int, upstreamStatus: Int?, bytesIn: Int?, bytesOut: Int,
         duration: Duration, replays: Int, generation: UInt64?, traceparent: String?, includeQuery: Bool, time: Date
     ) -> AccessLogRecord {
-        // Bytes, not Characters: a target is ASCII.
-        let question = target.utf8.firstIndex(of: UInt8(ascii: "?"))
-        let path = question.map { String(Substring(target.utf8[..<$0])) } ?? target
-        let query = question.map { String(Substring(target.utf8[target.utf8.index(after: $0)...])) }
+        let (path, query) = AccessLogTarget.parts(target)
         return AccessLogRecord(
             time: RFC3339.format(time, milliseconds: true),
             method: method, route: route, path: path,
