@@ -58,7 +58,11 @@ public struct ReloadPlan: Sendable, Equatable, Codable {
     ///
     /// Throws a ``ConfigurationError`` naming the field when the new configuration cannot be
     /// served by the running process even in part: a route naming a session the process does
-    /// not run (adding a session needs a restart).
+    /// not run (adding a session needs a restart), or a configuration that is invalid *as it
+    /// would run* (``effective(running:new:)``): `adminTokenDisabled: true` beside an admin
+    /// socket that stays `0660` until a restart, an `http://` route beside an
+    /// `allowInsecureHTTP` that stays off. A reload never leaves the process more exposed than
+    /// a restart with the same file would.
     public static func decide(
         running: GatewayConfiguration, new: GatewayConfiguration, runningSecrets: GatewayService.Secrets,
         newSecrets: GatewayService.Secrets
@@ -70,6 +74,14 @@ public struct ReloadPlan: Sendable, Equatable, Codable {
                 throw .at(
                     "routes[\(i)].session", .unsupported, "the session \(name) is not running; adding a session needs a restart")
             }
+        }
+        do {
+            try effective(running: running, new: new).validate()
+        } catch {
+            throw ConfigurationError(
+                error.code, field: error.field,
+                "\(error.message) (as the process would run after this reload: fields that need a restart keep their running values)",
+                underlying: error, source: error.source)
         }
         var plan = ReloadPlan()
         for path in changedFields(running, new) {
@@ -86,6 +98,13 @@ public struct ReloadPlan: Sendable, Equatable, Codable {
             plan.rotatedSecrets.append("sessions[\(name)].authorization.clientSecretFile")
         }
         return plan
+    }
+
+    /// The configuration the process runs after reloading `new` over `running`: the fields a
+    /// reload applies at their new values, every other field at its running value. This is
+    /// what a reload is validated as and what it applies.
+    public static func effective(running: GatewayConfiguration, new: GatewayConfiguration) -> GatewayConfiguration {
+        new.keepingRestartFields(of: running)
     }
 
     /// Whether a change at `path` is applied by a reload.

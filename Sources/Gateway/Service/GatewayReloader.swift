@@ -55,9 +55,12 @@ public actor GatewayReloader {
         let newSecrets: GatewayService.Secrets
         let plan: ReloadPlan
         do {
-            new = try source()
+            // Fields a reload does not apply keep their running values: what is checked and
+            // applied is the configuration as it will run, never the file's restart-only fields.
+            let read = try source()
+            new = ReloadPlan.effective(running: running, new: read)
             newSecrets = try SecretSources.resolve(new, keeping: secrets.storeKey)
-            plan = try ReloadPlan.decide(running: running, new: new, runningSecrets: secrets, newSecrets: newSecrets)
+            plan = try ReloadPlan.decide(running: running, new: read, runningSecrets: secrets, newSecrets: newSecrets)
         } catch let error as ConfigurationError {
             logger.error(
                 "configuration reload refused; the running configuration stays",
@@ -93,7 +96,7 @@ public actor GatewayReloader {
         }
         // Fields that need a restart keep their running values, so the next plan still
         // reports them until the process restarts.
-        running = new.keepingRestartFields(of: running)
+        running = new
         secrets = kept
         generation += 1
         logger.info(
