@@ -152,10 +152,13 @@ public final class RequestParser {
         return (.needMoreData, n)
     }
 
-    /// The `Upgrade` value of an upgrade request a proxy may pass on, else nil.
+    /// The `Upgrade` value of an upgrade request a proxy may pass on, else nil: WebSocket
+    /// only (RFC 6455). Any other protocol (`h2c`, a private one) would open a tunnel the
+    /// proxy cannot look into, past the route's prefix and path checks: it is ignored.
     static func passableUpgrade(_ head: RequestHead) -> String? {
         guard head.method == "GET", head.major == 1, head.minor == 1, head.framing == .none,
-            head.headers[all: "upgrade"].count == 1, let value = head.headers[first: "upgrade"], !value.isEmpty,
+            head.headers[all: "upgrade"].count == 1, let value = head.headers[first: "upgrade"],
+            FramingRules.trimOWS(value).caseInsensitiveEquals("websocket"),
             FramingRules.connectionTokenList(head.headers).contains("upgrade")
         else { return nil }
         return value

@@ -1,12 +1,14 @@
 public import HTTPWire
 public import Runtime
 
-/// Whether a request that asks to switch protocols (WebSocket and other `Upgrade`s) may be
-/// passed to its route's upstream. Pure.
+/// Whether a request that asks to switch protocols to WebSocket may be passed to its route's
+/// upstream. Pure.
 ///
 /// The parser marks an upgrade a proxy may pass on (``RequestHead/upgrade``: `GET` over
-/// HTTP/1.1, no body, `Upgrade` with `Connection: upgrade`); any other request's `Upgrade`
-/// is ignored and stripped as hop-by-hop. An upgrade is spliced only on the loop's own
+/// HTTP/1.1, no body, `Upgrade: websocket` with `Connection: upgrade`); any other request's
+/// `Upgrade` (`h2c` among them, whose tunnel would escape the route's path checks) is ignored
+/// and stripped as hop-by-hop, and an upstream that switches to a protocol the request did
+/// not name gets 502. An upgrade is spliced only on the loop's own
 /// HTTP/1.1 client, so its upstream must be `http://` with that client on and no Unix socket;
 /// otherwise the answer is 501 `upgrade-needs-http-upstream`, nothing sent upstream.
 public enum UpgradeRule {

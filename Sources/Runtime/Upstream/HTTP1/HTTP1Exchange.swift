@@ -58,6 +58,15 @@ final class HTTP1Exchange: UpstreamTransfer {
             tunnel.close()
             return
         }
+        // Only to the protocol the request named: a tunnel to another is not what the client,
+        // or the route, agreed to.
+        guard let asked = request.headers[first: "upgrade"], let answered = headers[first: "upgrade"],
+            FramingRules.trimOWS(answered).caseInsensitiveEquals(FramingRules.trimOWS(asked))
+        else {
+            tunnel.close()
+            finish(.upstream(.invalidResponse, "the upstream switched to a protocol the request did not ask for"))
+            return
+        }
         isFinished = true
         connection = nil
         handler = nil
