@@ -12,8 +12,8 @@ final class Proxy: Sendable {
     let server: HTTPServer
     var port: Int { server.port }
 
-    init(routes: [ProxyRoute], client: UpstreamClientConfiguration = UpstreamClientConfiguration()) throws {
-        group = try EventLoopGroup(loopCount: 2, name: "proxy")
+    init(routes: [ProxyRoute], client: UpstreamClientConfiguration = UpstreamClientConfiguration(), loops: Int = 2) throws {
+        group = try EventLoopGroup(loopCount: loops, name: "proxy")
         server = HTTPServer(
             configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), group: group,
             responder: ReverseProxy(routes: routes, clientConfiguration: client))

@@ -70,3 +70,44 @@ import TestSupport
         }
     }
 }
+
+/// An upstream connection whose answer ends while the request body is still going out is
+/// closed, never left busy: with one connection per origin, the next request gets a new one.
+@Suite(.serialized) struct EarlyAnswerProxyTests {
+    @Test func anAnswerBeforeTheUploadEndsFreesTheUpstreamConnection() async throws {
+        let canned = try CannedServer(response: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", after: .stall, delay: .milliseconds(1500))
+        defer { canned.stop() }
+        var client = UpstreamClientConfiguration()
+        client.maxConnectionsPerHost = 1
+        // One loop: both requests meet the same upstream client and its one connection.
+        let proxy = try Proxy(
+            routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:\(canned.port)")!)], client: client, loops: 1)
+        defer { proxy.stop() }
+
+        // 48 MiB in 1 MiB chunks, more than the kernel's buffers on both sides hold: the body
+        // pump waits on a full write queue when the answer arrives.
+        let upload = try RawClient(port: proxy.port, timeoutSeconds: 5)
+        try upload.send("POST /upload HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")
+        // Sent from another thread on the same socket while this one reads the answer.
+        let fd = upload.fd
+        let uploading = Thread {
+            let chunk = Array("100000\r\n".utf8) + [UInt8](repeating: 0x61, count: 1 << 20) + Array("\r\n".utf8)
+            for _ in 0..<48 {
+                var off = 0
+                while off < chunk.count {
+                    let n = chunk[off...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    if n <= 0 { return }
+                    off += n
+                }
+            }
+        }
+        uploading.start()
+        let answer = try upload.readResponse()
+        #expect(answer.status == 200 && answer.text == "ok")
+
+        let next = try RawClient(port: proxy.port, timeoutSeconds: 5)
+        try next.send("GET /next HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        let r = try next.readResponse()
+        #expect(r.status == 200 && r.text == "ok", "the only upstream connection was freed")
+    }
+}

@@ -30,7 +30,6 @@ extension HTTP1Connection {
                     streamBody = nil
                     requestSent = true
                     if chunked { try send(ChunkedEncoding.terminator) }
-                    if exchange == nil { finishExchange(keepAlive: true) }
                 case .empty:
                     let loop = pool.client.loop
                     stream.notifyWhenReadable { [weak self] in

@@ -192,6 +192,11 @@ final class HTTP1Connection {
 
     /// The response ended: the connection goes back to the pool when both sides keep it
     /// and the whole request was sent, else it closes. Then the handler hears success.
+    ///
+    /// A response that ends while the request body is still going out closes the connection:
+    /// an upstream that answered early may never read the rest, and a body left to drain
+    /// with nobody waiting for it would hold the connection, its descriptor and its place in
+    /// the pool for as long as the upstream does not read.
     func finishExchange(keepAlive: Bool) {
         let done = exchange
         exchange = nil
@@ -201,10 +206,9 @@ final class HTTP1Connection {
             reused = true
             state = .idle
             pool.release(self)
-        } else if streamBody == nil || !keepAlive {
+        } else {
             close()
         }
-        // Otherwise the request body is still going out; `pumpBody` finishes.
         done?.finish(nil)
     }
 
