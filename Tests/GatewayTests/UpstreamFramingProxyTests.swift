@@ -79,6 +79,8 @@ import TestSupport
         defer { canned.stop() }
         var client = UpstreamClientConfiguration()
         client.maxConnectionsPerHost = 1
+        let metrics = GatewayMetrics()
+        client.connectionGauges = metrics.upstreamConnections
         // One loop: both requests meet the same upstream client and its one connection.
         let proxy = try Proxy(
             routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:\(canned.port)")!)], client: client, loops: 1)
@@ -109,5 +111,32 @@ import TestSupport
         try next.send("GET /next HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
         let r = try next.readResponse()
         #expect(r.status == 200 && r.text == "ok", "the only upstream connection was freed")
+        // Neither exchange leaves a busy connection behind.
+        let origin = "http://127.0.0.1:\(canned.port)"
+        #expect(await eventually { metrics.upstreamConnections.snapshot().first { $0.origin == origin }?.busy == 0 })
+        let text = metrics.render(sessions: [], process: .init())
+        #expect(text.contains("authgate_upstream_connections{origin=\"\(origin)\",state=\"busy\"} 0"), "\(text)")
+        #expect(text.contains("# HELP authgate_upstream_connections "))
+    }
+
+    /// The gauge follows a connection through its life: busy while it serves, idle in the
+    /// pool after, gone once closed.
+    @Test func theUpstreamConnectionGaugeFollowsBusyIdleAndClosed() async throws {
+        let upstream = try Upstream()
+        defer { upstream.stop() }
+        let gauges = UpstreamConnectionGauges()
+        var client = UpstreamClientConfiguration()
+        client.connectionGauges = gauges
+        let proxy = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase(upstream.url)!)], client: client, loops: 1)
+        let origin = upstream.url
+        let held = try RawClient(port: proxy.port, timeoutSeconds: 5)
+        try held.send("GET /held HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(await eventually { upstream.responder.arrivals("/held") == 1 })
+        #expect(gauges.snapshot().first { $0.origin == origin }.map { ($0.busy, $0.idle) } ?? (-1, -1) == (1, 0))
+        upstream.responder.releaseHeld()
+        #expect(try held.readResponse().status == 200)
+        #expect(await eventually { gauges.snapshot().first { $0.origin == origin }.map { ($0.busy, $0.idle) } ?? (-1, -1) == (0, 1) })
+        proxy.stop()
+        #expect(await eventually { gauges.snapshot().first { $0.origin == origin }.map { ($0.busy, $0.idle) } ?? (-1, -1) == (0, 0) })
     }
 }

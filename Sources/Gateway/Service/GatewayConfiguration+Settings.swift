@@ -25,11 +25,14 @@ extension GatewayConfiguration {
     var replayRule: ReplayRule { ReplayRule(maxReplays: maxReplays ?? 3) }
 
     /// The proxy's settings under this configuration; the access log writes to
-    /// `accessLogger`. Installed, they keep what the running ones have that did not change
+    /// `accessLogger`, the upstream connections are counted in `connectionGauges`. Installed,
+    /// they keep what the running ones have that did not change
     /// (``ReverseProxy/replaceSettings(_:)``).
-    func proxySettings(accessLogger: Logger) -> ProxySettings {
-        ProxySettings(
-            routes: proxyRoutes, clientConfiguration: upstreamClientConfiguration,
+    func proxySettings(accessLogger: Logger, connectionGauges: UpstreamConnectionGauges?) -> ProxySettings {
+        var clientConfiguration = upstreamClientConfiguration
+        clientConfiguration.connectionGauges = connectionGauges
+        return ProxySettings(
+            routes: proxyRoutes, clientConfiguration: clientConfiguration,
             rejectionPolicy: upstreamRejection ?? UpstreamRejectionPolicy(), replayRule: replayRule,
             replayLimit: replayLimitBytes ?? 1 << 20, livenessPath: proxyLivenessPath ?? "/livez",
             trustedProxies: Set(trustForwardedFrom ?? []), accessLog: AccessLog(accessLog, logger: accessLogger))

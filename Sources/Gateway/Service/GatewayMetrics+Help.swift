@@ -32,6 +32,8 @@ extension GatewayMetrics {
         "authgate_buffered_request_bytes": "Request body bytes held in memory, across every listener.",
         "authgate_upstream_queue_waiting":
             "Authenticated requests waiting for a slot at their route's upstream (routes[].maxInFlight).",
+        "authgate_upstream_connections":
+            "The proxy's own HTTP/1.1 connections to each http:// upstream origin, busy (connecting or serving an exchange) or idle in the pool.",
     ]
 
     /// `exposition` with a `# HELP` line before each `# TYPE` line whose family has a text in

@@ -2,7 +2,7 @@ import AuthCore
 import CoreMetrics
 import Locking
 public import Prometheus
-import Runtime
+public import Runtime
 
 /// The gateway's metrics: swift-metrics instruments on a Prometheus registry of its own,
 /// rendered as Prometheus text by `GET /metrics`.
@@ -53,6 +53,10 @@ public final class GatewayMetrics: Sendable {
     private let stateFreeBytes = Locked<Prometheus.Gauge?>(nil)
     private let bufferedBytes: CoreMetrics.Gauge
     private let queueWaiting: CoreMetrics.Gauge
+    /// The proxy's HTTP/1.1 connections per upstream origin, busy and idle, summed over the
+    /// loops (``UpstreamClientConfiguration/connectionGauges``); rendered as
+    /// `authgate_upstream_connections{origin, state}`.
+    public let upstreamConnections = UpstreamConnectionGauges()
     private let phases: [LatencyHistogram]  // indexed as `AuthenticatedExchange.Phase.allCases`
 
     /// What `/metrics` reads of one session when it renders.
@@ -213,6 +217,13 @@ public final class GatewayMetrics: Sendable {
         }
         bufferedBytes.record(process.bufferedRequestBytes)
         queueWaiting.record(process.upstreamQueueWaiting)
+        for (origin, busy, idle) in upstreamConnections.snapshot() {
+            for (state, value) in [("busy", busy), ("idle", idle)] {
+                CoreMetrics.Gauge(
+                    label: "authgate_upstream_connections", dimensions: [("origin", origin), ("state", state)], factory: factory
+                ).record(value)
+            }
+        }
         var exposition = registry.emitToString()
         // Each family's `# TYPE` line comes before its first label set only.
         for family in [latency, phases] {

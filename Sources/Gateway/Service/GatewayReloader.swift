@@ -79,7 +79,8 @@ public actor GatewayReloader {
             // Refreshes under way finish on the old client; it then keeps no connection open.
             old.loop.executeSoonOrNow { old.retire() }
         }
-        targets.proxy.replaceSettings(new.proxySettings(accessLogger: targets.accessLogger))
+        targets.proxy.replaceSettings(
+            new.proxySettings(accessLogger: targets.accessLogger, connectionGauges: targets.proxy.metrics.upstreamConnections))
         targets.admin?.replaceAdminToken(new.adminTokenDisabled == true ? nil : newSecrets.adminToken)
         var kept = newSecrets
         for (name, client) in targets.grantClients {

@@ -97,7 +97,7 @@ public final class GatewayService: Sendable {
         let probeAddress = try c.probes?.address(at: "probes")
         let metricsAddress = try c.metrics?.address(at: "metrics")
         try c.checkListenerDirectories()
-        let upstreamConfig = c.upstreamClientConfiguration
+        var upstreamConfig = c.upstreamClientConfiguration
         let home = group.loops[0]
         // The token endpoint has its own, shorter timeout: a request waiting on a refresh
         // waits at most this long, then is replayed or answered.
@@ -114,6 +114,7 @@ public final class GatewayService: Sendable {
         let stateStore = stores.states
         let sessionConfig = Self.sessionConfiguration(c, base: sessionConfiguration)
         let metrics = GatewayMetrics(sessions: c.allSessions.map(\.name))
+        upstreamConfig.connectionGauges = metrics.upstreamConnections
         var sessions: [String: GatewaySession] = [:]
         var grantClients: [String: ReloadableGrantClient] = [:]
         for s in c.allSessions {
@@ -166,7 +167,8 @@ public final class GatewayService: Sendable {
                 sessions: sessions.mapValues(\.actor), rejectionPolicy: rejectionPolicy,
                 replayLimit: c.replayLimitBytes ?? 1 << 20, replayRule: replayRule),
             metrics: metrics, livenessPath: c.proxyLivenessPath ?? "/livez", trustedProxies: Set(c.trustForwardedFrom ?? []))
-        proxyResponder.replaceSettings(c.proxySettings(accessLogger: accessLogger))
+        proxyResponder.replaceSettings(
+            c.proxySettings(accessLogger: accessLogger, connectionGauges: metrics.upstreamConnections))
         let budget = BufferBudget(limit: c.maxBufferedRequestBytes ?? 64 << 20)
         let proxyServer = HTTPServer(
             configuration: HTTPServerConfiguration(

@@ -30,6 +30,9 @@ public struct UpstreamClientConfiguration: Sendable {
     /// How long a connection spliced after `101 Switching Protocols` (WebSocket) may go with
     /// no byte moving either way before both sides are closed (default 5 minutes).
     public var tunnelIdleTimeout: Duration
+    /// Where the loop's own HTTP/1.1 connections are counted per origin (busy and idle), when
+    /// anyone reads the counts: the same object for every loop's client.
+    public var connectionGauges: UpstreamConnectionGauges?
 
     /// Creates a configuration; the defaults suit a sidecar on one host.
     public init(

@@ -18,9 +18,16 @@ final class HTTP1Pool {
     /// (each copies what the kernel does not take at once).
     let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
 
+    /// The origin's shared gauges, when the client has them, and what this pool last added
+    /// to them.
+    private let gauges: UpstreamConnectionGauges.Counters?
+    private var publishedBusy = 0
+    private var publishedIdle = 0
+
     init(client: UpstreamClient, origin: HTTP1Origin) {
         self.client = client
         self.origin = origin
+        gauges = client.configuration.connectionGauges?.counters(for: "http://\(origin.authority)")
     }
 
     deinit { scratch.deallocate() }
@@ -34,11 +41,26 @@ final class HTTP1Pool {
     /// Runs `exchange` on an idle connection, a new one, or when one frees up.
     func start(_ exchange: HTTP1Exchange) {
         if let connection = idle.popLast() {
+            publish()
             connection.run(exchange)
         } else if openCount < client.configuration.maxConnectionsPerHost {
             open(for: exchange)
         } else {
             waiting.append(exchange)
+        }
+    }
+
+    /// Brings the shared gauges to this pool's counts: busy (connecting or serving) and idle.
+    private func publish() {
+        guard let gauges else { return }
+        let busy = openCount - idle.count
+        if busy != publishedBusy {
+            gauges.busy.wrappingAdd(busy - publishedBusy, ordering: .relaxed)
+            publishedBusy = busy
+        }
+        if idle.count != publishedIdle {
+            gauges.idle.wrappingAdd(idle.count - publishedIdle, ordering: .relaxed)
+            publishedIdle = idle.count
         }
     }
 
@@ -58,6 +80,7 @@ final class HTTP1Pool {
         }
         openCount += 1
         connections[ObjectIdentifier(connection)] = connection
+        publish()
         connection.connect(for: exchange)
     }
 
@@ -67,6 +90,7 @@ final class HTTP1Pool {
             connection.run(next)
         } else {
             idle.append(connection)
+            publish()
             connection.startIdleTimer()
             client.exchangeEnded()
         }
@@ -77,6 +101,7 @@ final class HTTP1Pool {
         openCount -= 1
         connections[ObjectIdentifier(connection)] = nil
         if let i = idle.firstIndex(where: { $0 === connection }) { idle.remove(at: i) }
+        publish()
         if !shuttingDown, let next = nextWaiting() { open(for: next) }
         client.exchangeEnded()
     }
@@ -105,6 +130,7 @@ final class HTTP1Pool {
         waitingHead = 0
         for exchange in pending { exchange.finish(.upstream(.cancelled, "the upstream client shut down")) }
         idle = []
+        publish()
         for connection in Array(connections.values) {
             connection.shutDown(.upstream(.cancelled, "the upstream client shut down"))
         }
