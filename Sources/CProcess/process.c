@@ -1,7 +1,20 @@
+#define _GNU_SOURCE
 #include "CProcess.h"
 
 #include <sys/prctl.h>
+#include <sys/socket.h>
 
 int ag_process_set_dumpable(int dumpable) { return prctl(PR_SET_DUMPABLE, (unsigned long)dumpable, 0UL, 0UL, 0UL); }
 
 int ag_process_get_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL); }
+
+int ag_socket_peer_credentials(int fd, int *pid, unsigned int *uid, unsigned int *gid) {
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    if (length != sizeof credentials) return -1;
+    *pid = credentials.pid;
+    *uid = credentials.uid;
+    *gid = credentials.gid;
+    return 0;
+}

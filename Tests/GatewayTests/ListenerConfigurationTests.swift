@@ -82,10 +82,14 @@ import Testing
         #expect(GatewayConfigurationTests.error { off(&$0, ["host": "0.0.0.0", "port": 8081]) }?.hasPrefix("adminTokenDisabled") == true)
     }
 
-    @Test func theProxyStaysOnTCP() {
+    /// The proxy may listen on a Unix socket, so that only the users and groups its mode
+    /// admits reach it (and a route can name them: `routes[].callers`); the same rules as the
+    /// admin socket's.
+    @Test func theProxyMayListenOnAUnixSocket() {
+        #expect(GatewayConfigurationTests.error { $0["proxy"] = ["unix": "/run/authgate/proxy.sock", "mode": "0660"] } == nil)
         #expect(
-            GatewayConfigurationTests.error { $0["proxy"] = ["unix": "/run/authgate/proxy.sock"] }?
-                .hasPrefix("proxy.unix is not supported: the proxy listens on TCP") == true)
+            GatewayConfigurationTests.error { $0["proxy"] = ["unix": "/run/authgate/proxy.sock", "mode": "0666"] }?
+                .hasPrefix("proxy.mode") == true)
     }
 
     @Test func theProbeListenerIsOptionalAndValidatedLikeTheOthers() throws {

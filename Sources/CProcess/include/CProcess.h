@@ -10,4 +10,9 @@ int ag_process_set_dumpable(int dumpable);
 // prctl(PR_GET_DUMPABLE): 1 or 2 when dumpable, 0 when not, -1 on error (errno).
 int ag_process_get_dumpable(void);
 
+// getsockopt(fd, SOL_SOCKET, SO_PEERCRED): the pid, uid and gid the kernel recorded for the
+// peer of a connected Unix domain socket (struct ucred needs _GNU_SOURCE, which Swift's Glibc
+// module does not define). Returns 0, or -1 (errno).
+int ag_socket_peer_credentials(int fd, int *pid, unsigned int *uid, unsigned int *gid);
+
 #endif

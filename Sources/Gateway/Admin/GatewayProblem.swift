@@ -11,6 +11,11 @@ public enum GatewayProblem {
 
     /// No route matches the request path.
     public static let noRoute = make("no-route", 404, "no route matches this path")
+    /// The route names its callers (`routes[].callers`) and this one is not among them:
+    /// nothing was sent upstream.
+    public static let callerNotAllowed = make(
+        "caller-not-allowed", 403,
+        "this route serves only the callers its configuration names (routes[].callers), and this connection's peer is not one")
     /// A request waited its route's `queueTimeoutSeconds` for a slot at the upstream.
     public static let upstreamBusy = make(
         "upstream-busy", 503, "the route's upstream is at its maxInFlight limit and no slot came in time; retry later")

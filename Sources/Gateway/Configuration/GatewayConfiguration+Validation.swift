@@ -99,6 +99,7 @@ extension GatewayConfiguration {
             if let n = r.queueTimeoutSeconds, !(1...3_600).contains(n) {
                 throw .invalid("routes[\(i)].queueTimeoutSeconds", "must be 1…3600")
             }
+            if let callers = r.callers { _ = try callers.rule(at: "routes[\(i)].callers") }
         }
         try Self.validate(authorization, at: "authorization", insecure: insecure)
         try Self.validate(userInfo, at: "userInfo", insecure: insecure)
@@ -116,18 +117,11 @@ extension GatewayConfiguration {
         return true
     }
 
-    /// Each listener is TCP or a Unix socket, well formed; the proxy is TCP; no two share a
-    /// port or a path (`SO_REUSEPORT` would let two of them share a port, and split its
+    /// Each listener is TCP or a Unix socket, well formed; no two share a port or a path (`SO_REUSEPORT` would let two of them share a port, and split its
     /// connections between them).
     func validateListeners() throws(ConfigurationError) {
         for (field, listener) in listeners {
             if let error = listener.error(at: field) { throw error }
-        }
-        if proxy.unix != nil {
-            throw .unsupported(
-                "proxy.unix",
-                "is not supported: the proxy listens on TCP (host and port), on every loop; "
-                    + "only admin, probes and metrics may use a Unix socket")
         }
         var seen: [String: String] = [:]
         for (field, listener) in listeners {

@@ -27,12 +27,15 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         public var maxInFlight: Int?
         /// How long a request waits for one of those slots before a 503 (default 30).
         public var queueTimeoutSeconds: Int?
+        /// The callers the route serves (default: every caller that reaches the listener).
+        public var callers: Callers?
         /// Creates a route; every option left `nil` takes its default.
         public init(
             prefix: String, upstream: String, stripPrefix: Bool? = nil, requiresAuthentication: Bool? = nil,
             forwardClientAuthorization: Bool? = nil, session: String? = nil, maxInFlight: Int? = nil,
-            queueTimeoutSeconds: Int? = nil
+            queueTimeoutSeconds: Int? = nil, callers: Callers? = nil
         ) {
+            self.callers = callers
             self.maxInFlight = maxInFlight
             self.queueTimeoutSeconds = queueTimeoutSeconds
             self.session = session
@@ -215,7 +218,9 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
                 prefix: $0.prefix, upstream: UpstreamBase($0.upstream)!, stripPrefix: $0.stripPrefix ?? false,
                 requiresAuthentication: $0.requiresAuthentication ?? true,
                 forwardClientAuthorization: $0.forwardClientAuthorization, session: $0.session ?? Self.defaultSession,
-                maxInFlight: $0.maxInFlight, queueTimeout: .seconds($0.queueTimeoutSeconds ?? 30))
+                maxInFlight: $0.maxInFlight, queueTimeout: .seconds($0.queueTimeoutSeconds ?? 30),
+                // Checked by `validate()`: a name that stopped resolving since admits nobody.
+                callers: $0.callers.map { (try? $0.rule(at: "callers")) ?? CallerRule(uids: [], gids: [], networks: []) })
         }
     }
 }

@@ -17,6 +17,7 @@ public struct ProxyRoute: Sendable, Equatable {
         var session: String
         var maxInFlight: Int?
         var queueTimeout: Duration
+        var callers: CallerRule?
     }
 
     /// Never changed once made: a setter puts a changed copy in a new box.
@@ -82,6 +83,12 @@ public struct ProxyRoute: Sendable, Equatable {
         set { change { $0.queueTimeout = newValue } }
     }
 
+    /// The callers the route serves; nil: every caller that reaches the listener.
+    public var callers: CallerRule? {
+        get { box.settings.callers }
+        set { change { $0.callers = newValue } }
+    }
+
     /// Whether both routes have the same settings.
     public static func == (lhs: ProxyRoute, rhs: ProxyRoute) -> Bool {
         lhs.box === rhs.box || lhs.box.settings == rhs.box.settings
@@ -91,14 +98,14 @@ public struct ProxyRoute: Sendable, Equatable {
     public init(
         prefix: String, upstream: UpstreamBase, stripPrefix: Bool = false, injectHeaders: HTTPHeaders = HTTPHeaders(),
         requiresAuthentication: Bool = false, forwardClientAuthorization: Bool? = nil, session: String = "default",
-        maxInFlight: Int? = nil, queueTimeout: Duration = .seconds(30)
+        maxInFlight: Int? = nil, queueTimeout: Duration = .seconds(30), callers: CallerRule? = nil
     ) {
         box = Box(
             Settings(
                 prefix: prefix, upstream: upstream, stripPrefix: stripPrefix, injectHeaders: injectHeaders,
                 requiresAuthentication: requiresAuthentication,
                 forwardClientAuthorization: forwardClientAuthorization ?? !requiresAuthentication, session: session,
-                maxInFlight: maxInFlight, queueTimeout: queueTimeout))
+                maxInFlight: maxInFlight, queueTimeout: queueTimeout, callers: callers))
     }
 
     /// Whether `path` is under this route's prefix (at a segment boundary).

@@ -22,14 +22,27 @@ extension ReverseProxy {
     /// valid target) is answered after its head, nothing buffered, unless the fallback wants
     /// its body; what the fallback keeps is handed to it.
     public func intake(for head: RequestHead, limits: HTTPLimits) -> RequestIntake {
+        intake(for: head, peer: nil, limits: limits)
+    }
+
+    /// ``intake(for:limits:)`` knowing the peer: a caller the route does not serve
+    /// (``ProxyRoute/callers``) has its body left unread, since it is answered 403 at once.
+    public func intake(for head: RequestHead, from peer: RequestPeer, limits: HTTPLimits) -> RequestIntake {
+        intake(for: head, peer: peer, limits: limits)
+    }
+
+    private func intake(for head: RequestHead, peer: RequestPeer?, limits: HTTPLimits) -> RequestIntake {
         let s = settings
         let replayLimit = authentication == nil ? nil : s.replayLimit
         if let routed = ExchangePlan.Routed(
             method: head.method, target: head.target, livenessPath: s.livenessPath, table: s.table, sessions: sessionDirectory)
         {
+            let route = s.table.routes[Int(routed.route)]
+            if let callers = route.callers, let peer, !callers.admits(peer) {
+                return RequestIntake(body: .stream, context: Admission(settings: s, routed: routed))
+            }
             // A route always has a policy.
-            let body = RouteTable.bodyPolicy(
-                route: s.table.routes[Int(routed.route)], framing: head.framing, replayLimit: replayLimit)
+            let body = RouteTable.bodyPolicy(route: route, framing: head.framing, replayLimit: replayLimit)
             return RequestIntake(body: body ?? .stream, context: Admission(settings: s, routed: routed))
         }
         let admission = Admission(settings: s, routed: .noRoute)

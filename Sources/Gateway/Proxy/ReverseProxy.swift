@@ -129,6 +129,13 @@ public final class ReverseProxy: HTTPResponder {
     ) {
         let started = ContinuousClock.now
         let facts = s.accessLog?.begin(request, route: route.prefix)
+        if let callers = route.callers, !callers.admits(RequestPeer(address: request.remoteAddress, credentials: request.peerCredentials)) {
+            // Before any token is taken or anything is sent: the session is not lent.
+            writer.respond(problem: GatewayProblem.callerNotAllowed)
+            metrics.request(kind: session == nil ? "public" : "authenticated", status: 403, duration: ContinuousClock.now - started)
+            facts?.end(status: 403)
+            return
+        }
         if request.head.upgrade != nil && refusedUpgrade(request, route, writer, s, facts) { return }
         let trace = tracing ? tracer.map { RequestTrace(tracer: $0, request: request, route: route, path: String(target.path)) } : nil
         guard let session else {

@@ -23,6 +23,8 @@ final class Connection {
     /// Handles whose close callback has not run yet.
     private var openHandles: Int
     private(set) var remoteAddress = ""
+    /// The peer's credentials on a Unix domain socket, read once when the connection starts.
+    private(set) var peerCredentials: PeerCredentials?
     /// The first libuv call that failed, which closed the connection.
     var failure: RuntimeError?
     /// The splice the connection is part of after its response switched protocols.
@@ -100,6 +102,7 @@ final class Connection {
             // A Unix socket peer has no address worth logging or forwarding (its own
             // socket is usually unnamed).
             remoteAddress = "unix"
+            peerCredentials = socket.peerCredentials()
         }
         guard timer != nil else {
             execute(step { m, _ in m.abort() })
@@ -169,7 +172,9 @@ final class Connection {
                 if used == 0 { return offset }
             case .head(let h):
                 head = h
-                let intake = context.responder.intake(for: h, limits: context.configuration.limits)
+                let intake = context.responder.intake(
+                    for: h, from: RequestPeer(address: remoteAddress, credentials: peerCredentials),
+                    limits: context.configuration.limits)
                 intakeContext = intake.context
                 execute(step { m, now in m.receivedHead(h, body: intake.body, now: now) })
             case .body(let bytes):
@@ -189,7 +194,8 @@ final class Connection {
         guard let head = head.take() else { return }
         let writer = ResponseWriter(connection: bound, sequence: machine.sequence, isHeadRequest: head.isHead)
         let request = HTTPRequest(
-            head: head, body: requestBody, remoteAddress: remoteAddress, loop: loop, context: intakeContext)
+            head: head, body: requestBody, remoteAddress: remoteAddress, peerCredentials: peerCredentials, loop: loop,
+            context: intakeContext)
         intakeContext = nil
         context.responder.respond(to: request, writer: writer)
         // The parser handed the fields over, so a responder that answers from here (the

@@ -25,6 +25,8 @@ public struct HTTPRequest: Sendable {
     /// The peer's address: `ip:port` (`[ip]:port` for IPv6), or `unix` for a client of a
     /// Unix domain socket, which has no address.
     public var remoteAddress: String
+    /// The peer's credentials on a Unix domain socket (``RequestPeer/credentials``); nil on TCP.
+    public var peerCredentials: PeerCredentials? = nil
     /// The loop that owns the connection; a good executor for the work on this request.
     public var loop: EventLoop
     /// What the responder's ``HTTPResponder/intake(for:limits:)`` kept for this request when
@@ -68,6 +70,9 @@ public protocol HTTPResponder: Sendable {
     /// What the server calls when a head arrives: the body policy and a value handed back
     /// with the request. The default is ``bodyPolicy(for:limits:)`` with nothing kept.
     func intake(for head: RequestHead, limits: HTTPLimits) -> RequestIntake
+    /// ``intake(for:limits:)`` knowing who sent the request: what the server calls. The
+    /// default ignores the peer.
+    func intake(for head: RequestHead, from peer: RequestPeer, limits: HTTPLimits) -> RequestIntake
     /// Answers `request` through `writer`, exactly once.
     func respond(to request: HTTPRequest, writer: ResponseWriter)
 }
@@ -81,5 +86,10 @@ extension HTTPResponder {
     /// ``bodyPolicy(for:limits:)``, with nothing kept for the answer.
     public func intake(for head: RequestHead, limits: HTTPLimits) -> RequestIntake {
         RequestIntake(body: bodyPolicy(for: head, limits: limits))
+    }
+
+    /// ``intake(for:limits:)``, whoever the peer is.
+    public func intake(for head: RequestHead, from peer: RequestPeer, limits: HTTPLimits) -> RequestIntake {
+        intake(for: head, limits: limits)
     }
 }
