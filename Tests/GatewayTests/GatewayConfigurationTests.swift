@@ -36,8 +36,13 @@ import Testing
     @Test func theExampleAndTheMinimalFileLoad() throws {
         let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../deploy/authgate.example.json")
-        let c = try GatewayConfiguration.load(from: Data(contentsOf: example))
+        // Its route's caller is a user this machine may not have: the user running the test
+        // stands in, as in scripts/check-deploy.
+        let me = String(cString: getpwuid(getuid())!.pointee.pw_name)
+        let text = try String(contentsOf: example, encoding: .utf8).replacingOccurrences(of: "\"billing-app\"", with: "\"\(me)\"")
+        let c = try GatewayConfiguration.load(from: Data(text.utf8))
         #expect(c.routes.count == 2)
+        #expect(c.proxyRoutes[1].callers?.uids == [getuid()])
         let minimal = try Self.load { _ in }
         #expect(minimal.upstreamRejection == nil)
         #expect(minimal.proxyRoutes.first?.requiresAuthentication == true)
