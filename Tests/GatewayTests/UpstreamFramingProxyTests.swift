@@ -8,22 +8,26 @@ import TestSupport
 /// (RFC 9112 §6.3), or wait for a body that never comes (RFC 9110 §6.4.1), through the proxy.
 @Suite(.serialized) struct UpstreamFramingProxyTests {
     private static func withCannedUpstream(
-        _ response: String, holdOpen: Bool = false, _ body: (Proxy) async throws -> Void
+        _ response: String, holdOpen: Bool = false, loopHTTP1: Bool = true, _ body: (Proxy) async throws -> Void
     ) async throws {
         let canned = try CannedServer(response: response, holdOpen: holdOpen)
         defer { canned.stop() }
-        let proxy = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:\(canned.port)")!)])
+        let proxy = try Proxy(
+            routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:\(canned.port)")!)],
+            client: UpstreamClientConfiguration(loopHTTP1: loopHTTP1))
         defer { proxy.stop() }
         try await body(proxy)
     }
 
     /// `Transfer-Encoding: identity` beside a length: the client gets 502, and nothing the
     /// upstream sent after its head reaches it as the answer to its next request.
-    @Test func anUpstreamCannotSmuggleAResponseForTheClientsNextRequest() async throws {
+    /// On the loop's own client and on libcurl (which serves `https://` upstreams).
+    @Test(arguments: [true, false])
+    func anUpstreamCannotSmuggleAResponseForTheClientsNextRequest(loopHTTP1: Bool) async throws {
         let injected =
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\nContent-Length: 5\r\n\r\n"
             + "helloHTTP/1.1 200 OK\r\nContent-Length: 8\r\nX-Injected: yes\r\n\r\nINJECTED"
-        try await Self.withCannedUpstream(injected) { proxy in
+        try await Self.withCannedUpstream(injected, loopHTTP1: loopHTTP1) { proxy in
             let c = try RawClient(port: proxy.port, timeoutSeconds: 3)
             try c.send("GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
             let raw = c.readToEnd()
@@ -38,11 +42,32 @@ import TestSupport
         }
     }
 
+    /// Every framing a proxy would have to guess at is a 502 on both engines, and the client
+    /// sees nothing of what followed the upstream's head.
+    @Test(arguments: [true, false])
+    func framingFieldsToGuessAtAreA502OnBothEngines(loopHTTP1: Bool) async throws {
+        for fields in [
+            "Transfer-Encoding: chunked\r\nContent-Length: 5", "Transfer-Encoding: gzip, chunked", "Transfer-Encoding: identity",
+            "Content-Length: 5\r\nContent-Length: 6", "Transfer-Encoding: chunked\u{01}\r\nContent-Length: 5",
+        ] {
+            let response = "HTTP/1.1 200 OK\r\n\(fields)\r\n\r\n5\r\nhello\r\n0\r\n\r\nHTTP/1.1 200 OK\r\nX-Injected: yes\r\nContent-Length: 0\r\n\r\n"
+            try await Self.withCannedUpstream(response, loopHTTP1: loopHTTP1) { proxy in
+                let c = try RawClient(port: proxy.port, timeoutSeconds: 3)
+                try c.send("GET /a HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+                let text = String(decoding: c.readToEnd(), as: UTF8.self)
+                #expect(text.hasPrefix("HTTP/1.1 502"), "\(fields.debugDescription): \(text)")
+                #expect(!text.contains("X-Injected") && !text.contains("hello"), "\(fields.debugDescription): \(text)")
+            }
+        }
+    }
+
     /// A `304` with a length ends at its head; the client gets the length (that of what a
     /// `GET` would get) and no body, at once.
-    @Test func aNotModifiedWithALengthIsAnsweredAtOnce() async throws {
-        try await Self.withCannedUpstream("HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nContent-Length: 10\r\n\r\n", holdOpen: true) {
-            proxy in
+    @Test(arguments: [true, false])
+    func aNotModifiedWithALengthIsAnsweredAtOnce(loopHTTP1: Bool) async throws {
+        try await Self.withCannedUpstream(
+            "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nContent-Length: 10\r\n\r\n", holdOpen: true, loopHTTP1: loopHTTP1
+        ) { proxy in
             let c = try RawClient(port: proxy.port, timeoutSeconds: 3)
             // The second request on the connection is answered only once the first exchange
             // is over, at the proxy and at the upstream.
@@ -58,8 +83,10 @@ import TestSupport
 
     /// A `204` that announces a body (which it must not) ends at its head, and the client is
     /// not told of a length.
-    @Test func aNoContentWithALengthIsAnsweredAtOnceWithoutIt() async throws {
-        try await Self.withCannedUpstream("HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n", holdOpen: true) { proxy in
+    @Test(arguments: [true, false])
+    func aNoContentWithALengthIsAnsweredAtOnceWithoutIt(loopHTTP1: Bool) async throws {
+        try await Self.withCannedUpstream("HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n", holdOpen: true, loopHTTP1: loopHTTP1) {
+            proxy in
             let c = try RawClient(port: proxy.port, timeoutSeconds: 3)
             for path in ["/a", "/b"] {
                 try c.send("DELETE \(path) HTTP/1.1\r\nHost: a\r\n\r\n")

@@ -13,6 +13,9 @@ final class CurlTransfer: UpstreamTransfer {
 
     // Response.
     private var status = 0
+    /// A `Transfer-Encoding` or `Content-Length` of the current head had a value that is not
+    /// valid: dropped from the fields, while libcurl may frame the body by it.
+    private var framingFieldDropped = false
     private var headers = HTTPHeaders()
     private var headDelivered = false
     private var finished = false
@@ -160,10 +163,23 @@ final class CurlTransfer: UpstreamTransfer {
             // A status line: a new response (after 1xx) starts.
             status = Self.statusCode(line)
             headers = HTTPHeaders()
+            framingFieldDropped = false
             return count
         }
         guard let first = line.first else {
             if status >= 200 && !headDelivered {
+                // The same strict framing as the loop's own client: libcurl reads a body
+                // whose framing fields disagree in its own way, and the client would be told
+                // the fields (RFC 9112 §6.3). Returning less than `count` ends the transfer.
+                do throws(WireError) {
+                    if framingFieldDropped {
+                        throw WireError(.conflictingFraming, status: 502, "the upstream's framing field has a value that is not valid")
+                    }
+                    _ = try FramingRules.responseFraming(status: status, headers: headers, answersHEAD: request.method == "HEAD")
+                } catch {
+                    finish(.upstream(.invalidResponse, "the upstream answer is not valid HTTP: \(error.detail)"))
+                    return 0
+                }
                 headDelivered = true
                 handler?.upstreamHead(status: status, headers: headers)
             }
@@ -188,6 +204,11 @@ final class CurlTransfer: UpstreamTransfer {
         let valueBytes = UnsafeRawBufferPointer(rebasing: raw[lo..<hi])
         if FramingRules.isValidFieldName(nameBytes) && FramingRules.isValidFieldValue(valueBytes) {
             headers.add(name: String(decoding: nameBytes, as: UTF8.self), value: String(decoding: valueBytes, as: UTF8.self))
+        } else {
+            let name = nameBytes.bindMemory(to: UInt8.self)
+            if HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding") || HTTPHeaders.equalsIgnoringCase(name, "content-length") {
+                framingFieldDropped = true
+            }
         }
         return count
     }
