@@ -42,39 +42,39 @@ extension PostgresTokenStore: RefreshCoordinator {
         let me = replicaID
         let term = leaseTerms.term
         let sealer = self.sealer
-        let logger = self.logger
-        return try await run(account, .tokens) { client, table in
-            try await client.withTransaction(logger: logger) { connection in
-                let rows = try await connection.query(
-                    """
-                    SELECT sealed, generation, lease_owner, EXTRACT(EPOCH FROM (lease_until - clock_timestamp()))::float8
-                    FROM \(unescaped: table) WHERE account = \(account.rawValue) FOR UPDATE
-                    """, logger: logger)
-                var row: LeaseRule.Row?
-                var stored: TokenRecord?
-                for try await (sealed, generation, owner, remaining) in rows.decode((Data?, Int64, String?, Double?).self) {
-                    stored = try sealed.map { try sealer.open(Array($0), for: account) }
-                    row = LeaseRule.Row(
-                        storedAccessToken: stored?.accessToken, fence: UInt64(generation), owner: owner,
-                        remaining: remaining.map { .milliseconds(Int64($0 * 1000)) })
-                }
-                let decision = LeaseRule.decide(row, replacing: accessToken, me: me)
-                if case .take = decision {
-                    let millis = Int64(term / .milliseconds(1))
-                    try await connection.query(
-                        """
-                        UPDATE \(unescaped: table) SET lease_owner = \(me),
-                        lease_until = clock_timestamp() + make_interval(secs => \(Double(millis) / 1000))
-                        WHERE account = \(account.rawValue)
-                        """, logger: logger)
-                }
-                return (decision, stored)
+        return try await transaction(account, .tokens) { connection, table, logger in
+            let rows = try await connection.query(
+                """
+                SELECT sealed, generation, lease_owner, EXTRACT(EPOCH FROM (lease_until - clock_timestamp()))::float8
+                FROM \(unescaped: table) WHERE account = \(account.rawValue) FOR UPDATE
+                """, logger: logger)
+            var row: LeaseRule.Row?
+            var stored: TokenRecord?
+            for try await (sealed, generation, owner, remaining) in rows.decode((Data?, Int64, String?, Double?).self) {
+                stored = try sealed.map { try sealer.open(Array($0), for: account) }
+                row = LeaseRule.Row(
+                    storedAccessToken: stored?.accessToken, fence: UInt64(generation), owner: owner,
+                    remaining: remaining.map { .milliseconds(Int64($0 * 1000)) })
             }
+            let decision = LeaseRule.decide(row, replacing: accessToken, me: me)
+            if case .take = decision {
+                let millis = Int64(term / .milliseconds(1))
+                try await connection.query(
+                    """
+                    UPDATE \(unescaped: table) SET lease_owner = \(me),
+                    lease_until = clock_timestamp() + make_interval(secs => \(Double(millis) / 1000))
+                    WHERE account = \(account.rawValue)
+                    """, logger: logger)
+            }
+            return (decision, stored)
         }
     }
 
     /// Renews `lease` every ``LeaseRule/Terms/renewalInterval`` until it is committed or
     /// released, or until the row shows it lost (then it stops, and the commit's fence decides).
+    /// A single statement, not a ``transaction(_:_:_:)``: a renewal that lands after its
+    /// bound only moves `lease_until` on, and only while this replica still owns the lease at
+    /// the same fence, so it can never overwrite anything newer.
     private func startRenewing(_ lease: RefreshLease, for account: AccountID) {
         let interval = leaseTerms.renewalInterval
         let seconds = Double(leaseTerms.term / .milliseconds(1)) / 1000
@@ -134,17 +134,14 @@ extension PostgresTokenStore: RefreshCoordinator {
         let fence = Int64(lease.fence)
         let payload = NotificationHub.Change(kind: "released", account: account.rawValue, generation: lease.fence).payload
         let channel = self.channel
-        let logger = self.logger
         do {
-            try await run(account, .tokens) { client, table in
-                try await client.withTransaction(logger: logger) { connection in
-                    _ = try await connection.query(
-                        """
-                        UPDATE \(unescaped: table) SET lease_owner = NULL, lease_until = NULL
-                        WHERE account = \(account.rawValue) AND lease_owner = \(lease.owner) AND generation = \(fence)
-                        """, logger: logger)
-                    _ = try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
-                }
+            try await transaction(account, .tokens) { connection, table, logger in
+                _ = try await connection.query(
+                    """
+                    UPDATE \(unescaped: table) SET lease_owner = NULL, lease_until = NULL
+                    WHERE account = \(account.rawValue) AND lease_owner = \(lease.owner) AND generation = \(fence)
+                    """, logger: logger)
+                _ = try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
             }
         } catch {
             // It lapses on its own within a term.

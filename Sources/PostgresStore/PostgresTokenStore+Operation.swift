@@ -8,25 +8,66 @@ extension PostgresTokenStore {
     /// down fails a request in a second rather than five, one that came back answers within
     /// it); any failure becomes an
     /// ``AuthCore/AuthError`` of the store domain (`unavailable`) naming the SQLSTATE or the
-    /// connection failure, never a value.
+    /// connection failure, never a value. Writes go through ``transaction(_:_:_:)``.
     func run<Result: Sendable>(
         _ account: AccountID, _ store: AuthError.Store,
         _ body: @escaping @Sendable (PostgresClient, String) async throws -> Result
     ) async throws -> Result {
+        try await bounded(account, store) { client, table, _ in try await body(client, table) }
+    }
+
+    /// Runs `body` in a transaction, bounded as ``run(_:_:_:)``, that can never commit after
+    /// its caller was told it failed.
+    ///
+    /// A query already sent runs on when its caller gives up, and a write held up (behind
+    /// another connection's row lock, or queued for a connection) could otherwise commit
+    /// later over what was written meanwhile: a newer pair replaced by an older one, a
+    /// newer login logged out. So the transaction
+    /// - passes the ``Deadline/commitPoint()`` last, just before `COMMIT`, and rolls back
+    ///   once the caller was answered (this is what guarantees it; the refresh commit is
+    ///   also compare-and-set on the generation, the lease's take reads the row under a lock);
+    /// - gives its statements what is left of the bound as `statement_timeout`
+    ///   (`SET LOCAL`), so one left behind stops holding a connection and a row lock about
+    ///   when its caller gave up, rather than whenever the lock goes.
+    func transaction<Result: Sendable>(
+        _ account: AccountID, _ store: AuthError.Store,
+        _ body: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> Result
+    ) async throws -> Result {
+        let logger = self.logger
+        return try await bounded(account, store) { client, table, deadline in
+            try await client.withTransaction(logger: logger) { connection in
+                let left = Int64(deadline.remaining / .milliseconds(1))
+                guard left >= 1 else { throw Deadline.Expired() }
+                _ = try await connection.query("SELECT set_config('statement_timeout', \(String(left)), true)", logger: logger)
+                let result = try await body(connection, table, logger)
+                try deadline.commitPoint()
+                return result
+            }
+        }
+    }
+
+    /// The bound of ``run(_:_:_:)`` and ``transaction(_:_:_:)``; `body` gets the
+    /// operation's ``Deadline``.
+    private func bounded<Result: Sendable>(
+        _ account: AccountID, _ store: AuthError.Store,
+        _ body: @escaping @Sendable (PostgresClient, String, Deadline) async throws -> Result
+    ) async throws -> Result {
         let client = self.client
         let table = self.table
         let timeout = isReachable ? operationTimeout : min(operationTimeout, Self.unreachableTimeout)
+        let late = AuthError.store(.unavailable, store, account: account, message: "PostgreSQL did not answer within \(timeout)")
         do {
-            guard let result = try await Deadline.run(timeout, { try await body(client, table) }) else {
-                throw AuthError.store(
-                    .unavailable, store, account: account, message: "PostgreSQL did not answer within \(timeout)")
-            }
+            guard let result = try await Deadline.run(timeout, { try await body(client, table, $0) }) else { throw late }
             recordReachable(true)
             return result
         } catch let error as PostgresTransactionError where error.closureError is AuthError {
             // A record that does not open (another key, tampered) inside a transaction: the
             // store's own error, not the database's.
             throw error.closureError!
+        } catch let error as PostgresTransactionError where error.closureError is Deadline.Expired {
+            // The bound ran out as the transaction began.
+            recordReachable(false)
+            throw late
         } catch let error as AuthError {
             recordReachable(false)
             logger.info("token store operation failed", metadata: ["store.error": "\(error)"])
@@ -40,7 +81,7 @@ extension PostgresTokenStore {
     }
 
     /// Runs the write `statement` (which returns the row's generation when it changed
-    /// something) in a transaction that also notifies the other replicas (`kind account
+    /// something) in a ``transaction(_:_:_:)`` that also notifies the other replicas (`kind account
     /// generation`) when it did. Returns the new generation, `nil` when nothing changed.
     @discardableResult
     func write(
@@ -48,17 +89,14 @@ extension PostgresTokenStore {
         _ statement: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> PostgresRowSequence
     ) async throws -> Int64? {
         let channel = self.channel
-        let logger = self.logger
-        return try await run(account, store) { client, table in
-            try await client.withTransaction(logger: logger) { connection in
-                var generation: Int64?
-                for try await (g) in try await statement(connection, table, logger).decode(Int64.self) { generation = g }
-                if let generation {
-                    let payload = NotificationHub.Change(kind: kind, account: account.rawValue, generation: UInt64(generation)).payload
-                    _ = try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
-                }
-                return generation
+        return try await transaction(account, store) { connection, table, logger in
+            var generation: Int64?
+            for try await (g) in try await statement(connection, table, logger).decode(Int64.self) { generation = g }
+            if let generation {
+                let payload = NotificationHub.Change(kind: kind, account: account.rawValue, generation: UInt64(generation)).payload
+                _ = try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
             }
+            return generation
         }
     }
 

@@ -119,7 +119,7 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
     }
 
     static func ping(_ client: PostgresClient, timeout: Duration) async -> Bool {
-        (try? await Deadline.run(timeout, { _ = try await client.query("SELECT 1") })) != nil
+        (try? await Deadline.run(timeout, { _ in _ = try await client.query("SELECT 1") })) != nil
     }
 
     /// Stops the connection pool. Operations after this fail as unavailable.

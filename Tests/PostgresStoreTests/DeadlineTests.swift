@@ -1,0 +1,86 @@
+import Locking
+import Testing
+
+@testable import PostgresStore
+
+/// The bound of a store operation, without a database: the caller is answered at the
+/// deadline whatever the operation does, and an operation left behind can no longer pass
+/// its commit point.
+@Suite struct DeadlineTests {
+    /// A wait that ignores cancellation, as a query already sent does.
+    final class Gate: Sendable {
+        private let waiter = Locked<CheckedContinuation<Void, Never>?>(nil)
+        private let opened = Locked(false)
+
+        func wait() async {
+            await withCheckedContinuation { continuation in
+                let now = opened.withLock { open in
+                    if open { return true }
+                    waiter.withLock { $0 = continuation }
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        }
+
+        func open() {
+            let continuation = opened.withLock { open in
+                open = true
+                return waiter.withLock { w in
+                    defer { w = nil }
+                    return w
+                }
+            }
+            continuation?.resume()
+        }
+    }
+
+    @Test func anOperationLeftBehindByItsDeadlineCannotPassItsCommitPoint() async throws {
+        let gate = Gate()
+        let outcome = Locked<Bool?>(nil)
+        let result = try await Deadline.run(.milliseconds(50)) { deadline in
+            await gate.wait()
+            do {
+                try deadline.commitPoint()
+                outcome.withLock { $0 = true }
+            } catch {
+                outcome.withLock { $0 = false }
+            }
+            return 1
+        }
+        #expect(result == nil, "the caller is answered at the deadline")
+        gate.open()
+        #expect(await eventually(timeout: .seconds(10)) { outcome.withLock { $0 } != nil })
+        #expect(outcome.withLock { $0 } == false, "the operation left behind passed its commit point")
+    }
+
+    @Test func anOperationThatReachesItsCommitPointInTimeCommitsAndAnswers() async throws {
+        let result = try await Deadline.run(.seconds(10)) { deadline in
+            #expect(deadline.remaining > .seconds(9))
+            #expect(deadline.remaining <= .seconds(10))
+            try deadline.commitPoint()
+            return 7
+        }
+        #expect(result == 7)
+    }
+
+    @Test func theCallerIsAnsweredAtTheDeadlineWhileTheOperationIgnoresCancellation() async throws {
+        let gate = Gate()
+        let clock = ContinuousClock()
+        let started = clock.now
+        let result = try await Deadline.run(.milliseconds(100)) { _ in
+            await gate.wait()
+            return 1
+        }
+        #expect(result == nil)
+        #expect(clock.now - started < .seconds(5))
+        gate.open()
+    }
+
+    @Test func anOperationsOwnFailureReachesTheCaller() async throws {
+        struct Refused: Error {}
+        await #expect(throws: Refused.self) {
+            _ = try await Deadline.run(.seconds(10)) { _ -> Int in throw Refused() }
+        }
+    }
+}
