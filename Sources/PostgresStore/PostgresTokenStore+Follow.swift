@@ -6,25 +6,42 @@ extension PostgresTokenStore {
     /// notification about an account, and every reconnection of the listening connection
     /// (notifications may have been missed), has its session ``AuthCore/AuthActor/synchronize()``.
     /// Returns when the store is closed.
+    ///
+    /// A notification is only a reason to read the row again (anyone may send one, see
+    /// ``NotificationHub``): `synchronize()` decides from the row alone. A burst of them about
+    /// one account costs one read, not one each: a notification the hub numbered before the
+    /// last read of its account began announces a commit that read already saw.
     public func follow(_ sessions: [AccountID: AuthActor]) async {
-        let changes = hub.changes()
+        let changes = hub.changes(for: Set(sessions.keys.map(\.rawValue)))
+        // The account's version as its row was last read.
+        var read: [String: UInt64] = [:]
+        func reread(_ accounts: [AccountID]) async {
+            for account in accounts {
+                guard let actor = sessions[account] else { continue }
+                read[account.rawValue] = hub.version(of: account.rawValue)
+                await synchronize(actor)
+            }
+        }
         // Whatever changed between the sessions' restore and this subscription.
-        await synchronize(Array(sessions.values))
+        await reread(Array(sessions.keys))
         for await change in changes {
-            let targets = change.account == "*" ? Array(sessions.values) : sessions[AccountID(change.account)].map { [$0] } ?? []
-            await synchronize(targets)
+            if change.account == "*" {
+                await reread(Array(sessions.keys))
+            } else if let last = read[change.account], change.version <= last {
+                continue
+            } else {
+                await reread([AccountID(change.account)])
+            }
         }
     }
 
-    private func synchronize(_ actors: [AuthActor]) async {
-            for actor in actors {
-                do {
-                    try await actor.synchronize()
-                } catch {
-                    logger.info(
-                        "session not synchronised with the store",
-                        metadata: ["auth.session": "\(actor.account)", "store.error": "\(error)"])
-                }
-            }
+    private func synchronize(_ actor: AuthActor) async {
+        do {
+            try await actor.synchronize()
+        } catch {
+            logger.info(
+                "session not synchronised with the store",
+                metadata: ["auth.session": "\(actor.account)", "store.error": "\(error)"])
+        }
     }
 }

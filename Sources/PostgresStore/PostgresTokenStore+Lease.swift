@@ -15,24 +15,28 @@ extension PostgresTokenStore: RefreshCoordinator {
     public func acquire(for account: AccountID, replacing accessToken: String) async throws -> RefreshClaim {
         let clock = ContinuousClock()
         let deadline = clock.now + leaseTerms.maximumWait
-        while true {
-            let seen = hub.version(of: account.rawValue)
-            let (decision, stored) = try await takeOrRead(account, replacing: accessToken)
-            switch decision {
-            case .take(let fence):
-                let lease = RefreshLease(owner: replicaID, fence: fence)
-                startRenewing(lease, for: account)
-                return .granted(lease)
-            case .superseded:
-                return .superseded(stored)
-            case .wait(let atMost):
-                let left = deadline - clock.now
-                guard left > .zero else {
-                    throw AuthError.store(
-                        .unavailable, .tokens, account: account, message: "another replica's refresh lease outlasted the wait")
+        // The hub counts this account's notifications only while someone here asks.
+        return try await hub.watching(account.rawValue) {
+            while true {
+                let seen = hub.version(of: account.rawValue)
+                let (decision, stored) = try await takeOrRead(account, replacing: accessToken)
+                switch decision {
+                case .take(let fence):
+                    let lease = RefreshLease(owner: replicaID, fence: fence)
+                    startRenewing(lease, for: account)
+                    return .granted(lease)
+                case .superseded:
+                    return .superseded(stored)
+                case .wait(let atMost):
+                    let left = deadline - clock.now
+                    guard left > .zero else {
+                        throw AuthError.store(
+                            .unavailable, .tokens, account: account,
+                            message: "another replica's refresh lease outlasted the wait")
+                    }
+                    // Woken by the holder's commit or release; at the latest when its lease lapses.
+                    await hub.wait(for: account.rawValue, after: seen, timeout: min(atMost + .milliseconds(50), left))
                 }
-                // Woken by the holder's commit or release; at the latest when its lease lapses.
-                await hub.wait(for: account.rawValue, after: seen, timeout: min(atMost + .milliseconds(50), left))
             }
         }
     }

@@ -3,7 +3,8 @@ internal import PostgresNIO
 
 extension PostgresTokenStore {
     /// Keeps one connection listening on `channel`, reconnecting with backoff when it is
-    /// lost, and hands every notification to `hub`. Each (re)connection resynchronises the
+    /// lost, and hands every notification in the store's own form to `hub` (which keeps only
+    /// those about accounts this process asks about). Each (re)connection resynchronises the
     /// hub: whatever was missed meanwhile, every waiter and follower reads its row again.
     static func listen(
         on channel: String, with configuration: PostgresConnection.Configuration, hub: NotificationHub, logger: Logger
