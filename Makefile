@@ -3,7 +3,8 @@
 #   make test   build and run every test: unit and integration (swift test), those that need
 #               a real PostgreSQL (scripts/with-postgres), the parser
 #               fuzzer, every public declaration documented, the OpenAPI checks against a live server, the interop suite against
-#               real authorization servers, spans exported to a real OTLP receiver, then ASan and TSan runs
+#               real authorization servers, spans exported to a real OTLP receiver, legacy HTTP clients (curl, wget,
+#               ab, Python, Node, Java) through a real server, then ASan and TSan runs
 
 SWIFT ?= swift
 FUZZ_SECONDS ?= 60
@@ -49,6 +50,7 @@ openapi: deps
 interop: deps
 	scripts/interop/suite
 	scripts/trace-test
+	scripts/legacy-clients
 
 sanitize: deps
 	scripts/sanitize $(SANITIZERS)
