@@ -52,6 +52,10 @@ def check(ok, what):
 
 class Quiet(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Each answer leaves in one write (flushed after each request), without Nagle's delay:
+    # head and body written apart would wait on the peer's delayed ACK, 40 ms an answer.
+    wbufsize = -1
+    disable_nagle_algorithm = True
 
     def log_message(self, *a):
         pass
