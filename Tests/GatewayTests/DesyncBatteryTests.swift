@@ -138,8 +138,10 @@ import TestSupport
         for connection in mine.connections {
             #expect(
                 connection.malformed == nil && connection.unframed.isEmpty,
-                "\(route)\(upstreamCheck)upstream connection \(connection.id) left bytes a strict server cannot frame (\(connection.malformed ?? "incomplete")): \(text(connection.unframed))"
-            )
+                """
+                \(route)\(upstreamCheck)upstream connection \(connection.id) left bytes a strict server cannot frame \
+                (\(connection.malformed ?? "incomplete")): \(text(connection.unframed))
+                """)
         }
         #expect(
             requests.map { "\($0.method) \($0.target)" } == forwarded.map { "\($0.method) \(route.prefix)\($0.path)" },

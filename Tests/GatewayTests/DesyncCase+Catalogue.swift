@@ -84,13 +84,27 @@ extension DesyncCase {
         DesyncCase("bare LF ending a header line", "GET {P}/a HTTP/1.1\r\nHost: x\nFoo: b\r\n\r\n", .refused(400)),
         DesyncCase("bare LF ending the head", "GET {P}/a HTTP/1.1\r\n\(head)\n\(smuggledRequest)", .refused(400)),
         DesyncCase("a head of bare LFs only", "GET {P}/a HTTP/1.1\nHost: x\n\n", .refused(400)),
-        DesyncCase("bare CR in a chunk size line", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\rabc\r\n0\r\n\r\n", .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
-        DesyncCase("bare LF ending a chunk size line", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\nabc\r\n0\r\n\r\n", .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
-        DesyncCase("bare LF after chunk data", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\r\nabc\n0\r\n\r\n", .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
-        DesyncCase("bare LF ending the last chunk's line", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n0\n\r\n\(smuggledRequest)", .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
-        DesyncCase("bare LF ending the chunked body", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n0\r\n\n\(smuggledRequest)", .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
-        DesyncCase("bare CR in a trailer field", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n0\r\nFoo: a\rb\r\n\r\n", .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
-        DesyncCase("LF-only chunk lines throughout", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\nabc\n0\n\n\(smuggledRequest)", .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+        DesyncCase(
+            "bare CR in a chunk size line", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\rabc\r\n0\r\n\r\n",
+            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+        DesyncCase(
+            "bare LF ending a chunk size line", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\nabc\r\n0\r\n\r\n",
+            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+        DesyncCase(
+            "bare LF after chunk data", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\r\nabc\n0\r\n\r\n",
+            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+        DesyncCase(
+            "bare LF ending the last chunk's line", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n0\n\r\n\(smuggledRequest)",
+            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+        DesyncCase(
+            "bare LF ending the chunked body", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n0\r\n\n\(smuggledRequest)",
+            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+        DesyncCase(
+            "bare CR in a trailer field", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n0\r\nFoo: a\rb\r\n\r\n",
+            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+        DesyncCase(
+            "LF-only chunk lines throughout", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\nabc\n0\n\n\(smuggledRequest)",
+            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
     ]
 
     /// NUL bytes, which C parsers may take for the end of a string.
@@ -99,30 +113,50 @@ extension DesyncCase {
         DesyncCase("NUL in the target", "GET {P}/a\0/smuggled HTTP/1.1\r\n\(head)\r\n", .refused(400)),
         DesyncCase("NUL in a header name", "GET {P}/a HTTP/1.1\r\n\(head)Fo\0o: a\r\n\r\n", .refused(400)),
         DesyncCase("NUL in a header value", "GET {P}/a HTTP/1.1\r\n\(head)Foo: a\0\r\n\r\n\(smuggledRequest)", .refused(400)),
-        DesyncCase("NUL in a chunk size", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\0\r\nabc\r\n0\r\n\r\n", .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
-        DesyncCase("NUL in a chunk extension", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3;a\0b\r\nabc\r\n0\r\n\r\n", .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+        DesyncCase(
+            "NUL in a chunk size", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\0\r\nabc\r\n0\r\n\r\n",
+            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+        DesyncCase(
+            "NUL in a chunk extension", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3;a\0b\r\nabc\r\n0\r\n\r\n",
+            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
         DesyncCase("NUL in a Content-Length body passes intact", "POST {P}/a HTTP/1.1\r\n\(head)Content-Length: 3\r\n\r\na\0b", .passes(.post("/a", body: "a\0b"))),
     ]
 
     /// Chunk size lines that parsers read differently.
     static let chunkSizes: [DesyncCase] = [
-        DesyncCase("chunk size with a leading space", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n 3\r\nabc\r\n0\r\n\r\n", .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
-        DesyncCase("chunk size with a trailing space", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3 \r\nabc\r\n0\r\n\r\n", .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
-        DesyncCase("chunk size with a 0x prefix", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n0x3\r\nabc\r\n0\r\n\r\n", .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+        DesyncCase(
+            "chunk size with a leading space", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n 3\r\nabc\r\n0\r\n\r\n",
+            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+        DesyncCase(
+            "chunk size with a trailing space", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3 \r\nabc\r\n0\r\n\r\n",
+            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+        DesyncCase(
+            "chunk size with a 0x prefix", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n0x3\r\nabc\r\n0\r\n\r\n",
+            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
         DesyncCase(
             "chunk size past 64 bits", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n10000000000000003\r\nabc\r\n0\r\n\r\n\(smuggledRequest)",
             .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
         DesyncCase(
             "chunk size of sixteen Fs", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFF\r\nabc\r\n0\r\n\r\n\(smuggledRequest)",
             .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
-        DesyncCase("negative chunk size", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n-3\r\nabc\r\n0\r\n\r\n", .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
-        DesyncCase("chunk extension ended by a bare LF", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3;x\nabc\r\n0\r\n\r\n", .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
-        DesyncCase("chunk extension with a bare CR", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3;x\ry\r\nabc\r\n0\r\n\r\n", .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+        DesyncCase(
+            "negative chunk size", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n-3\r\nabc\r\n0\r\n\r\n",
+            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+        DesyncCase(
+            "chunk extension ended by a bare LF", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3;x\nabc\r\n0\r\n\r\n",
+            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+        DesyncCase(
+            "chunk extension with a bare CR", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3;x\ry\r\nabc\r\n0\r\n\r\n",
+            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
         DesyncCase(
             "chunk extension with a quoted CRLF", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3;x=\"a\r\n\(smuggledRequest)\"\r\nabc\r\n0\r\n\r\n",
             .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
-        DesyncCase("chunk data not followed by CRLF", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\r\nabcXY0\r\n\r\n", .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
-        DesyncCase("chunk data longer than its size", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\r\nabcd\r\n0\r\n\r\n", .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+        DesyncCase(
+            "chunk data not followed by CRLF", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\r\nabcXY0\r\n\r\n",
+            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+        DesyncCase(
+            "chunk data longer than its size", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\r\nabcd\r\n0\r\n\r\n",
+            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
         DesyncCase(
             "a chunk extension passes as one request", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3;name=value\r\nabc\r\n0\r\n\r\n",
             .passes(.post("/a", body: "abc"))),
