@@ -6,6 +6,8 @@ struct HeadScanner {
     private var inFirstLine = true
     private var firstLineTail: [UInt8] = []
     private var firstLineDropped = false
+    /// How many bytes of the request line have been seen (without its CR and LF).
+    private(set) var firstLineLength = 0
 
     /// The bytes of the request line seen so far; empty once more than 32 have been seen.
     var firstLineSoFar: [UInt8] { firstLineDropped ? [] : firstLineTail }
@@ -17,6 +19,7 @@ struct HeadScanner {
         sawLineStart = true
         inFirstLine = true
         firstLineDropped = false
+        firstLineLength = 0
         if firstLineTail.capacity > 256 { firstLineTail = [] } else { firstLineTail.removeAll(keepingCapacity: true) }
     }
 
@@ -94,6 +97,7 @@ struct HeadScanner {
         var end = to
         // A CR can only stand last: one followed by anything but LF was refused.
         if end > from && bytes[end - 1] == 0x0D { end -= 1 }
+        firstLineLength += end - from
         firstLineTail.append(contentsOf: bytes[from..<end])
         if firstLineTail.count > 32 {
             firstLineTail.removeFirst(firstLineTail.count - 32)

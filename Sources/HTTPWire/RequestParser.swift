@@ -254,6 +254,11 @@ public final class RequestParser {
         guard !target.isEmpty, FramingRules.isValidFieldValue(target), !target.contains(0x20) else {
             throw WireError(.invalidTarget, status: 400, "the request target is not valid")
         }
+        // method SP target SP HTTP/d.d, one space each (RFC 9112 §3): http-parser lets runs
+        // of spaces through, which another server on the way may read differently.
+        guard scanner.firstLineLength == method.utf8.count + target.count + 10 else {
+            throw WireError(.malformedRequest, status: 400, "the request line must be method, target and version, one space apart")
+        }
         return RequestHead(
             method: method, target: String(decoding: target, as: UTF8.self), major: major, minor: minor,
             headers: headers, framing: framing, expectsContinue: expects && framing != .none,

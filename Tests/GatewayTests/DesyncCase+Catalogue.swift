@@ -200,8 +200,8 @@ extension DesyncCase {
         DesyncCase(
             "absolute-form target with a different Host", "GET http://evil.example{P}/a HTTP/1.1\r\nHost: other.example\r\n\r\n", .passes(.get("/a")),
             neverUpstream: ["evil.example"]),
-        DesyncCase("two spaces between method and target", "GET  {P}/a HTTP/1.1\r\n\(head)\r\n", .refused(400), knownIssue: .requestLineWithTwoSpacesIsAccepted),
-        DesyncCase("two spaces between target and version", "GET {P}/a  HTTP/1.1\r\n\(head)\r\n", .refused(400), knownIssue: .requestLineWithTwoSpacesIsAccepted),
+        DesyncCase("two spaces between method and target", "GET  {P}/a HTTP/1.1\r\n\(head)\r\n", .refused(400)),
+        DesyncCase("two spaces between target and version", "GET {P}/a  HTTP/1.1\r\n\(head)\r\n", .refused(400)),
         DesyncCase("a tab between method and target", "GET\t{P}/a HTTP/1.1\r\n\(head)\r\n", .refused(400)),
         DesyncCase("HTTP/1.0 with chunked", "POST {P}/a HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n\(smuggledRequest)", .refused(400)),
         DesyncCase(

@@ -57,15 +57,6 @@ struct DesyncCase: Sendable, CustomTestStringConvertible {
             // request framed, a body byte or the smuggled request would still fail the case.
             symptoms: ["cannot frame (incomplete)", "nothing reached the upstream", "the token went upstream"])
 
-        /// A request line with two spaces in a row is read as if it had one.
-        static let requestLineWithTwoSpacesIsAccepted = KnownDefect(
-            explanation: """
-                Defect: a request line with two spaces in a row (`GET  /a HTTP/1.1`, `GET /a  HTTP/1.1`) is \
-                accepted, as http-parser's lenient build reads it, and forwarded as `GET /a HTTP/1.1`. \
-                Expected: 400 and nothing upstream (RFC 9112 §3: an invalid request-line SHOULD be refused; \
-                an intermediary that normalises it disagrees with any peer that does not).
-                """,
-            symptoms: [])
     }
 
     /// The client's answers and the upstream's requests a case must end with.

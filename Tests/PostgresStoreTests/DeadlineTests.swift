@@ -56,7 +56,8 @@ import Testing
 
     @Test func anOperationThatReachesItsCommitPointInTimeCommitsAndAnswers() async throws {
         let result = try await Deadline.run(.seconds(10)) { deadline in
-            #expect(deadline.remaining > .seconds(9))
+            // Not a timing bound: a loaded machine may start the operation seconds late.
+            #expect(deadline.remaining > .zero)
             #expect(deadline.remaining <= .seconds(10))
             try deadline.commitPoint()
             return 7

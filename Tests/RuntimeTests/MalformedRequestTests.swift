@@ -51,6 +51,9 @@ let malformedCases: [(name: String, request: String, status: Int)] = [
     ("body too large by CL", "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 9000000\r\n\r\n", 413),
     ("unsupported expectation", "POST /echo HTTP/1.1\r\nHost: a\r\nExpect: magic\r\nContent-Length: 1\r\n\r\na", 417),
     ("space in target", "GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+    ("two spaces before the target", "GET  /a HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+    ("two spaces before the version", "GET /a  HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+    ("a tab before the version", "GET /a\tHTTP/1.1\r\nHost: a\r\n\r\n", 400),
 ]
 
 @Suite(.serialized) struct MalformedRequestTests {
