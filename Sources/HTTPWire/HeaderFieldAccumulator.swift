@@ -114,8 +114,9 @@ struct HeaderFieldAccumulator {
     }
 
     /// Whether the unfinished field's name is `lowercased`, compared without case.
-    func unfinishedNameIs(_ lowercased: String) -> Bool {
-        name.withBytes { $0.elementsEqual(lowercased.utf8, by: { $0 | 0x20 == $1 }) }
+    func unfinishedNameIs(_ lowercased: StaticString) -> Bool {
+        // By length first: most names differ in it, and then no byte is read.
+        name.count == lowercased.utf8CodeUnitCount && name.withBytes { HTTPHeaders.equalsIgnoringCase($0, lowercased) }
     }
 
     /// A name or a value: borrowed from the input while it is one contiguous run of it,
