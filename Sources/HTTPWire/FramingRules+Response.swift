@@ -23,13 +23,13 @@ extension FramingRules {
         // Over the fields' bytes, with no string made: this runs for every proxied answer.
         var codings = 0
         var onlyChunked = true
-        headers.forEach(named: "transfer-encoding") { value in
+        headers.forEach(named: "transfer-encoding" as StaticString) { value in
             codings += 1
             if !equalsIgnoringCase(trimmingOWS(value), "chunked") { onlyChunked = false }
         }
         var lengths = 0
         var length: UInt64?
-        headers.forEach(named: "content-length") { value in
+        headers.forEach(named: "content-length" as StaticString) { value in
             lengths += 1
             length = contentLength(trimmingOWS(value))
         }

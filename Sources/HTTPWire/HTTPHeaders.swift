@@ -279,6 +279,21 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         }
     }
 
+    /// ``forEach(named:_:)`` for a name known when compiling: no string is looked into.
+    public func forEach(named name: StaticString, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+        let length = name.utf8CodeUnitCount
+        guard nameLengths & Self.lengthBit(length) != 0 else { return }
+        name.withUTF8Buffer { n in
+            storage.withUnsafeBufferPointer { s in
+                for e in entries where e.nameCount == length
+                    && Self.equalsIgnoringCase(UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]), n)
+                {
+                    body(UnsafeBufferPointer(rebasing: s[e.valueStart..<Int(e.end)]))
+                }
+            }
+        }
+    }
+
     /// Calls `body` with the name and value bytes of each field, in order.
     public func forEachField(_ body: (_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Void) {
         storage.withUnsafeBufferPointer { s in

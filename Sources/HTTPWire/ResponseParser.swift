@@ -228,14 +228,13 @@ public final class ResponseParser {
     /// Finishes a field. One with an invalid name or value is dropped (as libcurl does), not
     /// a reason to fail the response; too many fields are.
     private func flushField() -> WireError? {
-        let framingField = fields.unfinishedNameIs("transfer-encoding") || fields.unfinishedNameIs("content-length")
         switch fields.finishField(maxCount: limits.maxHeaderCount) {
         case nil: return nil
         case .tooMany:
             return WireError(.tooManyHeaders, status: 502, "the upstream response has more than \(limits.maxHeaderCount) header fields")
         case .invalidName, .invalidValue:
             // http-parser may have framed the body by a field that is not passed on.
-            guard framingField else { return nil }
+            guard fields.refusedFramingField else { return nil }
             return WireError(.conflictingFraming, status: 502, "the upstream's framing field has a value that is not valid")
         }
     }
