@@ -1,6 +1,7 @@
 # AuthGate — the two commands a newcomer needs, and the pieces CI runs.
 #   make dev    run AuthGate in development mode on 127.0.0.1
-#   make test   build and run every test: unit and integration (swift test), those that need
+#   make test   check the formatting (swift format lint), build and run every test: unit and
+#               integration (swift test), those that need
 #               a real PostgreSQL (scripts/with-postgres), the parser
 #               fuzzer, every public declaration documented, the OpenAPI checks against a live server, the interop suite against
 #               real authorization servers, spans exported to a real OTLP receiver, legacy HTTP clients (curl, wget,
@@ -11,7 +12,7 @@ FUZZ_SECONDS ?= 60
 # Sanitizer runs: set SANITIZERS="" to skip, or to "address" for only ASan.
 SANITIZERS ?= address thread
 
-.PHONY: deps dev build test unit postgres fuzz openapi interop sanitize bench clean
+.PHONY: deps dev build test lint format unit postgres fuzz openapi interop sanitize bench clean
 
 deps:
 	@scripts/install-deps
@@ -22,6 +23,15 @@ build: deps
 dev: deps
 	$(SWIFT) build --product authgate
 	$$($(SWIFT) build --show-bin-path)/authgate dev
+
+# The toolchain's swift-format with the checked-in .swift-format: `make format` rewrites,
+# `make lint` (part of `make test`) fails on any difference or rule broken.
+FORMATTED = Sources Tests Fuzz Benchmarks
+lint:
+	$(SWIFT) format lint --strict --recursive --configuration .swift-format $(FORMATTED)
+
+format:
+	$(SWIFT) format format --in-place --recursive --configuration .swift-format $(FORMATTED)
 
 unit: deps
 	$(SWIFT) build --build-tests
@@ -55,7 +65,7 @@ interop: deps
 sanitize: deps
 	scripts/sanitize $(SANITIZERS)
 
-test: unit postgres fuzz openapi interop sanitize
+test: lint unit postgres fuzz openapi interop sanitize
 
 bench: deps
 	scripts/bench-server

@@ -1,7 +1,7 @@
 import AuthCore
 import HTTPWire
-public import Runtime
 import Locking
+public import Runtime
 
 /// Serves a ``FakeAuthorizationServer`` over real HTTP on the libuv server.
 public struct FakeAuthorizationServerResponder: HTTPResponder {
@@ -31,7 +31,8 @@ public struct FakeAuthorizationServerResponder: HTTPResponder {
             let server = self.server
             Task(executorPreference: request.loop) {
                 let c = await server.statistics
-                let grants = c.grants.sorted { $0.key < $1.key }.map { "\(Problem.quote($0.key)):\($0.value)" }.joined(separator: ",")
+                let grants = c.grants.sorted { $0.key < $1.key }.map { "\(Problem.quote($0.key)):\($0.value)" }.joined(
+                    separator: ",")
                 let json =
                     "{\"requests\":\(c.requests),\"refreshes\":\(c.refreshes),\"refresh_attempts\":\(c.refreshAttempts),\"reuse_detections\":\(c.reuseDetections),\"grace_reuses\":\(c.graceReuses),\"injected_failures\":\(c.injectedFailures),\"revocations\":\(c.revocations),\"grants\":{\(grants)}}"
                 var h = HTTPHeaders()
@@ -41,7 +42,8 @@ public struct FakeAuthorizationServerResponder: HTTPResponder {
             return
         }
         let value = HTTPRequestValue(
-            method: request.head.method, url: "http://\(request.head.headers[first: "host"] ?? "localhost")\(request.head.target)",
+            method: request.head.method,
+            url: "http://\(request.head.headers[first: "host"] ?? "localhost")\(request.head.target)",
             headers: request.head.headers.fields, body: body)
         let server = self.server
         Task(executorPreference: request.loop) {
@@ -137,7 +139,10 @@ public final class FakeResourceServer: HTTPResponder {
             return
         }
         guard let auth, auth.hasPrefix("Bearer ") else {
-            counters.withLock { $0.anonymous += 1; $0.rejected += 1 }
+            counters.withLock {
+                $0.anonymous += 1
+                $0.rejected += 1
+            }
             let (status, realm) = rejection.withLock { $0 }
             var h = HTTPHeaders()
             h.add(name: "WWW-Authenticate", value: "Bearer realm=\(Problem.quote(realm))")

@@ -19,7 +19,8 @@ extension FramingRules {
     /// `Content-Length`, more than one `Content-Length`, or one that is not a decimal number.
     /// `1xx`, `204`, `304` and an answer to `HEAD` have no body whatever their fields say
     /// (RFC 9110 §6.4.1, §9.3.2).
-    public static func responseFraming(status: Int, headers: HTTPHeaders, answersHEAD: Bool) throws(WireError) -> ResponseFraming {
+    public static func responseFraming(status: Int, headers: HTTPHeaders, answersHEAD: Bool) throws(WireError) -> ResponseFraming
+    {
         // Over the fields' bytes, with no string made: this runs for every proxied answer.
         var codings = 0
         var onlyChunked = true

@@ -113,7 +113,8 @@ public enum FramingRules {
         }
         if !codings.isEmpty {
             if major == 1 && minor == 0 {
-                throw WireError(.unsupportedTransferEncoding, status: 400, "Transfer-Encoding is not allowed in an HTTP/1.0 request")
+                throw WireError(
+                    .unsupportedTransferEncoding, status: 400, "Transfer-Encoding is not allowed in an HTTP/1.0 request")
             }
             guard codings.count == 1, trimOWS(codings[0]).caseInsensitiveEquals("chunked") else {
                 throw WireError(
@@ -127,7 +128,8 @@ public enum FramingRules {
         }
         if let raw = lengths.first {
             guard let n = parseContentLength(raw) else {
-                throw WireError(.invalidContentLength, status: 400, "Content-Length must be a decimal number of at most 18 digits")
+                throw WireError(
+                    .invalidContentLength, status: 400, "Content-Length must be a decimal number of at most 18 digits")
             }
             return n == 0 ? .none : .length(n)
         }

@@ -91,14 +91,17 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         var value = value
         name.withUTF8 { n in
             value.withUTF8 { v in
-                append(name: n, value: v, validName: FramingRules.isValidFieldName(n), validValue: FramingRules.isValidFieldValue(v))
+                append(
+                    name: n, value: v, validName: FramingRules.isValidFieldName(n), validValue: FramingRules.isValidFieldValue(v))
             }
         }
     }
 
     /// Appends a field whose name and value are given as bytes and checked here.
     public mutating func add(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        append(name: name, value: value, validName: FramingRules.isValidFieldName(name), validValue: FramingRules.isValidFieldValue(value))
+        append(
+            name: name, value: value, validName: FramingRules.isValidFieldName(name),
+            validValue: FramingRules.isValidFieldValue(value))
     }
 
     /// Appends a field named by a literal, its value given as bytes and checked here. The
@@ -128,7 +131,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         append(name: name, value: value, validName: true, validValue: true)
     }
 
-    private mutating func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, validName: Bool, validValue: Bool) {
+    private mutating func append(
+        name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, validName: Bool, validValue: Bool
+    ) {
         let start = storage.count
         precondition(start + name.count + value.count + 4 < Int(UInt32.max), "a header list over 4 GiB")
         storage.append(contentsOf: name)
@@ -207,7 +212,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     public mutating func removeAll(where shouldRemove: (UnsafeBufferPointer<UInt8>) -> Bool) {
         let bytes = storage
         bytes.withUnsafeBufferPointer { s in
-            func name(_ e: Entry) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]) }
+            func name(_ e: Entry) -> UnsafeBufferPointer<UInt8> {
+                UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)])
+            }
             // Most calls remove nothing: then the entries are not even copied.
             guard let first = entries.firstIndex(where: { shouldRemove(name($0)) }) else { return }
             var kept = first
@@ -250,7 +257,8 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         return name.withUTF8 { n in
             storage.withUnsafeBufferPointer { s in
                 entries.contains { e in
-                    e.nameCount == length && Self.equalsIgnoringCase(UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]), n)
+                    e.nameCount == length
+                        && Self.equalsIgnoringCase(UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]), n)
                 }
             }
         }
@@ -270,7 +278,8 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         var name = name
         name.withUTF8 { n in
             storage.withUnsafeBufferPointer { s in
-                for e in entries where e.nameCount == length
+                for e in entries
+                where e.nameCount == length
                     && Self.equalsIgnoringCase(UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]), n)
                 {
                     body(UnsafeBufferPointer(rebasing: s[e.valueStart..<Int(e.end)]))
@@ -285,7 +294,8 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         guard nameLengths & Self.lengthBit(length) != 0 else { return }
         name.withUTF8Buffer { n in
             storage.withUnsafeBufferPointer { s in
-                for e in entries where e.nameCount == length
+                for e in entries
+                where e.nameCount == length
                     && Self.equalsIgnoringCase(UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]), n)
                 {
                     body(UnsafeBufferPointer(rebasing: s[e.valueStart..<Int(e.end)]))
@@ -298,7 +308,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     public func forEachField(_ body: (_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Void) {
         storage.withUnsafeBufferPointer { s in
             for e in entries {
-                body(UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]), UnsafeBufferPointer(rebasing: s[e.valueStart..<Int(e.end)]))
+                body(
+                    UnsafeBufferPointer(rebasing: s[Int(e.start)..<Int(e.nameEnd)]),
+                    UnsafeBufferPointer(rebasing: s[e.valueStart..<Int(e.end)]))
             }
         }
     }

@@ -109,8 +109,11 @@ struct HeaderFieldAccumulator {
     /// Only for a name and a value borrowed from the input of the parse under way: a field
     /// is finished by what follows its line (the next name, or the end of the head), so the
     /// two bytes after the value are in that input too.
-    private static func line(name n: UnsafeBufferPointer<UInt8>, value v: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
-        guard let nb = n.baseAddress, let vb = v.baseAddress, nb + n.count + 2 == vb, nb[n.count] == 0x3A, nb[n.count + 1] == 0x20,
+    private static func line(name n: UnsafeBufferPointer<UInt8>, value v: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<
+        UInt8
+    >? {
+        guard let nb = n.baseAddress, let vb = v.baseAddress, nb + n.count + 2 == vb, nb[n.count] == 0x3A,
+            nb[n.count + 1] == 0x20,
             vb[v.count] == 0x0D, vb[v.count + 1] == 0x0A, v[v.count - 1] != 0x20, v[v.count - 1] != 0x09
         else { return nil }
         return UnsafeBufferPointer(start: nb, count: n.count + v.count + 4)

@@ -30,7 +30,8 @@ public struct Problem: Sendable, Equatable {
 
     /// The document as compact JSON bytes.
     public var json: [UInt8] {
-        var s = "{\"type\":\(Problem.quote(type)),\"title\":\(Problem.quote(title)),\"status\":\(status),\"detail\":\(Problem.quote(detail))"
+        var s =
+            "{\"type\":\(Problem.quote(type)),\"title\":\(Problem.quote(title)),\"status\":\(status),\"detail\":\(Problem.quote(detail))"
         for (k, v) in extensions { s += ",\(Problem.quote(k)):\(v)" }
         s += "}"
         return Array(s.utf8)

@@ -21,7 +21,8 @@ extension RequestParser {
             return WireError(.invalidContentLength, status: 400, "Content-Length must be a decimal number")
         case HPE_UNEXPECTED_CONTENT_LENGTH:
             if sawTransferEncoding {
-                return WireError(.conflictingFraming, status: 400, "Transfer-Encoding and Content-Length must not both be present")
+                return WireError(
+                    .conflictingFraming, status: 400, "Transfer-Encoding and Content-Length must not both be present")
             }
             return WireError(.duplicateContentLength, status: 400, "more than one Content-Length header")
         case HPE_INVALID_TRANSFER_ENCODING:

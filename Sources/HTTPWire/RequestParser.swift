@@ -195,7 +195,10 @@ public final class RequestParser {
 
     private func onField(_ at: UnsafePointer<CChar>?, _ n: Int) -> Int32 {
         if fields.inValue {
-            if let e = flushField() { violation = e; return 1 }
+            if let e = flushField() {
+                violation = e
+                return 1
+            }
         }
         fields.appendName(at, n)
         return checkHeadSize()
@@ -226,7 +229,10 @@ public final class RequestParser {
 
     private func onHeadersComplete() -> Int32 {
         if fields.hasUnfinishedField {
-            if let e = flushField() { violation = e; return -1 }
+            if let e = flushField() {
+                violation = e
+                return -1
+            }
         }
         pendingHead = true
         http_parser_pause(parser, 1)
@@ -257,7 +263,8 @@ public final class RequestParser {
         // method SP target SP HTTP/d.d, one space each (RFC 9112 §3): http-parser lets runs
         // of spaces through, which another server on the way may read differently.
         guard scanner.firstLineLength == method.utf8.count + target.count + 10 else {
-            throw WireError(.malformedRequest, status: 400, "the request line must be method, target and version, one space apart")
+            throw WireError(
+                .malformedRequest, status: 400, "the request line must be method, target and version, one space apart")
         }
         return RequestHead(
             method: method, target: String(decoding: target, as: UTF8.self), major: major, minor: minor,
@@ -313,7 +320,8 @@ public final class RequestParser {
         for (i, b) in bytes.enumerated() {
             if b == 0x20 && !method.isEmpty {
                 let name = String(decoding: method, as: UTF8.self)
-                return fail(WireError(.methodNotImplemented, status: 501, "the method \(name) is not implemented"), consumed + i + 1)
+                return fail(
+                    WireError(.methodNotImplemented, status: 501, "the method \(name) is not implemented"), consumed + i + 1)
             }
             guard FramingRules.isTokenByte(b), method.count < Self.longestUnknownMethod else {
                 return fail(invalid, consumed + i + 1)

@@ -231,7 +231,8 @@ public final class ResponseParser {
         switch fields.finishField(maxCount: limits.maxHeaderCount) {
         case nil: return nil
         case .tooMany:
-            return WireError(.tooManyHeaders, status: 502, "the upstream response has more than \(limits.maxHeaderCount) header fields")
+            return WireError(
+                .tooManyHeaders, status: 502, "the upstream response has more than \(limits.maxHeaderCount) header fields")
         case .invalidName, .invalidValue:
             // http-parser may have framed the body by a field that is not passed on.
             guard fields.refusedFramingField else { return nil }

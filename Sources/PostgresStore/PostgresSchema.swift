@@ -84,7 +84,8 @@ public enum PostgresSchema {
                             """), logger: logger)
             }
             var current = 0
-            let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT version FROM \(table)_schema WHERE id = 1"), logger: logger)
+            let rows = try await connection.query(
+                PostgresQuery(unsafeSQL: "SELECT version FROM \(table)_schema WHERE id = 1"), logger: logger)
             for try await (v) in rows.decode(Int.self) { current = v }
             if current > version {
                 throw PostgresStoreError(
@@ -103,7 +104,9 @@ public enum PostgresSchema {
                         INSERT INTO \(table)_schema (id, version) VALUES (1, \(version))
                         ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version, migrated_at = now()
                         """), logger: logger)
-            logger.info("token store schema migrated", metadata: ["store.table": "\(table)", "store.from": "\(current)", "store.to": "\(version)"])
+            logger.info(
+                "token store schema migrated",
+                metadata: ["store.table": "\(table)", "store.from": "\(current)", "store.to": "\(version)"])
         }
     }
 

@@ -59,11 +59,13 @@ public struct PostgresStoreConfiguration: Sendable, Equatable {
             throw PostgresStoreError(.invalidConfiguration, field: "\(field).url", "must name a host")
         }
         guard let user = components.user, !user.isEmpty else {
-            throw PostgresStoreError(.invalidConfiguration, field: "\(field).url", "must name a user (postgres://USER@HOST/DATABASE)")
+            throw PostgresStoreError(
+                .invalidConfiguration, field: "\(field).url", "must name a user (postgres://USER@HOST/DATABASE)")
         }
         let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         guard !path.isEmpty, !path.contains("/") else {
-            throw PostgresStoreError(.invalidConfiguration, field: "\(field).url", "must name one database (postgres://USER@HOST/DATABASE)")
+            throw PostgresStoreError(
+                .invalidConfiguration, field: "\(field).url", "must name one database (postgres://USER@HOST/DATABASE)")
         }
         if let port = components.port, !(1...65_535).contains(port) {
             throw PostgresStoreError(.invalidConfiguration, field: "\(field).url", "port must be 1…65535")

@@ -52,7 +52,8 @@ extension PostgresStoreError {
                 .authenticationFailed, field: "\(field).passwordFile", "authentication as \(c.username) failed (\(psql.code))")
         case .sslUnsupported:
             return PostgresStoreError(
-                .tlsFailed, field: "\(field).tlsMode", "the server at \(c.host):\(c.port) does not offer TLS (tlsMode is require)")
+                .tlsFailed, field: "\(field).tlsMode", "the server at \(c.host):\(c.port) does not offer TLS (tlsMode is require)"
+            )
         case .failedToAddSSLHandler, .receivedUnencryptedDataAfterSSLRequest:
             return PostgresStoreError(.tlsFailed, field: "\(field).tlsMode", "TLS with \(c.host):\(c.port) failed")
         case .connectionError:

@@ -42,7 +42,9 @@ extension PostgresTokenStore: RefreshCoordinator {
     }
 
     /// Reads the row under a row lock and, when the rule says so, takes the lease.
-    private func takeOrRead(_ account: AccountID, replacing accessToken: String) async throws -> (LeaseRule.Decision, TokenRecord?) {
+    private func takeOrRead(_ account: AccountID, replacing accessToken: String) async throws -> (
+        LeaseRule.Decision, TokenRecord?
+    ) {
         let me = replicaID
         let term = leaseTerms.term
         let sealer = self.sealer

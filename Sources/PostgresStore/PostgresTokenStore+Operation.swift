@@ -93,7 +93,8 @@ extension PostgresTokenStore {
             var generation: Int64?
             for try await (g) in try await statement(connection, table, logger).decode(Int64.self) { generation = g }
             if let generation {
-                let payload = NotificationHub.Change(kind: kind, account: account.rawValue, generation: UInt64(generation)).payload
+                let payload = NotificationHub.Change(kind: kind, account: account.rawValue, generation: UInt64(generation))
+                    .payload
                 _ = try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
             }
             return generation

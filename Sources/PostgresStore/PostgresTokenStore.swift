@@ -1,8 +1,8 @@
 public import AuthCore
 internal import Foundation
+internal import Locking
 public import Logging
 internal import PostgresNIO
-internal import Locking
 
 /// A ``AuthCore/TokenStore`` and ``AuthCore/SessionStateStore`` in one PostgreSQL table, shared
 /// by every replica that serves the same identity: one row per account.
@@ -124,7 +124,10 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
 
     /// Stops the connection pool. Operations after this fail as unavailable.
     public func close() async {
-        for task in renewals.withLock({ r in defer { r.removeAll() }; return Array(r.values) }) { task.cancel() }
+        for task in renewals.withLock({ r in
+            defer { r.removeAll() }
+            return Array(r.values)
+        }) { task.cancel() }
         hub.finish()
         runTask.cancel()
         await runTask.value

@@ -20,7 +20,10 @@ struct Dev: ParsableCommand {
     @Option(help: "Where the dev session's encrypted tokens and state live.") var stateDir = ".authgate-dev"
     @Option(help: "Event loops (default: one per core).") var loops: Int?
     @Option(help: "Fake authorization server latency in milliseconds.") var authLatencyMs = 0
-    @Option(help: "Fake authorization server: a rotated refresh token presented again within this many milliseconds is accepted (a reuse grace window); 0: reuse always revokes the family.")
+    @Option(
+        help:
+            "Fake authorization server: a rotated refresh token presented again within this many milliseconds is accepted (a reuse grace window); 0: reuse always revokes the family."
+    )
     var authReuseGraceMs = 0
     @Option(help: "Refreshes that may replace a young token within 30 s before the refresh-loop guard stops them.")
     var refreshLoopLimit = 5
@@ -74,7 +77,8 @@ struct Dev: ParsableCommand {
         secrets.adminToken = adminToken
         let runner = GatewayRunner(configuration: config, secrets: secrets, logger: logger, grace: .seconds(2)) { gateway in
             banner(
-                proxy: gateway.proxyServer.port, admin: gateway.adminServer.port, metrics: gateway.metricsServer?.port, fakes: fakes,
+                proxy: gateway.proxyServer.port, admin: gateway.adminServer.port, metrics: gateway.metricsServer?.port,
+                fakes: fakes,
                 adminToken: adminToken)
         }
         try runBlocking {

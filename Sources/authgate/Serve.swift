@@ -24,7 +24,8 @@ struct Serve: ParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
     @Argument(
         parsing: .allUnrecognized,
-        help: ArgumentHelp("Configuration fields as flags: --loops 2, --authorization-token-endpoint URL, …", valueName: "field flags"))
+        help: ArgumentHelp(
+            "Configuration fields as flags: --loops 2, --authorization-token-endpoint URL, …", valueName: "field flags"))
     var overrides: [String] = []
 
     func run() throws {

@@ -1,3 +1,5 @@
+import Dispatch
+import Foundation
 import Glibc
 
 /// Blocks the given signals in every thread (create it before any thread starts) and
@@ -44,6 +46,3 @@ final class ResultBox<T: Sendable>: @unchecked Sendable {
         try lock.withLock { value }!.get()
     }
 }
-
-import Dispatch
-import Foundation

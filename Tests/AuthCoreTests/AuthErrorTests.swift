@@ -1,6 +1,7 @@
-@testable import AuthCore
 import Foundation
 import Testing
+
+@testable import AuthCore
 
 /// Every ``AuthError`` keeps its stable code, and none describes a secret, whatever text
 /// came from outside.
@@ -32,7 +33,9 @@ import Testing
             return error
         } + [
             .transport(.connectionLost, text),
-            .tokenEndpoint(.oauthError, .terminal, status: 400, oauthError: OAuthErrorResponse(error: "invalid_grant", errorDescription: text)),
+            .tokenEndpoint(
+                .oauthError, .terminal, status: 400,
+                oauthError: OAuthErrorResponse(error: "invalid_grant", errorDescription: text)),
             .tokenEndpoint(.network, .transient, underlying: AuthError.transport(.connectFailed, text)),
             .loginFailed(.tokenEndpoint(.serverError, .transient, message: text)),
             .refreshFailed(retryAfter: .seconds(1), cause: .tokenEndpoint(.rateLimited, .transient, message: text)),
@@ -63,10 +66,12 @@ import Testing
     }
 
     @Test func plainWordsAreKept() {
-        #expect("Failed to connect to auth.example.com port 443".redactingCredentials
-            == "Failed to connect to auth.example.com port 443")
-        #expect("key file /var/lib/authgate/token-store.key does not exist".redactingCredentials
-            == "key file /var/lib/authgate/token-store.key does not exist")
+        #expect(
+            "Failed to connect to auth.example.com port 443".redactingCredentials
+                == "Failed to connect to auth.example.com port 443")
+        #expect(
+            "key file /var/lib/authgate/token-store.key does not exist".redactingCredentials
+                == "key file /var/lib/authgate/token-store.key does not exist")
         #expect("Bearer abc, then def".redactingCredentials == "Bearer <redacted>, then def")
     }
 

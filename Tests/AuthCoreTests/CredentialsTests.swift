@@ -50,7 +50,8 @@ import Testing
             Grant.refreshToken(secret, expiredAccessToken: secret).description,
             PKCEPair(verifier: secret).description,
             OAuth2Client.Configuration(tokenEndpoint: "https://x", clientID: "c", clientSecret: secret).description,
-            HTTPRequestValue(method: "POST", url: "https://x", headers: [("Authorization", secret)], body: Array(secret.utf8)).description,
+            HTTPRequestValue(method: "POST", url: "https://x", headers: [("Authorization", secret)], body: Array(secret.utf8))
+                .description,
         ]
         var dumped = ""
         dump(credentials, to: &dumped)

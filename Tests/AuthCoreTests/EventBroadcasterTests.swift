@@ -82,7 +82,8 @@ import Testing
         #expect(await resumed.next()?.id == 4)
         #expect(await resumed.next()?.id == 5)
         var current = broadcaster.subscribe(resumingAfter: 5).makeAsyncIterator()
-        broadcaster.publish(.loggedOut(reason: .userInitiated, epoch: 1), status: SessionStatus(account: account, isLoggedIn: false))
+        broadcaster.publish(
+            .loggedOut(reason: .userInitiated, epoch: 1), status: SessionStatus(account: account, isLoggedIn: false))
         #expect(await current.next()?.id == 6)
         // Too old: the buffer no longer holds event 2, so the current state comes instead.
         var tooOld = broadcaster.subscribe(resumingAfter: 1).makeAsyncIterator()
@@ -116,7 +117,9 @@ import Testing
         #expect(records.map(\.event.name) == ["state", "restored", "logged_in", "refreshed", "logged_out"])
         #expect(zip(records, records.dropFirst()).allSatisfy { $0.id < $1.id }, "ids increase: \(records.map(\.id))")
         if records.count == 5 {
-            #expect(records.dropFirst().map(\.id) == Array(records[1].id..<records[1].id + 4), "no id skipped after the current state")
+            #expect(
+                records.dropFirst().map(\.id) == Array(records[1].id..<records[1].id + 4), "no id skipped after the current state"
+            )
         }
     }
 }

@@ -65,7 +65,9 @@ import Testing
     }
 
     @Test func backoffGrowsExponentiallyWithoutRetryAfter() async throws {
-        let h = Harness(actor: .init(skew: .seconds(30), jitter: .zero, refreshWindow: RefreshWindow(interval: .seconds(30), maximumAttempts: 10)))
+        let h = Harness(
+            actor: .init(
+                skew: .seconds(30), jitter: .zero, refreshWindow: RefreshWindow(interval: .seconds(30), maximumAttempts: 10)))
         let first = try await h.login()
         var delays: [Duration] = []
         for _ in 0..<4 {

@@ -1,7 +1,7 @@
 import AuthCore
 import AuthGateTesting
-import Logging
 import Locking
+import Logging
 import Testing
 
 /// Collects log messages (text and level) for assertions.

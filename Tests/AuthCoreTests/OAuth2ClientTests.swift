@@ -52,7 +52,8 @@ func json(_ status: Int, _ text: String, headers: [(name: String, value: String)
             for: .password(username: "alice", password: "p&ss word", scope: "read write"))
         #expect(request.method == "POST")
         #expect(request.header("Content-Type") == "application/x-www-form-urlencoded")
-        #expect(fields(request) == ["grant_type": "password", "username": "alice", "password": "p&ss word", "scope": "read write"])
+        #expect(
+            fields(request) == ["grant_type": "password", "username": "alice", "password": "p&ss word", "scope": "read write"])
         // RFC 6749 §2.3.1: id and secret are form-encoded before base64.
         let expected = Data("my+client:s3cr%3At".utf8).base64EncodedString()
         #expect(request.header("Authorization") == "Basic \(expected)")
@@ -68,10 +69,11 @@ func json(_ status: Int, _ text: String, headers: [(name: String, value: String)
         let pkce = PKCEPair()
         let request = try client(ScriptedTransport(), authentication: .none).makeRequest(
             for: .authorizationCode(code: "abc", redirectURI: "https://app/cb", codeVerifier: pkce.verifier))
-        #expect(fields(request) == [
-            "grant_type": "authorization_code", "code": "abc", "redirect_uri": "https://app/cb",
-            "code_verifier": pkce.verifier, "client_id": "my client",
-        ])
+        #expect(
+            fields(request) == [
+                "grant_type": "authorization_code", "code": "abc", "redirect_uri": "https://app/cb",
+                "code_verifier": pkce.verifier, "client_id": "my client",
+            ])
     }
 
     @Test func refreshGrantDoesNotSendTheAccessTokenByDefault() throws {
@@ -91,19 +93,21 @@ func json(_ status: Int, _ text: String, headers: [(name: String, value: String)
         #expect(response.accessToken == "nested")
         #expect(response.expiresIn == .seconds(90))
         let sent = try #require(await transport.requests.first)
-        #expect(fields(sent) == [
-            "grant_type": "password", "login": "alice", "secret": "pw", "client_id": "my client",
-            "client_secret": "s3cr:t", "audience": "https://api.example.test", "device": "sidecar",
-        ])
+        #expect(
+            fields(sent) == [
+                "grant_type": "password", "login": "alice", "secret": "pw", "client_id": "my client",
+                "client_secret": "s3cr:t", "audience": "https://api.example.test", "device": "sidecar",
+            ])
 
         mapping.requestBody = .json
         let jsonRequest = try client(ScriptedTransport(), authentication: .none, mapping: mapping)
             .makeRequest(for: .clientCredentials(scope: "read"))
         let body = try JSONSerialization.jsonObject(with: Data(jsonRequest.body)) as? [String: String]
-        #expect(body == [
-            "grant_type": "client_credentials", "scope": "read", "client_id": "my client",
-            "audience": "https://api.example.test", "device": "sidecar",
-        ])
+        #expect(
+            body == [
+                "grant_type": "client_credentials", "scope": "read", "client_id": "my client",
+                "audience": "https://api.example.test", "device": "sidecar",
+            ])
     }
 
     @Test func basicAuthenticationCannotShareTheAuthorizationHeaderWithAnExpiredBearer() {
@@ -116,9 +120,13 @@ func json(_ status: Int, _ text: String, headers: [(name: String, value: String)
     }
 
     @Test func successfulResponseIsParsed() async throws {
-        let transport = ScriptedTransport(json(200, #"{"access_token":"a","token_type":"bearer","expires_in":"120","refresh_token":"r","scope":"read"}"#))
+        let transport = ScriptedTransport(
+            json(200, #"{"access_token":"a","token_type":"bearer","expires_in":"120","refresh_token":"r","scope":"read"}"#))
         let response = try await client(transport).requestToken(.refreshToken("old"))
-        #expect(response == TokenResponse(accessToken: "a", tokenType: "bearer", expiresIn: .seconds(120), refreshToken: "r", scope: "read"))
+        #expect(
+            response
+                == TokenResponse(
+                    accessToken: "a", tokenType: "bearer", expiresIn: .seconds(120), refreshToken: "r", scope: "read"))
     }
 
     @Test(arguments: [
@@ -152,7 +160,8 @@ func json(_ status: Int, _ text: String, headers: [(name: String, value: String)
     }
 
     @Test func nonOAuthBodyIsTransientAndGarbageSuccessIsAmbiguous() async {
-        let html = ScriptedTransport(HTTPResponseValue(status: 401, headers: [("Content-Type", "text/html")], body: Array("<html/>".utf8)))
+        let html = ScriptedTransport(
+            HTTPResponseValue(status: 401, headers: [("Content-Type", "text/html")], body: Array("<html/>".utf8)))
         let htmlError = await #expect(throws: AuthError.self) { try await client(html).requestToken(.refreshToken("r")) }
         #expect(htmlError?.code == .unexpectedStatus)
         #expect(htmlError?.disposition == .transient)
@@ -176,7 +185,8 @@ func json(_ status: Int, _ text: String, headers: [(name: String, value: String)
     @Test func standardGrantsWorkAgainstTheFakeServer() async throws {
         let server = FakeAuthorizationServer(clock: clock)
         let oauth = OAuth2Client(
-            configuration: .init(tokenEndpoint: "https://auth.example.test/oauth/token", clientID: "authgate", clientSecret: "s3cret"),
+            configuration: .init(
+                tokenEndpoint: "https://auth.example.test/oauth/token", clientID: "authgate", clientSecret: "s3cret"),
             transport: server, clock: clock)
         let password = try await oauth.requestToken(.password(username: "alice", password: "wonderland"))
         #expect(password.refreshToken != nil)
@@ -187,17 +197,22 @@ func json(_ status: Int, _ text: String, headers: [(name: String, value: String)
         #expect(machine.refreshToken == nil)
 
         let pkce = PKCEPair()
-        let code = await server.issueAuthorizationCode(subject: "alice", redirectURI: "https://app/cb", codeChallenge: pkce.challenge)
+        let code = await server.issueAuthorizationCode(
+            subject: "alice", redirectURI: "https://app/cb", codeChallenge: pkce.challenge)
         let wrong = await #expect(throws: AuthError.self) {
-            try await oauth.requestToken(.authorizationCode(code: code, redirectURI: "https://app/cb", codeVerifier: "wrong-verifier"))
+            try await oauth.requestToken(
+                .authorizationCode(code: code, redirectURI: "https://app/cb", codeVerifier: "wrong-verifier"))
         }
         #expect(wrong?.oauthError?.error == "invalid_grant")
-        let code2 = await server.issueAuthorizationCode(subject: "alice", redirectURI: "https://app/cb", codeChallenge: pkce.challenge)
-        let exchanged = try await oauth.requestToken(.authorizationCode(code: code2, redirectURI: "https://app/cb", codeVerifier: pkce.verifier))
+        let code2 = await server.issueAuthorizationCode(
+            subject: "alice", redirectURI: "https://app/cb", codeChallenge: pkce.challenge)
+        let exchanged = try await oauth.requestToken(
+            .authorizationCode(code: code2, redirectURI: "https://app/cb", codeVerifier: pkce.verifier))
         #expect(await server.isValid(accessToken: exchanged.accessToken))
 
         let badClient = OAuth2Client(
-            configuration: .init(tokenEndpoint: "https://auth.example.test/oauth/token", clientID: "authgate", clientSecret: "wrong"),
+            configuration: .init(
+                tokenEndpoint: "https://auth.example.test/oauth/token", clientID: "authgate", clientSecret: "wrong"),
             transport: server, clock: clock)
         let clientError = await #expect(throws: AuthError.self) { try await badClient.requestToken(.clientCredentials()) }
         #expect(clientError?.oauthError?.error == "invalid_client")

@@ -36,7 +36,10 @@ import Testing
         (#"{"issuer":"https://id.example.test/realms/main"}"#, "has no token_endpoint"),
         (#"{"issuer":"https://id.example.test/realms/main","token_endpoint":"ftp://x/t"}"#, "token_endpoint is not"),
         (#"{"issuer":"https://id.example.test/realms/main","token_endpoint":"https://x/t\r\nX: 1"}"#, "token_endpoint is not"),
-        (#"{"issuer":"https://id.example.test/realms/main","token_endpoint":"https://x/t","revocation_endpoint":7}"#, "revocation_endpoint is not"),
+        (
+            #"{"issuer":"https://id.example.test/realms/main","token_endpoint":"https://x/t","revocation_endpoint":7}"#,
+            "revocation_endpoint is not"
+        ),
         (#"[1,2]"#, "not a JSON object"),
         (#"<html>"#, "not valid JSON"),
     ])

@@ -52,7 +52,11 @@ import Testing
                 #expect(text.filter { $0 == "." }.count == 2, "\(text)")
             }
             if Base64URL.decode(text) != nil {
-                #expect(text.utf8.allSatisfy { Self.base64URLAlphabet.contains($0) || $0 == UInt8(ascii: "=") || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "/") }, "\(text)")
+                #expect(
+                    text.utf8.allSatisfy {
+                        Self.base64URLAlphabet.contains($0) || $0 == UInt8(ascii: "=") || $0 == UInt8(ascii: "+")
+                            || $0 == UInt8(ascii: "/")
+                    }, "\(text)")
             }
         }
         #expect(challengesSeen > 1000, "the generator produces challenges at all")
@@ -65,7 +69,8 @@ import Testing
         let scheme = text(letters, 1..<10, &g)
         if Int.random(in: 0..<5, using: &g) == 0 {
             // token68, optionally padded
-            let token68 = text(Array("abcXYZ0189-._~+/"), 1..<16, &g) + String(repeating: "=", count: Int.random(in: 0...2, using: &g))
+            let token68 =
+                text(Array("abcXYZ0189-._~+/"), 1..<16, &g) + String(repeating: "=", count: Int.random(in: 0...2, using: &g))
             return (WWWAuthenticateChallenge(scheme: scheme, token68: token68), "\(scheme) \(token68)")
         }
         var parameters: [String: String] = [:]
@@ -80,7 +85,8 @@ import Testing
                 written = value
             } else {
                 value = text(Array(#"ab cé,="\;/"#), 0..<12, &g)
-                written = "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+                written =
+                    "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
             }
             parameters[name.lowercased()] = value
             parts.append("\(name)=\(written)")
@@ -110,7 +116,9 @@ import Testing
                 (Self.text(alphabet, 0..<8, &generator), Self.text(alphabet, 0..<8, &generator))
             }
             let encoded = FormURLEncoding.encode(pairs)
-            #expect(encoded.allSatisfy { "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._*+%=&".contains($0) }, "\(encoded)")
+            #expect(
+                encoded.allSatisfy { "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._*+%=&".contains($0) },
+                "\(encoded)")
             let decoded = FormURLEncoding.decodePairs(encoded)
             #expect(decoded?.map(\.0) == pairs.map(\.0), "\(encoded)")
             #expect(decoded?.map(\.1) == pairs.map(\.1), "\(encoded)")
@@ -141,7 +149,9 @@ import Testing
             #expect(
                 claims == JWTClaims(expiration: Double(exp), issuedAt: Double(iat), subject: object["sub"] as? String),
                 "\(object)")
-            for wrongShape in ["\(header).\(payload)", "\(header).\(payload).\(signature).x", payload, "\(header).\(payload)!.\(signature)"] {
+            for wrongShape in [
+                "\(header).\(payload)", "\(header).\(payload).\(signature).x", payload, "\(header).\(payload)!.\(signature)",
+            ] {
                 #expect(JWTClaims(decodingPayloadOf: wrongShape) == nil, "\(wrongShape)")
             }
         }

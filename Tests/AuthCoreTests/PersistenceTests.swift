@@ -80,7 +80,8 @@ import Testing
         #expect(await !h.actor.status.isLoggedIn)
         // Simulate the worst case: the compensating token delete did not happen either.
         try await h.tokenStore.save(
-            TokenRecord(accessToken: "orphan", refreshToken: "orphan", expiresAt: nil, issuedAt: Date(), generation: TokenGeneration(1)),
+            TokenRecord(
+                accessToken: "orphan", refreshToken: "orphan", expiresAt: nil, issuedAt: Date(), generation: TokenGeneration(1)),
             for: .default)
         let restarted = h.restarted()
         #expect(try await !restarted.restore().isLoggedIn)

@@ -7,8 +7,10 @@ import Testing
 /// the Gregorian reform on).
 @Suite struct RFC3339Tests {
     @Test func theTextIsFoundationsWithAndWithoutMilliseconds() {
-        var dates = [0, -1, 784_111_777.5, 1_795_000_000.999, 1_795_000_000.0005, 951_782_400, 4_107_542_400, -12_219_292_800,
-            253_402_300_799.9].map(Date.init(timeIntervalSince1970:))
+        var dates = [
+            0, -1, 784_111_777.5, 1_795_000_000.999, 1_795_000_000.0005, 951_782_400, 4_107_542_400, -12_219_292_800,
+            253_402_300_799.9,
+        ].map(Date.init(timeIntervalSince1970:))
         var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
         for _ in 0..<2_000 {
             seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
@@ -17,7 +19,8 @@ import Testing
         for date in dates {
             #expect(RFC3339.format(date) == date.formatted(.iso8601), "\(date.timeIntervalSince1970)")
             #expect(
-                RFC3339.format(date, milliseconds: true) == date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)),
+                RFC3339.format(date, milliseconds: true)
+                    == date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)),
                 "\(date.timeIntervalSince1970)")
         }
     }

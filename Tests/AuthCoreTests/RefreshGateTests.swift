@@ -13,7 +13,9 @@ import Testing
             #expect(gate.admit(at: now) == .proceed)
             let delay = gate.recordTransientFailure(serverError, at: now)
             delays.append(delay)
-            #expect(gate.admit(at: now + delay - .milliseconds(1)) == .backingOff(retryAfter: .milliseconds(1), lastError: serverError))
+            #expect(
+                gate.admit(at: now + delay - .milliseconds(1))
+                    == .backingOff(retryAfter: .milliseconds(1), lastError: serverError))
             now = now + delay
         }
         #expect(delays == [.seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(16)])
@@ -49,8 +51,12 @@ import Testing
         let policy = BackoffPolicy(jitter: 0.5)
         #expect(policy.delay(afterConsecutiveFailures: 3, retryAfter: nil, randomFraction: 0) == .seconds(4))
         #expect(policy.delay(afterConsecutiveFailures: 3, retryAfter: nil, randomFraction: 0.5) == .seconds(5))
-        #expect(policy.delay(afterConsecutiveFailures: 3, retryAfter: nil, randomFraction: 7) == .seconds(6), "fraction clamped to 0...1")
-        #expect(policy.delay(afterConsecutiveFailures: 20, retryAfter: nil, randomFraction: 0.9) == .seconds(300), "never past the maximum")
+        #expect(
+            policy.delay(afterConsecutiveFailures: 3, retryAfter: nil, randomFraction: 7) == .seconds(6),
+            "fraction clamped to 0...1")
+        #expect(
+            policy.delay(afterConsecutiveFailures: 20, retryAfter: nil, randomFraction: 0.9) == .seconds(300),
+            "never past the maximum")
         #expect(policy.delay(afterConsecutiveFailures: 1, retryAfter: .seconds(10), randomFraction: 0.5) == .milliseconds(12_500))
         var gate = RefreshGate(policy: policy, window: RefreshWindow(interval: .seconds(1), maximumAttempts: 100))
         #expect(gate.recordTransientFailure(serverError, at: t0, randomFraction: 0.5) == .milliseconds(1250))
@@ -100,7 +106,8 @@ import Testing
         let g1 = token(1, obtainedAt: t0, lifetime: .seconds(3600))
         #expect(gate.admit(at: t0, replacing: g1) == .proceed)
         _ = gate.recordTransientFailure(serverError, at: t0)
-        #expect(gate.admit(at: t0 + .seconds(1), replacing: g1) == .proceed, "a retry of the same generation is not counted again")
+        #expect(
+            gate.admit(at: t0 + .seconds(1), replacing: g1) == .proceed, "a retry of the same generation is not counted again")
         gate.recordSuccess()
         let g2 = token(2, obtainedAt: t0 + .seconds(2), lifetime: .seconds(3600))
         #expect(gate.admit(at: t0 + .seconds(2), replacing: g2) == .proceed)
@@ -116,4 +123,3 @@ import Testing
         #expect(!gate.isLoopGuardTripped, "a counted refresh ends the trip")
     }
 }
-

@@ -4,13 +4,14 @@ import Foundation
 import Testing
 
 @Suite struct RefreshLeadTests {
-    @Test(arguments: [
-        (AuthActor.Configuration(skew: .seconds(30), jitter: .zero), 70),
-        (AuthActor.Configuration(skew: .seconds(80), jitter: .zero), 50),  // capped at half the lifetime
-        (AuthActor.Configuration(jitter: .zero, leadFraction: 0.5), 50),
-        (AuthActor.Configuration(jitter: .zero, leadFraction: 0.2), 80),
-        (AuthActor.Configuration(jitter: .seconds(60), leadFraction: 0.5), 50),  // jitter ≤ a tenth of the lifetime (r = 0)
-    ] as [(AuthActor.Configuration, Int64)])
+    @Test(
+        arguments: [
+            (AuthActor.Configuration(skew: .seconds(30), jitter: .zero), 70),
+            (AuthActor.Configuration(skew: .seconds(80), jitter: .zero), 50),  // capped at half the lifetime
+            (AuthActor.Configuration(jitter: .zero, leadFraction: 0.5), 50),
+            (AuthActor.Configuration(jitter: .zero, leadFraction: 0.2), 80),
+            (AuthActor.Configuration(jitter: .seconds(60), leadFraction: 0.5), 50),  // jitter ≤ a tenth of the lifetime (r = 0)
+        ] as [(AuthActor.Configuration, Int64)])
     func aTokenIsDueAfterItsLifetimeLessTheLead(configuration: AuthActor.Configuration, dueAfter: Int64) async throws {
         var server = FakeAuthorizationServer.Configuration()
         server.accessTokenLifetime = .seconds(100)

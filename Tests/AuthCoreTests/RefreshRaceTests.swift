@@ -1,8 +1,8 @@
 import AuthCore
 import AuthGateTesting
 import Dispatch
-import Logging
 import Locking
+import Logging
 import Testing
 
 /// A serial executor that is also a task executor and runs every job with both (the shape of

@@ -1,8 +1,8 @@
 import AuthCore
 import AuthGateTesting
 import Foundation
-import Logging
 import Locking
+import Logging
 import Testing
 
 /// REFERENCES.md "What their users keep reporting", items 1, 2, 4, 5, 6, 10.
@@ -38,7 +38,8 @@ import Testing
         configuration.accessTokenLifetime = .seconds(300)
         let h = Harness(
             server: configuration,
-            actor: .init(skew: .seconds(30), jitter: .zero, refreshWindow: RefreshWindow(interval: .seconds(1), maximumAttempts: 100)))
+            actor: .init(
+                skew: .seconds(30), jitter: .zero, refreshWindow: RefreshWindow(interval: .seconds(1), maximumAttempts: 100)))
         try await h.login()
         for round in 0..<20 {
             // Many requests saw a 401 for the same generation at once, while others ask for a token.
@@ -128,7 +129,9 @@ import Testing
     }
 
     @Test func endlessUnauthorizedLoopIsStoppedByTheRefreshWindow() async throws {
-        let h = Harness(actor: .init(skew: .seconds(30), jitter: .zero, refreshWindow: RefreshWindow(interval: .seconds(30), maximumAttempts: 3)))
+        let h = Harness(
+            actor: .init(
+                skew: .seconds(30), jitter: .zero, refreshWindow: RefreshWindow(interval: .seconds(30), maximumAttempts: 3)))
         try await h.login()
         var lastError: AuthError?
         for _ in 0..<10 {

@@ -10,17 +10,18 @@ import Testing
         .init(generation: TokenGeneration(g), replaysSoFar: replays, bodyReplayable: replayable)
     }
 
-    @Test(arguments: [
-        // (attempt generation, replays so far, current generation, current due, verdict)
-        (5, 0, 5, false, ReplayRule.Verdict.replay),  // first rejection of the current token: refresh
-        (5, 0, 6, false, .replay),  // a stale 401 on the first try: the newer token
-        (6, 1, 6, false, .passThrough(.currentTokenRejected)),  // a fresh token rejected after a refresh
-        (6, 1, 7, false, .replay),  // the replay's token was superseded meanwhile (rotation revoked it)
-        (6, 1, 6, true, .replay),  // the replay's token expired while it waited
-        (7, 2, 9, false, .replay),
-        (8, 3, 9, false, .passThrough(.replayLimit)),  // three replays already
-        (8, 3, 8, true, .passThrough(.replayLimit)),
-    ] as [(UInt64, Int, UInt64, Bool, ReplayRule.Verdict)])
+    @Test(
+        arguments: [
+            // (attempt generation, replays so far, current generation, current due, verdict)
+            (5, 0, 5, false, ReplayRule.Verdict.replay),  // first rejection of the current token: refresh
+            (5, 0, 6, false, .replay),  // a stale 401 on the first try: the newer token
+            (6, 1, 6, false, .passThrough(.currentTokenRejected)),  // a fresh token rejected after a refresh
+            (6, 1, 7, false, .replay),  // the replay's token was superseded meanwhile (rotation revoked it)
+            (6, 1, 6, true, .replay),  // the replay's token expired while it waited
+            (7, 2, 9, false, .replay),
+            (8, 3, 9, false, .passThrough(.replayLimit)),  // three replays already
+            (8, 3, 8, true, .passThrough(.replayLimit)),
+        ] as [(UInt64, Int, UInt64, Bool, ReplayRule.Verdict)])
     func rejectionsFollowTheGenerationTable(
         generation: UInt64, replays: Int, current: UInt64, due: Bool, expected: ReplayRule.Verdict
     ) {

@@ -43,7 +43,8 @@ import Testing
         ("refresh_token", record(refresh: "r\u{0}")),
     ]
 
-    static func record(access: String = "good-access", type: String = "Bearer", refresh: String? = "good-refresh") -> TokenRecord {
+    static func record(access: String = "good-access", type: String = "Bearer", refresh: String? = "good-refresh") -> TokenRecord
+    {
         TokenRecord(
             accessToken: access, refreshToken: refresh, tokenType: type, expiresAt: Date() + 3600, issuedAt: Date(),
             generation: TokenGeneration(7))
@@ -98,7 +99,8 @@ import Testing
     /// Through the encrypted file store's own API, as an older AuthGate would have written it.
     @Test func aPoisonedRecordInTheEncryptedStoreRestoresAsLoggedOut() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ag-restore-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let key = TokenStoreKey.random()
         let tokens = try EncryptedFileTokenStore(directory: directory, key: key)

@@ -1,7 +1,8 @@
-@testable import AuthCore
 import Foundation
 import Locking
 import Testing
+
+@testable import AuthCore
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,7 @@
-@testable import AuthCore
 import Foundation
 import Testing
+
+@testable import AuthCore
 
 #if canImport(Glibc)
     import Glibc
@@ -44,7 +45,8 @@ import Testing
         #expect(try decoder.decode(TokenRecord.self, from: Data(earlier.utf8)) == record)
         var withoutGrant = record
         withoutGrant.grantType = nil
-        let noGrant = #"{"accessToken":"ACCESS-SECRET","refreshToken":"REFRESH-SECRET","tokenType":"Bearer","scope":"read","expiresAt":1900000000,"issuedAt":1800000000,"generation":7}"#
+        let noGrant =
+            #"{"accessToken":"ACCESS-SECRET","refreshToken":"REFRESH-SECRET","tokenType":"Bearer","scope":"read","expiresAt":1900000000,"issuedAt":1800000000,"generation":7}"#
         #expect(try decoder.decode(TokenRecord.self, from: Data(noGrant.utf8)) == withoutGrant)
     }
 
@@ -169,13 +171,17 @@ import Testing
         #expect(mode(of: path) == 0o600)
         let loaded = try TokenStoreKey.load(fromFile: path, createIfMissing: false)
         #expect(created.identifier == loaded.identifier)
-        #expect(!created.description.contains(try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(
+            !created.description.contains(
+                try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
     }
 
     @Test func keyFromEnvironmentValueMustBe32Bytes() throws {
         let good = Data(repeating: 7, count: 32).base64EncodedString()
         #expect(throws: Never.self) { try TokenStoreKey(base64: good) }
-        let short = #expect(throws: AuthError.self) { try TokenStoreKey(base64: Data(repeating: 7, count: 16).base64EncodedString()) }
+        let short = #expect(throws: AuthError.self) {
+            try TokenStoreKey(base64: Data(repeating: 7, count: 16).base64EncodedString())
+        }
         #expect(short?.code == .keyUnavailable)
     }
 

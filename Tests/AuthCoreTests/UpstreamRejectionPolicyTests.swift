@@ -23,7 +23,9 @@ import Testing
     }
 
     @Test func insufficientScopeIsNotCuredByRefresh() {
-        #expect(policy.classify(status: 403, wwwAuthenticate: [#"Bearer error="insufficient_scope", scope="admin""#]) == .insufficientScope)
+        #expect(
+            policy.classify(status: 403, wwwAuthenticate: [#"Bearer error="insufficient_scope", scope="admin""#])
+                == .insufficientScope)
         #expect(policy.classify(status: 401, wwwAuthenticate: [#"Bearer error="insufficient_scope""#]) == .insufficientScope)
     }
 
@@ -47,17 +49,22 @@ import Testing
     @Test func onlyChallengesFromConfiguredRealmsAreAboutOurToken() throws {
         let policy = try UpstreamRejectionPolicy(realms: ["api"])
         #expect(policy.classify(status: 401, wwwAuthenticate: [#"Bearer realm="api", error="invalid_token""#]) == .tokenRejected)
-        #expect(policy.classify(status: 401, wwwAuthenticate: [#"Bearer realm="billing", error="invalid_token""#]) == .notAboutToken)
+        #expect(
+            policy.classify(status: 401, wwwAuthenticate: [#"Bearer realm="billing", error="invalid_token""#]) == .notAboutToken)
         #expect(policy.classify(status: 401, wwwAuthenticate: [#"Bearer realm="API", error="invalid_token""#]) == .notAboutToken)
         #expect(policy.classify(status: 401, wwwAuthenticate: [#"Bearer error="invalid_token""#]) == .notAboutToken)
         #expect(
             policy.classify(status: 401, wwwAuthenticate: [#"Bearer realm="billing""#, #"Bearer realm="api""#]) == .tokenRejected)
         #expect(policy.classify(status: 401, wwwAuthenticate: []) == .tokenRejected)
-        #expect(policy.classify(status: 403, wwwAuthenticate: [#"Bearer realm="billing", error="insufficient_scope""#]) == .notAboutToken)
+        #expect(
+            policy.classify(status: 403, wwwAuthenticate: [#"Bearer realm="billing", error="insufficient_scope""#])
+                == .notAboutToken)
     }
 
     @Test func invalidPoliciesAreRefusedNamingTheField() throws {
-        let bad = #expect(throws: UpstreamRejectionPolicy.InvalidPolicy.self) { try UpstreamRejectionPolicy(statuses: [401, 500]) }
+        let bad = #expect(throws: UpstreamRejectionPolicy.InvalidPolicy.self) {
+            try UpstreamRejectionPolicy(statuses: [401, 500])
+        }
         #expect(bad?.description == "statuses: 500 is not a 4xx status")
         #expect(throws: UpstreamRejectionPolicy.InvalidPolicy.self) { try UpstreamRejectionPolicy(statuses: []) }
         #expect(throws: UpstreamRejectionPolicy.InvalidPolicy.self) { try UpstreamRejectionPolicy(realms: []) }

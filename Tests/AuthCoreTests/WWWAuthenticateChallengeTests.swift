@@ -41,7 +41,9 @@ import Testing
         #expect(
             WWWAuthenticateChallenge.parse("Bearer a/b=c, realm=x")
                 == [WWWAuthenticateChallenge(scheme: "Bearer", parameters: ["realm": "x"])])
-        #expect(WWWAuthenticateChallenge.parse("Negotiate a/b==") == [WWWAuthenticateChallenge(scheme: "Negotiate", token68: "a/b==")])
+        #expect(
+            WWWAuthenticateChallenge.parse("Negotiate a/b==") == [WWWAuthenticateChallenge(scheme: "Negotiate", token68: "a/b==")]
+        )
     }
 
     @Test func bareBearerHasNoError() {

@@ -68,25 +68,46 @@ import Testing
     }
 
     static let facts: [(AccessLogLine.Fields, Duration, Bool)] = [
-        (fields("GET", "/api/x?page=2&access_token=abc", route: "/api/", status: 200, upstreamStatus: 200, bytesIn: 0,
-            bytesOut: 12, replays: 1, generation: 3, traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
-         .microseconds(1_234_567), true),
-        (fields("GET", "/api/x?page=2&access_token=abc", route: "/api/", status: 200, upstreamStatus: 200, bytesIn: 0,
-            bytesOut: 12), .microseconds(1_234_567), false),
+        (
+            fields(
+                "GET", "/api/x?page=2&access_token=abc", route: "/api/", status: 200, upstreamStatus: 200, bytesIn: 0,
+                bytesOut: 12, replays: 1, generation: 3, traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+            .microseconds(1_234_567), true
+        ),
+        (
+            fields(
+                "GET", "/api/x?page=2&access_token=abc", route: "/api/", status: 200, upstreamStatus: 200, bytesIn: 0,
+                bytesOut: 12), .microseconds(1_234_567), false
+        ),
         (fields("POST", "/nowhere", route: nil, status: 404, upstreamStatus: nil, bytesIn: nil, bytesOut: 0), .zero, false),
         (fields("POST", "/q?", route: nil, status: 404, upstreamStatus: nil, bytesIn: nil, bytesOut: 0), .zero, true),
-        (fields("PUT", "/a/\"quoted\"\\/π/%00/\u{1}?x=1&code=z", route: #"/a/"#, status: 503, upstreamStatus: 401,
-            bytesIn: 1 << 40, bytesOut: Int.max, replays: 10, generation: .max, traceparent: "garbage",
-            arrival: WallTime(seconds: 0, nanoseconds: 0)), .seconds(86_400 * 365), true),
-        (fields("GET", "/slow", route: "/", status: 504, upstreamStatus: nil, bytesIn: 5, bytesOut: 0,
-            traceparent: " 01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
-            arrival: WallTime(seconds: 946_684_799, nanoseconds: 875_000_000)), .seconds(40 * 365 * 86_400), false),
-        (fields("GET", "http://alice:s3cret@api.example/x?page=1#frag", route: "/", status: 200, upstreamStatus: 200, bytesIn: 0,
-            bytesOut: 1), .nanoseconds(1), true),
-        (fields("GET", "HTTP://alice:s3cret@api.example#frag", route: "/", status: 200, upstreamStatus: 200, bytesIn: 0,
-            bytesOut: 1), .nanoseconds(1), true),
-        (fields("GET", "/" + String(repeating: "long/ü/", count: 1_500) + "?q=" + String(repeating: "x", count: 3_000),
-            route: "/", status: 200, upstreamStatus: 200, bytesIn: 0, bytesOut: 1), .nanoseconds(1), true),
+        (
+            fields(
+                "PUT", "/a/\"quoted\"\\/π/%00/\u{1}?x=1&code=z", route: #"/a/"#, status: 503, upstreamStatus: 401,
+                bytesIn: 1 << 40, bytesOut: Int.max, replays: 10, generation: .max, traceparent: "garbage",
+                arrival: WallTime(seconds: 0, nanoseconds: 0)), .seconds(86_400 * 365), true
+        ),
+        (
+            fields(
+                "GET", "/slow", route: "/", status: 504, upstreamStatus: nil, bytesIn: 5, bytesOut: 0,
+                traceparent: " 01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
+                arrival: WallTime(seconds: 946_684_799, nanoseconds: 875_000_000)), .seconds(40 * 365 * 86_400), false
+        ),
+        (
+            fields(
+                "GET", "http://alice:s3cret@api.example/x?page=1#frag", route: "/", status: 200, upstreamStatus: 200, bytesIn: 0,
+                bytesOut: 1), .nanoseconds(1), true
+        ),
+        (
+            fields(
+                "GET", "HTTP://alice:s3cret@api.example#frag", route: "/", status: 200, upstreamStatus: 200, bytesIn: 0,
+                bytesOut: 1), .nanoseconds(1), true
+        ),
+        (
+            fields(
+                "GET", "/" + String(repeating: "long/ü/", count: 1_500) + "?q=" + String(repeating: "x", count: 3_000),
+                route: "/", status: 200, upstreamStatus: 200, bytesIn: 0, bytesOut: 1), .nanoseconds(1), true
+        ),
     ]
 
     /// The line ``AccessLogLine`` builds is the handler's line for the record of the same facts,
@@ -95,7 +116,8 @@ import Testing
         let builder = AccessLogLine()
         let header = try #require(AccessLog(nil, logger: Logger(label: "authgate.access") { JSONLogHandler(label: $0) })).header
         let nows = [
-            WallTime(seconds: 1_795_000_000, nanoseconds: 250_000_000), WallTime(seconds: 1_795_000_000, nanoseconds: 500_000_000),
+            WallTime(seconds: 1_795_000_000, nanoseconds: 250_000_000),
+            WallTime(seconds: 1_795_000_000, nanoseconds: 500_000_000),
             WallTime(seconds: 1_795_000_001, nanoseconds: 0), WallTime(seconds: 1_795_046_399, nanoseconds: 999_000_000),
             WallTime(seconds: 1_795_046_400, nanoseconds: 0),
         ]

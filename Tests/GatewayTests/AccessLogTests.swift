@@ -48,16 +48,17 @@ import Testing
 
     /// An absolute-form target's user-info (`user:password@`) and any fragment never reach the
     /// log: only the path and, when asked for, the query.
-    @Test(arguments: [
-        ("http://alice:s3cret@api.example/x#frag", "/x", nil),
-        ("http://alice:s3cret@api.example/x?page=1#frag", "/x", "page=1"),
-        ("https://alice:s3cret@api.example", "/", nil),
-        ("HTTP://alice:s3cret@api.example?page=1", "/", "page=1"),
-        ("http://alice:s3cret@api.example#s3cret", "/", nil),
-        ("/x#frag?no", "/x", nil),
-        ("/x?a=1#s3cret", "/x", "a=1"),
-        ("/http://alice:s3cret@x", "/http://alice:s3cret@x", nil),
-    ] as [(String, String, String?)])
+    @Test(
+        arguments: [
+            ("http://alice:s3cret@api.example/x#frag", "/x", nil),
+            ("http://alice:s3cret@api.example/x?page=1#frag", "/x", "page=1"),
+            ("https://alice:s3cret@api.example", "/", nil),
+            ("HTTP://alice:s3cret@api.example?page=1", "/", "page=1"),
+            ("http://alice:s3cret@api.example#s3cret", "/", nil),
+            ("/x#frag?no", "/x", nil),
+            ("/x?a=1#s3cret", "/x", "a=1"),
+            ("/http://alice:s3cret@x", "/http://alice:s3cret@x", nil),
+        ] as [(String, String, String?)])
     func anAbsoluteTargetsUserInfoAndAFragmentAreNeverLogged(target: String, path: String, query: String?) {
         let r = Self.record(target, includeQuery: true)
         #expect(r.path == path && r.query == query, "\(target)")
@@ -68,16 +69,17 @@ import Testing
         #expect(r.query == "access_token=REDACTED&page=2&Client_Secret=REDACTED&code=REDACTED&codec=mp3&token")
     }
 
-    @Test(arguments: [
-        (traceparent, "4bf92f3577b34da6a3ce929d0e0e4736"),
-        ("00-00000000000000000000000000000000-00f067aa0ba902b7-01", nil),  // all-zero trace id
-        ("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", nil),  // all-zero parent id
-        ("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", nil),  // upper case
-        ("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", nil),  // version ff
-        ("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x", nil),  // version 00 with more
-        ("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x", "4bf92f3577b34da6a3ce929d0e0e4736"),
-        ("garbage", nil),
-    ] as [(String, String?)])
+    @Test(
+        arguments: [
+            (traceparent, "4bf92f3577b34da6a3ce929d0e0e4736"),
+            ("00-00000000000000000000000000000000-00f067aa0ba902b7-01", nil),  // all-zero trace id
+            ("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", nil),  // all-zero parent id
+            ("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", nil),  // upper case
+            ("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", nil),  // version ff
+            ("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x", nil),  // version 00 with more
+            ("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x", "4bf92f3577b34da6a3ce929d0e0e4736"),
+            ("garbage", nil),
+        ] as [(String, String?)])
     func theTraceIDComesFromAValidTraceparentOnly(_ header: String, _ id: String?) {
         #expect(Self.record("/", traceparent: header).traceID == id)
     }

@@ -65,7 +65,8 @@ import Testing
         var generator = SystemRandomNumberGenerator()
         let alphabet: [Character] = ["a", "Z", "/", "\"", "\\", "\n", "\u{1}", "\u{7F}", "é", "π", "😀", " ", "%"]
         for _ in 0..<2_000 {
-            let s = String((0..<Int.random(in: 0...40, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            let s = String(
+                (0..<Int.random(in: 0...40, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
             #expect(Self.quoted(s) == Self.reference(s), "\(s.debugDescription)")
         }
     }
@@ -78,11 +79,13 @@ import Testing
         return String(decoding: out.bytes, as: UTF8.self)
     }
 
-    @Test(arguments: [
-        (Duration.zero, "0.0"), (.microseconds(1), "0.001"), (.microseconds(50), "0.05"), (.microseconds(100), "0.1"),
-        (.milliseconds(1500), "1500.0"), (.microseconds(1_234_567), "1234.567"), (.nanoseconds(1_499), "0.001"),
-        (.nanoseconds(1_500), "0.002"), (.seconds(86_400 * 365), "31536000000.0"), (.nanoseconds(999_999_999_999_999_999), "1000000000000.0"),
-    ] as [(Duration, String)])
+    @Test(
+        arguments: [
+            (Duration.zero, "0.0"), (.microseconds(1), "0.001"), (.microseconds(50), "0.05"), (.microseconds(100), "0.1"),
+            (.milliseconds(1500), "1500.0"), (.microseconds(1_234_567), "1234.567"), (.nanoseconds(1_499), "0.001"),
+            (.nanoseconds(1_500), "0.002"), (.seconds(86_400 * 365), "31536000000.0"),
+            (.nanoseconds(999_999_999_999_999_999), "1000000000000.0"),
+        ] as [(Duration, String)])
     func aDurationPrintsAsItsDouble(_ d: Duration, _ text: String) {
         #expect(Self.milliseconds(d) == text)
         #expect(Self.milliseconds(d) == "\(AccessLogText.milliseconds(d))")
@@ -103,7 +106,10 @@ import Testing
                 #expect(Self.milliseconds(d) == "\(AccessLogText.milliseconds(d))", "\(ns) ns")
             }
         }
-        for d in [Duration.nanoseconds(-1_500), .seconds(-3), .seconds(999_999_999), .seconds(1_000_000_000), .seconds(9_000_000_000), .nanoseconds(Int64.max)] {
+        for d in [
+            Duration.nanoseconds(-1_500), .seconds(-3), .seconds(999_999_999), .seconds(1_000_000_000), .seconds(9_000_000_000),
+            .nanoseconds(Int64.max),
+        ] {
             #expect(Self.milliseconds(d) == "\(AccessLogText.milliseconds(d))", "\(d)")
         }
     }
@@ -165,9 +171,15 @@ import Testing
                 #expect(s == RFC3339.format(t.date, milliseconds: true))
             }
         }
-        #expect(Self.text([WallTime(seconds: 946_684_799, nanoseconds: 999_999_999)], milliseconds: true) == ["1999-12-31T23:59:59.999Z"])
+        #expect(
+            Self.text([WallTime(seconds: 946_684_799, nanoseconds: 999_999_999)], milliseconds: true) == [
+                "1999-12-31T23:59:59.999Z"
+            ])
         #expect(Self.text([WallTime(seconds: -1, nanoseconds: 500_000_000)], milliseconds: true) == ["1969-12-31T23:59:59.500Z"])
-        #expect(Self.text([WallTime(seconds: 1_709_164_800, nanoseconds: 1_000_000)], milliseconds: true) == ["2024-02-29T00:00:00.001Z"])
+        #expect(
+            Self.text([WallTime(seconds: 1_709_164_800, nanoseconds: 1_000_000)], milliseconds: true) == [
+                "2024-02-29T00:00:00.001Z"
+            ])
     }
 
     // MARK: The buffer

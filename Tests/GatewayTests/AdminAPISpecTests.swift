@@ -1,7 +1,8 @@
 import Foundation
-@testable import Gateway
 import HTTPWire
 import Testing
+
+@testable import Gateway
 
 /// Login bodies the OpenAPI description (`openapi/authgate.yaml`) calls invalid are refused
 /// (400 when not JSON, 415 when not sent as JSON, 422 when not a valid login), and the valid
@@ -56,7 +57,8 @@ import Testing
             let text = detail(body) ?? ""
             #expect(text.contains(field) && !text.contains("Evil") && !text.contains("abc"), "\(text)")
         }
-        #expect(status(#"{"grant_type":"import","access_token":"a.b-c_d~e+f/g==","token_type":"DPoP","refresh_token":"r s"}"#) == nil)
+        #expect(
+            status(#"{"grant_type":"import","access_token":"a.b-c_d~e+f/g==","token_type":"DPoP","refresh_token":"r s"}"#) == nil)
     }
 
     @Test func refusalsNameTheProblem() {

@@ -84,7 +84,8 @@ enum AdminBadInputCases {
         rawNUL += Array(#"b","password":"\#(password)"}"#.utf8)
         let overlong: [UInt8] = Array(#"{"grant_type":"password","username":""#.utf8) + [0xC0, 0xAF] + Array(#""}"#.utf8)
         return [
-            AdminBadInput("truncated", json: String(goodPassword.dropLast(5)), status: 400, code: "malformed-json", names: "ends"),
+            AdminBadInput(
+                "truncated", json: String(goodPassword.dropLast(5)), status: 400, code: "malformed-json", names: "ends"),
             AdminBadInput("trailing garbage", json: goodPassword + " x", status: 400, code: "malformed-json", names: "after"),
             AdminBadInput("two objects", json: goodPassword + goodPassword, status: 400, code: "malformed-json", names: "after"),
             AdminBadInput("empty body", json: "", status: 400, code: "malformed-json", names: "empty"),
@@ -127,14 +128,17 @@ enum AdminBadInputCases {
             AdminBadInput(
                 "unquoted name", json: #"{grant_type:"password"}"#, status: 400, code: "malformed-json", names: "name"),
             AdminBadInput(
-                "UTF-16 body", bytes: Array(#"{"grant_type":"client_credentials"}"#.utf16).flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] },
+                "UTF-16 body",
+                bytes: Array(#"{"grant_type":"client_credentials"}"#.utf16).flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] },
                 status: 400, code: "malformed-json", names: "UTF-8"),
         ]
     }
 
     static var notAnObject: [AdminBadInput] {
-        [("[]", "array"), (#"[{"grant_type":"client_credentials"}]"#, "array"), (#""password""#, "string"), ("42", "number"),
-         ("null", "null"), ("true", "boolean")].map {
+        [
+            ("[]", "array"), (#"[{"grant_type":"client_credentials"}]"#, "array"), (#""password""#, "string"), ("42", "number"),
+            ("null", "null"), ("true", "boolean"),
+        ].map {
             AdminBadInput("top level \($0.1)", json: $0.0, status: 422, code: "invalid-body", names: $0.1)
         }
     }
@@ -146,7 +150,10 @@ enum AdminBadInputCases {
                 "no grant_type, other members", json: #"{"username":"alice","password":"\#(password)"}"#, status: 422,
                 code: "missing-field", names: "grant_type"),
         ]
-        for g in ["magic", "refresh_token", "PASSWORD", "password ", "password\\u0000", "", "urn:ietf:params:oauth:grant-type:jwt-bearer"] {
+        for g in [
+            "magic", "refresh_token", "PASSWORD", "password ", "password\\u0000", "",
+            "urn:ietf:params:oauth:grant-type:jwt-bearer",
+        ] {
             cases.append(
                 AdminBadInput(
                     "grant_type \(g)", json: #"{"grant_type":"\#(g)","username":"a","password":"\#(password)"}"#, status: 422,
@@ -155,7 +162,8 @@ enum AdminBadInputCases {
         for raw in ["7", "null", "true", #"["password"]"#, #"{"type":"password"}"#, "1e400"] {
             cases.append(
                 AdminBadInput(
-                    "grant_type \(raw)", json: #"{"grant_type":\#(raw)}"#, status: 422, code: "invalid-field", names: "grant_type"))
+                    "grant_type \(raw)", json: #"{"grant_type":\#(raw)}"#, status: 422, code: "invalid-field", names: "grant_type"
+                ))
         }
         return cases
     }
@@ -191,7 +199,10 @@ enum AdminBadInputCases {
     static var numbersAndSyntax: [AdminBadInput] {
         var cases: [AdminBadInput] = []
         let imported = #""grant_type":"import","access_token":"\#(importedToken)""#
-        for raw in ["0", "-1", "-0", "1.5", "1e400", "-1e400", "1e-400", "2147483648", "9223372036854775808", "123456789012345678901234567890"] {
+        for raw in [
+            "0", "-1", "-0", "1.5", "1e400", "-1e400", "1e-400", "2147483648", "9223372036854775808",
+            "123456789012345678901234567890",
+        ] {
             cases.append(
                 AdminBadInput(
                     "expires_in \(raw)", json: "{\(imported),\"expires_in\":\(raw)}", status: 422, code: "invalid-field",

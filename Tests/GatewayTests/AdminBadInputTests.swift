@@ -1,8 +1,8 @@
 import AuthCore
 import Foundation
 import Gateway
-import Testing
 import TestSupport
+import Testing
 
 /// Every malformed admin API call gets its precise status and a problem document naming what
 /// was wrong, repeats no secret it carried, and leaves the process serving and the logged-in
@@ -15,7 +15,8 @@ import TestSupport
         let good = C.goodPassword
         let long = String(repeating: "a", count: 64)
         var cases = [
-            AdminBadInput("no Content-Type", json: good, headers: [], status: 415, code: "unsupported-media-type", names: "Content-Type"),
+            AdminBadInput(
+                "no Content-Type", json: good, headers: [], status: 415, code: "unsupported-media-type", names: "Content-Type"),
             AdminBadInput(
                 "text/plain", json: good, headers: ["Content-Type: text/plain"], status: 415, code: "unsupported-media-type",
                 names: "application/json"),
@@ -40,7 +41,8 @@ import TestSupport
             AdminBadInput(
                 "a body to logout", "POST", "/auth/logout", json: #"{"session":"default"}"#, status: 400, code: "unexpected-body",
                 names: "?session="),
-            AdminBadInput("a body to refresh", "POST", "/auth/refresh", json: "{}", status: 400, code: "unexpected-body", names: "body"),
+            AdminBadInput(
+                "a body to refresh", "POST", "/auth/refresh", json: "{}", status: 400, code: "unexpected-body", names: "body"),
             AdminBadInput(
                 "a body to guest", "DELETE", "/auth/guest", json: "x", headers: [], status: 400, code: "unexpected-body",
                 names: "body"),
@@ -92,7 +94,9 @@ import TestSupport
             ("GET", "/auth/nothing-here", 404, "no-route", "endpoint"),
         ]
         for (method, target, status, code, names) in queries {
-            cases.append(AdminBadInput("\(method) \(target.prefix(80))", method, target, headers: [], status: status, code: code, names: names))
+            cases.append(
+                AdminBadInput(
+                    "\(method) \(target.prefix(80))", method, target, headers: [], status: status, code: code, names: names))
         }
         // A valid login addressed to a session that does not exist must not log anyone in.
         cases.append(

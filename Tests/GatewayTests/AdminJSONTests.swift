@@ -1,7 +1,8 @@
 import AuthCore
 import Foundation
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 /// The admin documents, byte for byte: the members and values they had when they were
 /// written by hand, sorted by name, `null` for a missing value, `/` unescaped, compact.

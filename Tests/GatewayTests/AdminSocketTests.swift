@@ -88,7 +88,8 @@ import Testing
                 let status = try await run(binary, ["status", "--admin", "unix:\(path)", "--token-file", tokenFile])
                 #expect(status.code == 0, "\(status.output)")
                 #expect(status.output.hasPrefix("session default: logged out"), "\(status.output)")
-                let statusJSON = try await run(binary, ["status", "--json", "--admin", "unix:\(path)", "--token-file", tokenFile])
+                let statusJSON = try await run(
+                    binary, ["status", "--json", "--admin", "unix:\(path)", "--token-file", tokenFile])
                 #expect(statusJSON.output.contains(#""state":"logged_out""#), "\(statusJSON.output)")
                 let passwordFile = dir + "/password"
                 try Data("wonderland".utf8).write(to: URL(fileURLWithPath: passwordFile))

@@ -17,15 +17,16 @@ struct CallerRuleTests {
         #expect(!rule.admits(Self.unix(uid: 0, gid: 0)), "root is a caller like any other: named, or refused")
     }
 
-    @Test(arguments: [
-        ("10.0.0.0/8", "10.200.3.4:5000", true), ("10.0.0.0/8", "11.0.0.1:80", false),
-        ("127.0.0.1", "127.0.0.1:1", true), ("127.0.0.1", "127.0.0.2:1", false),
-        ("192.168.1.0/23", "192.168.0.9:1", true), ("192.168.1.0/23", "192.168.2.1:1", false),
-        ("0.0.0.0/0", "8.8.8.8:53", true),
-        ("fd00::/8", "[fd12::1]:443", true), ("fd00::/8", "[fe80::1]:443", false), ("::1", "[::1]:8080", true),
-        ("127.0.0.0/8", "[::ffff:127.0.0.1]:9", true), ("::ffff:10.0.0.0/104", "10.1.1.1:1", true),
-        ("10.0.0.0/8", "unix", false), ("::/0", "10.0.0.1:1", false),
-    ] as [(String, String, Bool)])
+    @Test(
+        arguments: [
+            ("10.0.0.0/8", "10.200.3.4:5000", true), ("10.0.0.0/8", "11.0.0.1:80", false),
+            ("127.0.0.1", "127.0.0.1:1", true), ("127.0.0.1", "127.0.0.2:1", false),
+            ("192.168.1.0/23", "192.168.0.9:1", true), ("192.168.1.0/23", "192.168.2.1:1", false),
+            ("0.0.0.0/0", "8.8.8.8:53", true),
+            ("fd00::/8", "[fd12::1]:443", true), ("fd00::/8", "[fe80::1]:443", false), ("::1", "[::1]:8080", true),
+            ("127.0.0.0/8", "[::ffff:127.0.0.1]:9", true), ("::ffff:10.0.0.0/104", "10.1.1.1:1", true),
+            ("10.0.0.0/8", "unix", false), ("::/0", "10.0.0.1:1", false),
+        ] as [(String, String, Bool)])
     func aTCPPeerIsAdmittedByItsAddress(network: String, peer: String, admitted: Bool) throws {
         let rule = CallerRule(uids: [0], gids: [0], networks: [try #require(CallerRule.Network(network))])
         #expect(rule.admits(RequestPeer(address: peer)) == admitted, "\(network) \(peer)")
@@ -36,7 +37,9 @@ struct CallerRuleTests {
         #expect(!CallerRule(uids: [], gids: [], networks: [CallerRule.Network("0.0.0.0/0")!]).admits(Self.unix(uid: 0, gid: 0)))
     }
 
-    @Test(arguments: ["", "10.0.0.0/", "10.0.0.0/33", "10.0.0.0/-1", "10.0.0.0/+8", "::/129", "10.0.0", "example.com", "10.0.0.0/8/8"])
+    @Test(arguments: [
+        "", "10.0.0.0/", "10.0.0.0/33", "10.0.0.0/-1", "10.0.0.0/+8", "::/129", "10.0.0", "example.com", "10.0.0.0/8/8",
+    ])
     func aMalformedNetworkIsRefused(text: String) {
         #expect(CallerRule.Network(text) == nil, "\(text)")
     }
@@ -49,7 +52,8 @@ struct CallerRuleTests {
                 $0["routes"] = routes
             }
         }
-        #expect(error(["users": ["root"], "groups": ["root"], "uids": [1000], "gids": [1000], "addresses": ["10.0.0.0/8"]]) == nil)
+        #expect(
+            error(["users": ["root"], "groups": ["root"], "uids": [1000], "gids": [1000], "addresses": ["10.0.0.0/8"]]) == nil)
         #expect(error(["users": ["no-such-user-authgate"]])?.hasPrefix("routes[0].callers.users[0]") == true)
         #expect(error(["groups": ["no-such-group-authgate"]])?.hasPrefix("routes[0].callers.groups[0]") == true)
         #expect(error(["addresses": ["10.0.0.0/33"]])?.hasPrefix("routes[0].callers.addresses[0]") == true)

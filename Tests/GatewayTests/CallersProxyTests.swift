@@ -3,8 +3,8 @@ import Gateway
 import Glibc
 import HTTPWire
 import Runtime
-import Testing
 import TestSupport
+import Testing
 
 /// A route that names its callers serves them alone, over real sockets: on a Unix socket by
 /// the kernel's credentials of the peer, on TCP by its address. A caller not named gets 403
@@ -14,7 +14,8 @@ import TestSupport
         let upstream = try Upstream()
         defer { upstream.stop() }
         let me = getuid()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ag-callers-\(UUID().uuidString.prefix(8))").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ag-callers-\(UUID().uuidString.prefix(8))")
+            .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/proxy.sock"
@@ -39,9 +40,11 @@ import TestSupport
         }
         let mine = try Stack.request(to: .unix(path: path, mode: 0o600), "GET", "/mine/inspect", headers: [], body: "")
         #expect(mine.status == 200)
-        #expect(try Stack.request(to: .unix(path: path, mode: 0o600), "GET", "/group/inspect", headers: [], body: "").status == 200)
+        #expect(
+            try Stack.request(to: .unix(path: path, mode: 0o600), "GET", "/group/inspect", headers: [], body: "").status == 200)
         // A body is left unread: the answer comes at once.
-        let theirs = try Stack.request(to: .unix(path: path, mode: 0o600), "POST", "/theirs/inspect", headers: [], body: "payload")
+        let theirs = try Stack.request(
+            to: .unix(path: path, mode: 0o600), "POST", "/theirs/inspect", headers: [], body: "payload")
         #expect(theirs.status == 403)
         #expect(theirs.header("content-type") == Problem.contentType)
         #expect(theirs.text.contains("caller-not-allowed"))
@@ -57,15 +60,20 @@ import TestSupport
         defer { upstream.stop() }
         let nobody = try #require(getpwnam("nobody")?.pointee.pw_uid)
         let directory = "/tmp/ag-callers-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/proxy.sock"
         let group = try EventLoopGroup(loopCount: 1, name: "callers")
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(address: .unix(path: path, mode: 0o666)), group: group,
             responder: ReverseProxy(routes: [
-                ProxyRoute(prefix: "/root", upstream: UpstreamBase(upstream.url)!, callers: CallerRule(uids: [0], gids: [], networks: [])),
-                ProxyRoute(prefix: "/nobody", upstream: UpstreamBase(upstream.url)!, callers: CallerRule(uids: [nobody], gids: [], networks: [])),
+                ProxyRoute(
+                    prefix: "/root", upstream: UpstreamBase(upstream.url)!, callers: CallerRule(uids: [0], gids: [], networks: [])
+                ),
+                ProxyRoute(
+                    prefix: "/nobody", upstream: UpstreamBase(upstream.url)!,
+                    callers: CallerRule(uids: [nobody], gids: [], networks: [])),
             ]))
         try server.start()
         defer {
@@ -86,12 +94,14 @@ import TestSupport
             p.standardOutput = out
             try p.run()
             p.waitUntilExit()
-            return String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            return String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(
+                in: .whitespacesAndNewlines)
         }
         #expect(try statusAsNobody("/root/inspect") == "403")
         #expect(try statusAsNobody("/nobody/inspect") == "200")
         #expect(upstream.responder.arrivals("/root/inspect") == 0)
-        #expect(try Stack.request(to: .unix(path: path, mode: 0o666), "GET", "/root/inspect", headers: [], body: "").status == 200)
+        #expect(
+            try Stack.request(to: .unix(path: path, mode: 0o666), "GET", "/root/inspect", headers: [], body: "").status == 200)
     }
 
     @Test func onTCPTheRouteServesTheNetworksItNames() async throws {

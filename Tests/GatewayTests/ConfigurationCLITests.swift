@@ -23,7 +23,8 @@ import Testing
                 "proxy": ["host": "127.0.0.1", "port": 0], "admin": ["host": "127.0.0.1", "port": 0],
                 "adminTokenFile": root + "/admin-token",
                 "authorization": [
-                    "tokenEndpoint": "https://id.example.com/token", "clientID": "gate", "clientSecretFile": root + "/client-secret",
+                    "tokenEndpoint": "https://id.example.com/token", "clientID": "gate",
+                    "clientSecretFile": root + "/client-secret",
                 ],
                 "sessions": [
                     [
@@ -74,8 +75,20 @@ import Testing
     /// (name, change to the scratch, what stderr must name).
     static let cases: [(String, @Sendable (inout Scratch) throws -> [UInt8]?, String)] = [
         ("malformed JSON", { _ in Array("{\n  \"proxy\": {\"host\": \"127.0.0.1\",, }\n}".utf8) }, "not valid JSON: expected"),
-        ("a misspelt key", { s in s.config["refreshLaed"] = "50%"; return nil }, "unknown field refreshLaed"),
-        ("a wrong type", { s in s.config["loops"] = "2"; return nil }, "loops must be an integer, not a string"),
+        (
+            "a misspelt key",
+            { s in
+                s.config["refreshLaed"] = "50%"
+                return nil
+            }, "unknown field refreshLaed"
+        ),
+        (
+            "a wrong type",
+            { s in
+                s.config["loops"] = "2"
+                return nil
+            }, "loops must be an integer, not a string"
+        ),
         (
             "an invalid URL in a session",
             { s in
@@ -84,11 +97,19 @@ import Testing
             }, "sessions[0].authorization.tokenEndpoint must be an http or https URL"
         ),
         (
-            "a control character", { s in s.config["stateDirectory"] = s.root + "/state\u{1B}[2J"; return nil },
+            "a control character",
+            { s in
+                s.config["stateDirectory"] = s.root + "/state\u{1B}[2J"
+                return nil
+            },
             "stateDirectory must not contain control characters"
         ),
         (
-            "a missing client secret file", { s in try FileManager.default.removeItem(atPath: s.root + "/client-secret"); return nil },
+            "a missing client secret file",
+            { s in
+                try FileManager.default.removeItem(atPath: s.root + "/client-secret")
+                return nil
+            },
             "authorization.clientSecretFile: cannot read"
         ),
         (
@@ -99,15 +120,27 @@ import Testing
                 return nil
             }, "authorization.clientSecretFile: cannot read"
         ),
-        ("an empty admin token file", { s in try s.write("admin-token", Array(" \n".utf8)); return nil }, "adminTokenFile:"),
+        (
+            "an empty admin token file",
+            { s in
+                try s.write("admin-token", Array(" \n".utf8))
+                return nil
+            }, "adminTokenFile:"
+        ),
         (
             "a secret file with control characters",
-            { s in try s.write("admin-token", Array((adminToken + "\n" + adminToken + "\u{7}").utf8)); return nil },
+            { s in
+                try s.write("admin-token", Array((adminToken + "\n" + adminToken + "\u{7}").utf8))
+                return nil
+            },
             "adminTokenFile:"
         ),
         (
             "a secret file that is not UTF-8",
-            { s in try s.write("client-secret", [0xFF, 0xFE] + Array(clientSecret.utf8)); return nil }, "not UTF-8"
+            { s in
+                try s.write("client-secret", [0xFF, 0xFE] + Array(clientSecret.utf8))
+                return nil
+            }, "not UTF-8"
         ),
         (
             "a session's missing secret file",
@@ -120,7 +153,13 @@ import Testing
                 return nil
             }, "sessions[0].authorization.clientSecretFile: cannot read"
         ),
-        ("a state directory open to others", { s in chmod(s.root + "/state", 0o755); return nil }, "stateDirectory: the state directory"),
+        (
+            "a state directory open to others",
+            { s in
+                chmod(s.root + "/state", 0o755)
+                return nil
+            }, "stateDirectory: the state directory"
+        ),
     ]
 
     @Test func aGoodConfigurationPasses() throws {

@@ -83,7 +83,11 @@ import Testing
         let unixProxy = try #require(Self.error { $0["proxy"] = ["unix": "relative.sock"] })
         #expect(unixProxy.field == "proxy.unix")
 
-        let both = try #require(Self.error { $0["refreshLead"] = "50%"; $0["refreshSkewSeconds"] = 30 })
+        let both = try #require(
+            Self.error {
+                $0["refreshLead"] = "50%"
+                $0["refreshSkewSeconds"] = 30
+            })
         #expect(both.code == .conflict && both.field == "refreshLead")
         #expect(both.description == "refreshLead and refreshSkewSeconds: set only one")
     }
@@ -131,7 +135,8 @@ import Testing
         #expect(notDirectory.description == "the state directory \(file) is not a directory")
 
         let open = root + "/open"
-        try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            atPath: open, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
         let unsafe = try #require(#expect(throws: ConfigurationError.self) { try StateDirectory.prepare(open) })
         #expect(unsafe.code == .unsafePermissions && unsafe.field == "stateDirectory")
         #expect(
@@ -143,7 +148,8 @@ import Testing
         FileManager.default.createFile(atPath: key, contents: Data(), attributes: [.posixPermissions: 0o644])
         let openKey = try #require(#expect(throws: ConfigurationError.self) { try StateDirectory.checkKeyFile(key) })
         #expect(openKey.code == .unsafePermissions && openKey.field == "keyFile")
-        #expect(openKey.description == "the store key file \(key) is accessible to its group or others (mode 0644); chmod 600 \(key)")
+        #expect(
+            openKey.description == "the store key file \(key) is accessible to its group or others (mode 0644); chmod 600 \(key)")
 
         // Absent and not to be created (--check-config): nothing to refuse.
         try StateDirectory.prepare(root + "/absent", create: false)
@@ -198,7 +204,9 @@ import Testing
         for odd in ["pa#ss", "pa/ss", "pa?ss", "pa@ss", "p#/?@", ""] {
             let secret = odd + password
             let error = try #require(
-                Self.error { $0["store"] = ["kind": "postgres", "url": "postgres://authgate:\(secret)@db.example.com/authgate"] },
+                Self.error {
+                    $0["store"] = ["kind": "postgres", "url": "postgres://authgate:\(secret)@db.example.com/authgate"]
+                },
                 "\(odd)")
             #expect(error.code == .secretExposed && error.field == "store.url", "\(odd)")
             #expect(!error.description.contains(password))

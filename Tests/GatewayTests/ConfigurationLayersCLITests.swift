@@ -20,7 +20,9 @@ import Testing
         let config: [String: Any] = [
             "proxy": ["host": "127.0.0.1", "port": 18080], "admin": ["host": "127.0.0.1", "port": 18081],
             "adminTokenFile": root + "/admin-token",
-            "authorization": ["tokenEndpoint": "https://id.example.com/token", "clientID": "gate", "clientSecretFile": root + "/client-secret"],
+            "authorization": [
+                "tokenEndpoint": "https://id.example.com/token", "clientID": "gate", "clientSecretFile": root + "/client-secret",
+            ],
             "routes": [["prefix": "/", "upstream": "https://api.example.com"]], "stateDirectory": root + "/state",
         ]
         try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: root + "/authgate.json"))
@@ -30,8 +32,10 @@ import Testing
     @Test func printConfigShowsEachValueWithItsLayerAndNoSecret() async throws {
         try await withScratch { root in
             let child = try ChildProcess(
-                ["serve", "--config", root + "/authgate.json", "--print-config", "--loops", "2", "--routes-0-strip-prefix",
-                 "--routes-1-prefix", "/b", "--routes-1-upstream", "https://b.example.com"],
+                [
+                    "serve", "--config", root + "/authgate.json", "--print-config", "--loops", "2", "--routes-0-strip-prefix",
+                    "--routes-1-prefix", "/b", "--routes-1-upstream", "https://b.example.com",
+                ],
                 environment: [
                     "AUTHGATE_STORE_KEY": Self.storeKey, "AUTHGATE_AUTHORIZATION_TOKEN_ENDPOINT": "https://env.example.com/token",
                     "AUTHGATE_LOOPS": "3", "AUTHGATE_PROXY_PORT": "18090",
@@ -39,7 +43,9 @@ import Testing
             #expect(await child.wait() == 0, "\(child.errors)")
             let lines = child.lines
             func line(_ prefix: String) -> String? { lines.first { $0.hasPrefix(prefix) } }
-            #expect(line("authorization.tokenEndpoint = \"https://env.example.com/token\"")?.hasSuffix("# env AUTHGATE_AUTHORIZATION_TOKEN_ENDPOINT") == true, "\(lines)")
+            #expect(
+                line("authorization.tokenEndpoint = \"https://env.example.com/token\"")?.hasSuffix(
+                    "# env AUTHGATE_AUTHORIZATION_TOKEN_ENDPOINT") == true, "\(lines)")
             #expect(line("loops = 2")?.hasSuffix("# flag --loops") == true, "\(lines)")
             #expect(line("proxy.port = 18090")?.hasSuffix("# env AUTHGATE_PROXY_PORT") == true)
             #expect(line("proxy.host = \"127.0.0.1\"")?.hasSuffix("# file \(root)/authgate.json") == true)
@@ -56,32 +62,40 @@ import Testing
 
     @Test func aVariableOrFlagThatNamesNoFieldOrCarriesASecretExits78() async throws {
         try await withScratch { root in
-            let cases: [([String], [String: String], String)] = [
-                ([], ["AUTHGATE_LOPS": "2"], "unknown environment variable AUTHGATE_LOPS"),
-                (["--lops", "2"], [:], "unknown flag --lops"),
-                (["--client-secret", Self.clientSecret], [:], "--client-secret: secrets are never taken from flags"),
-                ([], ["AUTHGATE_PROXY_PORT": "http"], "proxy.port must be an integer, not a string (set by env AUTHGATE_PROXY_PORT)"),
-                (["--routes-0-upstream", "ftp://x"], [:], "(set by flag --routes-0-upstream)"),
-                (
-                    ["--print-config", "--store-kind", "postgres"], ["AUTHGATE_STORE_URL": "postgres://gate:\(Self.clientSecret)@127.0.0.1/gate"],
-                    "store.url: must not hold a password"
-                ),
-            ]
-            // A password with characters a URL parser reads as the start of a fragment,
-            // path or query: it would see no password at all.
-            + ["#", "/", "?", "@", "#/?"].map { c in
-                (
-                    ["--print-config", "--store-kind", "postgres"],
-                    ["AUTHGATE_STORE_URL": "postgres://gate:pa\(c)\(Self.clientSecret)@127.0.0.1/gate"], "store.url: must not hold a password"
-                )
-            }
+            let cases: [([String], [String: String], String)] =
+                [
+                    ([], ["AUTHGATE_LOPS": "2"], "unknown environment variable AUTHGATE_LOPS"),
+                    (["--lops", "2"], [:], "unknown flag --lops"),
+                    (["--client-secret", Self.clientSecret], [:], "--client-secret: secrets are never taken from flags"),
+                    (
+                        [], ["AUTHGATE_PROXY_PORT": "http"],
+                        "proxy.port must be an integer, not a string (set by env AUTHGATE_PROXY_PORT)"
+                    ),
+                    (["--routes-0-upstream", "ftp://x"], [:], "(set by flag --routes-0-upstream)"),
+                    (
+                        ["--print-config", "--store-kind", "postgres"],
+                        ["AUTHGATE_STORE_URL": "postgres://gate:\(Self.clientSecret)@127.0.0.1/gate"],
+                        "store.url: must not hold a password"
+                    ),
+                ]
+                // A password with characters a URL parser reads as the start of a fragment,
+                // path or query: it would see no password at all.
+                + ["#", "/", "?", "@", "#/?"].map { c in
+                    (
+                        ["--print-config", "--store-kind", "postgres"],
+                        ["AUTHGATE_STORE_URL": "postgres://gate:pa\(c)\(Self.clientSecret)@127.0.0.1/gate"],
+                        "store.url: must not hold a password"
+                    )
+                }
             for (flags, env, message) in cases {
                 let child = try ChildProcess(
                     ["serve", "--config", root + "/authgate.json", "--check-config"] + flags,
                     environment: env.merging(["AUTHGATE_STORE_KEY": Self.storeKey]) { a, _ in a })
                 #expect(await child.wait() == 78, "\(flags) \(env)")
                 #expect(child.errors.contains(message), "\(child.errors)")
-                #expect(!child.errors.contains(Self.clientSecret) && !child.output.contains(Self.clientSecret), "\(flags) printed a secret")
+                #expect(
+                    !child.errors.contains(Self.clientSecret) && !child.output.contains(Self.clientSecret),
+                    "\(flags) printed a secret")
             }
         }
     }

@@ -10,7 +10,9 @@ struct ConfigurationLayersTests {
     static var layers: ConfigurationLayers<GatewayConfiguration> { ConfigurationLayers(GatewayConfiguration.self) }
 
     /// Every field that takes one scalar, with arrays at element 0.
-    static func scalarPaths(_ node: ConfigurationSchema.Node = layers.schema.root, _ path: [String] = []) -> [([String], ConfigurationSchema.Node)] {
+    static func scalarPaths(_ node: ConfigurationSchema.Node = layers.schema.root, _ path: [String] = []) -> [(
+        [String], ConfigurationSchema.Node
+    )] {
         switch node {
         case .object(let fields): fields.flatMap { scalarPaths($0.node, path + [$0.name]) }
         case .array(let element) where !element.isScalar: scalarPaths(element, path + ["0"])
@@ -18,7 +20,9 @@ struct ConfigurationLayersTests {
         }
     }
 
-    static func merged(env: [String: String] = [:], flags: [String] = []) throws -> (JSONValueProbe, [String: ConfigurationSource]) {
+    static func merged(env: [String: String] = [:], flags: [String] = []) throws -> (
+        JSONValueProbe, [String: ConfigurationSource]
+    ) {
         let m = try layers.merge(file: ("authgate.json", file), environment: env, arguments: flags)
         return (JSONValueProbe(m.document), m.sources)
     }
@@ -30,7 +34,9 @@ struct ConfigurationLayersTests {
         subscript(_ path: [String]) -> Any? {
             var here: Any? = object
             for c in path {
-                if let i = Int(c), let a = here as? [Any] { here = a.indices.contains(i) ? a[i] : nil } else {
+                if let i = Int(c), let a = here as? [Any] {
+                    here = a.indices.contains(i) ? a[i] : nil
+                } else {
                     here = (here as? [String: Any])?[c]
                 }
             }
@@ -60,7 +66,8 @@ struct ConfigurationLayersTests {
             let cli = CommandLineArgumentsProvider(arguments: ["authgate", ConfigurationNames.flagName(path), "v"])
             #expect(try cli.value(forKey: AbsoluteConfigKey(key), type: .string).value != nil, "\(path)")
         }
-        #expect(ConfigurationNames.environmentName(["authorization", "tokenEndpoint"]) == "AUTHGATE_AUTHORIZATION_TOKEN_ENDPOINT")
+        #expect(
+            ConfigurationNames.environmentName(["authorization", "tokenEndpoint"]) == "AUTHGATE_AUTHORIZATION_TOKEN_ENDPOINT")
         #expect(ConfigurationNames.flagName(["authorization", "clientID"]) == "--authorization-client-id")
     }
 
@@ -106,29 +113,41 @@ struct ConfigurationLayersTests {
         #expect(both[["proxy", "port"]] as? Int == 8080)
         // A whole array from a higher layer hides a lower layer's element fields.
         let (whole, s3) = try Self.merged(
-            env: ["AUTHGATE_ROUTES_0_PREFIX": "/env"], flags: ["--routes", #"[{"prefix":"/flag","upstream":"https://f.example.com"}]"#])
+            env: ["AUTHGATE_ROUTES_0_PREFIX": "/env"],
+            flags: ["--routes", #"[{"prefix":"/flag","upstream":"https://f.example.com"}]"#])
         #expect(whole[["routes", "0", "prefix"]] as? String == "/flag")
         #expect(s3["routes"] == .flag("--routes") && s3["routes[0].prefix"] == nil)
     }
 
     @Test func anythingThatNamesNoFieldIsRefusedByName() {
         func error(env: [String: String] = [:], flags: [String] = []) -> String? {
-            do { _ = try Self.merged(env: env, flags: flags); return nil } catch { return "\(error)" }
+            do {
+                _ = try Self.merged(env: env, flags: flags)
+                return nil
+            } catch { return "\(error)" }
         }
         #expect(error(env: ["AUTHGATE_LOPS": "2"])?.hasPrefix("unknown environment variable AUTHGATE_LOPS") == true)
-        #expect(error(env: ["AUTHGATE_ROUTES_X_PREFIX": "/"])?.hasPrefix("unknown environment variable AUTHGATE_ROUTES_X_PREFIX") == true)
+        #expect(
+            error(env: ["AUTHGATE_ROUTES_X_PREFIX": "/"])?.hasPrefix("unknown environment variable AUTHGATE_ROUTES_X_PREFIX")
+                == true)
         #expect(error(env: ["AUTHGATE_STORE_KEY": "k", "AUTHGATE_ADMIN_TOKEN": "t", "AUTHGATE_BIN": "b", "OTHER": "x"]) == nil)
         // Kubernetes' service links for a Service called authgate are not configuration.
         let links = [
             "AUTHGATE_SERVICE_HOST": "10.0.0.1", "AUTHGATE_SERVICE_PORT": "80", "AUTHGATE_SERVICE_PORT_METRICS": "9090",
-            "AUTHGATE_PORT": "tcp://10.0.0.1:80", "AUTHGATE_PORT_80_TCP": "tcp://10.0.0.1:80", "AUTHGATE_PORT_80_TCP_ADDR": "10.0.0.1",
+            "AUTHGATE_PORT": "tcp://10.0.0.1:80", "AUTHGATE_PORT_80_TCP": "tcp://10.0.0.1:80",
+            "AUTHGATE_PORT_80_TCP_ADDR": "10.0.0.1",
         ]
         #expect(error(env: links) == nil)
         #expect(error(env: ["AUTHGATE_PORT_80": "x"])?.hasPrefix("unknown environment variable AUTHGATE_PORT_80") == true)
         #expect(error(flags: ["--lops", "2"])?.hasPrefix("unknown flag --lops") == true)
-        #expect(error(flags: ["stray"]) == "argument 1 of the field flags: a value without a flag before it (each value follows its flag, such as --loops 2)")
+        #expect(
+            error(flags: ["stray"])
+                == "argument 1 of the field flags: a value without a flag before it (each value follows its flag, such as --loops 2)"
+        )
         #expect(error(flags: ["-l"])?.hasPrefix("-l: configuration flags are long options") == true)
-        #expect(error(flags: ["--loops", "2", "-abcd"]) == "argument 3 of the field flags: configuration flags are long options, such as --loops 2")
+        #expect(
+            error(flags: ["--loops", "2", "-abcd"])
+                == "argument 3 of the field flags: configuration flags are long options, such as --loops 2")
         for secret in ["--client-secret", "--authorization-client-secret", "--admin-token", "--store-key", "--password"] {
             #expect(error(flags: [secret, "x"])?.hasPrefix("\(secret): secrets are never taken from flags") == true, "\(secret)")
         }
@@ -138,15 +157,19 @@ struct ConfigurationLayersTests {
         #expect(error(env: ["AUTHGATE_AUTHORIZATION_MAPPING_EXTRA_FIELDS": "audience"])?.contains("takes a JSON object") == true)
     }
 
-    @Test(arguments: [
-        (["stray"], 1, "each value follows its flag, such as --loops 2"),
-        (["stray", "--loops", "2"], 1, "each value follows its flag, such as --loops 2"),
-        (["--loops", "2", "stray"], 3, "after --loops and its one value"),
-        (["--loops=2", "stray"], 2, "after --loops=…, which holds its value"),
-        (["--proxy-port", "8080", "--loops", "2", "3"], 5, "after --loops and its one value"),
-        (["--routes-0-strip-prefix", "true", "yes"], 3, "after --routes-0-strip-prefix and its one value"),
-        (["--trust-forwarded-from", "10.0.0.0/8", "10.1.0.0/16", "--loops=2", "x"], 5, "after --loops=…, which holds its value"),
-    ] as [([String], Int, String)])
+    @Test(
+        arguments: [
+            (["stray"], 1, "each value follows its flag, such as --loops 2"),
+            (["stray", "--loops", "2"], 1, "each value follows its flag, such as --loops 2"),
+            (["--loops", "2", "stray"], 3, "after --loops and its one value"),
+            (["--loops=2", "stray"], 2, "after --loops=…, which holds its value"),
+            (["--proxy-port", "8080", "--loops", "2", "3"], 5, "after --loops and its one value"),
+            (["--routes-0-strip-prefix", "true", "yes"], 3, "after --routes-0-strip-prefix and its one value"),
+            (
+                ["--trust-forwarded-from", "10.0.0.0/8", "10.1.0.0/16", "--loops=2", "x"], 5,
+                "after --loops=…, which holds its value"
+            ),
+        ] as [([String], Int, String)])
     func aValueNoFlagTakesIsRefusedByItsPositionAndTheFlagBeforeIt(flags: [String], position: Int, after: String) throws {
         let error = try #require(throws: ConfigurationError.self) { try Self.merged(flags: flags) }
         #expect(error.code == .invalidValue)
@@ -188,15 +211,20 @@ struct ConfigurationLayersTests {
                 return nil
             } catch { return "\(error)" }
         }
-        #expect(error(env: ["AUTHGATE_PROXY_PORT": "abc"]) == "proxy.port must be an integer, not a string (set by env AUTHGATE_PROXY_PORT)")
+        #expect(
+            error(env: ["AUTHGATE_PROXY_PORT": "abc"])
+                == "proxy.port must be an integer, not a string (set by env AUTHGATE_PROXY_PORT)")
         #expect(error(flags: ["--proxy-port", "70000"]) == "proxy.port must be 0…65535 (set by flag --proxy-port)")
-        #expect(error(env: ["AUTHGATE_ROUTES": #"[{"prefix":"/"}]"#]) == "missing field routes[0].upstream (set by env AUTHGATE_ROUTES)")
+        #expect(
+            error(env: ["AUTHGATE_ROUTES": #"[{"prefix":"/"}]"#])
+                == "missing field routes[0].upstream (set by env AUTHGATE_ROUTES)")
         #expect(error(flags: ["--routes-0-upstream", "ftp://x"])?.hasSuffix("(set by flag --routes-0-upstream)") == true)
         #expect(error(flags: ["--loops", "0"])?.hasPrefix("loops") == true)
         #expect(error(env: ["AUTHGATE_REFRESH_LEAD": "50%"], flags: ["--upstream-rejection-statuses", "401,419"]) == nil)
         let c = try GatewayConfiguration.load(
             file: ("authgate.json", Self.file), environment: ["AUTHGATE_REFRESH_LEAD": "50%"],
-            arguments: ["--upstream-rejection-statuses", "401,419", "--allow-insecure-http"]).configuration
+            arguments: ["--upstream-rejection-statuses", "401,419", "--allow-insecure-http"]
+        ).configuration
         #expect(c.refreshLead == .percent(50))
         #expect(c.upstreamRejection?.statuses == [401, 419])
         #expect(c.allowInsecureHTTP == true)

@@ -5,7 +5,8 @@ import Testing
 struct ConfigurationSchemaTests {
     /// Reads itself as a number or a string, like `refreshLead`.
     enum Either: Decodable {
-        case number(Int), text(String)
+        case number(Int)
+        case text(String)
         init(from decoder: any Decoder) throws {
             let c = try decoder.singleValueContainer()
             if let n = try? c.decode(Int.self) { self = .number(n) } else { self = .text(try c.decode(String.self)) }

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Request smuggling, checked where it matters: at the upstream. Each probe of
 /// ``DesyncCase`` is sent on one raw connection to a real gateway with a logged-in session,
@@ -121,7 +121,9 @@ import TestSupport
         for (i, r) in client.responses.enumerated() where r.status == 200 {
             #expect(r.text == RecordingUpstream.responseBody, "\(route): answer \(i) is the upstream's")
         }
-        guard expected.refuses, let refusal = client.responses.last, client.responses.count == expected.statuses.count else { return }
+        guard expected.refuses, let refusal = client.responses.last, client.responses.count == expected.statuses.count else {
+            return
+        }
         #expect(refusal.header("content-type") == "application/problem+json", "\(route): a problem")
         #expect(Stack.json(refusal)["status"] as? Int == expected.statuses.last, "\(route): the problem's status")
         #expect(refusal.header("connection")?.lowercased() == "close", "\(route): Connection: close")
@@ -131,7 +133,9 @@ import TestSupport
     /// The route's upstream framed exactly the requests that should pass, each on its own,
     /// with the session's token only on the authenticated route; the other upstream got
     /// nothing; nothing in `neverUpstream` reached either.
-    static func checkUpstream(_ mine: RecordingUpstream, other: RecordingUpstream, _ probe: DesyncCase, _ route: Route, token: String) {
+    static func checkUpstream(
+        _ mine: RecordingUpstream, other: RecordingUpstream, _ probe: DesyncCase, _ route: Route, token: String
+    ) {
         let forwarded = probe.expected.forwarded
         let requests = mine.requests
         #expect(other.allBytes.isEmpty, "\(route)\(upstreamCheck)the other route's upstream got \(text(other.allBytes))")
@@ -154,12 +158,15 @@ import TestSupport
                 "\(route)\(upstreamCheck)\(request.target) carries the session's token exactly when its route is authenticated")
         }
         if forwarded.isEmpty {
-            #expect(mine.allBytes.isEmpty, "\(route)\(upstreamCheck)nothing reached the upstream, yet it got \(text(mine.allBytes))")
+            #expect(
+                mine.allBytes.isEmpty, "\(route)\(upstreamCheck)nothing reached the upstream, yet it got \(text(mine.allBytes))")
         }
         let all = String(decoding: mine.allBytes + other.allBytes, as: UTF8.self)
         let tokens = all.components(separatedBy: token).count - 1
         let passed = route == .authenticatedRoute ? forwarded.count : 0
-        #expect(tokens == passed, "\(route)\(upstreamCheck)the token went upstream \(tokens) times for \(passed) requests that passed")
+        #expect(
+            tokens == passed, "\(route)\(upstreamCheck)the token went upstream \(tokens) times for \(passed) requests that passed"
+        )
         for word in probe.neverUpstream {
             #expect(!all.contains(word), "\(route)\(upstreamCheck)\"\(word)\" reached the upstream")
         }

@@ -88,8 +88,12 @@ struct DesyncCase: Sendable, CustomTestStringConvertible {
         let path: String
         let body: [UInt8]
 
-        static func get(_ path: String, body: String = "") -> Forwarded { Forwarded(method: "GET", path: path, body: Array(body.utf8)) }
-        static func post(_ path: String, body: String) -> Forwarded { Forwarded(method: "POST", path: path, body: Array(body.utf8)) }
+        static func get(_ path: String, body: String = "") -> Forwarded {
+            Forwarded(method: "GET", path: path, body: Array(body.utf8))
+        }
+        static func post(_ path: String, body: String) -> Forwarded {
+            Forwarded(method: "POST", path: path, body: Array(body.utf8))
+        }
     }
 }
 

@@ -4,8 +4,8 @@ import Foundation
 import Gateway
 import Locking
 import Logging
-import Testing
 import TestSupport
+import Testing
 
 /// `authorization.issuer`: the endpoints come from the provider's discovery document.
 @Suite struct DiscoveryTests {

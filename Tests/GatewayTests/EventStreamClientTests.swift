@@ -6,7 +6,8 @@ import Testing
 /// policy, the event ids across restarts and the lines people read.
 struct EventStreamClientTests {
     @Test func theParserReadsMessagesSplitAnywhere() {
-        let text = "retry: 2000\r\n\r\n: heartbeat\n\nid: 7\nevent: refreshed\ndata: {\"a\":1}\n\nid: 8\r\nevent: logged_out\r\ndata: x\r\ndata:y\r\n\r\n"
+        let text =
+            "retry: 2000\r\n\r\n: heartbeat\n\nid: 7\nevent: refreshed\ndata: {\"a\":1}\n\nid: 8\r\nevent: logged_out\r\ndata: x\r\ndata:y\r\n\r\n"
         let whole = { () -> [EventStreamParser.Message] in
             var p = EventStreamParser()
             return p.feed(Array(text.utf8))
@@ -75,9 +76,12 @@ struct EventStreamClientTests {
             line(#"{"id":9,"type":"refresh_failed","at":"T","code":"transient","retry_after_seconds":5}"#)
                 == "T [billing] refresh_failed: transient, next try in 5 s")
         #expect(
-            line(#"{"id":9,"type":"logged_out","at":"T","reason":"refresh_rejected","detail":"refresh_rejected(invalid_grant)","epoch":2}"#)
+            line(
+                #"{"id":9,"type":"logged_out","at":"T","reason":"refresh_rejected","detail":"refresh_rejected(invalid_grant)","epoch":2}"#
+            )
                 == "T [billing] logged_out: refresh_rejected (refresh_rejected(invalid_grant)), epoch 2")
-        let session = #"{"account":"billing","state":"logged_in","subject":"bob","expires_at":"E","generation":1,"last_login":"L","guest":false,"epoch":1}"#
+        let session =
+            #"{"account":"billing","state":"logged_in","subject":"bob","expires_at":"E","generation":1,"last_login":"L","guest":false,"epoch":1}"#
         #expect(
             line(#"{"id":9,"type":"logged_in","at":"T","session":\#(session)}"#)
                 == "T [billing] logged_in: as bob, token generation 1, expires E")
@@ -89,7 +93,8 @@ struct EventStreamClientTests {
 
     @Test func statusSummarisesTheSessionDocument() {
         let now = Date(timeIntervalSince1970: 1_800_000_000)
-        let json = #"{"account":"default","state":"logged_in","subject":"alice","expires_at":"2027-01-15T08:30:00Z","generation":3,"last_login":"2027-01-15T07:00:00Z","guest":false,"epoch":2}"#
+        let json =
+            #"{"account":"default","state":"logged_in","subject":"alice","expires_at":"2027-01-15T08:30:00Z","generation":3,"last_login":"2027-01-15T07:00:00Z","guest":false,"epoch":2}"#
         #expect(
             SessionSummary.format(json, now: now)
                 == """
@@ -104,8 +109,12 @@ struct EventStreamClientTests {
         #expect(SessionSummary.format("[]", now: now) == nil)
         let shared = #"{"account":"default","state":"logged_out","guest":false,"epoch":1,"store":"#
         #expect(
-            SessionSummary.format(shared + #"{"kind":"postgres","replica":"b/2/9","reachable":true,"lease":{"holder":"a/1/7","this_replica":false,"expires_in_seconds":2.5}}}"#, now: now)
-                == "session default: logged out\n  epoch:      1\n  store:      postgres, replica b/2/9; refreshing now: a/1/7 (2.5 s left)")
+            SessionSummary.format(
+                shared
+                    + #"{"kind":"postgres","replica":"b/2/9","reachable":true,"lease":{"holder":"a/1/7","this_replica":false,"expires_in_seconds":2.5}}}"#,
+                now: now)
+                == "session default: logged out\n  epoch:      1\n  store:      postgres, replica b/2/9; refreshing now: a/1/7 (2.5 s left)"
+        )
         #expect(
             SessionSummary.format(shared + #"{"kind":"postgres","replica":"b/2/9","reachable":false,"lease":null}}"#, now: now)?
                 .hasSuffix("store:      postgres, replica b/2/9; the database does not answer") == true)

@@ -65,7 +65,8 @@ import Testing
         }
 
         func login() async throws {
-            let r = try await admin("POST", "/auth/login", json: #"{"grant_type":"password","username":"alice","password":"wonderland"}"#)
+            let r = try await admin(
+                "POST", "/auth/login", json: #"{"grant_type":"password","username":"alice","password":"wonderland"}"#)
             #expect(r.status == 200, "\(r.text)")
         }
 
@@ -171,7 +172,9 @@ import Testing
             // `authgate events | head -1`: the second event's write meets a closed pipe.
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/bin/bash")
-            process.arguments = ["-c", #"\#(ChildProcess.binary) events --admin "$1" | head -1; exit "${PIPESTATUS[0]}""#, "sh", served.admin]
+            process.arguments = [
+                "-c", #"\#(ChildProcess.binary) events --admin "$1" | head -1; exit "${PIPESTATUS[0]}""#, "sh", served.admin,
+            ]
             process.environment = ["AUTHGATE_ADMIN_TOKEN": Stack.adminToken, "PATH": "/usr/bin:/bin"]
             let out = Pipe()
             let err = Pipe()
@@ -233,7 +236,11 @@ import Testing
             #expect(await human.wait() == 0)
             let lines = human.lines
             #expect(lines.first == "session default: logged in as alice", "\(human.output)")
-            #expect(lines.contains { $0.hasPrefix("  token:      generation 1, expires ") && ($0.hasSuffix(" (in 60 min)") || $0.hasSuffix(" (in 59 min)")) }, "\(human.output)")
+            #expect(
+                lines.contains {
+                    $0.hasPrefix("  token:      generation 1, expires ")
+                        && ($0.hasSuffix(" (in 60 min)") || $0.hasSuffix(" (in 59 min)"))
+                }, "\(human.output)")
             let json = try ChildProcess(["status", "--json"] + admin)
             #expect(await json.wait() == 0)
             let document = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any]

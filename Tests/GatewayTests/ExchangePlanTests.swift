@@ -96,14 +96,22 @@ import Testing
     @Test(arguments: [
         (ReplayRule.Verdict.deliver, ExchangePlan.Answer.deliver, nil as String?),
         (.replay, .replay, nil),
-        (.passThrough(.bodyStreamed), .passThrough(.bodyStreamed, refreshInBackground: true),
-         ReplayRule.PassReason.bodyStreamed.headerValue),
-        (.passThrough(.replayLimit), .passThrough(.replayLimit, refreshInBackground: false),
-         ReplayRule.PassReason.replayLimit.headerValue),
-        (.passThrough(.currentTokenRejected), .passThrough(.currentTokenRejected, refreshInBackground: false),
-         ReplayRule.PassReason.currentTokenRejected.headerValue),
-        (.passThrough(.noSession), .passThrough(.noSession, refreshInBackground: false),
-         ReplayRule.PassReason.noSession.headerValue),
+        (
+            .passThrough(.bodyStreamed), .passThrough(.bodyStreamed, refreshInBackground: true),
+            ReplayRule.PassReason.bodyStreamed.headerValue
+        ),
+        (
+            .passThrough(.replayLimit), .passThrough(.replayLimit, refreshInBackground: false),
+            ReplayRule.PassReason.replayLimit.headerValue
+        ),
+        (
+            .passThrough(.currentTokenRejected), .passThrough(.currentTokenRejected, refreshInBackground: false),
+            ReplayRule.PassReason.currentTokenRejected.headerValue
+        ),
+        (
+            .passThrough(.noSession), .passThrough(.noSession, refreshInBackground: false),
+            ReplayRule.PassReason.noSession.headerValue
+        ),
     ])
     func eachVerdictBecomesOneAnswer(verdict: ReplayRule.Verdict, answer: ExchangePlan.Answer, header: String?) {
         let got = ExchangePlan.Answer(verdict)

@@ -1,8 +1,8 @@
 import AuthGateTesting
 import Foundation
 import Gateway
-import Testing
 import TestSupport
+import Testing
 
 /// `X-Forwarded-For` is a claim: kept only from proxies the configuration trusts.
 @Suite struct ForwardedForTests {
@@ -30,7 +30,9 @@ import TestSupport
     }
 
     @Test func trustedProxiesMustBeAddresses() {
-        #expect(GatewayConfigurationTests.error { $0["trustForwardedFrom"] = ["proxy.example"] } == "trustForwardedFrom[0] must be an IPv4 or IPv6 address")
+        #expect(
+            GatewayConfigurationTests.error { $0["trustForwardedFrom"] = ["proxy.example"] }
+                == "trustForwardedFrom[0] must be an IPv4 or IPv6 address")
         #expect(GatewayConfigurationTests.error { $0["trustForwardedFrom"] = ["10.0.0.1", "fd00::1"] } == nil)
     }
 }

@@ -1,6 +1,7 @@
-@testable import Gateway
 import HTTPWire
 import Testing
+
+@testable import Gateway
 
 @Suite struct ForwardedHeadersTests {
     @Test func responseStripsHopByHopAndConnectionNamedFields() {
@@ -48,7 +49,8 @@ import Testing
                 client, clientAddress: address, upstreamAuthority: "api:9000", removeAuthorization: true,
                 trustedProxies: trusted)
             #expect(once == each)
-            #expect(once.fields.map(\.name) == ["Accept", "Host", "X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Via"])
+            #expect(
+                once.fields.map(\.name) == ["Accept", "Host", "X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Via"])
             #expect(once.firstInvalidField == nil)
         }
         let v6 = ForwardedHeaders.upstreamRequest(

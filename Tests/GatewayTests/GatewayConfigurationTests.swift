@@ -60,7 +60,9 @@ import Testing
             } == "unknown field routes[1].requiresAuth")
         #expect(Self.error { $0["upstreamRejection"] = ["status": [419]] } == "unknown field upstreamRejection.status")
         #expect(
-            Self.error { $0["authorization"] = ["tokenEndpoint": "https://id.example/t", "mapping": ["paths": ["acessToken": "x"]]] }
+            Self.error {
+                $0["authorization"] = ["tokenEndpoint": "https://id.example/t", "mapping": ["paths": ["acessToken": "x"]]]
+            }
                 == "unknown field authorization.mapping.paths.acessToken")
         // Free-form maps keep every key; an explicit null is the same as leaving a field out.
         #expect(
@@ -71,7 +73,8 @@ import Testing
     }
 
     @Test func wrongTypesMissingFieldsAndBadValuesNameTheField() {
-        #expect(Self.error { $0["proxy"] = ["host": "127.0.0.1", "port": "8080"] } == "proxy.port must be an integer, not a string")
+        #expect(
+            Self.error { $0["proxy"] = ["host": "127.0.0.1", "port": "8080"] } == "proxy.port must be an integer, not a string")
         #expect(Self.error { $0.removeValue(forKey: "stateDirectory") } == "missing field stateDirectory")
         #expect(Self.error { $0["admin"] = ["host": "127.0.0.1", "port": 70000] } == "admin.port must be 0…65535")
         #expect(Self.error { $0["routes"] = [] as [Any] } == "routes must name at least one route")
@@ -80,7 +83,8 @@ import Testing
             Self.error { $0["upstreamRejection"] = ["statuses": [401, 500]] }
                 == "invalid value at upstreamRejection: statuses: 500 is not a 4xx status")
         #expect(
-            Self.error { $0["upstreamRejection"] = ["realms": [] as [Any]] }?.hasPrefix("invalid value at upstreamRejection: realms") == true)
+            Self.error { $0["upstreamRejection"] = ["realms": [] as [Any]] }?.hasPrefix(
+                "invalid value at upstreamRejection: realms") == true)
         do {
             _ = try GatewayConfiguration.load(from: Data("{".utf8))
             Issue.record("a broken file loaded")
@@ -98,13 +102,16 @@ import Testing
         let billing: [String: Any] = ["name": "billing", "authorization": ["tokenEndpoint": "https://id.example/t"]]
         #expect(Self.error { $0["sessions"] = [billing] } == nil)
         #expect(Self.error { $0["sessions"] = [billing, billing] } == "sessions[1].name billing is used twice")
-        #expect(Self.error { $0["sessions"] = [["name": "default", "authorization": ["tokenEndpoint": "https://id.example/t"]]] }?
-            .hasPrefix("sessions[0].name must be") == true)
-        #expect(Self.error { $0["sessions"] = [["name": "Bad Name", "authorization": ["tokenEndpoint": "https://id.example/t"]]] }?
-            .hasPrefix("sessions[0].name must be") == true)
+        #expect(
+            Self.error { $0["sessions"] = [["name": "default", "authorization": ["tokenEndpoint": "https://id.example/t"]]] }?
+                .hasPrefix("sessions[0].name must be") == true)
+        #expect(
+            Self.error { $0["sessions"] = [["name": "Bad Name", "authorization": ["tokenEndpoint": "https://id.example/t"]]] }?
+                .hasPrefix("sessions[0].name must be") == true)
         #expect(
             Self.error { $0["sessions"] = [["name": "b", "authorization": ["tokenEndpoint": "ftp://x"]]] }
-                == "sessions[0].authorization.tokenEndpoint must be an http or https URL with a host, without spaces, credentials or fragment")
+                == "sessions[0].authorization.tokenEndpoint must be an http or https URL with a host, without spaces, credentials or fragment"
+        )
         #expect(
             Self.error { $0["routes"] = [["prefix": "/", "upstream": "https://a.example", "session": "billing"]] }
                 == "routes[0].session names no session: billing")

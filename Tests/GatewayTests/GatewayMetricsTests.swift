@@ -74,7 +74,9 @@ struct GatewayMetricsTests {
     @Test func countersWhoseLabelsAreKnownStartAtZero() {
         let e = render(metrics())
         for session in ["default", "billing"] {
-            for outcome in ["replayed", "refresh_failed", "skipped_body_streamed", "replay_limit", "current_token_rejected", "no_session"] {
+            for outcome in [
+                "replayed", "refresh_failed", "skipped_body_streamed", "replay_limit", "current_token_rejected", "no_session",
+            ] {
                 #expect(e.samples[#"authgate_replays_total{session="\#(session)",outcome="\#(outcome)"}"#] == "0", "\(outcome)")
             }
             for reason in [
@@ -123,7 +125,10 @@ struct GatewayMetricsTests {
         m.request(kind: "public", status: 200, duration: .seconds(45))
         m.phase(.upstream, .seconds(45))
         let e = render(m)
-        for name in ["authgate_request_duration_seconds_bucket{route_kind=\"public\"", "authgate_exchange_phase_seconds_bucket{phase=\"upstream\""] {
+        for name in [
+            "authgate_request_duration_seconds_bucket{route_kind=\"public\"",
+            "authgate_exchange_phase_seconds_bucket{phase=\"upstream\"",
+        ] {
             #expect(e.samples["\(name),le=\"30.0\"}"] == "0", "\(name)")
             #expect(e.samples["\(name),le=\"60.0\"}"] == "1", "\(name)")
             #expect(e.samples["\(name),le=\"120.0\"}"] == "1", "\(name)")

@@ -4,8 +4,8 @@ import Gateway
 import Locking
 import Logging
 import ServiceLifecycle
-import Testing
 import TestSupport
+import Testing
 
 /// `authgate serve` under swift-service-lifecycle: graceful shutdown drains the exchange in
 /// flight, then the listeners close and `run()` returns.
@@ -62,7 +62,8 @@ import TestSupport
         var configuration = stack.configuration
         configuration.routes = [.init(prefix: "/", upstream: upstream.url, requiresAuthentication: false)]
         let secrets = GatewayService.Secrets(
-            clientSecret: "s3cret", adminToken: Stack.adminToken, storeKey: try TokenStoreKey(rawBytes: [UInt8](repeating: 1, count: 32)))
+            clientSecret: "s3cret", adminToken: Stack.adminToken,
+            storeKey: try TokenStoreKey(rawBytes: [UInt8](repeating: 1, count: 32)))
         let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         let ports = try await GatewayService.withGateway(configuration: configuration, secrets: secrets, logger: logger) {
             gateway in

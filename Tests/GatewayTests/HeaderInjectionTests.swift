@@ -3,8 +3,8 @@ import Foundation
 import Gateway
 import HTTPWire
 import Runtime
-import Testing
 import TestSupport
+import Testing
 
 /// A token that could split a header line never reaches an upstream, whichever way it came in.
 @Suite(.serialized) struct HeaderInjectionTests {

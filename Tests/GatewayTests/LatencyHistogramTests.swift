@@ -1,6 +1,7 @@
 import Dispatch
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 /// The request-path histogram: Prometheus's bucket rule (a bound counts what is at most it),
 /// the text the registry's histograms wrote before it, and exact counts under concurrent recording.

@@ -22,19 +22,26 @@ import Testing
             GatewayConfigurationTests.error { $0["admin"] = ["host": "127.0.0.1", "port": 8081, "unix": "/run/a.sock"] }
                 == "admin: set either host and port, or unix, not both")
         #expect(
-            GatewayConfigurationTests.error { $0["admin"] = ["port": 8081, "unix": "/run/a.sock"] } == "admin: set either host and port, or unix, not both")
+            GatewayConfigurationTests.error { $0["admin"] = ["port": 8081, "unix": "/run/a.sock"] }
+                == "admin: set either host and port, or unix, not both")
         #expect(GatewayConfigurationTests.error { $0["admin"] = [String: Any]() } == "admin: set host and port, or unix")
-        #expect(GatewayConfigurationTests.error { $0["admin"] = ["host": "127.0.0.1"] } == "admin.port is required with admin.host")
+        #expect(
+            GatewayConfigurationTests.error { $0["admin"] = ["host": "127.0.0.1"] } == "admin.port is required with admin.host")
         #expect(GatewayConfigurationTests.error { $0["admin"] = ["port": 8081] } == "admin.host is required with admin.port")
         #expect(
             GatewayConfigurationTests.error { $0["admin"] = ["host": "127.0.0.1", "port": 8081, "mode": "0600"] }
                 == "admin.mode is only for a Unix socket (admin.unix)")
-        #expect(GatewayConfigurationTests.error { $0["admin"] = ["unix": "/run/a.sock", "modes": "0600"] } == "unknown field admin.modes")
+        #expect(
+            GatewayConfigurationTests.error { $0["admin"] = ["unix": "/run/a.sock", "modes": "0600"] }
+                == "unknown field admin.modes")
     }
 
     @Test func theSocketPathIsAbsoluteAndFitsSunPath() {
-        #expect(GatewayConfigurationTests.error { $0["admin"] = ["unix": "run/admin.sock"] } == "admin.unix must be an absolute path")
-        #expect(GatewayConfigurationTests.error { $0["admin"] = ["unix": "/run/authgate/"] } == "admin.unix must name a socket file, not a directory")
+        #expect(
+            GatewayConfigurationTests.error { $0["admin"] = ["unix": "run/admin.sock"] } == "admin.unix must be an absolute path")
+        #expect(
+            GatewayConfigurationTests.error { $0["admin"] = ["unix": "/run/authgate/"] }
+                == "admin.unix must name a socket file, not a directory")
         let longest = "/run/" + String(repeating: "a", count: ListenAddress.maxUnixPathBytes - 5)
         #expect(longest.utf8.count == 107)
         #expect(GatewayConfigurationTests.error { $0["admin"] = ["unix": longest] } == nil)
@@ -52,7 +59,8 @@ import Testing
         }
         for bad in ["1777", "0888", "u+rw", "06600"] {
             #expect(
-                GatewayConfigurationTests.error { $0["admin"] = ["unix": "/run/a.sock", "mode": bad] }?.hasPrefix("admin.mode must be octal digits") == true,
+                GatewayConfigurationTests.error { $0["admin"] = ["unix": "/run/a.sock", "mode": bad] }?.hasPrefix(
+                    "admin.mode must be octal digits") == true,
                 "\(bad)")
         }
         for open in ["0666", "0602", "0601", "0777"] {
@@ -76,10 +84,14 @@ import Testing
             GatewayConfigurationTests.error { off(&$0, ["unix": "/run/a.sock", "mode": "0660"]) }
                 == "adminTokenDisabled: true with admin.unix needs admin.mode 0600 (owner only): "
                 + "anyone the mode admits would call the admin API without a token")
-        #expect(GatewayConfigurationTests.error { off(&$0, ["unix": "/run/a.sock", "mode": "0620"]) }?.hasPrefix("adminTokenDisabled") == true)
+        #expect(
+            GatewayConfigurationTests.error { off(&$0, ["unix": "/run/a.sock", "mode": "0620"]) }?.hasPrefix("adminTokenDisabled")
+                == true)
         // TCP as before: loopback only.
         #expect(GatewayConfigurationTests.error { off(&$0, ["host": "127.0.0.1", "port": 8081]) } == nil)
-        #expect(GatewayConfigurationTests.error { off(&$0, ["host": "0.0.0.0", "port": 8081]) }?.hasPrefix("adminTokenDisabled") == true)
+        #expect(
+            GatewayConfigurationTests.error { off(&$0, ["host": "0.0.0.0", "port": 8081]) }?.hasPrefix("adminTokenDisabled")
+                == true)
     }
 
     /// The proxy may listen on a Unix socket, so that only the users and groups its mode
@@ -97,12 +109,17 @@ import Testing
         let c = try GatewayConfigurationTests.load { $0["probes"] = ["host": "0.0.0.0", "port": 8082] }
         #expect(c.probes == .init(host: "0.0.0.0", port: 8082))
         #expect(c.listeners.map(\.field) == ["proxy", "admin", "probes"])
-        #expect(GatewayConfigurationTests.error { $0["probes"] = ["host": "0.0.0.0", "port": 70000] } == "probes.port must be 0…65535")
-        #expect(GatewayConfigurationTests.error { $0["probes"] = ["host": "0.0.0.0"] } == "probes.port is required with probes.host")
+        #expect(
+            GatewayConfigurationTests.error { $0["probes"] = ["host": "0.0.0.0", "port": 70000] } == "probes.port must be 0…65535"
+        )
+        #expect(
+            GatewayConfigurationTests.error { $0["probes"] = ["host": "0.0.0.0"] } == "probes.port is required with probes.host")
         #expect(
             GatewayConfigurationTests.error { $0["probes"] = ["host": "0.0.0.0", "port": 8082, "unix": "/run/p.sock"] }
                 == "probes: set either host and port, or unix, not both")
-        #expect(GatewayConfigurationTests.error { $0["probes"] = ["host": "0.0.0.0", "port": 8082, "token": "x"] } == "unknown field probes.token")
+        #expect(
+            GatewayConfigurationTests.error { $0["probes"] = ["host": "0.0.0.0", "port": 8082, "token": "x"] }
+                == "unknown field probes.token")
     }
 
     @Test func theMetricsListenerIsOptionalAndValidatedLikeTheOthers() throws {
@@ -113,21 +130,32 @@ import Testing
         }
         #expect(c.metrics == .init(host: "0.0.0.0", port: 9090))
         #expect(c.listeners.map(\.field) == ["proxy", "admin", "probes", "metrics"])
-        #expect(GatewayConfigurationTests.error { $0["metrics"] = ["host": "0.0.0.0"] } == "metrics.port is required with metrics.host")
-        #expect(GatewayConfigurationTests.error { $0["metrics"] = ["host": "localhost", "port": 9090] }?.hasPrefix("metrics.host must be an IPv4 or IPv6 address") == true)
-        #expect(GatewayConfigurationTests.error { $0["metrics"] = ["host": "0.0.0.0", "port": 9090, "token": "x"] } == "unknown field metrics.token")
+        #expect(
+            GatewayConfigurationTests.error { $0["metrics"] = ["host": "0.0.0.0"] }
+                == "metrics.port is required with metrics.host")
+        #expect(
+            GatewayConfigurationTests.error { $0["metrics"] = ["host": "localhost", "port": 9090] }?.hasPrefix(
+                "metrics.host must be an IPv4 or IPv6 address") == true)
+        #expect(
+            GatewayConfigurationTests.error { $0["metrics"] = ["host": "0.0.0.0", "port": 9090, "token": "x"] }
+                == "unknown field metrics.token")
         #expect(
             GatewayConfigurationTests.error {
                 $0["probes"] = ["host": "0.0.0.0", "port": 8082]
                 $0["metrics"] = ["host": "0.0.0.0", "port": 8082]
             } == "metrics.port is also probes.port")
-        #expect(GatewayConfigurationTests.error { $0["metrics"] = ["unix": "/run/m.sock", "mode": "0666"] }?.hasPrefix("metrics.mode 0666 lets others connect") == true)
+        #expect(
+            GatewayConfigurationTests.error { $0["metrics"] = ["unix": "/run/m.sock", "mode": "0666"] }?.hasPrefix(
+                "metrics.mode 0666 lets others connect") == true)
     }
 
     @Test func noTwoListenersShareAPortOrASocket() {
         // SO_REUSEPORT would let both bind, and split the port's connections between them.
-        #expect(GatewayConfigurationTests.error { $0["probes"] = ["host": "0.0.0.0", "port": 8081] } == "probes.port is also admin.port")
-        #expect(GatewayConfigurationTests.error { $0["admin"] = ["host": "::1", "port": 8080] } == "admin.port is also proxy.port")
+        #expect(
+            GatewayConfigurationTests.error { $0["probes"] = ["host": "0.0.0.0", "port": 8081] }
+                == "probes.port is also admin.port")
+        #expect(
+            GatewayConfigurationTests.error { $0["admin"] = ["host": "::1", "port": 8080] } == "admin.port is also proxy.port")
         #expect(
             GatewayConfigurationTests.error {
                 $0["admin"] = ["unix": "/run/a.sock"]
@@ -160,7 +188,10 @@ import Testing
         #expect(throws: ConfigurationError.self) { try file.checkListenerDirectories() }
         // TCP listeners have no directory to check.
         var asked: [String] = []
-        try GatewayConfigurationTests.load { _ in }.checkListenerDirectories { asked.append($0); return false }
+        try GatewayConfigurationTests.load { _ in }.checkListenerDirectories {
+            asked.append($0)
+            return false
+        }
         #expect(asked.isEmpty)
     }
 

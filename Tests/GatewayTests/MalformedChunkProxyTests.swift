@@ -1,17 +1,20 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// A chunked body whose chunk data is not followed by CRLF is answered 400, not left hanging.
 @Suite(.serialized) struct MalformedChunkProxyTests {
     @Test func malformedChunkFramingMidStreamedBodyIsAnswered400OnTheProxy() async throws {
         try await withProxy { proxy, upstream in
-            for (path, upstreamPath, rest) in [("/sink", "/sink", "XX"), ("/api/sink", "/v1/sink", "XY0\r\n\r\n"), ("/sink", "/sink", "X")] {
+            for (path, upstreamPath, rest) in [
+                ("/sink", "/sink", "XX"), ("/api/sink", "/v1/sink", "XY0\r\n\r\n"), ("/sink", "/sink", "X"),
+            ] {
                 let before = upstream.responder.arrivals(upstreamPath)
                 let c = try RawClient(port: proxy.port, timeoutSeconds: 3)
                 try c.send("POST \(path) HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc")
                 // Mid-stream: the upstream has the head before the rest is sent.
-                #expect(await eventually { upstream.responder.arrivals(upstreamPath) == before + 1 }, "\(path) reached the upstream")
+                #expect(
+                    await eventually { upstream.responder.arrivals(upstreamPath) == before + 1 }, "\(path) reached the upstream")
                 try c.send(rest)
                 let raw = c.readToEnd()
                 guard let (r, _) = TestResponse.parse(raw) else {

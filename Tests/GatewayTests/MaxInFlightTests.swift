@@ -3,8 +3,8 @@ import AuthGateTesting
 import Foundation
 import Gateway
 import Locking
-import Testing
 import TestSupport
+import Testing
 
 /// `routes[].maxInFlight`: requests wait in AuthGate and take the token as they leave, so a
 /// rotation while they wait never reaches the API with a revoked token.
@@ -54,7 +54,9 @@ import TestSupport
                 // The first request is at the API: the second arrives and waits in AuthGate,
                 // then the session rotates (revoking the first request's token).
                 second.withLock { $0 = Task { try await stack.proxy("GET", "/api/second").status } }
-                _ = await eventually { (try? await stack.admin("GET", "/metrics").text.contains("authgate_upstream_queue_waiting 1")) == true }
+                _ = await eventually {
+                    (try? await stack.admin("GET", "/metrics").text.contains("authgate_upstream_queue_waiting 1")) == true
+                }
                 await ReplayTests.rotate(stack)
             }
             #expect(try await stack.proxy("GET", "/api/first").status == 200)

@@ -1,13 +1,14 @@
 import Foundation
 import Gateway
 import Runtime
-import Testing
 import TestSupport
+import Testing
 
 /// The proxy against real nginx upstreams, plain and TLS (HTTP/2, mTLS), on loopback.
 @Suite(.serialized) struct NginxUpstreamTests {
     @Test func proxiesToNginxOverPlainHTTP() async throws {
-        let nginx = try Nginx(serverBlock: #"location / { return 200 "nginx $request_uri host=$http_host xff=$http_x_forwarded_for"; }"#)
+        let nginx = try Nginx(
+            serverBlock: #"location / { return 200 "nginx $request_uri host=$http_host xff=$http_x_forwarded_for"; }"#)
         defer { nginx.stop() }
         let proxy = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:\(nginx.port)")!)])
         defer { proxy.stop() }

@@ -3,8 +3,8 @@ import Gateway
 import HTTPWire
 import Runtime
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// A proxy on its own loops in front of `routes`.
 final class Proxy: Sendable {

@@ -2,8 +2,8 @@ import AuthGateTesting
 import Foundation
 import Gateway
 import Locking
-import Testing
 import TestSupport
+import Testing
 
 /// `/readyz` sees what would lose the session at the next restart: a state directory
 /// without room, and a rotated pair held only in memory after its save failed.

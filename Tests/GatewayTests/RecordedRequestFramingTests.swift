@@ -1,5 +1,5 @@
-import Testing
 import TestSupport
+import Testing
 
 /// The recording upstream's reader is what ``DesyncBatteryTests`` trusts to say what an
 /// origin server would have read: it must frame what a strict server frames, refuse what a
@@ -10,7 +10,8 @@ struct RecordedRequestFramingTests {
     }
 
     @Test func aChunkedRequestIsFramedWithItsBodyDechunked() throws {
-        let text = "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3;e=1\r\nabc\r\n2\r\nde\r\n0\r\nT: 1\r\n\r\nGET /next"
+        let text =
+            "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3;e=1\r\nabc\r\n2\r\nde\r\n0\r\nT: 1\r\n\r\nGET /next"
         guard case .request(let r, let consumed) = frame(text) else {
             Issue.record("not framed: \(frame(text))")
             return
@@ -33,9 +34,10 @@ struct RecordedRequestFramingTests {
     }
 
     @Test func anUnfinishedRequestWaitsForMoreBytes() {
-        for text in ["GET /a HTTP/1.1\r\nHost: x\r\n", "POST /a HTTP/1.1\r\nContent-Length: 5\r\n\r\nhel",
-            "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n"]
-        {
+        for text in [
+            "GET /a HTTP/1.1\r\nHost: x\r\n", "POST /a HTTP/1.1\r\nContent-Length: 5\r\n\r\nhel",
+            "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n",
+        ] {
             guard case .needMore = frame(text) else {
                 Issue.record("\(text.debugDescription): \(frame(text))")
                 continue
@@ -45,9 +47,11 @@ struct RecordedRequestFramingTests {
 
     @Test(arguments: [
         "GET /a HTTP/1.1\nHost: x\r\n\r\n", "GET /a HTTP/1.1\r\nHost: x\r\n\rX", "GET /a HTTP/1.1\r\nFoo: a\0\r\n\r\n",
-        "GET /a HTTP/1.1\r\nFoo: a\r\n b\r\n\r\n", "GET  /a HTTP/1.1\r\n\r\n", "GET /a HTTP/1.2\r\n\r\n", "GET /a HTTP/1.1\r\nFoo : a\r\n\r\n",
+        "GET /a HTTP/1.1\r\nFoo: a\r\n b\r\n\r\n", "GET  /a HTTP/1.1\r\n\r\n", "GET /a HTTP/1.2\r\n\r\n",
+        "GET /a HTTP/1.1\r\nFoo : a\r\n\r\n",
         "POST /a HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-        "POST /a HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello", "POST /a HTTP/1.1\r\nContent-Length: +5\r\n\r\nhello",
+        "POST /a HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello",
+        "POST /a HTTP/1.1\r\nContent-Length: +5\r\n\r\nhello",
         "POST /a HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
         "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY0\r\n\r\n",
         "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n 3\r\nabc\r\n0\r\n\r\n",

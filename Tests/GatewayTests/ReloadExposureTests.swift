@@ -9,14 +9,17 @@ import Testing
 /// than a restart with the same file would. Pure: no file, no socket.
 @Suite struct ReloadExposureTests {
     static func decide(running: GatewayConfiguration, new: GatewayConfiguration) throws -> ReloadPlan {
-        try ReloadPlan.decide(running: running, new: new, runningSecrets: ReloadPlanTests.secrets(), newSecrets: ReloadPlanTests.secrets())
+        try ReloadPlan.decide(
+            running: running, new: new, runningSecrets: ReloadPlanTests.secrets(), newSecrets: ReloadPlanTests.secrets())
     }
 
     /// Each check of ``GatewayConfiguration/validate()`` that reads a field a reload does not
     /// apply, beside one it does: (what runs, what the file says now, the field refused). The
     /// new file is valid for a restart; as a reload it would run with the old restart-only
     /// value, and is refused.
-    static var cases: [(name: String, running: (inout GatewayConfiguration) -> Void, new: (inout GatewayConfiguration) -> Void, field: String)] {
+    static var cases:
+        [(name: String, running: (inout GatewayConfiguration) -> Void, new: (inout GatewayConfiguration) -> Void, field: String)]
+    {
         [
             (
                 "adminTokenDisabled beside an admin socket that stays 0660",

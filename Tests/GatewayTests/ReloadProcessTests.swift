@@ -21,7 +21,8 @@ import Testing
     static func admin(_ served: EventsCommandTests.Served, _ method: String, _ path: String, token: String) async throws
         -> TestResponse
     {
-        let request = "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nAuthorization: Bearer \(token)\r\n"
+        let request =
+            "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nAuthorization: Bearer \(token)\r\n"
             + "Content-Length: 0\r\n\r\n"
         return try await onThread { [socket = served.socket] in
             let client = try RawClient(unixPath: socket)
@@ -80,7 +81,8 @@ import Testing
                             statuses.append(try Self.get(port, path).status)
                         } catch {
                             statuses.append(-1)
-                            let at = asked - began, took = ContinuousClock.now - asked
+                            let at = asked - began
+                            let took = ContinuousClock.now - asked
                             failures.withLock { $0.append("\(path) asked at \(at), failed after \(took): \(error)") }
                         }
                         sent.withLock { $0 += 1 }
@@ -122,7 +124,8 @@ import Testing
             child.signal(SIGHUP)
             #expect(
                 await eventually {
-                    child.errors.contains("configuration reload refused") && child.errors.contains(#""config.field":"routes[0].upstream""#)
+                    child.errors.contains("configuration reload refused")
+                        && child.errors.contains(#""config.field":"routes[0].upstream""#)
                 })
             #expect(try Self.get(port, "/fresh/public/x").text.contains(#""path":"/public/x""#))
 

@@ -11,7 +11,8 @@ import Testing
         #expect(try GatewayConfigurationTests.load { $0["refreshLead"] = "50%" }.refreshLead == .percent(50))
         #expect(GatewayConfigurationTests.error { $0["refreshLead"] = "half" }?.hasPrefix("invalid value at refreshLead") == true)
         #expect(GatewayConfigurationTests.error { $0["refreshLead"] = "0%" } == "refreshLead must be a percentage from 1% to 99%")
-        #expect(GatewayConfigurationTests.error { $0["refreshLead"] = "100%" } == "refreshLead must be a percentage from 1% to 99%")
+        #expect(
+            GatewayConfigurationTests.error { $0["refreshLead"] = "100%" } == "refreshLead must be a percentage from 1% to 99%")
         #expect(GatewayConfigurationTests.error { $0["refreshLead"] = -1 } == "refreshLead must be 0…86400 seconds")
         #expect(
             GatewayConfigurationTests.error {
@@ -26,7 +27,9 @@ import Testing
         #expect(GatewayConfigurationTests.error { $0["maxReplays"] = 11 } == "maxReplays must be 0…10")
         #expect(GatewayConfigurationTests.error { $0["maxReplays"] = -1 } == "maxReplays must be 0…10")
         #expect(try GatewayConfigurationTests.load { $0["tokenEndpointTimeoutSeconds"] = 5 }.tokenEndpointTimeoutSeconds == 5)
-        #expect(GatewayConfigurationTests.error { $0["tokenEndpointTimeoutSeconds"] = 0 } == "tokenEndpointTimeoutSeconds must be 1…300")
+        #expect(
+            GatewayConfigurationTests.error { $0["tokenEndpointTimeoutSeconds"] = 0 }
+                == "tokenEndpointTimeoutSeconds must be 1…300")
     }
 
     @Test func anIssuerStandsInForTheTokenEndpoint() throws {
@@ -76,7 +79,9 @@ import Testing
             GatewayConfigurationTests.error { $0["routes"] = [["prefix": "/", "upstream": "http://api.example.com"]] }
                 == "routes[0].upstream must be https unless its host is loopback (or set allowInsecureHTTP: true)")
         // A public route carries no token: plain HTTP is its own business.
-        _ = try GatewayConfigurationTests.load { $0["routes"] = [["prefix": "/", "upstream": "http://api.example.com", "requiresAuthentication": false]] }
+        _ = try GatewayConfigurationTests.load {
+            $0["routes"] = [["prefix": "/", "upstream": "http://api.example.com", "requiresAuthentication": false]]
+        }
         // Loopback, in every spelling, and the explicit opt-in.
         for host in ["127.0.0.1:8080", "127.1.2.3", "localhost:9000", "[::1]:8080"] {
             _ = try GatewayConfigurationTests.load { $0["authorization"] = ["tokenEndpoint": "http://\(host)/token"] }

@@ -3,8 +3,8 @@ import AuthGateTesting
 import Foundation
 import Gateway
 import Locking
-import Testing
 import TestSupport
+import Testing
 
 /// The replay rule end to end, against a fake authorization server that revokes the
 /// previous access token when it rotates (as real servers do) and an API whose answer waits

@@ -1,7 +1,7 @@
 import Gateway
 import HTTPWire
-import Testing
 import TestSupport
+import Testing
 
 /// A path an upstream could resolve outside the route it matched (Tomcat and Spring drop
 /// `;` parameters before resolving dot segments; Windows servers take `\` for `/`) is refused
@@ -50,11 +50,12 @@ import TestSupport
 
 /// How a target splits into the path and the query, whatever its form.
 @Suite struct RequestTargetSplitTests {
-    @Test(arguments: [
-        ("/", "/", nil), ("/a?b", "/a", "b"), ("/a?", "/a", ""), ("/a#f", "/a", nil), ("/a?b#f", "/a", "b"),
-        ("/a#f?b", "/a", nil), ("/a?b?c", "/a", "b?c"), ("/a?b#", "/a", "b"), ("/%C3%A9?x=%23", "/%C3%A9", "x=%23"),
-        ("http://h/x?y#z", "/x", "y"), ("https://h?q", "/", "q"), ("http://h", "/", nil),
-    ] as [(String, String, String?)])
+    @Test(
+        arguments: [
+            ("/", "/", nil), ("/a?b", "/a", "b"), ("/a?", "/a", ""), ("/a#f", "/a", nil), ("/a?b#f", "/a", "b"),
+            ("/a#f?b", "/a", nil), ("/a?b?c", "/a", "b?c"), ("/a?b#", "/a", "b"), ("/%C3%A9?x=%23", "/%C3%A9", "x=%23"),
+            ("http://h/x?y#z", "/x", "y"), ("https://h?q", "/", "q"), ("http://h", "/", nil),
+        ] as [(String, String, String?)])
     func pathAndQuery(target: String, path: String, query: String?) throws {
         let t = try RequestTarget(target)
         #expect(t.path == path)

@@ -1,8 +1,8 @@
 import AuthGateTesting
 import Foundation
 import Gateway
-import Testing
 import TestSupport
+import Testing
 
 /// The gateway's memory is bounded by its configuration: connections on the proxy listener,
 /// and request bodies held in memory across both listeners.
@@ -10,14 +10,17 @@ import TestSupport
     @Test func limitsOutOfRangeAreRefusedWithTheirName() {
         #expect(GatewayConfigurationTests.error { $0["maxConnections"] = 0 } == "maxConnections must be 1…1000000")
         #expect(GatewayConfigurationTests.error { $0["maxConnections"] = 256 } == nil)
-        #expect(GatewayConfigurationTests.error { $0["maxBufferedRequestBytes"] = 1000 }?.hasPrefix("maxBufferedRequestBytes must be") == true)
+        #expect(
+            GatewayConfigurationTests.error { $0["maxBufferedRequestBytes"] = 1000 }?.hasPrefix("maxBufferedRequestBytes must be")
+                == true)
         #expect(GatewayConfigurationTests.error { $0["maxBufferedRequestBytes"] = 8 << 20 } == nil)
         #expect(
             GatewayConfigurationTests.error {
                 $0["maxBufferedRequestBytes"] = 2 << 20
                 $0["replayLimitBytes"] = 4 << 20
             } == "replayLimitBytes must not exceed maxBufferedRequestBytes (2097152)")
-        #expect(GatewayConfigurationTests.error { $0["maxBufferedRequestBytes"] = 1 << 20 } == nil, "the default replay limit fits")
+        #expect(
+            GatewayConfigurationTests.error { $0["maxBufferedRequestBytes"] = 1 << 20 } == nil, "the default replay limit fits")
     }
 
     @Test func bodiesPastTheBudgetGet503WhileOthersAreServed() async throws {

@@ -33,7 +33,8 @@ import Testing
                     method: method, target: target, livenessPath: "/livez", table: Self.table, hasFallback: false,
                     sessions: sessions)
                 let routed = ExchangePlan.Routed(
-                    method: method, target: target, livenessPath: "/livez", table: Self.table, sessions: sessions.map { SessionDirectory(names: $0) })
+                    method: method, target: target, livenessPath: "/livez", table: Self.table,
+                    sessions: sessions.map { SessionDirectory(names: $0) })
                 switch plan {
                 case .forward, .authenticate:
                     #expect(routed?.plan(target: target, table: Self.table) == plan, "\(method) \(target)")
@@ -89,7 +90,8 @@ import Testing
         let intake = proxy.intake(for: head, limits: HTTPLimits())
         #expect(intake.body == .stream)
         let admitted = proxy.settings
-        proxy.replaceSettings(Self.settings([Self.route("/api", "http://127.0.0.1:9002"), Self.route("/", "http://127.0.0.1:9003")]))
+        proxy.replaceSettings(
+            Self.settings([Self.route("/api", "http://127.0.0.1:9002"), Self.route("/", "http://127.0.0.1:9003")]))
 
         let (plan, s) = proxy.admittedPlan(Self.request(head, context: intake.context, loop: group.loops[0]))
         guard case .forward(let route, let target) = plan else {

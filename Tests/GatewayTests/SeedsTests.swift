@@ -3,8 +3,8 @@ import AuthGateTesting
 import Foundation
 import Gateway
 import Locking
-import Testing
 import TestSupport
+import Testing
 
 /// SEEDS.md rows 4–13, end to end over real sockets: fake authorization server and fake
 /// API over HTTP, the gateway's proxy and admin listeners, encrypted file stores.
@@ -98,7 +98,10 @@ import TestSupport
             let ready = try await stack.admin("GET", "/readyz", token: nil)
             #expect(ready.status == 503, "the first probe already waits for the user-info answer")
             #expect(try await registration(stack) == "pending")
-            #expect(try await eventually { try await stack.admin("GET", "/readyz", token: nil).text.contains(#""reason":"user_info_pending""#) })
+            #expect(
+                try await eventually {
+                    try await stack.admin("GET", "/readyz", token: nil).text.contains(#""reason":"user_info_pending""#)
+                })
             #expect(Stack.json(try await stack.admin("GET", "/auth/session"))["state"] as? String == "logged_in")
             stack.api.answerUserInfo(status: 200)
             #expect(try await eventually { try await registration(stack) == "signed_up" }, "retried until it answered")
@@ -189,7 +192,8 @@ import TestSupport
             let stats = await stack.authorization.statistics
             #expect(stats.refreshes == 1, "\(stats)")
             #expect(stats.grants["password"] == 1, "logged in once, through the mapping's login path")
-            #expect(stack.api.statistics.rejected == 0, "refreshed before use, from the JWT exp: the API never saw the expired token")
+            #expect(
+                stack.api.statistics.rejected == 0, "refreshed before use, from the JWT exp: the API never saw the expired token")
             #expect(stack.api.seenTokens.count == 2)
         }
     }
@@ -231,7 +235,8 @@ import TestSupport
             let statuses = await onThreads(200) { i in
                 (try? Stack.request(port: port, "GET", "/api/n/\(i)", headers: [], body: ""))?.status ?? 0
             }
-            #expect(statuses.filter { $0 == 200 }.count == 200, "\(Dictionary(grouping: statuses, by: { $0 }).mapValues(\.count))")
+            #expect(
+                statuses.filter { $0 == 200 }.count == 200, "\(Dictionary(grouping: statuses, by: { $0 }).mapValues(\.count))")
             #expect(await stack.authorization.statistics.refreshes == 1)
             #expect(await stack.authorization.statistics.reuseDetections == 0)
         }
@@ -257,7 +262,8 @@ import TestSupport
             #expect(try await stack.proxy("GET", "/public/catalog").status == 200)
             #expect(try await stack.proxy("GET", "/api/cart").status == 401)
             #expect(try await stack.loginAlice().status == 200)
-            #expect(Stack.json(try await stack.admin("GET", "/auth/session"))["guest"] as? Bool == false, "login leaves guest mode")
+            #expect(
+                Stack.json(try await stack.admin("GET", "/auth/session"))["guest"] as? Bool == false, "login leaves guest mode")
         }
     }
 
@@ -269,7 +275,9 @@ import TestSupport
                 subject: "apple-user", redirectURI: "app://cb", codeChallenge: pkce.challenge)
             let viaCode = try await stack.admin(
                 "POST", "/auth/login",
-                json: #"{"grant_type":"authorization_code","code":"\#(code)","redirect_uri":"app://cb","code_verifier":"\#(pkce.verifier)"}"#)
+                json:
+                    #"{"grant_type":"authorization_code","code":"\#(code)","redirect_uri":"app://cb","code_verifier":"\#(pkce.verifier)"}"#
+            )
             #expect(viaCode.status == 200)
             #expect(try await stack.proxy("GET", "/api/with-code").status == 200)
             let imported = try await stack.admin(
@@ -326,10 +334,10 @@ import TestSupport
             #expect(await stack.authorization.statistics.refreshes == 0)
         }
         // ...and once 419 is configured, it is refreshed and replayed.
-        try await withStack(
-            fake: silentExpiry, clock: TestClock(),
-            configure: { $0.upstreamRejection = try! UpstreamRejectionPolicy(statuses: [401, 419]) }
-        ) { stack async throws in
+        let also419: (inout GatewayConfiguration) -> Void = {
+            $0.upstreamRejection = try! UpstreamRejectionPolicy(statuses: [401, 419])
+        }
+        try await withStack(fake: silentExpiry, clock: TestClock(), configure: also419) { stack async throws in
             stack.api.answerRejectedTokens(status: 419, realm: "fake")
             #expect(try await stack.loginAlice().status == 200)
             stack.expireAccessTokens()
@@ -339,9 +347,10 @@ import TestSupport
     }
 
     @Test func challengesFromAnotherRealmNeverTriggerARefresh() async throws {
-        try await withStack(
-            fake: silentExpiry, clock: TestClock(), configure: { $0.upstreamRejection = try! UpstreamRejectionPolicy(realms: ["api"]) }
-        ) { stack in
+        let apiRealm: (inout GatewayConfiguration) -> Void = {
+            $0.upstreamRejection = try! UpstreamRejectionPolicy(realms: ["api"])
+        }
+        try await withStack(fake: silentExpiry, clock: TestClock(), configure: apiRealm) { stack in
             #expect(try await stack.loginAlice().status == 200)
             stack.expireAccessTokens()
             // The fake API names its realm "fake": not ours, so the 401 passes through.
@@ -479,8 +488,10 @@ import TestSupport
             let loggedInFiles = try stateFiles(stack.stateDirectory)
             #expect(loggedInFiles.keys.contains { $0.hasSuffix(".sealed") }, "\(loggedInFiles.keys.sorted())")
             #expect(loggedInFiles.keys.contains { $0.hasSuffix(".json") }, "\(loggedInFiles.keys.sorted())")
-            let sealed = try await EncryptedFileTokenStore(directory: stack.stateDirectory, key: TokenStoreKey(rawBytes: keyBytes))
-                .load(for: .default)
+            let sealed = try await EncryptedFileTokenStore(
+                directory: stack.stateDirectory, key: TokenStoreKey(rawBytes: keyBytes)
+            )
+            .load(for: .default)
             let record = try #require(sealed, "the token store holds the session's tokens")
 
             // The end of the session: refused for good, then no session at all.
@@ -510,7 +521,8 @@ import TestSupport
             secrets += [
                 ("client secret", "s3cret"), ("client credentials as Basic", Data("authgate:s3cret".utf8).base64EncodedString()),
                 ("admin token", Stack.adminToken), ("password", "wonderland"),
-                ("store key (base64)", Data(keyBytes).base64EncodedString()), ("store key (base64url)", Base64URL.encode(keyBytes)),
+                ("store key (base64)", Data(keyBytes).base64EncodedString()),
+                ("store key (base64url)", Base64URL.encode(keyBytes)),
                 ("store key (hex)", keyBytes.map { String(format: "%02x", $0) }.joined()),
             ]
             #expect(secrets.allSatisfy { $0.value.count >= 6 }, "nothing to find")
@@ -522,9 +534,12 @@ import TestSupport
             #expect(logs.contains("refresh"), "refreshes are in the logs: the search covers them")
             let transcript = answers.withLock { $0 }.map(Self.transcript).joined(separator: "\n\n")
             #expect(transcript.contains("refresh-unavailable") && transcript.contains("authgate_refreshes_total"))
-            #expect(Set(events.eventNames).isSuperset(of: ["state", "logged_in", "refreshed", "refresh_failed", "logged_out"]), "\(events.eventNames)")
+            #expect(
+                Set(events.eventNames).isSuperset(of: ["state", "logged_in", "refreshed", "refresh_failed", "logged_out"]),
+                "\(events.eventNames)")
             var sinks: [(name: String, bytes: [UInt8])] = [
-                ("the logs", Array(logs.utf8)), ("the answers", Array(transcript.utf8)), ("the event stream", Array(events.text.utf8)),
+                ("the logs", Array(logs.utf8)), ("the answers", Array(transcript.utf8)),
+                ("the event stream", Array(events.text.utf8)),
             ]
             for (name, bytes) in loggedInFiles.sorted(by: { $0.key < $1.key }) { sinks.append(("\(name) (logged in)", bytes)) }
             for (name, bytes) in loggedOutFiles.sorted(by: { $0.key < $1.key }) { sinks.append(("\(name) (logged out)", bytes)) }

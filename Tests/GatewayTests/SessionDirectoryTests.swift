@@ -1,8 +1,9 @@
 import AuthCore
 import AuthGateTesting
-@testable import Gateway
 import Logging
 import Testing
+
+@testable import Gateway
 
 /// The proxy's sessions by name: a lookup finds the session of that name, however the name
 /// was made, and nothing for a name that is not configured.

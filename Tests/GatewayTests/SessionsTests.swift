@@ -2,8 +2,8 @@ import AuthCore
 import AuthGateTesting
 import Foundation
 import Gateway
-import Testing
 import TestSupport
+import Testing
 
 /// Several named sessions in one gateway: each route gets the token of its own session,
 /// and the admin API addresses a session with `?session=`.

@@ -3,9 +3,9 @@ import AuthGateTesting
 import Foundation
 import Gateway
 import HTTPWire
+import Locking
 import Logging
 import Runtime
-import Locking
 import TestSupport
 
 /// Log lines kept in memory, to search them for secrets.
@@ -61,7 +61,8 @@ final class Stack: Sendable {
         self.clock = clock
         fakeConfiguration = fake
         servers = try FakeServers(configuration: fake, clock: clock ?? SystemAuthClock())
-        self.stateDirectory = stateDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("ag-\(UUID().uuidString)").path
+        self.stateDirectory =
+            stateDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("ag-\(UUID().uuidString)").path
         keyFile = self.stateDirectory + "/store.key"
     }
 
@@ -69,7 +70,8 @@ final class Stack: Sendable {
         GatewayConfiguration(
             proxy: .init(host: "127.0.0.1", port: 0), admin: .init(host: "127.0.0.1", port: 0),
             authorization: .init(
-                tokenEndpoint: "http://127.0.0.1:\(authServer.port)/oauth/token", clientID: "authgate", clientAuthentication: "basic"),
+                tokenEndpoint: "http://127.0.0.1:\(authServer.port)/oauth/token", clientID: "authgate",
+                clientAuthentication: "basic"),
             routes: [
                 .init(prefix: "/public", upstream: "http://127.0.0.1:\(apiServer.port)", requiresAuthentication: false),
                 .init(prefix: "/", upstream: "http://127.0.0.1:\(apiServer.port)", requiresAuthentication: true),
@@ -151,7 +153,9 @@ final class Stack: Sendable {
     }
 
     /// One request to the admin API with the admin token (over TCP or its Unix socket).
-    func admin(_ method: String, _ path: String, json: String? = nil, token: String? = Stack.adminToken) async throws -> TestResponse {
+    func admin(_ method: String, _ path: String, json: String? = nil, token: String? = Stack.adminToken) async throws
+        -> TestResponse
+    {
         var h: [String] = []
         if let token { h.append("Authorization: Bearer \(token)") }
         if json != nil { h.append("Content-Type: application/json") }
@@ -207,7 +211,8 @@ final class EventStreamRecorder: Sendable {
             do {
                 client = try RawClient(port: port, timeoutSeconds: 60)
                 try client.send(
-                    "GET \(path) HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer \(Stack.adminToken)\r\nConnection: close\r\n\r\n")
+                    "GET \(path) HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer \(Stack.adminToken)\r\nConnection: close\r\n\r\n"
+                )
             } catch {
                 started.withLock { $0 = .failure(error) }
                 return
@@ -228,7 +233,10 @@ final class EventStreamRecorder: Sendable {
         guard await eventually({ self.text.contains("retry: ") }) else { throw RecorderError.noStream(text) }
     }
 
-    enum RecorderError: Error { case notConnected, noStream(String) }
+    enum RecorderError: Error {
+        case notConnected
+        case noStream(String)
+    }
 
     /// Everything received so far, head included.
     var text: String { received.withLock { String(decoding: $0, as: UTF8.self) } }

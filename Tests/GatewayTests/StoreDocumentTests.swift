@@ -46,11 +46,13 @@ import Testing
 
     @Test func noRefreshInFlightIsANullLease() async throws {
         let view = StoreView(kind: "postgres", replica: "b/2/9", leaseHolder: { _ in nil })
-        #expect(await view.document(for: .default) == StoreDocument(kind: "postgres", replica: "b/2/9", reachable: true, lease: nil))
+        #expect(
+            await view.document(for: .default) == StoreDocument(kind: "postgres", replica: "b/2/9", reachable: true, lease: nil))
     }
 
     @Test func aDatabaseThatDoesNotAnswerIsUnreachableNotAnError() async throws {
         let view = StoreView(kind: "postgres", replica: "b/2/9", leaseHolder: { _ in throw Down() })
-        #expect(await view.document(for: .default) == StoreDocument(kind: "postgres", replica: "b/2/9", reachable: false, lease: nil))
+        #expect(
+            await view.document(for: .default) == StoreDocument(kind: "postgres", replica: "b/2/9", reachable: false, lease: nil))
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 /// The strict JSON reader: what it accepts, what it refuses and where it says the problem is.
 @Suite struct StrictJSONTests {

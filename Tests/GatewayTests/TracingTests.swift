@@ -1,12 +1,13 @@
 import Foundation
 import Glibc
-@testable import Gateway
 import HTTPWire
 import InMemoryTracing
 import Runtime
-import Testing
 import TestSupport
+import Testing
 import Tracing
+
+@testable import Gateway
 
 /// Tracing's pure decisions (which trace fields go upstream, whether `OTEL_*` asks for
 /// export), and the proxy's spans with an in-memory tracer over real sockets. The refresh and
@@ -15,62 +16,91 @@ import Tracing
 @Suite struct TracingTests {
     static let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
-    @Test(arguments: [
-        // client fields, injected fields, expected outgoing fields
-        ([("traceparent", parent), ("tracestate", "a=1")], [("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01")],
-         [("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01")]),
-        ([("traceparent", parent), ("tracestate", "a=1")],
-         [("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01"), ("tracestate", "a=1")],
-         [("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01"), ("tracestate", "a=1")]),
-        // A tracer that injects nothing leaves the client's fields as they came.
-        ([("traceparent", parent), ("tracestate", "a=1")], [], [("traceparent", parent), ("tracestate", "a=1")]),
-        // No client context: ours is added.
-        ([("accept", "*/*")], [("traceparent", parent)], [("accept", "*/*"), ("traceparent", parent)]),
-        // A tracer with fields of its own keeps the client's W3C fields.
-        ([("traceparent", parent)], [("x-trace", "7")], [("traceparent", parent), ("x-trace", "7")]),
-    ] as [([(String, String)], [(String, String)], [(String, String)])])
+    @Test(
+        arguments: [
+            // client fields, injected fields, expected outgoing fields
+            (
+                [("traceparent", parent), ("tracestate", "a=1")],
+                [("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01")],
+                [("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01")]
+            ),
+            (
+                [("traceparent", parent), ("tracestate", "a=1")],
+                [("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01"), ("tracestate", "a=1")],
+                [("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01"), ("tracestate", "a=1")]
+            ),
+            // A tracer that injects nothing leaves the client's fields as they came.
+            ([("traceparent", parent), ("tracestate", "a=1")], [], [("traceparent", parent), ("tracestate", "a=1")]),
+            // No client context: ours is added.
+            ([("accept", "*/*")], [("traceparent", parent)], [("accept", "*/*"), ("traceparent", parent)]),
+            // A tracer with fields of its own keeps the client's W3C fields.
+            ([("traceparent", parent)], [("x-trace", "7")], [("traceparent", parent), ("x-trace", "7")]),
+        ] as [([(String, String)], [(String, String)], [(String, String)])])
     func propagatedFields(client: [(String, String)], injected: [(String, String)], expected: [(String, String)]) {
         var headers = HTTPHeaders(client.map { (name: $0.0, value: $0.1) })
         TracePropagation.apply(HTTPHeaders(injected.map { (name: $0.0, value: $0.1) }), to: &headers)
         #expect(headers.fields.map { "\($0.name): \($0.value)" } == expected.map { "\($0.0): \($0.1)" })
     }
 
-    @Test(arguments: [
-        ([:], false),
-        (["OTEL_TRACES_EXPORTER": "otlp"], true),
-        (["OTEL_TRACES_EXPORTER": "none"], false),
-        (["OTEL_TRACES_EXPORTER": " OTLP "], true),
-        (["OTEL_TRACES_EXPORTER": "none,console"], true),
-        (["OTEL_TRACES_EXPORTER": ""], false),
-        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "true"], false),
-        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "false"], true),
-        // An endpoint alone does not turn export on: off by default.
-        (["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"], false),
-    ] as [([String: String], Bool)])
+    @Test(
+        arguments: [
+            ([:], false),
+            (["OTEL_TRACES_EXPORTER": "otlp"], true),
+            (["OTEL_TRACES_EXPORTER": "none"], false),
+            (["OTEL_TRACES_EXPORTER": " OTLP "], true),
+            (["OTEL_TRACES_EXPORTER": "none,console"], true),
+            (["OTEL_TRACES_EXPORTER": ""], false),
+            (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "true"], false),
+            (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "false"], true),
+            // An endpoint alone does not turn export on: off by default.
+            (["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"], false),
+        ] as [([String: String], Bool)])
     func exportIsOffUnlessATracesExporterIsNamed(environment: [String: String], expected: Bool) {
         #expect(TracingSwitch.exportRequested(environment: environment) == expected)
     }
 
-    @Test(arguments: [
-        (["OTEL_TRACES_EXPORTER": "otlp"], nil),
-        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"], nil),
-        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"], nil),
-        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"], Refusal.grpc("OTEL_EXPORTER_OTLP_PROTOCOL")),
-        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "GRPC"], Refusal.grpc("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")),
-        // The traces-specific variable wins, either way.
-        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"], nil),
-        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"],
-         Refusal.grpc("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")),
-        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_TRACES_SAMPLER": "parentbased_jaeger_remote"], Refusal.sampler("parentbased_jaeger_remote")),
-        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_TRACES_SAMPLER": "Jaeger_Remote"], Refusal.sampler("jaeger_remote")),
-        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_TRACES_SAMPLER": "parentbased_traceidratio"], nil),
-        // The protocol is refused before the sampler.
-        (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_TRACES_SAMPLER": "jaeger_remote"],
-         Refusal.grpc("OTEL_EXPORTER_OTLP_PROTOCOL")),
-        // Export off: nothing to refuse.
-        (["OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"], nil),
-        (["OTEL_TRACES_EXPORTER": "none", "OTEL_TRACES_SAMPLER": "jaeger_remote"], nil),
-    ] as [([String: String], Refusal?)])
+    @Test(
+        arguments: [
+            (["OTEL_TRACES_EXPORTER": "otlp"], nil),
+            (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"], nil),
+            (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"], nil),
+            (
+                ["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"],
+                Refusal.grpc("OTEL_EXPORTER_OTLP_PROTOCOL")
+            ),
+            (
+                ["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "GRPC"],
+                Refusal.grpc("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            ),
+            // The traces-specific variable wins, either way.
+            (
+                [
+                    "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+                    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+                ], nil
+            ),
+            (
+                [
+                    "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
+                    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc",
+                ],
+                Refusal.grpc("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            ),
+            (
+                ["OTEL_TRACES_EXPORTER": "otlp", "OTEL_TRACES_SAMPLER": "parentbased_jaeger_remote"],
+                Refusal.sampler("parentbased_jaeger_remote")
+            ),
+            (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_TRACES_SAMPLER": "Jaeger_Remote"], Refusal.sampler("jaeger_remote")),
+            (["OTEL_TRACES_EXPORTER": "otlp", "OTEL_TRACES_SAMPLER": "parentbased_traceidratio"], nil),
+            // The protocol is refused before the sampler.
+            (
+                ["OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_TRACES_SAMPLER": "jaeger_remote"],
+                Refusal.grpc("OTEL_EXPORTER_OTLP_PROTOCOL")
+            ),
+            // Export off: nothing to refuse.
+            (["OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"], nil),
+            (["OTEL_TRACES_EXPORTER": "none", "OTEL_TRACES_SAMPLER": "jaeger_remote"], nil),
+        ] as [([String: String], Refusal?)])
     func whatThisBuildCannotExportIsRefusedNamingTheVariable(environment: [String: String], expected: Refusal?) {
         let problem = TracingSwitch.unsupported(environment: environment)
         #expect(problem?.code == (expected == nil ? nil : ConfigurationError.Code.unsupported))
@@ -88,13 +118,16 @@ import Tracing
         var testDescription: String { field }
 
         static func grpc(_ variable: String) -> Refusal {
-            Refusal(field: variable, message: "\(variable)=grpc: this build exports over OTLP/HTTP only (http/protobuf or http/json)")
+            Refusal(
+                field: variable, message: "\(variable)=grpc: this build exports over OTLP/HTTP only (http/protobuf or http/json)")
         }
 
         static func sampler(_ value: String) -> Refusal {
             Refusal(
                 field: "OTEL_TRACES_SAMPLER",
-                message: "OTEL_TRACES_SAMPLER=\(value): not supported (always_on, always_off, traceidratio and their parentbased_ forms are)")
+                message:
+                    "OTEL_TRACES_SAMPLER=\(value): not supported (always_on, always_off, traceidratio and their parentbased_ forms are)"
+            )
         }
     }
 
@@ -140,6 +173,8 @@ import Tracing
             #expect(!r.text.contains("in-memory-span-id: client-span"))
             // No attribute carries the query.
             for span in spans {
+                // SpanAttributes has its own forEach and is no Sequence.
+                // swift-format-ignore: ReplaceForEachWithForLoop
                 span.attributes.forEach { _, value in #expect(!"\(value)".contains("SECRET")) }
             }
         }

@@ -18,7 +18,9 @@ struct URLCredentialsTests {
         #expect(URLCredentials.redacted(url) == shown)
     }
 
-    @Test(arguments: ["postgres://u@db/x", "postgres://db:5432/x", "https://id.example/token?a=b:c", "not a url", "http://[::1]:8080/x"])
+    @Test(arguments: [
+        "postgres://u@db/x", "postgres://db:5432/x", "https://id.example/token?a=b:c", "not a url", "http://[::1]:8080/x",
+    ])
     func aURLWithoutAPasswordIsLeftAlone(url: String) {
         #expect(!URLCredentials.hasPassword(url))
         #expect(URLCredentials.redacted(url) == url)

@@ -1,8 +1,8 @@
 import AuthGateTesting
 import Foundation
 import Gateway
-import Testing
 import TestSupport
+import Testing
 
 /// Requests nobody is entitled to are answered after their head: no body is buffered for them.
 @Suite struct UnauthenticatedMemoryTests {

@@ -1,8 +1,8 @@
 import Foundation
 import Gateway
 import Runtime
-import Testing
 import TestSupport
+import Testing
 
 /// Only a WebSocket upgrade is spliced: any other protocol would open a tunnel past the
 /// route's prefix and path checks. Over real sockets, against an upstream that switches to
@@ -21,7 +21,8 @@ import TestSupport
         try await Self.withSwitchingUpstream(to: "h2c") { proxy in
             let c = try RawClient(port: proxy.port, timeoutSeconds: 3)
             try c.send(
-                "GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n")
+                "GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n"
+            )
             let raw = String(decoding: c.readToEnd(), as: UTF8.self)
             #expect(!raw.hasPrefix("HTTP/1.1 101"), "\(raw)")
             #expect(raw.hasPrefix("HTTP/1.1 502"), "the upstream's unasked-for 101 is refused: \(raw)")

@@ -15,7 +15,8 @@ final class Upstream: Sendable {
     init() throws {
         group = try EventLoopGroup(loopCount: 1, name: "upstream")
         responder = UpstreamResponder()
-        server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), group: group, responder: responder)
+        server = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), group: group, responder: responder)
         try server.start()
     }
 

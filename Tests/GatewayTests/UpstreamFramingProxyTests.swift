@@ -1,8 +1,8 @@
 import Foundation
 import Gateway
 import Runtime
-import Testing
 import TestSupport
+import Testing
 
 /// Upstream answers framed so that a lenient reader would take part of one for the next
 /// (RFC 9112 §6.3), or wait for a body that never comes (RFC 9110 §6.4.1), through the proxy.
@@ -50,7 +50,8 @@ import TestSupport
             "Transfer-Encoding: chunked\r\nContent-Length: 5", "Transfer-Encoding: gzip, chunked", "Transfer-Encoding: identity",
             "Content-Length: 5\r\nContent-Length: 6", "Transfer-Encoding: chunked\u{01}\r\nContent-Length: 5",
         ] {
-            let response = "HTTP/1.1 200 OK\r\n\(fields)\r\n\r\n5\r\nhello\r\n0\r\n\r\nHTTP/1.1 200 OK\r\nX-Injected: yes\r\nContent-Length: 0\r\n\r\n"
+            let response =
+                "HTTP/1.1 200 OK\r\n\(fields)\r\n\r\n5\r\nhello\r\n0\r\n\r\nHTTP/1.1 200 OK\r\nX-Injected: yes\r\nContent-Length: 0\r\n\r\n"
             try await Self.withCannedUpstream(response, loopHTTP1: loopHTTP1) { proxy in
                 let c = try RawClient(port: proxy.port, timeoutSeconds: 3)
                 try c.send("GET /a HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
@@ -85,7 +86,9 @@ import TestSupport
     /// not told of a length.
     @Test(arguments: [true, false])
     func aNoContentWithALengthIsAnsweredAtOnceWithoutIt(loopHTTP1: Bool) async throws {
-        try await Self.withCannedUpstream("HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n", holdOpen: true, loopHTTP1: loopHTTP1) {
+        try await Self.withCannedUpstream(
+            "HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n", holdOpen: true, loopHTTP1: loopHTTP1
+        ) {
             proxy in
             let c = try RawClient(port: proxy.port, timeoutSeconds: 3)
             for path in ["/a", "/b"] {
@@ -102,7 +105,8 @@ import TestSupport
 /// closed, never left busy: with one connection per origin, the next request gets a new one.
 @Suite(.serialized) struct EarlyAnswerProxyTests {
     @Test func anAnswerBeforeTheUploadEndsFreesTheUpstreamConnection() async throws {
-        let canned = try CannedServer(response: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", after: .stall, delay: .milliseconds(1500))
+        let canned = try CannedServer(
+            response: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", after: .stall, delay: .milliseconds(1500))
         defer { canned.stop() }
         var client = UpstreamClientConfiguration()
         client.maxConnectionsPerHost = 1
@@ -110,7 +114,8 @@ import TestSupport
         client.connectionGauges = metrics.upstreamConnections
         // One loop: both requests meet the same upstream client and its one connection.
         let proxy = try Proxy(
-            routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:\(canned.port)")!)], client: client, loops: 1)
+            routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:\(canned.port)")!)], client: client,
+            loops: 1)
         defer { proxy.stop() }
 
         // 48 MiB in 1 MiB chunks, more than the kernel's buffers on both sides hold: the body
@@ -162,8 +167,10 @@ import TestSupport
         #expect(gauges.snapshot().first { $0.origin == origin }.map { ($0.busy, $0.idle) } ?? (-1, -1) == (1, 0))
         upstream.responder.releaseHeld()
         #expect(try held.readResponse().status == 200)
-        #expect(await eventually { gauges.snapshot().first { $0.origin == origin }.map { ($0.busy, $0.idle) } ?? (-1, -1) == (0, 1) })
+        #expect(
+            await eventually { gauges.snapshot().first { $0.origin == origin }.map { ($0.busy, $0.idle) } ?? (-1, -1) == (0, 1) })
         proxy.stop()
-        #expect(await eventually { gauges.snapshot().first { $0.origin == origin }.map { ($0.busy, $0.idle) } ?? (-1, -1) == (0, 0) })
+        #expect(
+            await eventually { gauges.snapshot().first { $0.origin == origin }.map { ($0.busy, $0.idle) } ?? (-1, -1) == (0, 0) })
     }
 }

@@ -73,7 +73,8 @@ import Testing
         let upstreamPort = try #require(Int(server.firstLine()))
         try await Stack.run { stack in
             try await stack.startGateway { c in
-                c.routes.insert(.init(prefix: "/ws", upstream: "http://127.0.0.1:\(upstreamPort)", requiresAuthentication: true), at: 0)
+                c.routes.insert(
+                    .init(prefix: "/ws", upstream: "http://127.0.0.1:\(upstreamPort)", requiresAuthentication: true), at: 0)
                 c.upgradeIdleTimeoutSeconds = 2
                 c.loops = 1
             }

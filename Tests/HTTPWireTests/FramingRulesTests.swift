@@ -26,7 +26,9 @@ import Testing
         func agree(_ bytes: [UInt8]) {
             bytes.withUnsafeBufferPointer { p in
                 #expect(FramingRules.isValidFieldValue(p) == bytes.allSatisfy(FramingRules.isFieldValueByte), "\(bytes)")
-                #expect(FramingRules.isValidFieldName(p) == (!bytes.isEmpty && bytes.allSatisfy(FramingRules.isTokenByte)), "\(bytes)")
+                #expect(
+                    FramingRules.isValidFieldName(p) == (!bytes.isEmpty && bytes.allSatisfy(FramingRules.isTokenByte)), "\(bytes)"
+                )
             }
         }
         for length in 0...24 {
@@ -42,7 +44,11 @@ import Testing
         let pool: [UInt8] = Array(0x20...0x7E) + [0x09, 0x80, 0xC3, 0xFF, 0x00, 0x0A, 0x0D, 0x7F, 0x1F]
         for _ in 0..<3000 {
             let length = Int.random(in: 0...70, using: &rng)
-            agree((0..<length).map { _ in Int.random(in: 0..<100, using: &rng) < 97 ? pool[Int.random(in: 0..<96, using: &rng)] : pool.randomElement(using: &rng)! })
+            agree(
+                (0..<length).map { _ in
+                    Int.random(in: 0..<100, using: &rng) < 97
+                        ? pool[Int.random(in: 0..<96, using: &rng)] : pool.randomElement(using: &rng)!
+                })
         }
     }
 
@@ -63,7 +69,10 @@ import Testing
             ([("Transfer-Encoding", "chunked")], 0, .refused(.unsupportedTransferEncoding, 400)),
             ([("Transfer-Encoding", "gzip")], 1, .refused(.unsupportedTransferEncoding, 501)),
             ([("Transfer-Encoding", "gzip, chunked")], 1, .refused(.unsupportedTransferEncoding, 501)),
-            ([("Transfer-Encoding", "chunked"), ("Transfer-Encoding", "chunked")], 1, .refused(.unsupportedTransferEncoding, 501)),
+            (
+                [("Transfer-Encoding", "chunked"), ("Transfer-Encoding", "chunked")], 1,
+                .refused(.unsupportedTransferEncoding, 501)
+            ),
             ([("Transfer-Encoding", "chunked"), ("Content-Length", "1")], 1, .refused(.conflictingFraming, 400)),
             ([("Content-Length", "1"), ("Content-Length", "1")], 1, .refused(.duplicateContentLength, 400)),
             ([("Content-Length", "1,1")], 1, .refused(.invalidContentLength, 400)),

@@ -106,17 +106,20 @@ import Testing
         h.remove(name: "x-gone")
         var out: [UInt8] = []
         h.serialize(into: &out)
-        #expect(String(decoding: out, as: UTF8.self) == "Content-Type: text/plain\r\nX-Long: \(String(repeating: "v", count: 40))\r\n")
+        #expect(
+            String(decoding: out, as: UTF8.self) == "Content-Type: text/plain\r\nX-Long: \(String(repeating: "v", count: 40))\r\n"
+        )
     }
 
-    @Test(arguments: [
-        ("X-Ok", "fine\tvalue", nil),
-        ("Bad Name", "v", "Bad Name"),
-        ("", "v", ""),
-        ("X-Split", "a\r\nInjected: 1", "X-Split"),
-        ("X-Nul", "a\u{0}b", "X-Nul"),
-        ("X-Del", "a\u{7F}", "X-Del"),
-    ] as [(String, String, String?)])
+    @Test(
+        arguments: [
+            ("X-Ok", "fine\tvalue", nil),
+            ("Bad Name", "v", "Bad Name"),
+            ("", "v", ""),
+            ("X-Split", "a\r\nInjected: 1", "X-Split"),
+            ("X-Nul", "a\u{0}b", "X-Nul"),
+            ("X-Del", "a\u{7F}", "X-Del"),
+        ] as [(String, String, String?)])
     func aFieldThatCannotBeSentIsFoundWithoutCheckingAgain(name: String, value: String, invalid: String?) {
         var h = HTTPHeaders([("Host", "a")])
         h.add(name: name, value: value)
@@ -156,15 +159,21 @@ import Testing
     /// a line split across reads, is rebuilt. Either way the head reads and sends the same.
     @Test(arguments: [1, 3, 7, 1000])
     func linesAsTheyCameAndLinesRebuiltReadAndSendTheSame(splitEvery step: Int) throws {
-        let raw = "GET / HTTP/1.1\r\nHost: h\r\nA:b\r\nB:   c  \r\nC: d\t\r\nD: e\r\nE: \r\nF:\r\nG: \u{e9}t\u{e9}\r\nX-Long: \(String(repeating: "z", count: 300))\r\n\r\n"
+        let raw =
+            "GET / HTTP/1.1\r\nHost: h\r\nA:b\r\nB:   c  \r\nC: d\t\r\nD: e\r\nE: \r\nF:\r\nG: \u{e9}t\u{e9}\r\nX-Long: \(String(repeating: "z", count: 300))\r\n\r\n"
         let parsed = parseAll(Array(raw.utf8), splitEvery: step)
         let head = try #require(parsed.heads.first)
-        #expect(head.headers.fields.map { "\($0.name)=\($0.value)" } == [
-            "Host=h", "A=b", "B=c", "C=d", "D=e", "E=", "F=", "G=\u{e9}t\u{e9}", "X-Long=\(String(repeating: "z", count: 300))",
-        ])
+        #expect(
+            head.headers.fields.map { "\($0.name)=\($0.value)" } == [
+                "Host=h", "A=b", "B=c", "C=d", "D=e", "E=", "F=", "G=\u{e9}t\u{e9}",
+                "X-Long=\(String(repeating: "z", count: 300))",
+            ])
         var out: [UInt8] = []
         head.headers.serialize(into: &out)
-        #expect(String(decoding: out, as: UTF8.self) == "Host: h\r\nA: b\r\nB: c\r\nC: d\r\nD: e\r\nE: \r\nF: \r\nG: \u{e9}t\u{e9}\r\nX-Long: \(String(repeating: "z", count: 300))\r\n")
+        #expect(
+            String(decoding: out, as: UTF8.self)
+                == "Host: h\r\nA: b\r\nB: c\r\nC: d\r\nD: e\r\nE: \r\nF: \r\nG: \u{e9}t\u{e9}\r\nX-Long: \(String(repeating: "z", count: 300))\r\n"
+        )
         #expect(head.headers == HTTPHeaders(head.headers.fields))
     }
 

@@ -1,5 +1,6 @@
-@testable import HTTPWire
 import Testing
+
+@testable import HTTPWire
 
 /// The scanner checks head bytes in whole reads; this oracle is the byte-at-a-time
 /// definition it must agree with, whatever the input and however it is split.
@@ -65,9 +66,14 @@ private struct ByteAtATimeScanner {
 
     @Test func theVersionCheckAgreesWithItsDefinition() {
         var rng = SystemRandomNumberGenerator()
-        let tails = ["HTTP/1.1", " HTTP/1.1", "x HTTP/1.0", "x HTTP/a.1", "x HTTP/1,1", "x HTTP/11", "x HTTQ/1.1", "x http/1.1", ""]
+        let tails = [
+            "HTTP/1.1", " HTTP/1.1", "x HTTP/1.0", "x HTTP/a.1", "x HTTP/1,1", "x HTTP/11", "x HTTQ/1.1", "x http/1.1", "",
+        ]
         var lines = tails.map { Array($0.utf8) }
-        for _ in 0..<3000 { lines.append((0..<Int.random(in: 0...14, using: &rng)).map { _ in Array(" HTTP/1.90x".utf8).randomElement(using: &rng)! }) }
+        for _ in 0..<3000 {
+            lines.append(
+                (0..<Int.random(in: 0...14, using: &rng)).map { _ in Array(" HTTP/1.90x".utf8).randomElement(using: &rng)! })
+        }
         for line in lines {
             #expect(HeadScanner.endsWithVersion(line) == ByteAtATimeScanner.endsWithVersion(line), "\(line)")
         }
@@ -80,7 +86,9 @@ private struct ByteAtATimeScanner {
             "GET / HTTP/1.1\r\nHost: h\r\n\r\n", "GET /\(String(repeating: "a", count: 400)) HTTP/1.1\r\n", "GET / HTTP/1.1\n",
             "GET /half", "BREW /pot HTTP/1.1\r",
         ]
-        let nexts = ["GET /x HTTP/1.1\r\nHost: h\r\n\r\n", " folded", "\r\n\r\nGET / HTTP/1.0\r\n\r\n", "GET / HTTX/1.1\r\n", "\n"]
+        let nexts = [
+            "GET /x HTTP/1.1\r\nHost: h\r\n\r\n", " folded", "\r\n\r\nGET / HTTP/1.0\r\n\r\n", "GET / HTTX/1.1\r\n", "\n",
+        ]
         for first in firsts {
             for next in nexts {
                 var reused = HeadScanner()
@@ -126,11 +134,13 @@ private struct ByteAtATimeScanner {
             }
         }
         for _ in 0..<1500 {
-            let head = Array("GET /".utf8) + (0..<Int.random(in: 0...50, using: &rng)).map { _ in letters.randomElement(using: &rng)! }
+            let head =
+                Array("GET /".utf8) + (0..<Int.random(in: 0...50, using: &rng)).map { _ in letters.randomElement(using: &rng)! }
             var input = head + Array(" HTTP/1.1\r\n".utf8)
             for _ in 0..<Int.random(in: 0...4, using: &rng) {
                 input += (0..<Int.random(in: 1...70, using: &rng)).map { _ in
-                    Int.random(in: 0..<40, using: &rng) == 0 ? Self.alphabet.randomElement(using: &rng)! : letters.randomElement(using: &rng)!
+                    Int.random(in: 0..<40, using: &rng) == 0
+                        ? Self.alphabet.randomElement(using: &rng)! : letters.randomElement(using: &rng)!
                 }
                 input += Array("\r\n".utf8)
             }
@@ -155,7 +165,9 @@ private struct ByteAtATimeScanner {
         }
         #expect(got?.code == expected?.code, "\(String(decoding: input, as: UTF8.self).debugDescription)")
         if got == nil && expected == nil {
-            #expect(scanner.firstLineSoFar == oracle.firstLineSoFar || (scanner.firstLineSoFar.isEmpty && oracle.firstLineSoFar.isEmpty))
+            #expect(
+                scanner.firstLineSoFar == oracle.firstLineSoFar
+                    || (scanner.firstLineSoFar.isEmpty && oracle.firstLineSoFar.isEmpty))
         }
     }
 

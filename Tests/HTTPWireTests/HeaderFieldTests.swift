@@ -1,5 +1,6 @@
-@testable import HTTPWire
 import Testing
+
+@testable import HTTPWire
 
 @Suite struct HeaderNameSetTests {
     @Test func looksUpWithoutCase() {
@@ -120,7 +121,9 @@ import Testing
     @Test func decimalsAreSpelledAsStringSpellsThem() {
         var values: [Int64] = [0, 1, -1, 9, 10, 99, 100, 12345, Int64.max, Int64.min, Int64.min + 1]
         var rng = SystemRandomNumberGenerator()
-        for _ in 0..<500 { values.append(Int64.random(in: Int64.min...Int64.max, using: &rng) >> Int64.random(in: 0...62, using: &rng)) }
+        for _ in 0..<500 {
+            values.append(Int64.random(in: Int64.min...Int64.max, using: &rng) >> Int64.random(in: 0...62, using: &rng))
+        }
         for v in values {
             var out: [UInt8] = [0x41]
             out.appendDecimal(v)

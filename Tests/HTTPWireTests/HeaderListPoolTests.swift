@@ -1,6 +1,7 @@
 import Foundation
-@testable import HTTPWire
 import Testing
+
+@testable import HTTPWire
 
 /// Spare header lists: a list handed back after its head is written serves the next message
 /// on the same thread without an allocation, and no copy of a handed-back list ever changes.

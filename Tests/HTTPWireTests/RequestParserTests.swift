@@ -45,7 +45,9 @@ func parseAll(_ input: [UInt8], splitEvery step: Int) -> Parsed {
 
     /// Each method is named as sent, whether its name comes from the parser's own literals
     /// for the common ones or from http-parser's list for the rest.
-    @Test(arguments: ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "PROPFIND", "MKCOL", "PURGE", "REPORT", "LINK"])
+    @Test(arguments: [
+        "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "PROPFIND", "MKCOL", "PURGE", "REPORT", "LINK",
+    ])
     func everyKnownMethodIsNamedAsSent(_ method: String) {
         let p = parseAll(Array("\(method) /x HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n".utf8), splitEvery: 1000)
         #expect(p.error == nil)

@@ -25,7 +25,8 @@ struct ResponseParserTests {
                 offset += used
                 switch event {
                 case .needMoreData: if used == 0 { break }
-                case .head(let s, let h): out.append("head \(s) \(h.fields.map { "\($0.name)=\($0.value)" }.joined(separator: ","))")
+                case .head(let s, let h):
+                    out.append("head \(s) \(h.fields.map { "\($0.name)=\($0.value)" }.joined(separator: ","))")
                 case .body(let b): body += b
                 case .switched:
                     out.append("switched")
@@ -78,7 +79,9 @@ struct ResponseParserTests {
 
     @Test func interimResponsesAreSkippedAndHeadResponsesHaveNoBody() {
         #expect(
-            events("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+            events(
+                "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"
+            )
                 == ["head 201 Content-Length=0", "end keepAlive=true"])
         #expect(
             events("HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n", head: true)
@@ -93,7 +96,9 @@ struct ResponseParserTests {
                 == "error conflicting-framing")
         #expect(events("HTTP/1.1 200 OK\r\nContent-Length: abc\r\n\r\n").last == "error invalid-content-length")
         #expect(events("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n").last == "error invalid-chunk")
-        #expect(events("HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: x\r\n\r\n").last == "error upgrade-unsupported")
+        #expect(
+            events("HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: x\r\n\r\n").last
+                == "error upgrade-unsupported")
         #expect(events("NOT HTTP\r\n\r\n").last == "error malformed-request")
     }
 
@@ -121,7 +126,10 @@ struct ResponseParserTests {
             #expect(got == [expected], "\(fields.debugDescription)")
         }
         // The same rules hold for a status that has no body.
-        #expect(events("HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: identity\r\nContent-Length: 5\r\n\r\n") == ["error conflicting-framing"])
+        #expect(
+            events("HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: identity\r\nContent-Length: 5\r\n\r\n") == [
+                "error conflicting-framing"
+            ])
     }
 
     /// `204`, `304` and `1xx` have no body whatever their length says (RFC 9110 §6.4.1): the
@@ -130,8 +138,13 @@ struct ResponseParserTests {
     @Test(arguments: [1, 4, 1000])
     func bodilessStatusesEndAtTheirHeadWhateverTheLengthSays(step: Int) {
         #expect(
-            events("HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx", step: step)
-                == ["head 304 Content-Length=10", "end keepAlive=true", "head 200 Content-Length=1", "body x", "end keepAlive=true"])
+            events(
+                "HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx", step: step
+            )
+                == [
+                    "head 304 Content-Length=10", "end keepAlive=true", "head 200 Content-Length=1", "body x",
+                    "end keepAlive=true",
+                ])
         #expect(
             events("HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n", step: step)
                 == ["head 204 Content-Length=10", "end keepAlive=false"])
@@ -139,14 +152,19 @@ struct ResponseParserTests {
             events("HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n", step: step)
                 == ["head 204 Transfer-Encoding=chunked", "end keepAlive=false"])
         #expect(
-            events("HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n", step: step) == ["head 204 Content-Length=0", "end keepAlive=true"])
+            events("HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n", step: step) == [
+                "head 204 Content-Length=0", "end keepAlive=true",
+            ])
         #expect(
             events("HTTP/1.1 100 Continue\r\nContent-Length: 3\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", step: step)
                 == ["head 200 Content-Length=2", "body ok", "end keepAlive=true"])
     }
 
     @Test func aResponseCutShortIsAnErrorAtEndOfInput() {
-        #expect(events("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", eof: true) == ["head 200 Content-Length=5", "body ab", "error malformed-request"])
+        #expect(
+            events("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", eof: true) == [
+                "head 200 Content-Length=5", "body ab", "error malformed-request",
+            ])
         #expect(events("HTTP/1.1 200 O", eof: true) == ["error malformed-request"])
         #expect(events("", eof: true) == ["error malformed-request"])
     }

@@ -98,7 +98,8 @@ import Testing
         // A logout lands while the lease holder's request is out.
         try await r.actors[0].logout()
         let late = TokenRecord(
-            accessToken: "late-access", refreshToken: "late-refresh", expiresAt: nil, issuedAt: Date(), generation: TokenGeneration(9))
+            accessToken: "late-access", refreshToken: "late-refresh", expiresAt: nil, issuedAt: Date(),
+            generation: TokenGeneration(9))
         #expect(try await store.commit(late, for: .default, lease: lease) == .superseded(nil))
         #expect(try await store.load(for: .default) as TokenRecord? == nil)
         // A login, then a late result fenced on the session before it.

@@ -53,7 +53,9 @@ import Testing
                 logger: Logger(label: "test.stranger"))
         }
         // …then every kind of change about the account it serves, each claiming a newer generation.
-        let forged = ["logout default 900", "login default 901", "refreshed default 902", "released default 903", "state default"]
+        let forged = [
+            "logout default 900", "login default 901", "refreshed default 902", "released default 903", "state default",
+        ]
         try await Self.notify(forged, on: channel, as: stranger)
 
         // Notifications arrive in order: once the forged ones about `default` have reached a

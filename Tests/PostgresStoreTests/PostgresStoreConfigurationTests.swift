@@ -22,20 +22,21 @@ struct PostgresStoreConfigurationTests {
         #expect(c.table == PostgresStoreConfiguration.defaultTable)
     }
 
-    @Test(arguments: [
-        ("mysql://gate@db/tokens", nil, nil, "store.url: must be a postgres:// URL"),
-        ("not a url", nil, nil, "store.url: must be a postgres:// URL"),
-        ("postgres://gate:hunter2@db/tokens", nil, nil, "store.url: must not hold a password"),
-        ("postgres://gate@db/tokens?sslmode=require", nil, nil, "store.url: must have no query"),
-        ("postgres://db/tokens", nil, nil, "store.url: must name a user"),
-        ("postgres://gate@db/", nil, nil, "store.url: must name one database"),
-        ("postgres://gate@db/a/b", nil, nil, "store.url: must name one database"),
-        ("postgres://gate@db/tokens", "verify-full", nil, "store.tlsMode: must be disable, prefer or require"),
-        ("postgres://gate@db/tokens", nil, "Sessions", "store.table: must be 1–48"),
-        ("postgres://gate@db/tokens", nil, "x; DROP TABLE y", "store.table: must be 1–48"),
-        ("postgres://gate@db/tokens", nil, "9lives", "store.table: must be 1–48"),
-        ("postgres://gate@db/tokens", nil, String(repeating: "a", count: 49), "store.table: must be 1–48"),
-    ] as [(String, String?, String?, String)])
+    @Test(
+        arguments: [
+            ("mysql://gate@db/tokens", nil, nil, "store.url: must be a postgres:// URL"),
+            ("not a url", nil, nil, "store.url: must be a postgres:// URL"),
+            ("postgres://gate:hunter2@db/tokens", nil, nil, "store.url: must not hold a password"),
+            ("postgres://gate@db/tokens?sslmode=require", nil, nil, "store.url: must have no query"),
+            ("postgres://db/tokens", nil, nil, "store.url: must name a user"),
+            ("postgres://gate@db/", nil, nil, "store.url: must name one database"),
+            ("postgres://gate@db/a/b", nil, nil, "store.url: must name one database"),
+            ("postgres://gate@db/tokens", "verify-full", nil, "store.tlsMode: must be disable, prefer or require"),
+            ("postgres://gate@db/tokens", nil, "Sessions", "store.table: must be 1–48"),
+            ("postgres://gate@db/tokens", nil, "x; DROP TABLE y", "store.table: must be 1–48"),
+            ("postgres://gate@db/tokens", nil, "9lives", "store.table: must be 1–48"),
+            ("postgres://gate@db/tokens", nil, String(repeating: "a", count: 49), "store.table: must be 1–48"),
+        ] as [(String, String?, String?, String)])
     func aBadSettingIsRefusedNamingItsField(url: String, tlsMode: String?, table: String?, expected: String) {
         do {
             _ = try PostgresStoreConfiguration(url: url, tlsMode: tlsMode, table: table)

@@ -153,11 +153,13 @@ import Testing
         let app = try TestDatabase.app()
         // A port nothing listens on: bind one, note it, close it.
         let closedPort = try ClosedPort.find()
-        let unreachable = try PostgresStoreConfiguration(url: "postgres://\(app.user)@127.0.0.1:\(closedPort)/\(app.database)", tlsMode: "disable")
+        let unreachable = try PostgresStoreConfiguration(
+            url: "postgres://\(app.user)@127.0.0.1:\(closedPort)/\(app.database)", tlsMode: "disable")
         await #expect {
             _ = try await PostgresTokenStore.open(unreachable, password: app.password, key: key, logger: logger)
         } throws: { ($0 as? PostgresStoreError)?.code == .unreachable && ($0 as? PostgresStoreError)?.field == "store.url" }
-        let missing = try PostgresStoreConfiguration(url: "postgres://\(app.user)@\(app.host):\(app.port)/nosuchdb", tlsMode: "disable")
+        let missing = try PostgresStoreConfiguration(
+            url: "postgres://\(app.user)@\(app.host):\(app.port)/nosuchdb", tlsMode: "disable")
         await #expect {
             _ = try await PostgresTokenStore.open(missing, password: app.password, key: key, logger: logger)
         } throws: { ($0 as? PostgresStoreError)?.code == .databaseMissing && "\($0)".contains("nosuchdb") }
@@ -173,11 +175,14 @@ import Testing
         let password = UUID().uuidString
         try await TestDatabase.adminExecute("CREATE ROLE \(role) LOGIN PASSWORD '\(password)'")
         let table = TestDatabase.uniqueTable()
-        let c = try PostgresStoreConfiguration(url: "postgres://\(role)@\(app.host):\(app.port)/\(app.database)", tlsMode: "disable", table: table)
+        let c = try PostgresStoreConfiguration(
+            url: "postgres://\(role)@\(app.host):\(app.port)/\(app.database)", tlsMode: "disable", table: table)
         // No CREATE on the schema: the table cannot be made.
         await #expect {
             _ = try await PostgresTokenStore.open(c, password: password, key: key, logger: logger)
-        } throws: { ($0 as? PostgresStoreError)?.code == .permissionDenied && ($0 as? PostgresStoreError)?.field == "store.table" }
+        } throws: {
+            ($0 as? PostgresStoreError)?.code == .permissionDenied && ($0 as? PostgresStoreError)?.field == "store.table"
+        }
         // The table exists (made by the owner) and the role may only read it.
         await (try await open(table: table)).close()
         try await TestDatabase.adminExecute("GRANT SELECT ON \(table), \(table)_schema TO \(role)")

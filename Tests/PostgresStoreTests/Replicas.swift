@@ -18,7 +18,8 @@ struct Replicas {
     var actors: [AuthActor] = []
     var stores: [PostgresTokenStore] = []
 
-    init(_ count: Int, server configuration: FakeAuthorizationServer.Configuration = .init(), terms: LeaseRule.Terms) async throws {
+    init(_ count: Int, server configuration: FakeAuthorizationServer.Configuration = .init(), terms: LeaseRule.Terms) async throws
+    {
         self.server = FakeAuthorizationServer(configuration: configuration, clock: clock)
         self.terms = terms
         for i in 0..<count {

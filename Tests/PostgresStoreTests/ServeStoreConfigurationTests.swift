@@ -33,7 +33,8 @@ import Testing
 
     /// Runs `authgate serve` on `config` for at most 30 s; its exit status and stderr.
     func serve(_ scratch: Scratch, _ config: [String: Any]) throws -> (Int32, String) {
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("authgate").path
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("authgate")
+            .path
         try #require(FileManager.default.isExecutableFile(atPath: binary), "build the authgate product first")
         let file = scratch.root + "/config.json"
         try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: file))
@@ -71,7 +72,8 @@ import Testing
             (
                 "an unreachable server",
                 [
-                    "kind": "postgres", "url": "postgres://\(app.user)@127.0.0.1:\(closedPort)/\(app.database)", "tlsMode": "disable",
+                    "kind": "postgres", "url": "postgres://\(app.user)@127.0.0.1:\(closedPort)/\(app.database)",
+                    "tlsMode": "disable",
                     "passwordFile": try scratch.passwordFile(app.password ?? ""),
                 ],
                 "store.url: cannot connect to 127.0.0.1:\(closedPort)"

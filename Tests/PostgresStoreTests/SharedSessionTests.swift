@@ -12,14 +12,16 @@ import Testing
 @Suite(TestDatabase.required) struct SharedSessionTests {
     let key = TokenStoreKey.random()
 
-    func replica(table: String, server: FakeAuthorizationServer, clock: TestClock) async throws -> (AuthActor, PostgresTokenStore) {
+    func replica(table: String, server: FakeAuthorizationServer, clock: TestClock) async throws -> (AuthActor, PostgresTokenStore)
+    {
         let app = try TestDatabase.app()
         let store = try await PostgresTokenStore.open(
             try PostgresStoreConfiguration(url: app.storeURL, tlsMode: "disable", table: table), password: app.password,
             key: key, logger: Logger(label: "test.store"))
         let actor = AuthActor(
             client: OAuth2Client(
-                configuration: .init(tokenEndpoint: "https://auth.example.test/oauth/token", clientID: "authgate", clientSecret: "s3cret"),
+                configuration: .init(
+                    tokenEndpoint: "https://auth.example.test/oauth/token", clientID: "authgate", clientSecret: "s3cret"),
                 transport: server, clock: clock),
             tokenStore: store, stateStore: store, clock: clock, configuration: .init(skew: .seconds(30), jitter: .zero),
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), refreshCoordinator: store)

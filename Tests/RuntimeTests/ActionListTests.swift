@@ -101,7 +101,8 @@ import Testing
         _ = m.receivedEnd(now: 1)
         let a = m.respond(1, status: 200, headers: HTTPHeaders(), body: [], now: 2)
         #expect(a.count == 5)
-        #expect(Array(a.dropFirst()) == [.releaseBudget(4), .resetExchange, .armTimer(.keepAlive, deadline: 3002), .drainPending])
+        #expect(
+            Array(a.dropFirst()) == [.releaseBudget(4), .resetExchange, .armTimer(.keepAlive, deadline: 3002), .drainPending])
         #expect(!a.spilled)
     }
 }

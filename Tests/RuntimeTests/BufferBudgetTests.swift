@@ -1,8 +1,8 @@
 import Foundation
 import HTTPWire
 import Runtime
-import Testing
 import TestSupport
+import Testing
 
 /// Request bodies buffered in memory are bounded across connections: past the shared budget
 /// a request gets 503 problem+json, and every byte is given back when its exchange ends.

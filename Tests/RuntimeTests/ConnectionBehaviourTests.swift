@@ -1,7 +1,7 @@
 import Foundation
-import TestSupport
 import HTTPWire
 import Runtime
+import TestSupport
 import Testing
 
 @Suite(.serialized) struct ConnectionBehaviourTests {
@@ -63,7 +63,8 @@ import Testing
         try await TestServer.with { server in
             let client = try RawClient(port: server.port)
             try client.send(
-                "POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nTrailer: x\r\n\r\n")
+                "POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nTrailer: x\r\n\r\n"
+            )
             let r = try client.readResponse()
             #expect(r.text == "hello world")
         }

@@ -1,8 +1,8 @@
 import Foundation
 import HTTPWire
 import Runtime
-import Testing
 import TestSupport
+import Testing
 
 /// An error answered while a read still holds more of the request: nothing after the error
 /// is parsed, so the refused request never reaches the responder.
@@ -15,7 +15,8 @@ import TestSupport
             let chunk = String(repeating: "x", count: 600)
             // One write: the second chunk passes the limit, and the body's end follows.
             try client.send(
-                "POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n\(chunk)\r\n258\r\n\(chunk)\r\n0\r\n\r\n")
+                "POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n\(chunk)\r\n258\r\n\(chunk)\r\n0\r\n\r\n"
+            )
             let raw = client.readToEnd()
             let (r, _) = try #require(TestResponse.parse(raw))
             #expect(r.status == 413)
@@ -45,7 +46,8 @@ import TestSupport
             let client = try RawClient(port: server.port)
             let chunk = String(repeating: "x", count: 80)
             try client.send(
-                "POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n50\r\n\(chunk)\r\n50\r\n\(chunk)\r\n0\r\n\r\n")
+                "POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n50\r\n\(chunk)\r\n50\r\n\(chunk)\r\n0\r\n\r\n"
+            )
             let raw = client.readToEnd()
             let (r, _) = try #require(TestResponse.parse(raw))
             #expect(r.status == 503)

@@ -11,7 +11,12 @@ import Testing
         var m = makeMachine()
         _ = m.bytesReceived(now: 100)
         let a = m.timerFired(now: 1000)
-        #expect(a == [.write(Array(problemResponse(WireError(.headTimeout, status: 408, "the request head did not arrive in time")).utf8)), .pauseReading])
+        #expect(
+            a == [
+                .write(
+                    Array(problemResponse(WireError(.headTimeout, status: 408, "the request head did not arrive in time")).utf8)),
+                .pauseReading,
+            ])
         #expect(m.complete(a, now: 1001) == [.resumeWriters] + lingerActions(1001))
     }
 
@@ -149,7 +154,11 @@ import Testing
         _ = m.receivedBody(10, now: 0)
         _ = m.receivedBody(20, now: 0)
         let a = m.budgetRefused(20, now: 0)
-        #expect(writes(a) == [problemResponse(WireError(.overloaded, status: 503, "the server holds too many request bodies in memory; retry later"))])
+        #expect(
+            writes(a) == [
+                problemResponse(
+                    WireError(.overloaded, status: 503, "the server holds too many request bodies in memory; retry later"))
+            ])
         _ = m.complete(a, now: 1)
         #expect(m.receivedEnd(now: 2) == [], "the refused body is never delivered")
         #expect(m.timerFired(now: 2001) == [.releaseBudget(10), .failWriters, .close])

@@ -44,7 +44,10 @@ import Testing
         var m = streaming(HTTPHeaders())
         let big = [UInt8](repeating: 0x61, count: 300)
         let first = big.withUnsafeBytes { m.writeBody(1, $0) }
-        #expect(writes(first) == ["HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n12c\r\n" + String(repeating: "a", count: 300) + "\r\n"])
+        #expect(
+            writes(first) == [
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n12c\r\n" + String(repeating: "a", count: 300) + "\r\n"
+            ])
         let second = Array("z".utf8).withUnsafeBytes { m.writeBody(1, $0) }
         #expect(writes(second) == ["1\r\nz\r\n"])
     }

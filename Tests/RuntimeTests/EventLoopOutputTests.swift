@@ -1,7 +1,7 @@
 import Glibc
 import Runtime
-import Testing
 import TestSupport
+import Testing
 
 /// Output a loop batches: what one turn appends leaves in one `write(2)` per descriptor, in
 /// order; nothing is lost at shutdown. Seen through a datagram socket pair, where each
@@ -27,7 +27,10 @@ import TestSupport
 
     @Test func oneTurnsLinesLeaveInOneWriteInOrder() async throws {
         let (w, r) = try pair()
-        defer { close(w); close(r) }
+        defer {
+            close(w)
+            close(r)
+        }
         let loop = try EventLoop(name: "output")
         loop.start()
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -52,7 +55,10 @@ import TestSupport
 
     @Test func whatTheLastJobsAppendIsWrittenAtShutdown() throws {
         let (w, r) = try pair()
-        defer { close(w); close(r) }
+        defer {
+            close(w)
+            close(r)
+        }
         let loop = try EventLoop(name: "output")
         loop.start()
         loop.execute { loop.appendOutput(Array("first\n".utf8), to: w) }

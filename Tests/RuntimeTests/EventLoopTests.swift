@@ -1,8 +1,8 @@
 import Glibc
 import Locking
 import Runtime
-import Testing
 import TestSupport
+import Testing
 
 /// An actor whose jobs run on a given loop.
 actor LoopCounter {

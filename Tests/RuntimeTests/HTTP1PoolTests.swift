@@ -2,15 +2,16 @@ import Foundation
 import Glibc
 import HTTPWire
 import Runtime
-import Testing
 import TestSupport
+import Testing
 
 /// The loop's own HTTP/1.1 client against a real nginx (which names its connection in
 /// each answer, `$connection`) and a server that drops a kept-alive connection unasked.
 @Suite(.serialized)
 struct HTTP1PoolTests {
     func withClient(
-        _ config: UpstreamClientConfiguration = UpstreamClientConfiguration(loopHTTP1: true), _ body: (UpstreamClient) async throws -> Void
+        _ config: UpstreamClientConfiguration = UpstreamClientConfiguration(loopHTTP1: true),
+        _ body: (UpstreamClient) async throws -> Void
     ) async throws {
         let loop = try EventLoop(name: "pool-loop")
         loop.start()

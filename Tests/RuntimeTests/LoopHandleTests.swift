@@ -1,9 +1,10 @@
 import CLibUV
 import Glibc
 import Locking
-@testable import Runtime
-import Testing
 import TestSupport
+import Testing
+
+@testable import Runtime
 
 /// The libuv wrappers, with failures provoked for real: a descriptor that is not open, a
 /// file that cannot be polled, a port that is taken, a handle used after close.
@@ -58,7 +59,11 @@ import TestSupport
                         timer.close {
                             // The handle's memory is freed by now: the wrapper must refuse
                             // without touching it.
-                            cont.resume(returning: (LoopHandleTests.failure { () throws(RuntimeError) in try timer.start(after: 1) }, timer.isClosing))
+                            cont.resume(
+                                returning: (
+                                    LoopHandleTests.failure { () throws(RuntimeError) in try timer.start(after: 1) },
+                                    timer.isClosing
+                                ))
                         }
                     }
                 } catch {
@@ -84,7 +89,9 @@ import TestSupport
         }
         try #require(bound == 0 && listen(fd, 1) == 0)
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
         let port = Int(UInt16(bigEndian: addr.sin_port))
         let error = try await onLoop { loop in
             LoopHandleTests.failure { () throws(RuntimeError) in

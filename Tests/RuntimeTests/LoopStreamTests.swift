@@ -1,7 +1,8 @@
 import CLibUV
 import Glibc
-@testable import Runtime
 import Testing
+
+@testable import Runtime
 
 /// ``LoopStream`` (through ``LoopTCP`` and ``StreamListener/accept(readBuffer:)``) over a
 /// real loopback connection: what the kernel does not take at once is queued and arrives
@@ -178,11 +179,13 @@ import Testing
                         // Both handles' memory is freed by now: the wrapper must refuse
                         // without reaching libuv.
                         var seen: [String] = []
-                        let refusal = LoopStreamTests.refusal, write = LoopStreamTests.write
+                        let refusal = LoopStreamTests.refusal
+                        let write = LoopStreamTests.write
                         for stream in [tcp, pipe] as [LoopStream] {
                             let one: [UInt8] = [1]
                             seen.append(refusal(LoopHandleTests.failure { () throws(RuntimeError) in try stream.startReading() }))
-                            seen.append(refusal(LoopHandleTests.failure { () throws(RuntimeError) in _ = try write(stream, one) }))
+                            seen.append(
+                                refusal(LoopHandleTests.failure { () throws(RuntimeError) in _ = try write(stream, one) }))
                             seen.append(refusal(LoopHandleTests.failure { () throws(RuntimeError) in try stream.shutdown() }))
                             stream.stopReading()
                             seen.append("queued \(stream.queuedBytes)")

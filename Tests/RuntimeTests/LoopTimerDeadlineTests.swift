@@ -1,9 +1,10 @@
 import CLibUV
 import Glibc
 import Locking
-@testable import Runtime
-import Testing
 import TestSupport
+import Testing
+
+@testable import Runtime
 
 /// ``LoopTimer/arm(at:)``: a deadline that moves later costs no libuv call, and the timer
 /// still fires once, never before the deadline in force.

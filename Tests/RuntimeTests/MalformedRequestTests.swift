@@ -1,7 +1,7 @@
 import Foundation
-import TestSupport
 import HTTPWire
 import Runtime
+import TestSupport
 import Testing
 
 /// Raw requests a strict proxy must refuse, each with the status it must get.

@@ -1,7 +1,8 @@
 import CCurl
 import Glibc
-@testable import Runtime
 import Testing
+
+@testable import Runtime
 
 /// The error shape: stable codes, the mapping of libcurl's codes, and descriptions that
 /// hold no secret.

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPWire
 import Locking
+
 @testable import Runtime
 
 /// A server on an ephemeral port (or a Unix socket) with routes that exercise the runtime.

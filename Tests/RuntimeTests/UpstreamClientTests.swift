@@ -1,7 +1,7 @@
 import Foundation
-import TestSupport
 import HTTPWire
 import Runtime
+import TestSupport
 import Testing
 
 @Suite(.serialized) struct UpstreamClientTests {
@@ -25,7 +25,9 @@ import Testing
             var h = HTTPHeaders()
             h.add(name: "Content-Type", value: "text/plain")
             let post = try await client.send(
-                UpstreamRequest(method: "POST", url: "http://127.0.0.1:\(server.port)/echo?q=1", headers: h, body: .bytes(Array("payload".utf8))))
+                UpstreamRequest(
+                    method: "POST", url: "http://127.0.0.1:\(server.port)/echo?q=1", headers: h,
+                    body: .bytes(Array("payload".utf8))))
             #expect(post.status == 200)
             #expect(String(decoding: post.body, as: UTF8.self) == "payload")
             #expect(post.headers[first: "x-target"] == "/echo?q=1")
@@ -83,13 +85,16 @@ import Testing
                 h.add(name: "X-Size", value: "5000000")
                 let error = await #expect(throws: RuntimeError.self) {
                     try await client.send(
-                        UpstreamRequest(method: "GET", url: "http://127.0.0.1:\(server.port)/big", headers: h), maxBodyBytes: 1000)
+                        UpstreamRequest(method: "GET", url: "http://127.0.0.1:\(server.port)/big", headers: h), maxBodyBytes: 1000
+                    )
                 }
                 #expect(error?.code == .responseTooLarge)
                 #expect(error?.status == 502)
                 for i in 0..<3 {
                     let r = try await client.send(
-                        UpstreamRequest(method: "POST", url: "http://127.0.0.1:\(server.port)/echo", body: .bytes(Array("\(round)-\(i)".utf8))))
+                        UpstreamRequest(
+                            method: "POST", url: "http://127.0.0.1:\(server.port)/echo", body: .bytes(Array("\(round)-\(i)".utf8))
+                        ))
                     #expect(String(decoding: r.body, as: UTF8.self) == "\(round)-\(i)")
                 }
             }
@@ -117,7 +122,8 @@ import Testing
                 var h = HTTPHeaders()
                 h.add(name: name, value: value)
                 do throws(RuntimeError) {
-                    _ = try await client.send(UpstreamRequest(method: "GET", url: "http://127.0.0.1:\(server.port)/echo", headers: h))
+                    _ = try await client.send(
+                        UpstreamRequest(method: "GET", url: "http://127.0.0.1:\(server.port)/echo", headers: h))
                     Issue.record("sent \(name.debugDescription): \(value.debugDescription)")
                 } catch {
                     #expect(error.code == .invalidRequest, "\(name.debugDescription)")
@@ -128,7 +134,8 @@ import Testing
             var fine = HTTPHeaders()
             fine.add(name: "X-Tab", value: "a\tb")
             fine.add(name: "X-Obs-Text", value: "caf\u{E9}")
-            let r = try await client.send(UpstreamRequest(method: "GET", url: "http://127.0.0.1:\(server.port)/echo", headers: fine))
+            let r = try await client.send(
+                UpstreamRequest(method: "GET", url: "http://127.0.0.1:\(server.port)/echo", headers: fine))
             #expect(r.status == 200, "HTAB and obs-text are valid in a field value")
         }
     }
@@ -154,7 +161,9 @@ import Testing
             h.add(name: "Connection", value: "close")
             for i in 0..<300 {
                 let r = try await client.send(
-                    UpstreamRequest(method: "POST", url: "http://127.0.0.1:\(server.port)/echo", headers: h, body: .bytes(Array(String(i).utf8))))
+                    UpstreamRequest(
+                        method: "POST", url: "http://127.0.0.1:\(server.port)/echo", headers: h,
+                        body: .bytes(Array(String(i).utf8))))
                 #expect(String(decoding: r.body, as: UTF8.self) == String(i))
             }
         }
@@ -167,7 +176,8 @@ import Testing
                 for i in 0..<500 {
                     group.addTask {
                         let r = try await client.send(
-                            UpstreamRequest(method: "POST", url: "http://127.0.0.1:\(port)/echo", body: .bytes(Array(String(i).utf8))))
+                            UpstreamRequest(
+                                method: "POST", url: "http://127.0.0.1:\(port)/echo", body: .bytes(Array(String(i).utf8))))
                         return String(decoding: r.body, as: UTF8.self) == String(i) ? 1 : 0
                     }
                 }

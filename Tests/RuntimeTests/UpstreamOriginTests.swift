@@ -1,6 +1,6 @@
 import HTTPWire
-import Testing
 import TestSupport
+import Testing
 
 @testable import Runtime
 

@@ -1,8 +1,8 @@
 import Foundation
 import HTTPWire
 import Runtime
-import Testing
 import TestSupport
+import Testing
 
 /// A retired upstream client (its settings were replaced by a reload) closes its connections
 /// once idle, lets exchanges under way finish, and serves a late exchange by opening again;
@@ -61,7 +61,9 @@ struct UpstreamRetireTests {
     }
 
     @Test(arguments: configurations)
-    func aRetiredClientClosesItsIdleConnectionsAndOpensAgainForALateExchange(_ configuration: UpstreamClientConfiguration) async throws {
+    func aRetiredClientClosesItsIdleConnectionsAndOpensAgainForALateExchange(_ configuration: UpstreamClientConfiguration)
+        async throws
+    {
         try await Self.withServedClient(configuration) { nginx, _, client in
             #expect(try Self.active(nginx.port) == 2, "one kept-alive connection, and curl's")
             await Self.onLoop(client) { $0.retire() }

@@ -72,7 +72,9 @@ public final class CannedServer: @unchecked Sendable {
                 seen += buf[0..<n]
             }
             seen.removeSubrange(..<seen.firstRange(of: [13, 10, 13, 10])!.upperBound)
-            if delay > .zero { Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18) }
+            if delay > .zero {
+                Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+            }
             _ = response.withUnsafeBytes { Glibc.send(c, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         } while after == .serveNext
         if after == .stall {

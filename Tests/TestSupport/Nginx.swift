@@ -110,13 +110,16 @@ public struct TestCertificates: Sendable {
         serverKey = "\(dir)/server.key"
         clientCert = "\(dir)/client.pem"
         clientKey = "\(dir)/client.key"
-        try run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/ca.key", "-out", caCert,
+        try run(
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/ca.key", "-out", caCert,
             "-days", "1", "-subj", "/CN=AuthGate Test CA")
         try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(toFile: "\(dir)/san.ext", atomically: true, encoding: .utf8)
         for (name, cert, key) in [("server", serverCert, serverKey), ("client", clientCert, clientKey)] {
-            try run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", "\(dir)/\(name).csr",
+            try run(
+                "openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", "\(dir)/\(name).csr",
                 "-subj", "/CN=\(name)")
-            try run("openssl", "x509", "-req", "-in", "\(dir)/\(name).csr", "-CA", caCert, "-CAkey", "\(dir)/ca.key",
+            try run(
+                "openssl", "x509", "-req", "-in", "\(dir)/\(name).csr", "-CA", caCert, "-CAkey", "\(dir)/ca.key",
                 "-CAcreateserial", "-out", cert, "-days", "1", "-extfile", "\(dir)/san.ext")
         }
     }
@@ -134,7 +137,10 @@ public func run(_ arguments: String...) throws {
     if p.terminationStatus != 0 { throw CommandFailed(command: arguments.joined(separator: " "), status: p.terminationStatus) }
 }
 
-public struct CommandFailed: Error { public let command: String; public let status: Int32 }
+public struct CommandFailed: Error {
+    public let command: String
+    public let status: Int32
+}
 
 /// The resident set size of this process in bytes.
 public func residentBytes() -> Int {

@@ -94,7 +94,11 @@ public final class RawClient {
     }
 
     public enum ClientError: Error {
-        case socket(Int32), connect(Int32), send(Int32), receive(Int32, buffered: String), closed(buffered: String)
+        case socket(Int32)
+        case connect(Int32)
+        case send(Int32)
+        case receive(Int32, buffered: String)
+        case closed(buffered: String)
     }
 }
 

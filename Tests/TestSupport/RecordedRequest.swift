@@ -64,7 +64,9 @@ public struct RecordedRequest: Sendable {
             guard let colon = line.firstIndex(of: ":"), line[..<colon].utf8.allSatisfy(isTokenByte), colon != line.startIndex
             else { return .malformed("header line: \(line)") }
             let value = line[line.index(after: colon)...].trimmingSpaceAndTab()
-            guard value.utf8.allSatisfy({ $0 == 9 || ($0 >= 32 && $0 != 127) }) else { return .malformed("header value: \(line)") }
+            guard value.utf8.allSatisfy({ $0 == 9 || ($0 >= 32 && $0 != 127) }) else {
+                return .malformed("header value: \(line)")
+            }
             headers.append((String(line[..<colon]), value))
         }
         var request = RecordedRequest(
@@ -110,7 +112,9 @@ public struct RecordedRequest: Sendable {
             if byte == 0 { return "NUL in the head" }
             if previous == 13 && byte != 10 { return "bare CR in the head" }
             if byte == 10 && previous != 13 { return "bare LF in the head" }
-            if (byte == 32 || byte == 9) && previous == 10 { return i == head.startIndex ? "white space before the request line" : "obs-fold" }
+            if (byte == 32 || byte == 9) && previous == 10 {
+                return i == head.startIndex ? "white space before the request line" : "obs-fold"
+            }
             previous = byte
         }
         return nil

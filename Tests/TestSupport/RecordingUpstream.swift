@@ -94,7 +94,9 @@ public final class RecordingUpstream: Sendable {
 
     /// Reads until the peer closes, recording every byte, and answers each framed request.
     private func serve(_ c: Int32, id: Int) {
-        let answer = Array("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: \(Self.responseBody.utf8.count)\r\n\r\n\(Self.responseBody)".utf8)
+        let answer = Array(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: \(Self.responseBody.utf8.count)\r\n\r\n\(Self.responseBody)"
+                .utf8)
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
             let n = chunk.withUnsafeMutableBytes { recv(c, $0.baseAddress, $0.count, 0) }

@@ -46,7 +46,8 @@ public enum HTTPDate {
         // 1970-01-01 was a Thursday (index 3 from Monday).
         let weekday = ((days % 7) + 7 + 3) % 7
         func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(self.days[weekday]), \(two(day)) \(months[month - 1]) \(year) \(two(s / 3600)):\(two(s / 60 % 60)):\(two(s % 60)) GMT"
+        return
+            "\(self.days[weekday]), \(two(day)) \(months[month - 1]) \(year) \(two(s / 3600)):\(two(s / 60 % 60)):\(two(s % 60)) GMT"
     }
 
     private static func make(year: String, month: String, day: String, time: String) -> Date? {

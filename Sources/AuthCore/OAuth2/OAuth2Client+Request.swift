@@ -59,7 +59,8 @@ extension OAuth2Client {
         case .basic:
             guard let clientID = configuration.clientID else { break }
             if headers.contains(where: { $0.name == "Authorization" }) {
-                throw AuthError.tokenEndpoint(.invalidConfiguration, .terminal,
+                throw AuthError.tokenEndpoint(
+                    .invalidConfiguration, .terminal,
                     message: "basic client authentication conflicts with refreshSendsExpiredAccessToken; use post")
             }
             let pair =

@@ -24,22 +24,26 @@ extension OAuth2Client {
         guard (200..<300).contains(response.status) else {
             let oauthError = json.flatMap { Self.oauthError(in: $0, paths: mapping.paths) }
             if response.status == 429 {
-                throw AuthError.tokenEndpoint(.rateLimited, .transient, status: 429,
+                throw AuthError.tokenEndpoint(
+                    .rateLimited, .transient, status: 429,
                     oauthError: oauthError, retryAfter: retryAfter)
             }
             if response.status >= 500 {
-                throw AuthError.tokenEndpoint(.serverError, .transient, status: response.status,
+                throw AuthError.tokenEndpoint(
+                    .serverError, .transient, status: response.status,
                     oauthError: oauthError, retryAfter: retryAfter)
             }
             if let oauthError {
                 let terminal =
                     oauthError.isTerminal && [400, 401].contains(response.status)
                     || mapping.terminalStatuses.contains(response.status)
-                throw AuthError.tokenEndpoint(.oauthError, terminal ? .terminal : .transient,
+                throw AuthError.tokenEndpoint(
+                    .oauthError, terminal ? .terminal : .transient,
                     status: response.status, oauthError: oauthError, retryAfter: retryAfter)
             }
             let terminal = mapping.terminalStatuses.contains(response.status)
-            throw AuthError.tokenEndpoint(.unexpectedStatus, terminal ? .terminal : .transient,
+            throw AuthError.tokenEndpoint(
+                .unexpectedStatus, terminal ? .terminal : .transient,
                 status: response.status, retryAfter: retryAfter,
                 message: terminal ? "status declared terminal by the mapping" : "no OAuth error body")
         }
@@ -52,7 +56,8 @@ extension OAuth2Client {
             accessToken = json.flatMap { JSONPath.string(at: paths.accessToken, in: $0) }
         }
         guard let accessToken, !accessToken.isEmpty else {
-            throw AuthError.tokenEndpoint(.malformedResponse, .ambiguous, status: response.status,
+            throw AuthError.tokenEndpoint(
+                .malformedResponse, .ambiguous, status: response.status,
                 message: "no access token in the response")
         }
         var result = TokenResponse(accessToken: accessToken)
@@ -66,7 +71,8 @@ extension OAuth2Client {
             result.idToken = JSONPath.string(at: paths.idToken, in: json)
         }
         if let field = TokenSyntax.violation(in: result) {
-            throw AuthError.tokenEndpoint(.invalidTokenSyntax, .ambiguous, status: response.status,
+            throw AuthError.tokenEndpoint(
+                .invalidTokenSyntax, .ambiguous, status: response.status,
                 message: "\(TokenSyntax.requirement(for: field)); the response was not used", field: field)
         }
         return result

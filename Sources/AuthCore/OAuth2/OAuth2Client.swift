@@ -91,7 +91,8 @@ public struct OAuth2Client: TokenGrantClient {
             throw AuthError.tokenEndpoint(.network, .transient, message: "the revocation endpoint did not answer")
         }
         guard (200..<300).contains(response.status) else {
-            throw AuthError.tokenEndpoint(.unexpectedStatus, .terminal,
+            throw AuthError.tokenEndpoint(
+                .unexpectedStatus, .terminal,
                 message: "the revocation endpoint answered HTTP \(response.status)")
         }
     }

@@ -1,6 +1,6 @@
+internal import CoreMetrics
 internal import Foundation
 internal import Logging
-internal import CoreMetrics
 
 extension AuthActor {
     /// Ends the session: the state file says "logged out" first, then the tokens are
@@ -53,7 +53,8 @@ extension AuthActor {
                     try await client.revoke(refreshToken: refreshToken, accessToken: accessToken)
                     logger.info("tokens revoked at the authorization server")
                 } catch {
-                    logger.notice("token revocation failed; the session is logged out all the same", metadata: ["auth.error": "\(error)"])
+                    logger.notice(
+                        "token revocation failed; the session is logged out all the same", metadata: ["auth.error": "\(error)"])
                 }
             })
     }

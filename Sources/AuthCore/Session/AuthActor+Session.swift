@@ -1,6 +1,6 @@
+internal import CoreMetrics
 internal import Foundation
 internal import Logging
-internal import CoreMetrics
 
 extension AuthActor {
     /// Logs in by presenting `grant` to the token endpoint, then stores the tokens (first)

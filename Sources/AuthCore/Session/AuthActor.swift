@@ -1,9 +1,9 @@
+public import CoreMetrics
 internal import Foundation
 internal import Locking
-internal import Synchronization
 public import Logging
-public import CoreMetrics
 internal import Metrics
+internal import Synchronization
 
 /// Owns one account's session: it serialises token storage, refresh and logout.
 ///
@@ -120,7 +120,8 @@ public actor AuthActor {
         self.stateStore = stateStore
         self.clock = clock
         self.events =
-            events ?? EventBroadcaster(
+            events
+            ?? EventBroadcaster(
                 initialStatus: SessionStatus(account: account, isLoggedIn: false),
                 wallClock: { [clock] in clock.wallNow })
         self.configuration = configuration

@@ -122,7 +122,8 @@ struct AtomicFile: Sendable {
             let start = (0...(bytes.count - marker.count)).last(where: { bytes[$0..<($0 + marker.count)].elementsEqual(marker) })
         else { return nil }
         let parts = bytes[(start + marker.count)...].split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false)
-        guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.count <= 10 && $0.allSatisfy { (0x30...0x39).contains($0) } }),
+        guard parts.count == 2,
+            parts.allSatisfy({ !$0.isEmpty && $0.count <= 10 && $0.allSatisfy { (0x30...0x39).contains($0) } }),
             let pid = Int32(String(decoding: parts[0], as: UTF8.self)), pid > 0
         else { return nil }
         return pid

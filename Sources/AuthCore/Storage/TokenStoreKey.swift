@@ -1,5 +1,5 @@
-internal import Foundation
 internal import Crypto
+internal import Foundation
 
 /// The 256-bit AES-GCM key that seals token records.
 ///

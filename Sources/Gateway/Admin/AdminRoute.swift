@@ -94,7 +94,8 @@ struct AdminRoute: Sendable, Equatable {
                 throw AdminRequestError(.invalidQuery, "the query parameter \(name) is given more than once", parameter: name)
             }
             guard let value = Self.decode(kv.count == 2 ? kv[1] : "") else {
-                throw AdminRequestError(.invalidQuery, "the query parameter \(name) is not percent-encoded UTF-8", parameter: name)
+                throw AdminRequestError(
+                    .invalidQuery, "the query parameter \(name) is not percent-encoded UTF-8", parameter: name)
             }
             if let requirement = Self.violation(name, value) {
                 throw AdminRequestError(.invalidQuery, "the query parameter \(name) \(requirement)", parameter: name)

@@ -15,7 +15,8 @@ struct EventDocument: Encodable, Sendable {
 
     /// The member names, shared with the reader (``AdminEventPayload``).
     enum CodingKeys: String, CodingKey {
-        case id, type, at, session, generation, persisted, code, retryAfterSeconds = "retry_after_seconds"
+        case id, type, at, session, generation, persisted, code
+        case retryAfterSeconds = "retry_after_seconds"
         case reason, detail, epoch
     }
 

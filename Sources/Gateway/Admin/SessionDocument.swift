@@ -40,7 +40,11 @@ struct SessionDocument: Encodable, Sendable, Equatable {
 
     /// The member names, shared with the reader (``AdminEventPayload``).
     enum CodingKeys: String, CodingKey {
-        case account, state, subject, expiresAt = "expires_at", generation, lastLogin = "last_login", guest, epoch
+        case account, state, subject
+        case expiresAt = "expires_at"
+        case generation
+        case lastLogin = "last_login"
+        case guest, epoch
         case registration, store
     }
 

@@ -38,7 +38,9 @@ public struct StoreView: Sendable {
             let holder = try await leaseHolder(account)
             return StoreDocument(
                 kind: kind, replica: replica, reachable: true,
-                lease: holder.map { StoreDocument.Lease(holder: $0.owner, thisReplica: $0.owner == replica, remaining: $0.remaining) })
+                lease: holder.map {
+                    StoreDocument.Lease(holder: $0.owner, thisReplica: $0.owner == replica, remaining: $0.remaining)
+                })
         } catch {
             return StoreDocument(kind: kind, replica: replica, reachable: false, lease: nil)
         }
@@ -64,7 +66,9 @@ struct StoreDocument: Codable, Sendable, Equatable {
         }
 
         private enum CodingKeys: String, CodingKey {
-            case holder, thisReplica = "this_replica", expiresInSeconds = "expires_in_seconds"
+            case holder
+            case thisReplica = "this_replica"
+            case expiresInSeconds = "expires_in_seconds"
         }
     }
 

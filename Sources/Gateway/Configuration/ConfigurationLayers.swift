@@ -58,9 +58,13 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
         leaves(of: document, node: schema.root, at: [], into: &paths)
         var environmentNames: [[String]: String] = [:]
         for name in environment.keys.sorted() where name.hasPrefix(ConfigurationValues.environmentPrefix + "_") {
-            if ConfigurationValues.nonConfigurationVariables.contains(name) || ConfigurationValues.isServiceLink(name) { continue }
-            let tokens = name.dropFirst(ConfigurationValues.environmentPrefix.count + 1).split(separator: "_", omittingEmptySubsequences: false)
-                .map(String.init)
+            if ConfigurationValues.nonConfigurationVariables.contains(name) || ConfigurationValues.isServiceLink(name) {
+                continue
+            }
+            let tokens = name.dropFirst(ConfigurationValues.environmentPrefix.count + 1).split(
+                separator: "_", omittingEmptySubsequences: false
+            )
+            .map(String.init)
             guard let path = ConfigurationNames.resolve(tokens, in: schema.root), !path.isEmpty else {
                 throw ConfigurationError(
                     .unknownField, field: name,
@@ -104,7 +108,8 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
         var fileValues: [AbsoluteConfigKey: ConfigValue] = [:]
         for path in paths {
             if let value = ConfigurationValues.value(at: path, in: document) {
-                fileValues[AbsoluteConfigKey(path)] = ConfigValue(.stringArray([ConfigurationValues.text(value)]), isSecret: false)
+                fileValues[AbsoluteConfigKey(path)] = ConfigValue(
+                    .stringArray([ConfigurationValues.text(value)]), isSecret: false)
             }
         }
         let reporter = LastAccess()
@@ -152,7 +157,8 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
 
     /// The leaf paths present in `value` (scalars, lists of scalars, maps, and what the schema
     /// does not know, whole).
-    private func leaves(of value: JSONValue, node: ConfigurationSchema.Node?, at path: [String], into paths: inout Set<[String]>) {
+    private func leaves(of value: JSONValue, node: ConfigurationSchema.Node?, at path: [String], into paths: inout Set<[String]>)
+    {
         switch (value, node) {
         case (.object(let members), .object?):
             for m in members { leaves(of: m.value, node: schema.node(at: path + [m.name]), at: path + [m.name], into: &paths) }
@@ -181,11 +187,11 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
             switch flag {
             case nil:
                 after = "each value follows its flag, such as --loops 2"
-            case let (name, true, _)?:
+            case (let name, true, _)?:
                 after = "after \(name)=…, which holds its value"
-            case let (name, false, values)? where values > 0 && singleValued.contains(name):
+            case (let name, false, let values)? where values > 0 && singleValued.contains(name):
                 after = "after \(name) and its one value"
-            case let (name, false, values)?:
+            case (let name, false, let values)?:
                 flag = (name, false, values + 1)
                 continue
             }

@@ -48,13 +48,18 @@ public enum ConfigurationReport {
         walk(document, schema.root, [])
         let c = layered.configuration
         rows.append(
-            ("secret: admin token = " + (c.adminTokenFile == nil ? "(none)" : "<redacted>"),
-             c.adminTokenFile.map { "file \($0) (adminTokenFile)" } ?? (c.adminTokenDisabled == true ? "adminTokenDisabled" : "missing")))
+            (
+                "secret: admin token = " + (c.adminTokenFile == nil ? "(none)" : "<redacted>"),
+                c.adminTokenFile.map { "file \($0) (adminTokenFile)" }
+                    ?? (c.adminTokenDisabled == true ? "adminTokenDisabled" : "missing")
+            ))
         for s in c.allSessions {
             let field = s.name == GatewayConfiguration.defaultSession ? "authorization" : "sessions[\(s.name)].authorization"
             rows.append(
-                ("secret: client secret of \(s.name) = " + (s.authorization.clientSecretFile == nil ? "(none)" : "<redacted>"),
-                 s.authorization.clientSecretFile.map { "file \($0) (\(field).clientSecretFile)" } ?? "public client"))
+                (
+                    "secret: client secret of \(s.name) = " + (s.authorization.clientSecretFile == nil ? "(none)" : "<redacted>"),
+                    s.authorization.clientSecretFile.map { "file \($0) (\(field).clientSecretFile)" } ?? "public client"
+                ))
         }
         let key: String =
             if environment["AUTHGATE_STORE_KEY"].map({ !$0.isEmpty }) == true {

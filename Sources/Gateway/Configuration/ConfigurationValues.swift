@@ -51,7 +51,9 @@ public enum ConfigurationValues {
         var here = document
         for component in path {
             switch here {
-            case .object: guard let next = here[component] else { return nil }; here = next
+            case .object:
+                guard let next = here[component] else { return nil }
+                here = next
             case .array(let elements):
                 guard let i = Int(component), elements.indices.contains(i) else { return nil }
                 here = elements[i]
@@ -126,7 +128,8 @@ public enum ConfigurationValues {
             guard index <= elements.count else {
                 throw ConfigurationError(
                     .invalidValue, field: source.layerName,
-                    "\(source): there is no element \(index) to set (the array has \(elements.count); the next one is \(elements.count))")
+                    "\(source): there is no element \(index) to set (the array has \(elements.count); the next one is \(elements.count))"
+                )
             }
             if index == elements.count { elements.append(.object([])) }
             elements[index] = try setting(value, at: rest, in: elements[index], source: source)
@@ -150,7 +153,8 @@ public enum ConfigurationValues {
         case .number(let n): n
         case .string(let s): Problem.quote(s)
         case .array(let elements): "[" + elements.map { Self.serialize($0) }.joined(separator: ",") + "]"
-        case .object(let members): "{" + members.map { Problem.quote($0.name) + ":" + Self.serialize($0.value) }.joined(separator: ",") + "}"
+        case .object(let members):
+            "{" + members.map { Problem.quote($0.name) + ":" + Self.serialize($0.value) }.joined(separator: ",") + "}"
         }
     }
 }

@@ -43,7 +43,9 @@ extension GatewayConfiguration {
             var uids = Set(self.uids ?? [])
             var gids = Set(self.gids ?? [])
             for (i, name) in (users ?? []).enumerated() {
-                guard let id = Self.userID(name) else { throw .invalid("\(field).users[\(i)]", "names no user of this system: \(name)") }
+                guard let id = Self.userID(name) else {
+                    throw .invalid("\(field).users[\(i)]", "names no user of this system: \(name)")
+                }
                 uids.insert(id)
             }
             for (i, name) in (groups ?? []).enumerated() {
@@ -60,7 +62,8 @@ extension GatewayConfiguration {
                 networks.append(network)
             }
             if uids.isEmpty && gids.isEmpty && networks.isEmpty {
-                throw .invalid(field, "names no caller: list uids, gids, users, groups or addresses (or remove it to admit every caller)")
+                throw .invalid(
+                    field, "names no caller: list uids, gids, users, groups or addresses (or remove it to admit every caller)")
             }
             return CallerRule(uids: uids, gids: gids, networks: networks)
         }

@@ -75,7 +75,8 @@ extension GatewayConfiguration {
                 }
                 if bits & 0o007 != 0 {
                     return .invalid(
-                        "\(field).mode", "\(mode ?? "") lets others connect; its last digit must be 0 (such as \"0600\" or \"0660\")")
+                        "\(field).mode",
+                        "\(mode ?? "") lets others connect; its last digit must be 0 (such as \"0600\" or \"0660\")")
                 }
                 return nil
             }

@@ -49,7 +49,8 @@ extension GatewayConfiguration {
             }
             if admin.unix == nil && !Self.isLoopback(host: admin.host ?? "") {
                 throw .at(
-                    "adminTokenDisabled", .conflict, "true is allowed only with admin.host on loopback (127.0.0.1, ::1, localhost)")
+                    "adminTokenDisabled", .conflict,
+                    "true is allowed only with admin.host on loopback (127.0.0.1, ::1, localhost)")
             }
         }
         if let n = tokenEndpointTimeoutSeconds, !(1...300).contains(n) {
@@ -217,7 +218,10 @@ extension GatewayConfiguration {
         if let bad = m.terminalStatuses.first(where: { !(400...599).contains($0) }) {
             throw .at("\(field).terminalStatuses", .invalidValue, "\(bad) is not a 4xx or 5xx status")
         }
-        let standard = ["grant_type", "username", "password", "scope", "code", "redirect_uri", "code_verifier", "refresh_token", "client_id", "client_secret"]
+        let standard = [
+            "grant_type", "username", "password", "scope", "code", "redirect_uri", "code_verifier", "refresh_token", "client_id",
+            "client_secret",
+        ]
         for name in m.requestFieldNames.keys.sorted() where !standard.contains(name) {
             throw ConfigurationError(
                 .unknownField, field: "\(field).requestFieldNames.\(name)",

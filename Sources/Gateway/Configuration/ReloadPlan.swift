@@ -42,7 +42,8 @@ public struct ReloadPlan: Sendable, Equatable, Codable {
     /// `authorization.clientSecretFile` and each session's are reloadable too.
     public static let reloadableFields: Set<String> = [
         "routes", "upstreamRejection", "maxReplays", "replayLimitBytes", "connectTimeoutSeconds", "upstreamTimeoutSeconds",
-        "tokenEndpointTimeoutSeconds", "upgradeIdleTimeoutSeconds", "caFile", "adminTokenFile", "adminTokenDisabled", "trustForwardedFrom",
+        "tokenEndpointTimeoutSeconds", "upgradeIdleTimeoutSeconds", "caFile", "adminTokenFile", "adminTokenDisabled",
+        "trustForwardedFrom",
         "proxyLivenessPath", "accessLog",
     ]
 

@@ -32,7 +32,8 @@ public enum SecretSources {
     /// `authgate-store-key`, or the configured key file. The caller removes
     /// `AUTHGATE_STORE_KEY` from its process environment once it has read it, so nothing
     /// that reads it later (a child process, a crash reporter, getenv) finds the key there.
-    static func storeKey(_ c: GatewayConfiguration, environment env: [String: String]) throws(ConfigurationError) -> TokenStoreKey {
+    static func storeKey(_ c: GatewayConfiguration, environment env: [String: String]) throws(ConfigurationError) -> TokenStoreKey
+    {
         if let b64 = env["AUTHGATE_STORE_KEY"], !b64.isEmpty {
             do { return try TokenStoreKey(base64: b64) } catch {
                 throw .invalid("AUTHGATE_STORE_KEY", "is not a base64 32-byte key")

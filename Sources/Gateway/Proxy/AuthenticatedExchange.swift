@@ -64,7 +64,8 @@ public struct AuthenticatedExchange: Sendable {
     /// The verdict on the head of an answer to `attempt`; synchronous, so it can be taken in
     /// an upstream client's head callback before any byte of the body reaches the client.
     public func verdict(status: Int, wwwAuthenticate: [String], attempt: ReplayRule.Attempt) -> ReplayRule.Verdict {
-        Self.verdict(policy: policy, rule: rule, session: session, status: status, wwwAuthenticate: wwwAuthenticate, attempt: attempt)
+        Self.verdict(
+            policy: policy, rule: rule, session: session, status: status, wwwAuthenticate: wwwAuthenticate, attempt: attempt)
     }
 
     /// ``verdict(status:wwwAuthenticate:attempt:)`` from its parts, for a caller that holds

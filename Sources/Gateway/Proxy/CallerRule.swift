@@ -38,7 +38,9 @@ public struct CallerRule: Sendable, Equatable {
             let bits = bytes.count * 8
             var prefix = bits
             if parts.count == 2 {
-                guard parts[1].allSatisfy({ $0.isASCII && $0.isNumber }), let n = Int(parts[1]), (0...bits).contains(n) else { return nil }
+                guard parts[1].allSatisfy({ $0.isASCII && $0.isNumber }), let n = Int(parts[1]), (0...bits).contains(n) else {
+                    return nil
+                }
                 prefix = n
             }
             // An IPv4-mapped network is the IPv4 network it maps (peers are compared unmapped).

@@ -79,7 +79,8 @@ public enum ExchangePlan: Sendable, Equatable {
         guard route.requiresAuthentication else { return .forward(route, parsed) }
         guard let sessions else {
             return .reject(
-                GatewayProblem.make("no-session-configured", 500, "this route requires authentication but no session is configured"))
+                GatewayProblem.make(
+                    "no-session-configured", 500, "this route requires authentication but no session is configured"))
         }
         guard sessions.contains(route.session) else {
             return .reject(GatewayProblem.make("no-session-configured", 500, "this route's session is not configured"))

@@ -115,7 +115,9 @@ public struct ProxyRoute: Sendable, Equatable {
         var path = path
         return prefix.withUTF8 { pre in
             path.withUTF8 { p in
-                guard p.count >= pre.count, pre.elementsEqual(UnsafeBufferPointer(rebasing: p[..<pre.count])) else { return false }
+                guard p.count >= pre.count, pre.elementsEqual(UnsafeBufferPointer(rebasing: p[..<pre.count])) else {
+                    return false
+                }
                 return pre.last == UInt8(ascii: "/") || p.count == pre.count || p[pre.count] == UInt8(ascii: "/")
             }
         }

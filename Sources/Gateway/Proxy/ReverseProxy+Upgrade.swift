@@ -10,8 +10,9 @@ extension ReverseProxy {
     func refusedUpgrade(
         _ request: HTTPRequest, _ route: ProxyRoute, _ writer: ResponseWriter, _ s: ProxySettings, _ facts: AccessFacts?
     ) -> Bool {
-        guard case .refuse(let problem) = UpgradeRule.verdict(
-            for: request.head, upstream: route.upstream, client: s.clientConfiguration)
+        guard
+            case .refuse(let problem) = UpgradeRule.verdict(
+                for: request.head, upstream: route.upstream, client: s.clientConfiguration)
         else { return false }
         writer.respond(problem: problem)
         metrics.request(

@@ -129,15 +129,19 @@ public final class ReverseProxy: HTTPResponder {
     ) {
         let started = ContinuousClock.now
         let facts = s.accessLog?.begin(request, route: route.prefix)
-        if let callers = route.callers, !callers.admits(RequestPeer(address: request.remoteAddress, credentials: request.peerCredentials)) {
+        if let callers = route.callers,
+            !callers.admits(RequestPeer(address: request.remoteAddress, credentials: request.peerCredentials))
+        {
             // Before any token is taken or anything is sent: the session is not lent.
             writer.respond(problem: GatewayProblem.callerNotAllowed)
-            metrics.request(kind: session == nil ? "public" : "authenticated", status: 403, duration: ContinuousClock.now - started)
+            metrics.request(
+                kind: session == nil ? "public" : "authenticated", status: 403, duration: ContinuousClock.now - started)
             facts?.end(status: 403)
             return
         }
         if request.head.upgrade != nil && refusedUpgrade(request, route, writer, s, facts) { return }
-        let trace = tracing ? tracer.map { RequestTrace(tracer: $0, request: request, route: route, path: String(target.path)) } : nil
+        let trace =
+            tracing ? tracer.map { RequestTrace(tracer: $0, request: request, route: route, path: String(target.path)) } : nil
         guard let session else {
             let metrics = self.metrics
             start(request, route, target, writer, s, token: nil, decide: nil, trace: trace) { outcome in

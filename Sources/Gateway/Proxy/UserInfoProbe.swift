@@ -1,6 +1,6 @@
 public import AuthCore
-public import Logging
 import Locking
+public import Logging
 
 /// The user-info call of SEEDS row 4: once a session exists (restored at start, or a new
 /// login), one authenticated `GET` tells "signed up" from "needs sign-up".
@@ -97,7 +97,10 @@ public final class UserInfoProbe: Sendable {
     /// Marks the session as pending before anything can read it (called at start, so the
     /// first `/readyz` already waits for the answer).
     public func expect(epoch: UInt64) {
-        state.withLock { $0.registration = .pending; $0.epoch = epoch }
+        state.withLock {
+            $0.registration = .pending
+            $0.epoch = epoch
+        }
     }
 
     private func start(epoch: UInt64) {
@@ -155,7 +158,9 @@ public final class UserInfoProbe: Sendable {
                 return
             case .retry(let problem):
                 settle(epoch: epoch, .pending, problem: "the user-info call failed (\(problem)); retrying")
-                logger.notice("user-info call failed; retrying", metadata: ["error": "\(problem)", "retry.seconds": "\(delay.components.seconds)"])
+                logger.notice(
+                    "user-info call failed; retrying",
+                    metadata: ["error": "\(problem)", "retry.seconds": "\(delay.components.seconds)"])
                 do { try await Task.sleep(for: delay) } catch { return }
                 delay = min(delay * 2, longest)
             }

@@ -19,15 +19,15 @@ public final class AccessFacts: @unchecked Sendable {
     private var fields: AccessLogLine.Fields
     private var ended = false
     #if DEBUG
-    private let loop: EventLoop
+        private let loop: EventLoop
     #endif
 
     init(log: AccessLog, fields: AccessLogLine.Fields, loop: EventLoop) {
         self.log = log
         self.fields = fields
         #if DEBUG
-        self.loop = loop
-        precondition(loop.inEventLoop, "access facts begun off their request's loop")
+            self.loop = loop
+            precondition(loop.inEventLoop, "access facts begun off their request's loop")
         #endif
     }
 
@@ -66,7 +66,7 @@ public final class AccessFacts: @unchecked Sendable {
     @inline(__always)
     private func checkThread() {
         #if DEBUG
-        precondition(loop.inEventLoop, "access facts touched off their request's loop")
+            precondition(loop.inEventLoop, "access facts touched off their request's loop")
         #endif
     }
 }

@@ -104,7 +104,11 @@ public struct AccessLogRecord: Sendable, Codable, Equatable {
         number("bytesIn", bytesIn)
         number("bytesOut", bytesOut)
         name("durationMs")
-        if durationMs.isFinite { line.append(contentsOf: "\(durationMs)".utf8) } else { Problem.appendQuoted("\(durationMs)", to: &line) }
+        if durationMs.isFinite {
+            line.append(contentsOf: "\(durationMs)".utf8)
+        } else {
+            Problem.appendQuoted("\(durationMs)", to: &line)
+        }
         text("method", method)
         text("path", path)
         text("query", query)

@@ -20,7 +20,8 @@ public struct CurlTransport: HTTPTransport {
         for (name, value) in request.headers { headers.add(name: name, value: value) }
         let trace = TokenEndpointTrace(method: request.method, url: request.url, headers: &headers)
         let upstream = UpstreamRequest(
-            method: request.method, url: request.url, headers: headers, body: request.body.isEmpty && request.method == "GET" ? .none : .bytes(request.body))
+            method: request.method, url: request.url, headers: headers,
+            body: request.body.isEmpty && request.method == "GET" ? .none : .bytes(request.body))
         do {
             let r = try await client.send(upstream, maxBodyBytes: maxResponseBytes)
             trace?.end(status: r.status)

@@ -205,9 +205,12 @@ public final class GatewayMetrics: Sendable {
         openConnections.record(process.proxyConnections)
         stateFreeBytes.withLock { gauge in
             if let free = process.stateDirectoryFreeBytes {
-                let g = gauge ?? registry.makeGauge(
-                    descriptor: MetricNameDescriptor(
-                        namespace: "authgate", subsystem: "state_directory", metricName: "free", unitName: "bytes", helpText: ""))
+                let g =
+                    gauge
+                    ?? registry.makeGauge(
+                        descriptor: MetricNameDescriptor(
+                            namespace: "authgate", subsystem: "state_directory", metricName: "free", unitName: "bytes",
+                            helpText: ""))
                 g.set(Double(free))
                 gauge = g
             } else if let g = gauge {

@@ -176,13 +176,17 @@ public final class GatewayService: Sendable {
             group: group, responder: proxyResponder)
         let admin = AdminAPI(
             configuration: .init(adminToken: c.adminTokenDisabled == true ? nil : secrets.adminToken), sessions: sessions,
-            metrics: metrics, readiness: readiness, processGauges: { [weak proxyServer] in
+            metrics: metrics, readiness: readiness,
+            processGauges: { [weak proxyServer] in
                 GatewayMetrics.ProcessGauges(
                     proxyConnections: proxyServer?.activeConnections ?? 0,
                     stateDirectoryFreeBytes: StateDirectory.freeBytes(directory), bufferedRequestBytes: budget.inUse,
                     upstreamQueueWaiting: proxyResponder.upstreamQueueWaiting)
             }, reloader: reloader, store: StoreView(stores))
-        await reloader.attach(.init(proxy: proxyResponder, admin: admin, grantClients: grantClients, home: home, accessLogger: accessLogger, tokenClient: tokenClient))
+        await reloader.attach(
+            .init(
+                proxy: proxyResponder, admin: admin, grantClients: grantClients, home: home, accessLogger: accessLogger,
+                tokenClient: tokenClient))
         let adminServer = HTTPServer(
             configuration: HTTPServerConfiguration(address: adminAddress, maxConnections: 1_024, bufferBudget: budget),
             group: group, responder: admin)

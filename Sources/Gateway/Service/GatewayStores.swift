@@ -44,7 +44,8 @@ public struct GatewayStores: Sendable {
             let directory = c.stateDirectory
             return GatewayStores(
                 kind: "file", tokens: try EncryptedFileTokenStore(directory: directory, key: key),
-                states: try FileSessionStateStore(directory: directory), coordinator: nil, isWritable: { access(directory, W_OK) == 0 },
+                states: try FileSessionStateStore(directory: directory), coordinator: nil,
+                isWritable: { access(directory, W_OK) == 0 },
                 freeBytes: { StateDirectory.freeBytes(directory) }, close: {}, follow: { _ in }, replica: nil,
                 leaseHolder: { _ in nil })
         }

@@ -91,7 +91,10 @@ public struct IssuerDiscovery: Sendable {
             }
             logger.notice(
                 "issuer discovery failed; retrying",
-                metadata: ["auth.issuer": "\(issuer)", "error": "\(problem)", "retry.ms": "\(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)"])
+                metadata: [
+                    "auth.issuer": "\(issuer)", "error": "\(problem)",
+                    "retry.ms": "\(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)",
+                ])
             try await Task.sleep(for: delay)
             delay = min(delay * 2, .seconds(4))
         }

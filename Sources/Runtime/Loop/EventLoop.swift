@@ -127,12 +127,14 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         precondition(!started.exchange(true, ordering: .acquiringAndReleasing), "\(name) started twice")
         _ = EventLoop.ignoreSIGPIPE
         let box = Unmanaged.passRetained(self).toOpaque()
-        let rc = pthread_create(&thread, nil, { arg in
-            // Invariant: `arg` is the retained `box` passed below, never nil.
-            let loop = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
-            loop.run()
-            return nil
-        }, box)
+        let rc = pthread_create(
+            &thread, nil,
+            { arg in
+                // Invariant: `arg` is the retained `box` passed below, never nil.
+                let loop = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
+                loop.run()
+                return nil
+            }, box)
         precondition(rc == 0, "pthread_create failed: \(rc)")
         while threadID.load(ordering: .acquiring) == 0 {
             sched_yield()
@@ -169,7 +171,8 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     }
 
     private enum Wakeup {
-        case dropped, pending, idle, failed(RuntimeError)
+        case dropped, pending, idle
+        case failed(RuntimeError)
     }
 
     private func push(_ job: Job) {
@@ -292,11 +295,13 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         // Whatever is still open now would keep the loop, and `shutdown`, waiting forever:
         // name it on stderr, so the owner that forgot to close it can be found. (uv_walk
         // returns void.)
-        uv_walk(uv, { handle, _ in
-            guard let handle, uv_is_closing(handle) == 0 else { return }
-            let type = String(cString: uv_handle_type_name(handle.pointee.type))
-            let line = "authgate: event loop shutdown: a \(type) handle is still open (active: \(uv_is_active(handle)))\n"
-            _ = line.withCString { Glibc.write(2, $0, strlen($0)) }
-        }, nil)
+        uv_walk(
+            uv,
+            { handle, _ in
+                guard let handle, uv_is_closing(handle) == 0 else { return }
+                let type = String(cString: uv_handle_type_name(handle.pointee.type))
+                let line = "authgate: event loop shutdown: a \(type) handle is still open (active: \(uv_is_active(handle)))\n"
+                _ = line.withCString { Glibc.write(2, $0, strlen($0)) }
+            }, nil)
     }
 }

@@ -1,3 +1,5 @@
+import Glibc
+
 /// A fixed set of running event loops, one thread each.
 public final class EventLoopGroup: Sendable {
     /// The loops, started.
@@ -22,5 +24,3 @@ public final class EventLoopGroup: Sendable {
         for loop in loops { loop.shutdown() }
     }
 }
-
-import Glibc

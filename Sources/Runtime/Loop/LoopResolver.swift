@@ -51,21 +51,23 @@ enum LoopResolver {
         // SOCK_STREAM, 1 on Linux: naming the constant here hides it from the rest of the module
         // under whole-module optimisation (Swift 6.3), so the value is written out.
         hints.ai_socktype = 1
-        let rc = uv_getaddrinfo(loop, req, { req, status, info in
-            // Invariant: libuv passes back the request, whose `data` holds the retained callback.
-            let pending = Unmanaged<Pending>.fromOpaque(req!.pointee.data).takeRetainedValue()
-            req!.deallocate()
-            defer { if let info { uv_freeaddrinfo(info) } }
-            guard status == 0, let first = info, let sa = first.pointee.ai_addr else {
-                pending.done(.failure(.libuv(status == 0 ? -EAI_NONAME : status, "uv_getaddrinfo")))
-                return
-            }
-            var address = Address()
-            withUnsafeMutablePointer(to: &address.storage) {
-                UnsafeMutableRawPointer($0).copyMemory(from: sa, byteCount: Int(first.pointee.ai_addrlen))
-            }
-            pending.done(.success(address))
-        }, host, String(port), &hints)
+        let rc = uv_getaddrinfo(
+            loop, req,
+            { req, status, info in
+                // Invariant: libuv passes back the request, whose `data` holds the retained callback.
+                let pending = Unmanaged<Pending>.fromOpaque(req!.pointee.data).takeRetainedValue()
+                req!.deallocate()
+                defer { if let info { uv_freeaddrinfo(info) } }
+                guard status == 0, let first = info, let sa = first.pointee.ai_addr else {
+                    pending.done(.failure(.libuv(status == 0 ? -EAI_NONAME : status, "uv_getaddrinfo")))
+                    return
+                }
+                var address = Address()
+                withUnsafeMutablePointer(to: &address.storage) {
+                    UnsafeMutableRawPointer($0).copyMemory(from: sa, byteCount: Int(first.pointee.ai_addrlen))
+                }
+                pending.done(.success(address))
+            }, host, String(port), &hints)
         if rc < 0 {
             Unmanaged<Pending>.fromOpaque(req.pointee.data).release()
             req.deallocate()

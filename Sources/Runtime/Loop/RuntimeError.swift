@@ -60,7 +60,9 @@ public struct RuntimeError: Error, Sendable, Equatable, CustomStringConvertible 
     public var description: String {
         var text = code.description + ":"
         if let operation { text += " \(operation) failed" }
-        if let systemCode { text += ": \(String(cString: uv_err_name(systemCode))) (\(String(cString: uv_strerror(systemCode))))" }
+        if let systemCode {
+            text += ": \(String(cString: uv_err_name(systemCode))) (\(String(cString: uv_strerror(systemCode))))"
+        }
         if let curlCode { text += " (libcurl code \(curlCode))" }
         if !message.isEmpty { text += (operation == nil && systemCode == nil ? " " : ": ") + message }
         if let inner = underlying as? RuntimeError { text += " [\(inner.description)]" }

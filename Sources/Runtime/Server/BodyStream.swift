@@ -77,7 +77,10 @@ public final class BodyStream: Sendable {
     // Loop side.
 
     /// What ``readNow(into:)`` found.
-    enum ReadResult { case bytes(Int), empty, end, failed }
+    enum ReadResult {
+        case bytes(Int)
+        case empty, end, failed
+    }
 
     /// Loop-only: copies buffered bytes into `buffer` without waiting.
     func readNow(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {

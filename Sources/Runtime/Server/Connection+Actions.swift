@@ -211,7 +211,8 @@ extension Connection.StateMachine.Action {
     /// Whether the action starts I/O or hands a request on (skipped once the handles close).
     fileprivate var startsIO: Bool {
         switch self {
-        case .write, .writeInput, .pauseReading, .resumeReading, .consumeInput, .drainPending, .armTimer, .cancelTimer, .deliverStreaming,
+        case .write, .writeInput, .pauseReading, .resumeReading, .consumeInput, .drainPending, .armTimer, .cancelTimer,
+            .deliverStreaming,
             .deliverBuffered, .appendToStream, .bufferBody, .finishBodyStream, .scheduleHeadFlush, .shutdownWrite:
             true
         case .resetExchange, .failBodyStream, .releaseBudget, .resumeWriters, .failWriters, .notifyGone, .close:

@@ -173,7 +173,8 @@ final class CurlTransfer: UpstreamTransfer {
                 // the fields (RFC 9112 §6.3). Returning less than `count` ends the transfer.
                 do throws(WireError) {
                     if framingFieldDropped {
-                        throw WireError(.conflictingFraming, status: 502, "the upstream's framing field has a value that is not valid")
+                        throw WireError(
+                            .conflictingFraming, status: 502, "the upstream's framing field has a value that is not valid")
                     }
                     _ = try FramingRules.responseFraming(status: status, headers: headers, answersHEAD: request.method == "HEAD")
                 } catch {
@@ -206,7 +207,8 @@ final class CurlTransfer: UpstreamTransfer {
             headers.add(name: String(decoding: nameBytes, as: UTF8.self), value: String(decoding: valueBytes, as: UTF8.self))
         } else {
             let name = nameBytes.bindMemory(to: UInt8.self)
-            if HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding") || HTTPHeaders.equalsIgnoringCase(name, "content-length") {
+            if HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding") || HTTPHeaders.equalsIgnoringCase(name, "content-length")
+            {
                 framingFieldDropped = true
             }
         }
@@ -312,4 +314,3 @@ final class CurlTransfer: UpstreamTransfer {
         }
     }
 }
-

@@ -136,7 +136,8 @@ public final class UpstreamClient: @unchecked Sendable {
         if request.upgrade {
             transfer.fail(
                 .upstream(
-                    .invalidRequest, "an upgrade needs an http:// upstream served by the loop's HTTP/1.1 client; nothing was sent"))
+                    .invalidRequest, "an upgrade needs an http:// upstream served by the loop's HTTP/1.1 client; nothing was sent"
+                ))
             return transfer
         }
         guard let multi, !closed, setupError == nil else {
@@ -151,7 +152,8 @@ public final class UpstreamClient: @unchecked Sendable {
             try multi.add(easy)
             transfers[easy.handle] = transfer
         } catch {
-            transfer.fail(error.code.isUpstream ? error : .upstream(.upstreamFailed, "libcurl refused the exchange", underlying: error))
+            transfer.fail(
+                error.code.isUpstream ? error : .upstream(.upstreamFailed, "libcurl refused the exchange", underlying: error))
         }
         return transfer
     }

@@ -131,7 +131,8 @@ extension UpstreamRequest {
         if bad.nameIsInvalid {
             throw .upstream(.invalidRequest, "a request header name is not an HTTP token; nothing was sent")
         }
-        throw .upstream(.invalidRequest, "the value of the request header \(bad.name) contains a control character; nothing was sent")
+        throw .upstream(
+            .invalidRequest, "the value of the request header \(bad.name) contains a control character; nothing was sent")
     }
 }
 
