@@ -100,7 +100,7 @@ import Testing
                     ClientSide.exchange(port: port, bytes: bytes, expected: expected, waitsForContinue: probe.waitsForContinue)
                 }
                 await stack.stopGateway()
-                let settled = await eventually(timeout: .seconds(10)) {
+                let settled = await eventually(timeout: .seconds(30)) {
                     publicUpstream.allConnectionsClosed && apiUpstream.allConnectionsClosed
                 }
                 #expect(settled, "\(route): the upstreams' connections closed after the gateway stopped")

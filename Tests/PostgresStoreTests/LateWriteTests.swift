@@ -65,7 +65,7 @@ import Testing
             }
             // Nor does it wait on for the lock: its statement times out on the server too, and
             // the holder, idle in its transaction, is the only connection left busy.
-            let stopped = await eventually(timeout: .seconds(5)) {
+            let stopped = await eventually(timeout: .seconds(30)) {
                 (try? await Self.busyConnections(on: table, database: app.database)) == 1
             }
             #expect(stopped, "the held-up statement still waits for the lock")
@@ -78,7 +78,7 @@ import Testing
             try await holder.query("COMMIT", logger: logger)
         }
         // Whatever the write held up still had to do, it has done by now.
-        let settled = await eventually(timeout: .seconds(10)) {
+        let settled = await eventually(timeout: .seconds(30)) {
             (try? await Self.busyConnections(on: table, database: app.database)) == 0
         }
         #expect(settled)

@@ -33,15 +33,16 @@ import Testing
         _ = stream
     }
 
-    @Test func aWaiterWakesOnANotificationThatLandsBetweenItsReadAndItsWait() async {
+    /// Not a timing bound: the wait's own timeout is an hour, so returning at all within the
+    /// test's time limit is the wake-up.
+    @Test(.timeLimit(.minutes(1)))
+    func aWaiterWakesOnANotificationThatLandsBetweenItsReadAndItsWait() async {
         let hub = NotificationHub()
-        let clock = ContinuousClock()
         await hub.watching("default") {
             let seen = hub.version(of: "default")
             hub.deliver(Change(kind: "released", account: "default", generation: 3))
-            let started = clock.now
-            await hub.wait(for: "default", after: seen, timeout: .seconds(30))
-            #expect(clock.now - started < .seconds(5))
+            await hub.wait(for: "default", after: seen, timeout: .seconds(3600))
+            #expect(hub.version(of: "default") > seen)
         }
     }
 
