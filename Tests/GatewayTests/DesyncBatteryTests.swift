@@ -15,58 +15,48 @@ import Testing
 @Suite(.serialized) struct DesyncBatteryTests {
     @Test(arguments: DesyncCase.transferEncoding)
     func transferEncodingTricksAreRefusedBeforeTheUpstreamOrForwardedAsOneRequest(_ probe: DesyncCase) async throws {
-        try await Self.run(probe)
+        try await Self.probeBothRoutes(probe)
     }
 
     @Test(arguments: DesyncCase.bareLineEnds)
     func bareCarriageReturnsAndLineFeedsAreRefusedBeforeTheUpstream(_ probe: DesyncCase) async throws {
-        try await Self.run(probe)
+        try await Self.probeBothRoutes(probe)
     }
 
     @Test(arguments: DesyncCase.nulBytes)
     func nulBytesAreRefusedBeforeTheUpstreamExceptInsideALengthFramedBody(_ probe: DesyncCase) async throws {
-        try await Self.run(probe)
+        try await Self.probeBothRoutes(probe)
     }
 
     @Test(arguments: DesyncCase.chunkSizes)
     func chunkLineQuirksAreRefusedBeforeTheUpstream(_ probe: DesyncCase) async throws {
-        try await Self.run(probe)
+        try await Self.probeBothRoutes(probe)
     }
 
     @Test(arguments: DesyncCase.contentLengths)
     func contentLengthQuirksAreRefusedOrFramedAsTheUpstreamFramesThem(_ probe: DesyncCase) async throws {
-        try await Self.run(probe)
+        try await Self.probeBothRoutes(probe)
     }
 
     @Test(arguments: DesyncCase.requestLines)
     func requestLineQuirksAreRefusedAndATargetsAuthorityNeverReachesTheUpstream(_ probe: DesyncCase) async throws {
-        try await Self.run(probe)
+        try await Self.probeBothRoutes(probe)
     }
 
     @Test(arguments: DesyncCase.expectations)
     func expectContinueMixesForwardEachBodyOnceAndRefuseTheRest(_ probe: DesyncCase) async throws {
-        try await Self.run(probe)
+        try await Self.probeBothRoutes(probe)
     }
 
     @Test(arguments: DesyncCase.pipelining)
     func requestsPipelinedAfterARefusedOneNeverReachTheUpstream(_ probe: DesyncCase) async throws {
-        try await Self.run(probe)
+        try await Self.probeBothRoutes(probe)
     }
 
     /// The two kinds of route every probe runs on.
     enum Route: CaseIterable {
         case publicRoute, authenticatedRoute
         var prefix: String { self == .publicRoute ? "/public" : "/api" }
-    }
-
-    /// Runs `probe` on both routes; inside `withKnownIssue` when it shows a recorded defect.
-    static func run(_ probe: DesyncCase) async throws {
-        guard let defect = probe.knownIssue else { return try await probeBothRoutes(probe) }
-        try await withKnownIssue(Comment(rawValue: defect.explanation)) {
-            try await probeBothRoutes(probe)
-        } matching: { issue in
-            defect.symptoms.isEmpty || issue.comments.contains { c in defect.symptoms.contains { c.rawValue.contains($0) } }
-        }
     }
 
     /// One stack, one login; per route a gateway started in front of two fresh recording

@@ -106,30 +106,30 @@ extension DesyncCase {
         DesyncCase("a head of bare LFs only", "GET {P}/a HTTP/1.1\nHost: x\n\n", .refused(400)),
         DesyncCase(
             "bare CR in a chunk size line", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\rabc\r\n0\r\n\r\n",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "bare LF ending a chunk size line",
             "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\nabc\r\n0\r\n\r\n",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "bare LF after chunk data", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\r\nabc\n0\r\n\r\n",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "bare LF ending the last chunk's line",
             "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n0\n\r\n\(smuggledRequest)",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "bare LF ending the chunked body",
             "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n0\r\n\n\(smuggledRequest)",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "bare CR in a trailer field",
             "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n0\r\nFoo: a\rb\r\n\r\n",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "LF-only chunk lines throughout",
             "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\nabc\n0\n\n\(smuggledRequest)",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
     ]
 
     /// NUL bytes, which C parsers may take for the end of a string.
@@ -140,11 +140,11 @@ extension DesyncCase {
         DesyncCase("NUL in a header value", "GET {P}/a HTTP/1.1\r\n\(head)Foo: a\0\r\n\r\n\(smuggledRequest)", .refused(400)),
         DesyncCase(
             "NUL in a chunk size", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\0\r\nabc\r\n0\r\n\r\n",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "NUL in a chunk extension",
             "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3;a\0b\r\nabc\r\n0\r\n\r\n",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "NUL in a Content-Length body passes intact", "POST {P}/a HTTP/1.1\r\n\(head)Content-Length: 3\r\n\r\na\0b",
             .passes(.post("/a", body: "a\0b"))),
@@ -155,46 +155,46 @@ extension DesyncCase {
         DesyncCase(
             "chunk size with a leading space",
             "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n 3\r\nabc\r\n0\r\n\r\n",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "chunk size with a trailing space",
             "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3 \r\nabc\r\n0\r\n\r\n",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "chunk size with a 0x prefix",
             "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n0x3\r\nabc\r\n0\r\n\r\n",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "chunk size past 64 bits",
             "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n10000000000000003\r\nabc\r\n0\r\n\r\n\(smuggledRequest)",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "chunk size of sixteen Fs",
             "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFF\r\nabc\r\n0\r\n\r\n\(smuggledRequest)",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "negative chunk size", "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n-3\r\nabc\r\n0\r\n\r\n",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "chunk extension ended by a bare LF",
             "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3;x\nabc\r\n0\r\n\r\n",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "chunk extension with a bare CR",
             "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3;x\ry\r\nabc\r\n0\r\n\r\n",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "chunk extension with a quoted CRLF",
             "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3;x=\"a\r\n\(smuggledRequest)\"\r\nabc\r\n0\r\n\r\n",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "chunk data not followed by CRLF",
             "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\r\nabcXY0\r\n\r\n",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "chunk data longer than its size",
             "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\r\nabcd\r\n0\r\n\r\n",
-            .refused(400), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400)),
         DesyncCase(
             "a chunk extension passes as one request",
             "POST {P}/a HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3;name=value\r\nabc\r\n0\r\n\r\n",
@@ -334,6 +334,6 @@ extension DesyncCase {
         DesyncCase(
             "a malformed chunk after a valid request",
             "GET {P}/a HTTP/1.1\r\n\(head)\r\nPOST {P}/b HTTP/1.1\r\n\(head)Transfer-Encoding: chunked\r\n\r\n3\r\nabcXY0\r\n\r\n\(smuggledRequest)",
-            .refused(400, after: [.get("/a")]), knownIssue: .headForwardedBeforeChunkedBodyIsChecked),
+            .refused(400, after: [.get("/a")])),
     ]
 }

@@ -15,48 +15,22 @@ struct DesyncCase: Sendable, CustomTestStringConvertible {
     /// The client sends the bytes up to the end of the first head, waits for `100 Continue`,
     /// then sends the rest.
     let waitsForContinue: Bool
-    /// A defect this case shows, found and recorded but not fixed here: the case runs
-    /// inside `withKnownIssue`, which excuses only the defect's symptoms.
-    let knownIssue: KnownDefect?
 
     var testDescription: String { name }
 
     init(
-        _ name: String, _ template: String, _ expected: Expected, neverUpstream: [String] = [], waitsForContinue: Bool = false,
-        knownIssue: KnownDefect? = nil
+        _ name: String, _ template: String, _ expected: Expected, neverUpstream: [String] = [], waitsForContinue: Bool = false
     ) {
         self.name = name
         self.template = template
         self.expected = expected
         self.neverUpstream = ["smuggled"] + neverUpstream
         self.waitsForContinue = waitsForContinue
-        self.knownIssue = knownIssue
     }
 
     /// The bytes for the route whose prefix is `prefix`.
     func bytes(prefix: String) -> [UInt8] {
         Array(template.replacingOccurrences(of: "{P}", with: prefix).utf8)
-    }
-
-    /// A defect of the gateway that a case shows: what is wrong, and the failed checks it
-    /// explains (words of their messages; none: every failure of the case), so that the
-    /// case's other checks still count.
-    struct KnownDefect: Sendable {
-        let explanation: String
-        let symptoms: [String]
-
-        /// A chunked request whose body framing is refused has its head forwarded first.
-        static let headForwardedBeforeChunkedBodyIsChecked = KnownDefect(
-            explanation: """
-                Defect: a chunked request whose body framing is malformed is answered 400, but its head has \
-                already gone upstream (with the session's token on an authenticated route) before the body \
-                is checked, even when the whole request arrived in one read; the upstream then sees the \
-                connection close mid-body. Expected: nothing reaches the upstream.
-                """,
-            // The head alone, left unfinished; with the token on the authenticated route. A
-            // request framed, a body byte or the smuggled request would still fail the case.
-            symptoms: ["cannot frame (incomplete)", "nothing reached the upstream", "the token went upstream"])
-
     }
 
     /// The client's answers and the upstream's requests a case must end with.

@@ -64,6 +64,38 @@ import Testing
         }
     }
 
+    /// A chunked body that ends within `replayLimitBytes` is read whole (its framing checked)
+    /// before anything goes upstream, so it is replayed like one with a length; a longer one is
+    /// streamed once past the bound, and its 401 passes through.
+    @Test func aChunkedBodyWithinTheReplayLimitIsReplayedAndALongerOneStreams() async throws {
+        try await Stack.run(fake: revoking) { stack in
+            try await stack.startGateway { $0.replayLimitBytes = 64 }
+            #expect(try await stack.loginAlice().status == 200)
+            let port = stack.proxyPort
+            func post(_ chunks: [String]) async throws -> TestResponse {
+                try await onThread {
+                    let c = try RawClient(port: port, timeoutSeconds: 10)
+                    var text =
+                        "POST /api/orders HTTP/1.1\r\nHost: test\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    for chunk in chunks { text += String(chunk.utf8.count, radix: 16) + "\r\n" + chunk + "\r\n" }
+                    try c.send(text + "0\r\n\r\n")
+                    return try c.readResponse()
+                }
+            }
+            stack.api.beforeCheckingTokens { n in if n == 1 { await Self.rotate(stack) } }
+            let small = try await post(["twelve", " bytes"])
+            #expect(small.status == 200, "\(small.status) \(small.text)")
+            #expect(Stack.json(small)["body_bytes"] as? Int == 12, "the replay carried the whole body")
+            #expect(stack.api.statistics.rejected == 1)
+
+            stack.api.beforeCheckingTokens { _ in await Self.rotate(stack) }
+            let large = try await post([String(repeating: "x", count: 40), String(repeating: "y", count: 40)])
+            #expect(large.status == 401)
+            #expect(large.header("AuthGate-Replay")?.hasPrefix("skipped; the request body was streamed") == true)
+            #expect(stack.api.statistics.rejected == 2, "the streamed body was sent once")
+        }
+    }
+
     @Test func replaysStopAtMaxReplaysAndTheClientIsToldWhy() async throws {
         try await Stack.run(fake: revoking) { stack in
             try await stack.startGateway { $0.maxReplays = 2 }

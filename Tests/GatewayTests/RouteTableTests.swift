@@ -44,28 +44,30 @@ import Testing
         let table = RouteTable([Self.route("/api")])
         #expect(table.route(for: "/") == nil)
         #expect(table.route(for: "/apis") == nil)
-        #expect(RouteTable.bodyPolicy(route: nil, framing: .length(5), replayLimit: 100) == nil)
+        #expect(RouteTable.bodyPolicy(route: nil, framing: .length(5), bufferLimit: 100, replays: true) == nil)
     }
 
     @Test(arguments: [
-        // (authenticated, replay limit, framing, policy)
-        (true, 100 as Int?, BodyFraming.none, BodyPolicy.buffer(maxBytes: 0)),
-        (true, 100, .length(0), .buffer(maxBytes: 100)),
-        (true, 100, .length(100), .buffer(maxBytes: 100)),
-        (true, 100, .length(101), .stream),
-        (true, 100, .chunked, .stream),
-        (true, 0, .length(1), .stream),
-        (true, nil, .length(1), .stream),
-        (true, nil, .none, .buffer(maxBytes: 0)),
-        (false, 100, .length(5), .stream),
-        (false, 100, .none, .buffer(maxBytes: 0)),
-        (false, nil, .none, .buffer(maxBytes: 0)),
-        (false, 100, .chunked, .stream),
+        // (authenticated, buffer limit, replays, framing, policy)
+        (true, 100, true, BodyFraming.none, BodyPolicy.buffer(maxBytes: 0)),
+        (true, 100, true, .length(0), .buffer(maxBytes: 100)),
+        (true, 100, true, .length(100), .buffer(maxBytes: 100)),
+        (true, 100, true, .length(101), .stream),
+        (true, 100, true, .chunked, .bufferUpTo(100)),
+        (true, 0, true, .length(1), .stream),
+        (true, 0, true, .chunked, .bufferUpTo(0)),
+        (true, 100, false, .length(1), .stream),
+        (true, 100, false, .chunked, .bufferUpTo(100)),
+        (true, 100, false, .none, .buffer(maxBytes: 0)),
+        (false, 100, true, .length(5), .stream),
+        (false, 100, true, .none, .buffer(maxBytes: 0)),
+        (false, 100, false, .none, .buffer(maxBytes: 0)),
+        (false, 100, true, .chunked, .bufferUpTo(100)),
     ])
-    func anAuthenticatedRouteBuffersWhatItCouldReplayAndStreamsTheRest(
-        authenticated: Bool, replayLimit: Int?, framing: BodyFraming, policy: BodyPolicy
+    func aChunkedBodyIsCheckedFirstAndAnAuthenticatedRouteBuffersWhatItCouldReplay(
+        authenticated: Bool, bufferLimit: Int, replays: Bool, framing: BodyFraming, policy: BodyPolicy
     ) {
         let route = Self.route("/", authenticated: authenticated)
-        #expect(RouteTable.bodyPolicy(route: route, framing: framing, replayLimit: replayLimit) == policy)
+        #expect(RouteTable.bodyPolicy(route: route, framing: framing, bufferLimit: bufferLimit, replays: replays) == policy)
     }
 }

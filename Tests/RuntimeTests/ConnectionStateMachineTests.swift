@@ -224,6 +224,43 @@ extension Machine {
         #expect(m.receivedEnd(now: 2) == [.cancelTimer, .finishBodyStream])
     }
 
+    @Test func aBodyThatEndsWithinItsBoundIsCheckedThenDeliveredWhole() {
+        var m = makeMachine(budgeted: true)
+        let a = m.receivedHead(request("POST", framing: .chunked), body: .bufferUpTo(10), now: 0)
+        #expect(a == [.resetExchange, .armTimer(.bodyIdle, deadline: 500)], "nothing is handed on at the head")
+        #expect(m.receivedBody(6, now: 1) == [.bufferBody(reserve: 6)])
+        #expect(m.receivedBody(4, now: 2) == [.bufferBody(reserve: 4)])
+        #expect(m.receivedEnd(now: 3) == [.cancelTimer, .deliverBuffered])
+    }
+
+    @Test func aBodyWhoseFramingFailsWithinItsBoundIsNeverHandedOn() {
+        var m = makeMachine(budgeted: true)
+        _ = m.receivedHead(request("POST", framing: .chunked), body: .bufferUpTo(10), now: 0)
+        _ = m.receivedBody(3, now: 1)
+        let error = WireError(.invalidChunk, status: 400, "bad chunk")
+        let a = m.parseFailed(error, now: 2)
+        #expect(writes(a) == [problemResponse(error)])
+        #expect(!a.contains(.deliverStreaming) && !a.contains(.deliverBuffered))
+    }
+
+    @Test func aBodyPastItsBoundGoesOnAsAStreamStartingWithWhatWasRead() {
+        var m = makeMachine(budgeted: true)
+        _ = m.receivedHead(request("POST", framing: .chunked), body: .bufferUpTo(10), now: 0)
+        #expect(m.receivedBody(8, now: 1) == [.bufferBody(reserve: 8)])
+        #expect(
+            m.receivedBody(5, now: 2) == [.releaseBudget(8), .deliverStreaming, .appendToStream],
+            "the budget is given back: the stream holds the bytes and bounds itself")
+        #expect(m.receivedBody(5, now: 3) == [.appendToStream])
+        #expect(m.receivedEnd(now: 4) == [.cancelTimer, .finishBodyStream])
+    }
+
+    @Test func aLengthPastTheBoundStreamsFromTheHead() {
+        var m = makeMachine()
+        let a = m.receivedHead(request("POST", framing: .length(11)), body: .bufferUpTo(10), now: 0)
+        #expect(a == [.resetExchange, .armTimer(.bodyIdle, deadline: 500), .deliverStreaming])
+        #expect(m.receivedBody(11, now: 1) == [.appendToStream])
+    }
+
     @Test func aHeadRequestGetsTheLengthWithoutTheBody() {
         var m = makeMachine()
         let text = writes(m.serve(request("HEAD"), now: 0)).joined()

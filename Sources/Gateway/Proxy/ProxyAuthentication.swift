@@ -11,7 +11,8 @@ public struct ProxyAuthentication: Sendable {
     /// downstream service's 401 (passed through).
     public var rejectionPolicy: UpstreamRejectionPolicy
     /// Request bodies up to this size are buffered so they can be replayed after a
-    /// refresh; larger (or chunked) bodies are streamed and never replayed.
+    /// refresh (a chunked one when it ends within it); larger bodies are streamed and
+    /// never replayed.
     public var replayLimit: Int
     /// When a rejected request is sent again (default: at most 3 replays).
     public var replayRule: ReplayRule

@@ -17,7 +17,7 @@ extension ReverseProxy {
         let routed: ExchangePlan.Routed
     }
 
-    /// Reads a request's body as ``RouteTable/bodyPolicy(route:framing:replayLimit:)`` says,
+    /// Reads a request's body as ``RouteTable/bodyPolicy(route:framing:bufferLimit:replays:)`` says,
     /// and keeps the route found for the answer. A request matching no route (or with no
     /// valid target) is answered after its head, nothing buffered, unless the fallback wants
     /// its body; what the fallback keeps is handed to it.
@@ -33,7 +33,7 @@ extension ReverseProxy {
 
     private func intake(for head: RequestHead, peer: RequestPeer?, limits: HTTPLimits) -> RequestIntake {
         let s = settings
-        let replayLimit = authentication == nil ? nil : s.replayLimit
+        let replays = authentication != nil
         if let routed = ExchangePlan.Routed(
             method: head.method, target: head.target, livenessPath: s.livenessPath, table: s.table, sessions: sessionDirectory)
         {
@@ -42,12 +42,12 @@ extension ReverseProxy {
                 return RequestIntake(body: .stream, context: Admission(settings: s, routed: routed))
             }
             // A route always has a policy.
-            let body = RouteTable.bodyPolicy(route: route, framing: head.framing, replayLimit: replayLimit)
+            let body = RouteTable.bodyPolicy(route: route, framing: head.framing, bufferLimit: s.replayLimit, replays: replays)
             return RequestIntake(body: body ?? .stream, context: Admission(settings: s, routed: routed))
         }
         let admission = Admission(settings: s, routed: .noRoute)
         let route = (try? RequestTarget(head.target)).flatMap { s.table.route(for: $0.path) }
-        if let body = RouteTable.bodyPolicy(route: route, framing: head.framing, replayLimit: replayLimit) {
+        if let body = RouteTable.bodyPolicy(route: route, framing: head.framing, bufferLimit: s.replayLimit, replays: replays) {
             return RequestIntake(body: body, context: admission)
         }
         guard let fallback else { return RequestIntake(body: .stream, context: admission) }

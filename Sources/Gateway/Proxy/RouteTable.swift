@@ -29,19 +29,23 @@ public struct RouteTable: Sendable {
     }
 
     /// How a request on `route` with `framing` is read. A request without a body is handed
-    /// on at once (an empty buffer); otherwise an authenticated route buffers what it could
-    /// replay (a body of at most `replayLimit` bytes; nil: no authentication, so never) and
-    /// streams the rest, and a public route streams. Nil when there is no route: the
-    /// caller's fallback decides.
-    public static func bodyPolicy(route: ProxyRoute?, framing: BodyFraming, replayLimit: Int?) -> BodyPolicy? {
+    /// on at once (an empty buffer). A chunked body is read first while it fits in
+    /// `bufferLimit` bytes, so that malformed chunk framing is refused before anything (the
+    /// head, and on an authenticated route the session's token) reaches the upstream; a
+    /// small one also stays replayable. A body with a length is buffered on an
+    /// authenticated route of a proxy that `replays` when it fits in `bufferLimit`, and
+    /// streamed otherwise: its framing leaves nothing to check. Nil when there is no route:
+    /// the caller's fallback decides.
+    public static func bodyPolicy(route: ProxyRoute?, framing: BodyFraming, bufferLimit: Int, replays: Bool) -> BodyPolicy? {
         guard let route else { return nil }
+        switch framing {
         // A request without a body has nothing to stream: it is handed on at once, and no
         // body stream is made for it (the upstream request has no body either way).
-        if framing == .none { return .buffer(maxBytes: 0) }
-        guard route.requiresAuthentication, let replayLimit else { return .stream }
-        switch framing {
-        case .length(let n) where n <= UInt64(replayLimit): return .buffer(maxBytes: replayLimit)
-        case .none, .length, .chunked: return .stream
+        case .none: return .buffer(maxBytes: 0)
+        case .chunked: return .bufferUpTo(bufferLimit)
+        case .length(let n):
+            let buffers = replays && route.requiresAuthentication && n <= UInt64(bufferLimit)
+            return buffers ? .buffer(maxBytes: bufferLimit) : .stream
         }
     }
 }

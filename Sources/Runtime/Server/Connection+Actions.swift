@@ -42,6 +42,11 @@ extension Connection {
             case .deliverStreaming:
                 let s = BodyStream(loop: loop, highWater: context.configuration.bodyHighWater)
                 s.setOnDrain(streamDrained)
+                // A body read up to its bound (``BodyPolicy/bufferUpTo(_:)``) starts the stream.
+                if !body.isEmpty {
+                    body.withUnsafeBytes { s.append($0) }
+                    body = []
+                }
                 stream = s
                 dispatch(.stream(s))
             case .deliverBuffered:

@@ -109,11 +109,12 @@ extension Connection {
                 fail(WireError(.bodyTooLarge, status: 413, "the request body exceeds \(max) bytes"), now: now, &actions)
                 return actions
             }
-            if body == .stream { ex.hasStream = true }
+            let streams = body.streams(head.framing)
+            if streams { ex.hasStream = true }
             exchange = ex
             if head.expectsContinue { write(Self.continueResponse, &actions) }
             setTimer(head.framing == .none ? .none : .bodyIdle, now: now, &actions)
-            if body == .stream { actions.append(.deliverStreaming) }
+            if streams { actions.append(.deliverStreaming) }
             return actions
         }
 
@@ -122,9 +123,22 @@ extension Connection {
             guard acceptsRequestBytes, var ex = exchange else { return [] }
             if ex.hasStream { return Actions(.appendToStream) }
             var actions = Actions()
-            if case .buffer(let max) = ex.body, ex.buffered + count > max {
+            switch ex.body {
+            case .buffer(let max) where ex.buffered + count > max:
                 fail(WireError(.bodyTooLarge, status: 413, "the request body exceeds \(max) bytes"), now: now, &actions)
                 return actions
+            case .bufferUpTo(let max) where ex.buffered + count > max:
+                // Past the bound: the request goes on as a stream that starts with what was
+                // read, and the budget held for that gets released (the stream bounds itself).
+                if ex.reserved > 0 { actions.append(.releaseBudget(ex.reserved)) }
+                ex.reserved = 0
+                ex.hasStream = true
+                exchange = ex
+                actions.append(.deliverStreaming)
+                actions.append(.appendToStream)
+                return actions
+            case .buffer, .bufferUpTo, .stream:
+                break
             }
             ex.buffered += count
             if configuration.budgeted { ex.reserved += count }
@@ -274,6 +288,18 @@ extension Connection {
             actions.append(.failWriters)
             actions.append(.close)
             timer = .none
+        }
+    }
+}
+
+extension BodyPolicy {
+    /// Whether a body framed as `framing` is streamed from its head on: always for
+    /// ``stream``; for ``bufferUpTo(_:)`` when its announced length is already past the bound.
+    func streams(_ framing: BodyFraming) -> Bool {
+        switch (self, framing) {
+        case (.stream, _): true
+        case (.bufferUpTo(let max), .length(let n)): n > UInt64(max)
+        case (.buffer, _), (.bufferUpTo, _): false
         }
     }
 }

@@ -6,6 +6,11 @@ public enum BodyPolicy: Sendable, Equatable {
     case buffer(maxBytes: Int)
     /// Call the responder after the head; the body arrives through ``RequestBody/stream``.
     case stream
+    /// Read the body first while it fits in this many bytes, so that a body whose framing is
+    /// malformed is refused before the responder hears of the request: one that ends within
+    /// the bound arrives as ``RequestBody/buffered(_:)``; a longer one arrives as
+    /// ``RequestBody/stream(_:)`` once the bound is passed, starting with the bytes read so far.
+    case bufferUpTo(Int)
 }
 
 /// The body of a request as the responder sees it.
