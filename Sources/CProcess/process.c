@@ -18,3 +18,9 @@ int ag_socket_peer_credentials(int fd, int *pid, unsigned int *uid, unsigned int
     *gid = credentials.gid;
     return 0;
 }
+
+int ag_socket_peer_groups(int fd, unsigned int *groups, int capacity) {
+    socklen_t length = (socklen_t)(capacity * (int)sizeof(gid_t));
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &length) != 0) return -1;
+    return (int)(length / sizeof(gid_t));
+}

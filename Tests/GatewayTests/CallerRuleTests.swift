@@ -15,6 +15,8 @@ struct CallerRuleTests {
         #expect(rule.admits(Self.unix(uid: 33, gid: 50)))
         #expect(!rule.admits(Self.unix(uid: 33, gid: 33)))
         #expect(!rule.admits(Self.unix(uid: 0, gid: 0)), "root is a caller like any other: named, or refused")
+        let member = RequestPeer(address: "unix", credentials: PeerCredentials(pid: 42, uid: 33, gid: 33, groups: [33, 50]))
+        #expect(rule.admits(member), "a supplementary group counts like the effective one")
     }
 
     @Test(

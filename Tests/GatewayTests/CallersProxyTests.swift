@@ -53,12 +53,13 @@ import Testing
 
     /// Another user of the host, for real: as root, a client run as `nobody` on a socket every
     /// user may connect to is refused on a route that names root alone, and served on one that
-    /// names `nobody`.
+    /// names `nobody`, or a supplementary group it is in.
     @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")))
     func anotherUserOfTheHostIsToldApartByTheKernel() async throws {
         let upstream = try Upstream()
         defer { upstream.stop() }
         let nobody = try #require(getpwnam("nobody")?.pointee.pw_uid)
+        let staff = try #require(getgrnam("staff")?.pointee.gr_gid)
         let directory = "/tmp/ag-callers-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
@@ -74,13 +75,16 @@ import Testing
                 ProxyRoute(
                     prefix: "/nobody", upstream: UpstreamBase(upstream.url)!,
                     callers: CallerRule(uids: [nobody], gids: [], networks: [])),
+                ProxyRoute(
+                    prefix: "/staff", upstream: UpstreamBase(upstream.url)!,
+                    callers: CallerRule(uids: [], gids: [staff], networks: [])),
             ]))
         try server.start()
         defer {
             server.shutdown(grace: .seconds(1))
             group.shutdown()
         }
-        func statusAsNobody(_ target: String) throws -> String {
+        func statusAsNobody(_ target: String, supplementaryGroup: String? = nil) throws -> String {
             let script = """
                 import socket,sys
                 s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
@@ -89,7 +93,8 @@ import Testing
                 """
             let p = Process()
             p.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
-            p.arguments = ["-u", "nobody", "--", "python3", "-c", script, path, target]
+            let groups = supplementaryGroup.map { ["-g", "nogroup", "-G", $0] } ?? []
+            p.arguments = ["-u", "nobody"] + groups + ["--", "python3", "-c", script, path, target]
             let out = Pipe()
             p.standardOutput = out
             try p.run()
@@ -99,6 +104,9 @@ import Testing
         }
         #expect(try statusAsNobody("/root/inspect") == "403")
         #expect(try statusAsNobody("/nobody/inspect") == "200")
+        // A group counts whether it is the caller's effective or a supplementary one.
+        #expect(try statusAsNobody("/staff/inspect") == "403")
+        #expect(try statusAsNobody("/staff/inspect", supplementaryGroup: "staff") == "200")
         #expect(upstream.responder.arrivals("/root/inspect") == 0)
         #expect(
             try Stack.request(to: .unix(path: path, mode: 0o666), "GET", "/root/inspect", headers: [], body: "").status == 200)

@@ -15,4 +15,9 @@ int ag_process_get_dumpable(void);
 // module does not define). Returns 0, or -1 (errno).
 int ag_socket_peer_credentials(int fd, int *pid, unsigned int *uid, unsigned int *gid);
 
+// getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS): the supplementary group ids the kernel recorded
+// for the peer of a connected Unix domain socket when it connected, into `groups` (room for
+// `capacity`). Returns how many, or -1 (errno; ERANGE: more than `capacity`).
+int ag_socket_peer_groups(int fd, unsigned int *groups, int capacity);
+
 #endif

@@ -15,7 +15,7 @@ extension GatewayConfiguration {
     public struct Callers: Sendable, Codable, Equatable {
         /// User ids admitted on a Unix socket.
         public var uids: [UInt32]?
-        /// Group ids admitted on a Unix socket (the peer's effective group).
+        /// Group ids admitted on a Unix socket (the peer's effective or a supplementary group).
         public var gids: [UInt32]?
         /// User names admitted on a Unix socket, resolved to their ids.
         public var users: [String]?

@@ -7,7 +7,7 @@ public import Runtime
 /// callers lends it to them alone. Pure.
 ///
 /// A caller is admitted when any one rule names it: on a Unix socket its uid is in ``uids``
-/// or its gid in ``gids``; on TCP its address is in one of ``networks``. A rule of one kind
+/// or one of its groups (effective or supplementary) in ``gids``; on TCP its address is in one of ``networks``. A rule of one kind
 /// never admits a caller of the other (a route with only uids admits nobody over TCP).
 ///
 /// ```swift
@@ -18,7 +18,7 @@ public import Runtime
 public struct CallerRule: Sendable, Equatable {
     /// User ids admitted on a Unix socket.
     public let uids: Set<UInt32>
-    /// Group ids admitted on a Unix socket (the peer's effective group).
+    /// Group ids admitted on a Unix socket (the peer's effective or a supplementary group).
     public let gids: Set<UInt32>
     /// Networks admitted on TCP.
     public let networks: [Network]
@@ -110,7 +110,7 @@ public struct CallerRule: Sendable, Equatable {
 
     /// Whether `peer` is one of the callers named.
     public func admits(_ peer: RequestPeer) -> Bool {
-        if let c = peer.credentials { return uids.contains(c.uid) || gids.contains(c.gid) }
+        if let c = peer.credentials { return uids.contains(c.uid) || gids.contains(where: c.isMember(of:)) }
         guard !networks.isEmpty, let address = Self.address(ofPeer: peer.address) else { return false }
         return networks.contains { $0.contains(address) }
     }

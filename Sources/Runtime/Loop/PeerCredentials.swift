@@ -1,4 +1,5 @@
 import CLibUV
+import Glibc
 private import CProcess
 
 /// Who is at the other end of a Unix domain socket, as the kernel recorded when it connected
@@ -9,14 +10,23 @@ public struct PeerCredentials: Sendable, Equatable {
     public var pid: Int32
     /// The peer's effective user id.
     public var uid: UInt32
-    /// The peer's effective group id (its supplementary groups are not part of it).
+    /// The peer's effective group id.
     public var gid: UInt32
+    /// The peer's supplementary group ids when it connected (`SO_PEERGROUPS`), as `id -G`
+    /// lists them beside ``gid``.
+    public var groups: [UInt32]
 
     /// Credentials of these ids.
-    public init(pid: Int32, uid: UInt32, gid: UInt32) {
+    public init(pid: Int32, uid: UInt32, gid: UInt32, groups: [UInt32] = []) {
         self.pid = pid
         self.uid = uid
         self.gid = gid
+        self.groups = groups
+    }
+
+    /// Whether the peer is a member of group `id`, as its effective or a supplementary group.
+    public func isMember(of id: UInt32) -> Bool {
+        gid == id || groups.contains(id)
     }
 }
 
@@ -31,6 +41,16 @@ extension LoopStream {
         var uid: UInt32 = 0
         var gid: UInt32 = 0
         guard ag_socket_peer_credentials(fd, &pid, &uid, &gid) == 0 else { return nil }
-        return PeerCredentials(pid: pid, uid: uid, gid: gid)
+        // Most users are in a few groups; the kernel's limit (NGROUPS_MAX) is 65,536.
+        for capacity in [64, 65_536] {
+            var failure: Int32 = 0
+            let groups = [UInt32](unsafeUninitializedCapacity: capacity) { buffer, count in
+                let n = ag_socket_peer_groups(fd, buffer.baseAddress, Int32(capacity))
+                count = max(0, Int(n))
+                if n < 0 { failure = errno }
+            }
+            if failure != ERANGE { return PeerCredentials(pid: pid, uid: uid, gid: gid, groups: groups) }
+        }
+        return nil
     }
 }
