@@ -1,6 +1,6 @@
 import CLibUV
-import Glibc
 private import CProcess
+import Glibc
 
 /// Who is at the other end of a Unix domain socket, as the kernel recorded when it connected
 /// (`SO_PEERCRED`): its process, user and group ids. Not forgeable by the peer, unlike anything
