@@ -171,6 +171,8 @@ struct TestResponder: HTTPResponder {
             writer.onClientGone { t.cancel() }
         case "/peer":
             writer.respond(status: 200, body: Array(request.remoteAddress.utf8))
+        case "/loop":
+            writer.respond(status: 200, body: Array(request.loop.name.utf8))
         case "/hang":
             // Never answers.
             break

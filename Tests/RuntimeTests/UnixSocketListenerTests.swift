@@ -22,10 +22,10 @@ import Testing
         try await body(dir)
     }
 
-    @Test func aServerOnAUnixSocketAnswersHTTPOnOneLoopOfSeveral() async throws {
+    @Test func aServerOnAUnixSocketAnswersHTTPOnSeveralLoops() async throws {
         try await withScratch { dir in
             let path = dir + "/admin.sock"
-            // Two loops: a second bind of the same path would find the first one live and fail.
+            // Two loops: the second shares the socket the first bound.
             try await TestServer.with(loops: 2, address: .unix(path: path, mode: 0o660)) { server in
                 #expect(server.port == 0)
                 #expect(server.server.address == .unix(path: path, mode: 0o660))
@@ -40,6 +40,28 @@ import Testing
                 try client.send("POST /stream-echo HTTP/1.1\r\nHost: a\r\nContent-Length: \(payload.utf8.count)\r\n\r\n")
                 try client.send(payload)
                 #expect(try client.readResponse().text == payload)
+            }
+        }
+    }
+
+    /// Every loop accepts from the one socket: while the first loop is busy, a new
+    /// connection is served by the second rather than waiting for the first.
+    @Test(.timeLimit(.minutes(1))) func everyLoopAcceptsConnectionsOnAUnixSocket() async throws {
+        try await withScratch { dir in
+            let path = dir + "/proxy.sock"
+            try await TestServer.with(loops: 2, address: .unix(path: path, mode: 0o600)) { server in
+                let first = server.group.loops[0]
+                let release = DispatchSemaphore(value: 0)
+                let busy = DispatchSemaphore(value: 0)
+                first.execute {
+                    busy.signal()
+                    release.wait()
+                }
+                busy.wait()
+                defer { release.signal() }
+                let client = try RawClient(unixPath: path, timeoutSeconds: 20)
+                try client.send("GET /loop HTTP/1.1\r\nHost: a\r\n\r\n")
+                #expect(try client.readResponse().text == server.group.loops[1].name)
             }
         }
     }

@@ -66,6 +66,40 @@ final class StreamListener: LoopHandle {
         }
     }
 
+    /// Listens on the Unix domain socket another loop's listener bound, given its
+    /// descriptor, through a duplicate of it: every loop accepts from the one socket, the
+    /// kernel waking the loops waiting on it and one of them taking each connection. The
+    /// path stays the bound listener's, and only it unlinks the path when it closes.
+    static func sharing(
+        descriptor: Int32, loop: UnsafeMutablePointer<uv_loop_t>, backlog: Int32,
+        onConnection: @escaping (_ status: Int32) -> Void
+    ) throws(RuntimeError) -> StreamListener {
+        let copy = dup(descriptor)
+        guard copy >= 0 else { throw .system(errno: errno, "dup") }
+        let listener: StreamListener
+        do throws(RuntimeError) {
+            listener = try StreamListener(pipe: loop)
+        } catch {
+            Glibc.close(copy)
+            throw error
+        }
+        return try configured(listener) { listener throws(RuntimeError) in
+            let rc = uv_pipe_open(listener.typed(uv_pipe_t.self), copy)
+            if rc < 0 {
+                Glibc.close(copy)
+                throw .listen(rc, "uv_pipe_open (shared unix listener)")
+            }
+            try listener.listen(backlog, "listen (shared unix listener)", onConnection)
+        }
+    }
+
+    /// The listening socket's descriptor, which another loop's listener may share.
+    func descriptor() throws(RuntimeError) -> Int32 {
+        var fd: uv_os_fd_t = -1
+        try RuntimeError.check(uv_fileno(handle, &fd), "uv_fileno")
+        return fd
+    }
+
     /// `listener` after `configure` ran on it; closed when that throws.
     private static func configured(
         _ listener: StreamListener, _ configure: (StreamListener) throws(RuntimeError) -> Void

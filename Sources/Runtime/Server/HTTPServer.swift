@@ -5,10 +5,11 @@ import Synchronization
 /// An HTTP/1.1 server: one listener per loop on the same port (`SO_REUSEPORT`), so the
 /// kernel spreads connections across loops and each connection stays on one thread.
 ///
-/// On a Unix domain socket (``ListenAddress/unix(path:mode:)``) it listens on the group's
-/// first loop only: a socket path can be bound once, and such a listener serves an admin
-/// API, not the hot path. A stale socket file left by a crash is replaced, a live one is
-/// not (``StaleSocketRule``); the file is removed at shutdown.
+/// On a Unix domain socket (``ListenAddress/unix(path:mode:)``) the group's first loop binds
+/// the path and every other loop listens on a duplicate of that socket, so connections are
+/// spread across the loops there too (the kernel hands each to one of the loops waiting).
+/// A stale socket file left by a crash is replaced, a live one is not
+/// (``StaleSocketRule``); the file is removed at shutdown.
 ///
 /// ```swift
 /// let group = try EventLoopGroup()
@@ -47,24 +48,33 @@ public final class HTTPServer: Sendable {
     /// Connections open now.
     public var activeConnections: Int { context.activeConnections }
 
-    /// Binds every loop's listener (the first loop's only, for a Unix socket). Throws the
-    /// first bind error (and listens nowhere then).
+    /// Binds every loop's listener (for a Unix socket: the first loop binds, the others
+    /// share its socket). Throws the first error (and listens nowhere then).
     public func start() throws(RuntimeError) {
         var address = configuration.address
         var port = 0
-        let loops = address.isUnix ? Array(group.loops.prefix(1)) : group.loops
-        for loop in loops {
-            let result = Locked<Result<(Int, LoopBound<ServerLoopState>), RuntimeError>?>(nil)
+        // The first loop's listening descriptor, which the others share on a Unix socket.
+        var shared: Int32?
+        for loop in group.loops {
+            let result = Locked<Result<(Int, Int32?, LoopBound<ServerLoopState>), RuntimeError>?>(nil)
             let done = DispatchSemaphore(value: 0)
             let target = address
             let context = self.context
+            let descriptor = shared
             loop.execute {
                 let state = ServerLoopState(loop: loop, context: context)
                 do throws(RuntimeError) {
-                    let bound = try state.listen(target)
+                    var bound = 0
+                    var own: Int32?
+                    if let descriptor {
+                        try state.listen(sharing: descriptor)
+                    } else {
+                        bound = try state.listen(target)
+                        if target.isUnix { own = try state.listenerDescriptor() }
+                    }
                     let box = LoopBound(state, loop: loop)
                     loop.onShutdown { state.shutdown(grace: .zero) {} }
-                    result.withLock { $0 = .success((bound, box)) }
+                    result.withLock { $0 = .success((bound, own, box)) }
                 } catch {
                     state.shutdown(grace: .zero) {}
                     result.withLock { $0 = .failure(error) }
@@ -73,9 +83,10 @@ public final class HTTPServer: Sendable {
             }
             done.wait()
             switch result.withLock({ $0 })! {
-            case .success(let (bound, box)):
+            case .success(let (bound, own, box)):
                 // The other loops bind the port the first one got (port 0 picks one).
                 port = bound
+                if let own { shared = own }
                 if case .tcp(let host, _) = address { address = .tcp(host: host, port: bound) }
                 states.withLock { $0.append(box) }
             case .failure(let e):

@@ -37,6 +37,20 @@ final class ServerLoopState {
         return try listener.boundPort()
     }
 
+    /// Listens on the Unix domain socket whose listening `descriptor` another loop's state
+    /// bound (``StreamListener/sharing(descriptor:loop:backlog:onConnection:)``).
+    func listen(sharing descriptor: Int32) throws(RuntimeError) {
+        listener = try StreamListener.sharing(
+            descriptor: descriptor, loop: loop.uv, backlog: context.configuration.backlog,
+            onConnection: { [weak self] status in self?.accept(status) })
+    }
+
+    /// The listening socket's descriptor, for the other loops to share a Unix socket.
+    func listenerDescriptor() throws(RuntimeError) -> Int32 {
+        guard let listener else { throw .listen(-EBADF, "listen (shared unix listener)") }
+        return try listener.descriptor()
+    }
+
     private func accept(_ status: Int32) {
         guard status == 0, let listener, !closing else { return }
         // A connection that cannot be accepted (the client left, no descriptor left) is
