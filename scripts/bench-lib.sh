@@ -41,6 +41,37 @@ NGINX
   nginx -c "$tmp/$name/nginx.conf" -p "$tmp/$name"
 }
 
+# haproxy_start NAME THREADS PORT UPSTREAM-PORT: HAProxy in front of 127.0.0.1:UPSTREAM-PORT,
+# with the same work as the nginx front (a static Authorization header, kept-alive upstream
+# connections reused across clients); its pid in $tmp/NAME.pid.
+haproxy_start() {
+  local name="$1" n="$2" port="$3" up="$4"
+  cat > "$tmp/$name.cfg" <<HAPROXY
+global
+  nbthread $n
+  maxconn 8000
+  pidfile $tmp/$name.pid
+defaults
+  mode http
+  maxconn 8000
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+  timeout http-keep-alive 60s
+  http-reuse always
+frontend front
+  bind 127.0.0.1:$port backlog 4096
+  http-request set-header Authorization "Bearer benchmark-static-token"
+  default_backend up
+backend up
+  server up 127.0.0.1:$up maxconn 64
+HAPROXY
+  haproxy -D -f "$tmp/$name.cfg"
+  local i
+  for i in $(seq 50); do [ -s "$tmp/$name.pid" ] && return 0; sleep 0.1; done
+  echo "haproxy did not start"; return 1
+}
+
 # rss_kib PID...: resident set size summed over the processes and their children
 rss_kib() {
   local total=0 p
