@@ -62,6 +62,29 @@ struct HTTP1PoolTests {
         }
     }
 
+    /// A handler that refuses the body until resumed, and the response's end held meanwhile:
+    /// the connection goes back to the pool reading again, so the next exchange on it is
+    /// answered (and a peer closing it while idle is noticed).
+    @Test(.timeLimit(.minutes(1))) func aConnectionWhoseDeliveryPausedIsReadAgainWhenReused() async throws {
+        let nginx = try Nginx(serverBlock: #"location / { return 200 "$connection"; }"#)
+        defer { nginx.stop() }
+        let loop = try EventLoop(name: "pool-loop")
+        loop.start()
+        defer { loop.shutdown() }
+        let client = await UpstreamClient.make(
+            on: loop, configuration: UpstreamClientConfiguration(idleTimeout: .seconds(3), loopHTTP1: true))
+        let url = "http://127.0.0.1:\(nginx.port)/"
+        let first: String = try await withCheckedThrowingContinuation { cont in
+            loop.execute {
+                let handler = RefusingOnceHandler(loop: loop) { cont.resume(with: $0) }
+                handler.transfer = client.start(UpstreamRequest(method: "GET", url: url), handler: handler)
+            }
+        }
+        let second = try await client.send(UpstreamRequest(method: "GET", url: url))
+        #expect(second.status == 200)
+        #expect(String(decoding: second.body, as: UTF8.self) == first, "the same kept-alive connection answered")
+    }
+
     @Test func aRequestOnAConnectionThePeerJustClosedIsSentAgainOnANewOne() async throws {
         let server = try DroppingServer()
         defer { server.stop() }
@@ -123,5 +146,37 @@ final class DroppingServer: @unchecked Sendable {
 
     func stop() {
         Glibc.shutdown(fd, Int32(SHUT_RDWR))
+    }
+}
+
+/// Refuses the first body bytes, resumes the transfer on the next loop turn, and reports
+/// the body once the exchange ends.
+final class RefusingOnceHandler: UpstreamResponseHandler {
+    let loop: EventLoop
+    var transfer: (any UpstreamTransfer)?
+    private var refused = false
+    private var body: [UInt8] = []
+    private let done: (Result<String, any Error>) -> Void
+
+    init(loop: EventLoop, done: @escaping (Result<String, any Error>) -> Void) {
+        self.loop = loop
+        self.done = done
+    }
+
+    func upstreamHead(status: Int, headers: consuming HTTPHeaders) {}
+
+    func upstreamBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard refused else {
+            refused = true
+            let bound = LoopBound(self, loop: loop)
+            loop.execute { bound.value.transfer?.resume() }
+            return false
+        }
+        body.append(contentsOf: bytes)
+        return true
+    }
+
+    func upstreamFinished(_ error: RuntimeError?) {
+        if let error { done(.failure(error)) } else { done(.success(String(decoding: body, as: UTF8.self))) }
     }
 }

@@ -6,7 +6,7 @@ extension HTTP1Connection {
     /// Sends what the client's body stream holds while the socket's queue is short; waits
     /// for the stream (``BodyStream/notifyWhenReadable(_:)``) or a write completion for more.
     func pumpBody() {
-        while let stream = streamBody, state == .busy, tcp.queuedBytes < 256 * 1024 {
+        while let stream = streamBody, isBusy, tcp.queuedBytes < 256 * 1024 {
             let chunked = exchange?.head.framing == .chunked
             // Room before the data for a chunk-size line, after it for the CRLF.
             let scratch = pool.scratch
@@ -15,7 +15,7 @@ extension HTTP1Connection {
             do throws(RuntimeError) {
                 switch stream.readNow(into: room) {
                 case .bytes(let n):
-                    lastActivity = now
+                    machine.bodyProgressed(now: now)
                     guard chunked else {
                         try tcp.write(UnsafeRawBufferPointer(rebasing: scratch[lead..<(lead + n)]))
                         continue
@@ -28,8 +28,8 @@ extension HTTP1Connection {
                     try tcp.write(UnsafeRawBufferPointer(rebasing: scratch[start..<(lead + n + 2)]))
                 case .end:
                     streamBody = nil
-                    requestSent = true
                     if chunked { try send(ChunkedEncoding.terminator) }
+                    machine.requestWritten()
                 case .empty:
                     let loop = pool.client.loop
                     stream.notifyWhenReadable { [weak self] in
@@ -39,7 +39,7 @@ extension HTTP1Connection {
                     }
                     return
                 case .failed:
-                    fail(.upstream(.upstreamFailed, "the client's request body ended early; the upstream exchange was abandoned"))
+                    execute(machine.bodyFailed())
                     return
                 }
             } catch {
@@ -51,12 +51,7 @@ extension HTTP1Connection {
 
     /// A queued write completed: a failure ends the exchange; else the body goes on.
     func writeCompleted(_ status: Int32) {
-        guard state == .busy else { return }
-        if status < 0 {
-            if status != UV_ECANCELED.rawValue { inputEnded(status, writing: true) }
-            return
-        }
-        lastActivity = now
-        if streamBody != nil { pumpBody() }
+        guard exchange != nil else { return }
+        execute(machine.writeCompleted(status: status, parserStarted: parser.started, replayable: replayable, now: now))
     }
 }

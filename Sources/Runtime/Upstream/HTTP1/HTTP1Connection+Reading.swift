@@ -2,30 +2,22 @@ import CLibUV
 import HTTPWire
 
 /// Reading the response: parsing, delivery to the handler (paused while it refuses bytes),
-/// and the end of the input.
+/// and the end of the input, each outcome decided by the ``HTTP1Connection/StateMachine``.
 extension HTTP1Connection {
     /// A read: `n` bytes, or a negative libuv code (`UV_EOF` at the end).
     func received(_ n: Int, _ bytes: UnsafeRawBufferPointer) {
-        switch state {
-        case .busy:
-            if n < 0 {
-                inputEnded(Int32(n), writing: false)
-            } else {
-                lastActivity = now
-                feed(bytes)
-            }
-        case .idle:
-            // The peer closed a kept-alive connection, or sent something unasked.
-            close()
-        case .connecting, .closed:
-            break
+        if n < 0 && isBusy {
+            inputEnded(Int32(n), writing: false)
+        } else {
+            // Idle, anything (bytes or the end) closes the connection.
+            execute(machine.bytesRead(now: now), input: n < 0 ? nil : bytes)
         }
     }
 
     /// Parses `bytes` and hands what they hold to the exchange's handler.
     func feed(_ bytes: UnsafeRawBufferPointer) {
         var offset = 0
-        while let exchange, state == .busy {
+        while let exchange, isBusy {
             let (event, used) = parser.parse(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
             offset += used
             // Consumed: the head's fields go to the handler as the only copy.
@@ -41,72 +33,44 @@ extension HTTP1Connection {
                     // Keep the refused bytes and the rest; read nothing more until resumed.
                     refused = Array(chunk)
                     stash = Array(bytes[offset...])
-                    tcp.stopReading()
+                    execute(machine.deliveryRefused(holdsInput: !stash.isEmpty))
                     return
                 }
             case .end(let keepAlive):
-                finishExchange(keepAlive: keepAlive && offset == bytes.count)
+                execute(machine.responseEnded(keepAlive: keepAlive && offset == bytes.count))
                 return
             case .switched(let headers):
                 handOver(exchange, headers, early: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
                 return
             case .error(let e):
-                fail(.upstream(.invalidResponse, "the upstream answer is not valid HTTP: \(e.detail)"))
+                execute(machine.responseInvalid(e.detail))
                 return
             }
         }
     }
 
-    /// The handler takes bytes again: deliver what it refused, then read on.
+    /// The handler takes bytes again.
     func resumeDelivery() {
-        guard state == .busy, let bytes = refused, let exchange, let handler = exchange.activeHandler else { return }
-        lastActivity = now
+        execute(machine.resumed(now: now))
+    }
+
+    /// Delivers the refused chunk again, then the bytes held after it, then reads on.
+    func deliverHeld() {
+        guard let bytes = refused, let exchange, let handler = exchange.activeHandler else { return }
         if !(bytes.withUnsafeBytes { handler.upstreamBody($0) }) { return }
-        guard self.exchange === exchange, state == .busy else { return }
+        guard self.exchange === exchange, isBusy else { return }
         refused = nil
         let rest = stash
         stash = []
+        machine.heldChunkTaken()
         rest.withUnsafeBytes { feed($0) }
-        guard self.exchange === exchange, state == .busy, refused == nil else { return }
-        if let code = endOfInput {
-            inputEnded(Int32(code), writing: false)
-            return
-        }
-        do throws(RuntimeError) {
-            try tcp.startReading()
-        } catch {
-            fail(.upstream(.upstreamFailed, "the upstream connection cannot be read", underlying: error))
-        }
+        guard self.exchange === exchange else { return }
+        execute(machine.heldInputParsed(parserStarted: parser.started, replayable: replayable))
     }
 
     /// The peer closed the connection or it failed (`code`: `UV_EOF` or a libuv error).
     func inputEnded(_ code: Int32, writing: Bool) {
-        guard let exchange, state == .busy else { return }
-        if refused != nil {
-            // Deliver what was read first.
-            endOfInput = Int(code)
-            return
-        }
-        if !parser.started && reused && !exchange.retried && exchange.replayable {
-            // A kept-alive connection the peer closed just before the request: send again.
-            self.exchange = nil
-            exchange.connection = nil
-            close()
-            pool.retry(exchange)
-            return
-        }
-        if code == UV_EOF.rawValue && !writing {
-            switch parser.finishInput() {
-            case .end:
-                finishExchange(keepAlive: false)
-            case .error(let e):
-                fail(.upstream(.connectionReset, "the upstream connection failed: \(e.detail)"))
-            default:
-                fail(.upstream(.connectionReset, "the upstream connection failed"))
-            }
-            return
-        }
-        let reason = String(cString: uv_strerror(code))
-        fail(.upstream(.connectionReset, "the upstream connection failed: \(reason)", underlying: .libuv(code, "read")))
+        guard exchange != nil else { return }
+        execute(machine.inputEnded(code: code, writing: writing, parserStarted: parser.started, replayable: replayable))
     }
 }

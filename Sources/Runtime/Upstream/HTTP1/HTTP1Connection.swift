@@ -11,13 +11,11 @@ import HTTPWire
 /// response read) is sent once more on a new connection when its body is in memory.
 /// Loop-confined.
 ///
-/// This file holds the connection's state, connecting, sending a request and ending an
+/// Every decision is the pure ``StateMachine``'s; this class runs its actions
+/// (``execute(_:input:)``). This file holds connecting, sending a request and ending an
 /// exchange; `+Body` streams a request body, `+Reading` reads the response, `+Timers`
-/// keeps its deadlines. The state below is shared by those extensions and no one else.
+/// feeds the timer to the machine.
 final class HTTP1Connection {
-    /// Where the connection is in its life.
-    enum State { case connecting, busy, idle, closed }
-
     /// The pool the connection belongs to (which holds it).
     unowned let pool: HTTP1Pool
     /// The socket.
@@ -29,41 +27,29 @@ final class HTTP1Connection {
     private let loop: EventLoop
     /// The current response's parser.
     let parser = ResponseParser()
-    /// Where the connection is in its life.
-    var state = State.connecting
+    /// The connection's decisions.
+    var machine: StateMachine
     /// The exchange being served, if any.
     var exchange: HTTP1Exchange?
-    /// Whether an exchange completed on this connection before the current one.
-    var reused = false
 
-    // Request body.
     /// The client's body stream while it is being sent.
     var streamBody: BodyStream?
-    /// Whether the whole request (head and body) was handed to the socket.
-    var requestSent = false
 
     // Response delivery, paused while the handler refuses bytes.
     /// The body chunk the handler refused, delivered again on ``resumeDelivery()``.
     var refused: [UInt8]?
     /// Bytes read after the refused chunk, parsed after it.
     var stash: [UInt8] = []
-    /// How the input ended while delivery was paused (a libuv code), acted on after it.
-    var endOfInput: Int?
-
-    // Timing, in libuv's millisecond clock.
-    /// When bytes last moved either way.
-    var lastActivity: UInt64 = 0
-    /// When the exchange must have ended (`.max`: no total timeout).
-    var totalDeadline: UInt64 = .max
 
     init(pool: HTTP1Pool) throws(RuntimeError) {
         self.pool = pool
         let loop = pool.client.loop
         self.loop = loop
         let configuration = pool.client.configuration
-        timeouts = Timeouts(
-            connect: configuration.connectTimeout.milliseconds, idle: configuration.idleTimeout.milliseconds,
-            total: configuration.totalTimeout?.milliseconds)
+        machine = StateMachine(
+            timeouts: StateMachine.Timeouts(
+                connect: configuration.connectTimeout.milliseconds, idle: configuration.idleTimeout.milliseconds,
+                total: configuration.totalTimeout?.milliseconds))
         tcp = try LoopTCP(loop: loop.uv, readBuffer: loop.readBuffer)
         do {
             timer = try LoopTimer(loop: loop.uv)
@@ -77,21 +63,17 @@ final class HTTP1Connection {
         timer.onFire = { [unowned self] in timerFired() }
     }
 
-    /// The client's timeouts in milliseconds, converted once (the client's configuration
-    /// does not change).
-    let timeouts: Timeouts
-
-    /// The client's timeouts, in milliseconds of the loop's clock.
-    struct Timeouts {
-        /// Connecting (``UpstreamClientConfiguration/connectTimeout``).
-        let connect: UInt64
-        /// Without a byte either way, and in the pool (``UpstreamClientConfiguration/idleTimeout``).
-        let idle: UInt64
-        /// The whole exchange, if bounded (``UpstreamClientConfiguration/totalTimeout``).
-        let total: UInt64?
-    }
     /// The loop's clock, in milliseconds.
     var now: UInt64 { loop.now }
+
+    /// Whether the connection is serving an exchange (and so may read and write).
+    var isBusy: Bool { machine.phase == .busy }
+
+    /// Whether the current exchange may be sent again on a new connection.
+    var replayable: Bool {
+        guard let exchange else { return false }
+        return !exchange.retried && exchange.replayable
+    }
 
     // MARK: Connecting
 
@@ -99,47 +81,32 @@ final class HTTP1Connection {
     func connect(for exchange: HTTP1Exchange) {
         self.exchange = exchange
         exchange.connection = self
-        arm(after: timeouts.connect)
+        execute(machine.connectStarted(now: now))
         let origin = pool.origin
         LoopResolver.resolve(origin.host, port: origin.port, on: pool.client.loop.uv) { [self] result in
-            guard state == .connecting else { return }
+            guard machine.phase == .connecting else { return }
             do throws(RuntimeError) {
                 let address = try result.get()
                 try address.withSockaddr { sa throws(RuntimeError) in
-                    try tcp.connect(to: sa) { [self] status in connected(status) }
+                    try tcp.connect(to: sa) { [self] status in
+                        let live = self.exchange.map { !$0.isFinished } ?? false
+                        execute(machine.connected(status: status, exchangeLive: live))
+                    }
                 }
             } catch {
-                fail(.upstream(.connectFailed, "could not connect to the upstream: \(error.message)", underlying: error))
+                connectError = error
+                execute(machine.connectFailed(error.systemCode ?? UV_ECONNREFUSED.rawValue))
             }
         }
     }
 
-    private func connected(_ status: Int32) {
-        guard state == .connecting else { return }
-        if status < 0 {
-            let reason = String(cString: uv_strerror(status))
-            fail(.upstream(.connectFailed, "could not connect to the upstream: \(reason)", underlying: .libuv(status, "connect")))
-            return
-        }
-        do throws(RuntimeError) {
-            try tcp.startReading()
-        } catch {
-            fail(.upstream(.upstreamFailed, "the upstream connection cannot be read", underlying: error))
-            return
-        }
-        guard let exchange, !exchange.isFinished else {
-            // The exchange was cancelled while connecting (`abandon` closed the connection).
-            close()
-            return
-        }
-        run(exchange)
-    }
+    /// Why resolving or connecting failed, for the error the exchange gets.
+    private var connectError: RuntimeError?
 
     // MARK: Running an exchange
 
     /// Sends `exchange`'s request and reads its response.
     func run(_ exchange: HTTP1Exchange) {
-        state = .busy
         self.exchange = exchange
         exchange.connection = self
         parser.reset()
@@ -147,12 +114,10 @@ final class HTTP1Connection {
         if exchange.request.upgrade { parser.expectUpgrade() }
         refused = nil
         stash = []
-        endOfInput = nil
-        requestSent = false
         streamBody = nil
-        lastActivity = now
-        totalDeadline = timeouts.total.map { lastActivity + $0 } ?? .max
-        armExchangeTimer()
+        var streams = false
+        if case .stream = exchange.request.body { streams = true }
+        execute(machine.exchangeStarted(streamsBody: streams, now: now))
         do throws(RuntimeError) {
             switch exchange.request.body {
             case .bytes(let body) where body.count <= 16 * 1024:
@@ -160,14 +125,14 @@ final class HTTP1Connection {
                 var out = exchange.head.bytes
                 out.append(contentsOf: body)
                 try send(out)
-                requestSent = true
+                machine.requestWritten()
             case .bytes(let body):
                 try send(exchange.head.bytes)
                 try send(body)
-                requestSent = true
+                machine.requestWritten()
             case .none:
                 try send(exchange.head.bytes)
-                requestSent = true
+                machine.requestWritten()
             case .stream(let stream, _):
                 try send(exchange.head.bytes)
                 streamBody = stream
@@ -187,71 +152,142 @@ final class HTTP1Connection {
         if let failure { throw failure }
     }
 
-    /// Sends what the client's body stream holds, as the socket takes it.
-    // MARK: Ending
+    // MARK: Running the machine's actions
 
-    /// The response ended: the connection goes back to the pool when both sides keep it
-    /// and the whole request was sent, else it closes. Then the handler hears success.
-    ///
-    /// A response that ends while the request body is still going out closes the connection:
-    /// an upstream that answered early may never read the rest, and a body left to drain
-    /// with nobody waiting for it would hold the connection, its descriptor and its place in
-    /// the pool for as long as the upstream does not read.
-    func finishExchange(keepAlive: Bool) {
-        let done = exchange
-        exchange = nil
-        done?.connection = nil
-        timer.disarm()
-        if keepAlive && requestSent && stash.isEmpty && state == .busy {
-            reused = true
-            state = .idle
-            pool.release(self)
-        } else {
-            close()
+    /// Runs `actions` in order; `input` is the bytes a read brought (for ``StateMachine/Action/parseInput``).
+    func execute(_ actions: [StateMachine.Action], input: UnsafeRawBufferPointer? = nil) {
+        for action in actions {
+            switch action {
+            case .armTimer(let deadline):
+                do throws(RuntimeError) {
+                    try timer.arm(at: deadline)
+                } catch {
+                    // Only a closing timer refuses, and then the connection is closing too.
+                }
+            case .startReading:
+                do throws(RuntimeError) {
+                    try tcp.startReading()
+                } catch {
+                    execute(machine.readingFailed())
+                    return
+                }
+            case .stopReading:
+                tcp.stopReading()
+            case .sendRequest:
+                if let exchange { run(exchange) }
+            case .pumpBody:
+                pumpBody()
+            case .parseInput:
+                if let input { feed(input) }
+            case .deliverHeld:
+                deliverHeld()
+            case .finishInput:
+                switch parser.finishInput() {
+                case .end: execute(machine.inputFinished(ended: true, detail: nil))
+                case .error(let e): execute(machine.inputFinished(ended: false, detail: e.detail))
+                default: execute(machine.inputFinished(ended: false, detail: nil))
+                }
+            case .endExchange(let reuse):
+                let done = exchange
+                exchange = nil
+                done?.connection = nil
+                if reuse {
+                    timer.disarm()
+                    pool.release(self)
+                } else {
+                    closeHandles()
+                }
+                done?.finish(nil)
+            case .fail(let failure):
+                let failed = exchange
+                exchange = nil
+                closeHandles()
+                failed?.finish(error(for: failure))
+            case .retry:
+                guard let again = exchange else { continue }
+                exchange = nil
+                again.connection = nil
+                closeHandles()
+                pool.retry(again)
+            case .close:
+                exchange = nil
+                closeHandles()
+            case .handOver:
+                // Run by `feed`, which has the headers and the early bytes.
+                break
+            }
         }
-        done?.finish(nil)
     }
+
+    /// The error an exchange ends with for `failure`.
+    private func error(for failure: StateMachine.Failure) -> RuntimeError {
+        switch failure {
+        case .connectFailed(let code):
+            if let underlying = connectError {
+                return .upstream(
+                    .connectFailed, "could not connect to the upstream: \(underlying.message)", underlying: underlying)
+            }
+            let reason = String(cString: uv_strerror(code))
+            return .upstream(.connectFailed, "could not connect to the upstream: \(reason)", underlying: .libuv(code, "connect"))
+        case .connectTimedOut:
+            return .upstream(.timeout, "connecting to the upstream timed out")
+        case .answerTimedOut:
+            return .upstream(.timeout, "the upstream did not answer in time")
+        case .invalidResponse(let detail):
+            return .upstream(.invalidResponse, "the upstream answer is not valid HTTP: \(detail)")
+        case .connectionFailed(let code):
+            let reason = String(cString: uv_strerror(code))
+            return .upstream(.connectionReset, "the upstream connection failed: \(reason)", underlying: .libuv(code, "read"))
+        case .closedEarly(let detail):
+            return .upstream(.connectionReset, "the upstream connection failed\(detail.map { ": \($0)" } ?? "")")
+        case .requestBodyFailed:
+            return .upstream(.upstreamFailed, "the client's request body ended early; the upstream exchange was abandoned")
+        case .cannotRead:
+            return .upstream(.upstreamFailed, "the upstream connection cannot be read")
+        case .shutDown:
+            return .upstream(.cancelled, "the upstream client shut down")
+        }
+    }
+
+    // MARK: Ending
 
     /// The upstream answered `101 Switching Protocols`: the socket leaves this connection
     /// (which closes its timer and leaves the pool, never to be reused) for an
     /// ``UpstreamTunnel`` the exchange's handler owns.
     func handOver(_ done: HTTP1Exchange, _ headers: HTTPHeaders, early: UnsafeRawBufferPointer) {
+        guard machine.switched() == [.handOver] else { return }
         exchange = nil
         done.connection = nil
-        state = .closed
         streamBody = nil
+        handlesClosed = true
         timer.close()
         let tunnel = UpstreamTunnel(tcp: tcp, early: Array(early))
         pool.closed(self)
         done.switched(headers, tunnel)
     }
 
-    /// Ends the exchange with `error` and closes the connection.
-    func fail(_ error: RuntimeError) {
-        let failed = exchange
-        exchange = nil
-        close()
-        failed?.finish(error)
-    }
-
     /// The exchange was cancelled: the connection cannot be trusted for another.
     func abandon() {
         exchange = nil
-        close()
+        execute(machine.stop())
     }
 
-    /// Fails the exchange with `reason` and closes (client shutdown).
-    func shutDown(_ reason: RuntimeError) {
-        fail(reason)
+    /// Fails the exchange and closes (client shutdown).
+    func shutDown() {
+        execute(machine.stop(failing: .shutDown))
     }
 
-    /// Closes the socket and the timer; the pool forgets the connection.
-    func close() {
-        guard state != .closed else { return }
-        state = .closed
+    /// Closes the socket and the timer; the pool forgets the connection. The machine has
+    /// decided so already.
+    private func closeHandles() {
+        guard !handlesClosed else { return }
+        handlesClosed = true
         streamBody = nil
         timer.close()
         tcp.close()
         pool.closed(self)
     }
+
+    /// Whether ``closeHandles()`` ran.
+    private var handlesClosed = false
 }

@@ -132,7 +132,7 @@ final class HTTP1Pool {
         idle = []
         publish()
         for connection in Array(connections.values) {
-            connection.shutDown(.upstream(.cancelled, "the upstream client shut down"))
+            connection.shutDown()
         }
     }
 }
