@@ -6,14 +6,10 @@ import CLibUV
 final class HTTP1Pool {
     unowned let client: UpstreamClient
     let origin: HTTP1Origin
-    private var idle: [HTTP1Connection] = []
-    private var waiting: [HTTP1Exchange] = []
-    private var waitingHead = 0
+    /// The pool's decisions.
+    private var machine: StateMachine<HTTP1Connection, HTTP1Exchange>
     /// Every open connection, for shutdown.
     private var connections: [ObjectIdentifier: HTTP1Connection] = [:]
-    /// Open connections: connecting, busy or idle.
-    private(set) var openCount = 0
-    private var shuttingDown = false
     /// A buffer for reading streamed request bodies, shared by the pool's connections
     /// (each copies what the kernel does not take at once).
     let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
@@ -27,41 +23,25 @@ final class HTTP1Pool {
     init(client: UpstreamClient, origin: HTTP1Origin) {
         self.client = client
         self.origin = origin
+        machine = StateMachine(maxConnections: client.configuration.maxConnectionsPerHost)
         gauges = client.configuration.connectionGauges?.counters(for: "http://\(origin.authority)")
     }
 
     deinit { scratch.deallocate() }
 
+    /// Open connections: connecting, busy or idle.
+    var openCount: Int { machine.openCount }
+
     /// Idle connections, for tests.
-    var idleCount: Int { idle.count }
+    var idleCount: Int { machine.idle.count }
 
     /// Whether nothing is under way: no exchange waiting and every open connection idle.
-    var isQuiet: Bool { waitingHead >= waiting.count && openCount == idle.count }
+    var isQuiet: Bool { machine.isQuiet }
 
     /// Runs `exchange` on an idle connection, a new one, or when one frees up.
     func start(_ exchange: HTTP1Exchange) {
-        if let connection = idle.popLast() {
-            publish()
-            connection.run(exchange)
-        } else if openCount < client.configuration.maxConnectionsPerHost {
-            open(for: exchange)
-        } else {
-            waiting.append(exchange)
-        }
-    }
-
-    /// Brings the shared gauges to this pool's counts: busy (connecting or serving) and idle.
-    private func publish() {
-        guard let gauges else { return }
-        let busy = openCount - idle.count
-        if busy != publishedBusy {
-            gauges.busy.wrappingAdd(busy - publishedBusy, ordering: .relaxed)
-            publishedBusy = busy
-        }
-        if idle.count != publishedIdle {
-            gauges.idle.wrappingAdd(idle.count - publishedIdle, ordering: .relaxed)
-            publishedIdle = idle.count
-        }
+        guard let action = machine.start(exchange) else { return }
+        execute(action)
     }
 
     /// Sends `exchange` again on a new connection (its reused one was closed by the peer).
@@ -70,69 +50,71 @@ final class HTTP1Pool {
         start(exchange)
     }
 
-    private func open(for exchange: HTTP1Exchange) {
-        let connection: HTTP1Connection
-        do throws(RuntimeError) {
-            connection = try HTTP1Connection(pool: self)
-        } catch {
-            exchange.finish(.upstream(.upstreamFailed, "no socket for the upstream connection", underlying: error))
-            return
-        }
-        openCount += 1
-        connections[ObjectIdentifier(connection)] = connection
-        publish()
-        connection.connect(for: exchange)
-    }
-
     /// A connection finished an exchange and can take another.
     func release(_ connection: HTTP1Connection) {
-        if let next = nextWaiting() {
-            connection.run(next)
-        } else {
-            idle.append(connection)
-            publish()
-            connection.startIdleTimer()
-            client.exchangeEnded()
-        }
+        for action in machine.released(connection) { execute(action) }
     }
 
     /// A connection closed.
     func closed(_ connection: HTTP1Connection) {
-        openCount -= 1
         connections[ObjectIdentifier(connection)] = nil
-        if let i = idle.firstIndex(where: { $0 === connection }) { idle.remove(at: i) }
-        publish()
-        if !shuttingDown, let next = nextWaiting() { open(for: next) }
-        client.exchangeEnded()
+        for action in machine.closed(connection) { execute(action) }
     }
 
     /// Takes a waiting exchange out of the queue (it was cancelled).
     func dequeue(_ exchange: HTTP1Exchange) {
-        if let i = waiting[waitingHead...].firstIndex(where: { $0 === exchange }) { waiting.remove(at: i) }
-    }
-
-    private func nextWaiting() -> HTTP1Exchange? {
-        guard waitingHead < waiting.count else { return nil }
-        let next = waiting[waitingHead]
-        waitingHead += 1
-        if waitingHead > 64 && waitingHead * 2 > waiting.count {
-            waiting.removeFirst(waitingHead)
-            waitingHead = 0
-        }
-        return next
+        machine.dequeue(exchange)
     }
 
     /// Closes every connection and fails every waiting exchange (client shutdown).
     func close() {
-        shuttingDown = true
-        let pending = waiting[waitingHead...]
-        waiting = []
-        waitingHead = 0
-        for exchange in pending { exchange.finish(.upstream(.cancelled, "the upstream client shut down")) }
-        idle = []
-        publish()
-        for connection in Array(connections.values) {
-            connection.shutDown()
+        for action in machine.shutDown(open: Array(connections.values)) { execute(action) }
+    }
+
+    /// Runs one of the machine's actions, then brings the gauges up to date.
+    private func execute(_ action: StateMachine<HTTP1Connection, HTTP1Exchange>.Action) {
+        switch action {
+        case .run(let exchange, let connection):
+            publish()
+            connection.run(exchange)
+        case .open(let exchange):
+            let connection: HTTP1Connection
+            do throws(RuntimeError) {
+                connection = try HTTP1Connection(pool: self)
+            } catch {
+                machine.openFailed()
+                exchange.finish(.upstream(.upstreamFailed, "no socket for the upstream connection", underlying: error))
+                return
+            }
+            connections[ObjectIdentifier(connection)] = connection
+            publish()
+            connection.connect(for: exchange)
+        case .park(let connection):
+            publish()
+            connection.startIdleTimer()
+        case .exchangeEnded:
+            publish()
+            client.exchangeEnded()
+        case .failWaiting(let exchanges):
+            for exchange in exchanges { exchange.finish(.upstream(.cancelled, "the upstream client shut down")) }
+        case .shutDown(let open):
+            publish()
+            for connection in open { connection.shutDown() }
+        }
+    }
+
+    /// Brings the shared gauges to this pool's counts: busy (connecting or serving) and idle.
+    private func publish() {
+        guard let gauges else { return }
+        let busy = machine.busyCount
+        let idle = machine.idle.count
+        if busy != publishedBusy {
+            gauges.busy.wrappingAdd(busy - publishedBusy, ordering: .relaxed)
+            publishedBusy = busy
+        }
+        if idle != publishedIdle {
+            gauges.idle.wrappingAdd(idle - publishedIdle, ordering: .relaxed)
+            publishedIdle = idle
         }
     }
 }
