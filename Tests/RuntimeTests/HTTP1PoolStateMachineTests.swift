@@ -29,7 +29,13 @@ struct HTTP1PoolStateMachineTests {
         case .shutDown(let cs): return "shut down \(cs)"
         }
     }
-    static func text(_ actions: [Machine.Action]) -> [String] { actions.map { text($0) } }
+    static func text(_ actions: (Machine.Action, Machine.Action?)) -> [String] {
+        [text(actions.0)] + (actions.1.map { [text($0)] } ?? [])
+    }
+    static func text(_ actions: (Machine.Action?, Machine.Action)) -> [String] {
+        (actions.0.map { [text($0)] } ?? []) + [text(actions.1)]
+    }
+    static func text(_ actions: (Machine.Action, Machine.Action)) -> [String] { [text(actions.0), text(actions.1)] }
 
     @Test func exchangesOpenConnectionsUpToTheLimitThenWaitInOrder() {
         var m = Machine(maxConnections: 2)

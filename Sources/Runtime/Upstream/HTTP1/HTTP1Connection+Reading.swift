@@ -43,7 +43,8 @@ extension HTTP1Connection {
                 handOver(exchange, headers, early: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
                 return
             case .error(let e):
-                execute(machine.responseInvalid(e.detail))
+                failureDetail = e.detail
+                execute(machine.responseInvalid())
                 return
             }
         }

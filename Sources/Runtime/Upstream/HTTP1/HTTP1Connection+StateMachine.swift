@@ -15,7 +15,8 @@ extension HTTP1Connection {
         /// Where the connection is in its life.
         enum Phase: Equatable { case connecting, busy, idle, closed }
 
-        /// Why an exchange fails; the shell turns it into a ``RuntimeError``.
+        /// Why an exchange fails; the shell turns it into a ``RuntimeError``. Plain values
+        /// only, so that actions are copied without reference counting.
         enum Failure: Equatable {
             /// The connection could not be made (a libuv code).
             case connectFailed(Int32)
@@ -23,12 +24,13 @@ extension HTTP1Connection {
             case connectTimedOut
             /// No byte moved for the idle timeout, or the total timeout passed.
             case answerTimedOut
-            /// The answer is not valid HTTP (the parser's detail).
-            case invalidResponse(String)
+            /// The answer is not valid HTTP (the shell has the parser's detail).
+            case invalidResponse
             /// The connection failed or was reset (a libuv code), mid-exchange.
             case connectionFailed(Int32)
-            /// The upstream closed before the answer was complete (the parser's detail, if any).
-            case closedEarly(String?)
+            /// The upstream closed before the answer was complete (the shell has the parser's
+            /// detail, if it gave one).
+            case closedEarly
             /// The client's request body ended early.
             case requestBodyFailed
             /// Reading could not start.
@@ -66,6 +68,44 @@ extension HTTP1Connection {
             case close
             /// The upstream switched protocols: the socket leaves for a tunnel.
             case handOver
+        }
+
+        /// The actions of one event, in order: at most two, held inline so that returning
+        /// and running them touches no heap (an array literal would allocate per event).
+        struct Actions: Sequence, Equatable {
+            private var first: Action?
+            private var second: Action?
+
+            /// No action.
+            init() {}
+            /// One action.
+            init(_ a: Action) { first = a }
+            /// Two actions, in order.
+            init(_ a: Action, _ b: Action) {
+                first = a
+                second = b
+            }
+
+            /// Whether the actions are `list`, in order (tests and guards read them as an array).
+            static func == (lhs: Actions, rhs: [Action]) -> Bool { Array(lhs) == rhs }
+
+            func makeIterator() -> Iterator { Iterator(actions: self) }
+
+            /// Reads the actions in order.
+            struct Iterator: IteratorProtocol {
+                var actions: Actions
+                mutating func next() -> Action? {
+                    if let a = actions.first {
+                        actions.first = nil
+                        return a
+                    }
+                    if let b = actions.second {
+                        actions.second = nil
+                        return b
+                    }
+                    return nil
+                }
+            }
         }
 
         /// The client's timeouts, in milliseconds of the loop's clock.
@@ -106,32 +146,32 @@ extension HTTP1Connection {
         // MARK: Connecting
 
         /// Connecting starts (the name is being resolved).
-        mutating func connectStarted(now: UInt64) -> [Action] {
-            [.armTimer(deadline: Self.deadline(after: timeouts.connect, now: now))]
+        mutating func connectStarted(now: UInt64) -> Actions {
+            Actions(.armTimer(deadline: Self.deadline(after: timeouts.connect, now: now)))
         }
 
         /// Resolving or connecting failed before a status came back.
-        mutating func connectFailed(_ code: Int32) -> [Action] {
-            guard phase == .connecting else { return [] }
+        mutating func connectFailed(_ code: Int32) -> Actions {
+            guard phase == .connecting else { return Actions() }
             return fail(.connectFailed(code))
         }
 
         /// The connection is made (`status` 0) or refused; `exchangeLive` false: the exchange
         /// was cancelled meanwhile.
-        mutating func connected(status: Int32, exchangeLive: Bool) -> [Action] {
-            guard phase == .connecting else { return [] }
+        mutating func connected(status: Int32, exchangeLive: Bool) -> Actions {
+            guard phase == .connecting else { return Actions() }
             if status < 0 { return fail(.connectFailed(status)) }
             guard exchangeLive else {
                 phase = .closed
-                return [.startReading, .close]
+                return Actions(.startReading, .close)
             }
-            return [.startReading, .sendRequest]
+            return Actions(.startReading, .sendRequest)
         }
 
         // MARK: An exchange
 
         /// An exchange starts on this connection; `streamsBody`: its body comes from a stream.
-        mutating func exchangeStarted(streamsBody: Bool, now: UInt64) -> [Action] {
+        mutating func exchangeStarted(streamsBody: Bool, now: UInt64) -> Actions {
             phase = .busy
             paused = false
             holdsInput = false
@@ -141,7 +181,7 @@ extension HTTP1Connection {
             sendingBody = streamsBody
             lastActivity = now
             totalDeadline = timeouts.total.map { now + $0 } ?? .max
-            return [exchangeTimer(now: now)]
+            return Actions(exchangeTimer(now: now))
         }
 
         /// The whole request is handed to the socket (a streamed body's end included).
@@ -156,37 +196,37 @@ extension HTTP1Connection {
         }
 
         /// The client's body stream failed.
-        mutating func bodyFailed() -> [Action] {
-            guard phase == .busy else { return [] }
+        mutating func bodyFailed() -> Actions {
+            guard phase == .busy else { return Actions() }
             return fail(.requestBodyFailed)
         }
 
         /// A queued write completed (`status` < 0: it failed).
-        mutating func writeCompleted(status: Int32, parserStarted: Bool, replayable: Bool, now: UInt64) -> [Action] {
-            guard phase == .busy else { return [] }
+        mutating func writeCompleted(status: Int32, parserStarted: Bool, replayable: Bool, now: UInt64) -> Actions {
+            guard phase == .busy else { return Actions() }
             if status < 0 {
                 // Cancelled writes belong to a connection closing anyway.
-                if status == UV_ECANCELED.rawValue { return [] }
+                if status == UV_ECANCELED.rawValue { return Actions() }
                 return inputEnded(code: status, writing: true, parserStarted: parserStarted, replayable: replayable)
             }
             lastActivity = now
-            return sendingBody ? [.pumpBody] : []
+            return sendingBody ? Actions(.pumpBody) : Actions()
         }
 
         // MARK: Reading
 
         /// Bytes arrived.
-        mutating func bytesRead(now: UInt64) -> [Action] {
+        mutating func bytesRead(now: UInt64) -> Actions {
             switch phase {
             case .busy:
                 lastActivity = now
-                return [.parseInput]
+                return Actions(.parseInput)
             case .idle:
                 // The peer closed a kept-alive connection, or sent something unasked.
                 phase = .closed
-                return [.close]
+                return Actions(.close)
             case .connecting, .closed:
-                return []
+                return Actions()
             }
         }
 
@@ -200,48 +240,48 @@ extension HTTP1Connection {
         /// whose peer closed while delivery was paused. A connection reused after a paused
         /// delivery reads again first: the next exchange's answer, or the peer closing it
         /// while idle, must be heard.
-        mutating func responseEnded(keepAlive: Bool) -> [Action] {
-            guard phase == .busy else { return [] }
+        mutating func responseEnded(keepAlive: Bool) -> Actions {
+            guard phase == .busy else { return Actions() }
             let reuse = keepAlive && requestSent && !holdsInput && endOfInput == nil
             guard reuse else {
                 phase = .closed
-                return [.endExchange(reuse: false)]
+                return Actions(.endExchange(reuse: false))
             }
             reused = true
             phase = .idle
-            guard readingStopped else { return [.endExchange(reuse: true)] }
+            guard readingStopped else { return Actions(.endExchange(reuse: true)) }
             readingStopped = false
-            return [.startReading, .endExchange(reuse: true)]
+            return Actions(.startReading, .endExchange(reuse: true))
         }
 
         /// The answer is not valid HTTP.
-        mutating func responseInvalid(_ detail: String) -> [Action] {
-            guard phase == .busy else { return [] }
-            return fail(.invalidResponse(detail))
+        mutating func responseInvalid() -> Actions {
+            guard phase == .busy else { return Actions() }
+            return fail(.invalidResponse)
         }
 
         /// The upstream switched protocols.
-        mutating func switched() -> [Action] {
-            guard phase == .busy else { return [] }
+        mutating func switched() -> Actions {
+            guard phase == .busy else { return Actions() }
             phase = .closed
-            return [.handOver]
+            return Actions(.handOver)
         }
 
         /// The handler refused a body chunk; `holdsInput`: bytes read after it are held too.
-        mutating func deliveryRefused(holdsInput: Bool) -> [Action] {
-            guard phase == .busy else { return [] }
+        mutating func deliveryRefused(holdsInput: Bool) -> Actions {
+            guard phase == .busy else { return Actions() }
             paused = true
             self.holdsInput = holdsInput
-            guard !readingStopped else { return [] }
+            guard !readingStopped else { return Actions() }
             readingStopped = true
-            return [.stopReading]
+            return Actions(.stopReading)
         }
 
         /// The handler takes bytes again.
-        mutating func resumed(now: UInt64) -> [Action] {
-            guard phase == .busy, paused else { return [] }
+        mutating func resumed(now: UInt64) -> Actions {
+            guard phase == .busy, paused else { return Actions() }
             lastActivity = now
-            return [.deliverHeld]
+            return Actions(.deliverHeld)
         }
 
         /// The refused chunk was taken; the held bytes are parsed next.
@@ -252,11 +292,11 @@ extension HTTP1Connection {
 
         /// The held bytes were parsed without a new refusal: read on, or act on the end of
         /// the input that came meanwhile.
-        mutating func heldInputParsed(parserStarted: Bool, replayable: Bool) -> [Action] {
-            guard phase == .busy, !paused else { return [] }
+        mutating func heldInputParsed(parserStarted: Bool, replayable: Bool) -> Actions {
+            guard phase == .busy, !paused else { return Actions() }
             guard let code = endOfInput else {
                 readingStopped = false
-                return [.startReading]
+                return Actions(.startReading)
             }
             endOfInput = nil
             return inputEnded(code: code, writing: false, parserStarted: parserStarted, replayable: replayable)
@@ -266,52 +306,52 @@ extension HTTP1Connection {
         /// while reading or (`writing`) writing. `parserStarted`: a response had begun;
         /// `replayable`: the request can be sent again (its body is in memory and it was not
         /// sent again already).
-        mutating func inputEnded(code: Int32, writing: Bool, parserStarted: Bool, replayable: Bool) -> [Action] {
-            guard phase == .busy else { return [] }
+        mutating func inputEnded(code: Int32, writing: Bool, parserStarted: Bool, replayable: Bool) -> Actions {
+            guard phase == .busy else { return Actions() }
             if paused {
                 // Deliver what was read first.
                 endOfInput = code
-                return []
+                return Actions()
             }
             if !parserStarted && reused && replayable {
                 // A kept-alive connection the peer closed just before the request: send again.
                 phase = .closed
-                return [.retry]
+                return Actions(.retry)
             }
-            if code == UV_EOF.rawValue && !writing { return [.finishInput] }
+            if code == UV_EOF.rawValue && !writing { return Actions(.finishInput) }
             return fail(.connectionFailed(code))
         }
 
         /// The parser's verdict on the end of the input: `ended` when it completed the
-        /// response (read to the close), else the detail of what was missing, if it said.
-        mutating func inputFinished(ended: Bool, detail: String?) -> [Action] {
-            guard phase == .busy else { return [] }
+        /// response (read to the close).
+        mutating func inputFinished(ended: Bool) -> Actions {
+            guard phase == .busy else { return Actions() }
             if ended { return responseEnded(keepAlive: false) }
-            return fail(.closedEarly(detail))
+            return fail(.closedEarly)
         }
 
         /// Reading could not start.
-        mutating func readingFailed() -> [Action] {
-            guard phase != .closed else { return [] }
+        mutating func readingFailed() -> Actions {
+            guard phase != .closed else { return Actions() }
             return fail(.cannotRead)
         }
 
         // MARK: Pool and timer
 
         /// The connection went back to the pool with nothing to run.
-        mutating func parked(now: UInt64) -> [Action] {
-            guard phase == .idle else { return [] }
-            return [.armTimer(deadline: Self.deadline(after: timeouts.idle, now: now))]
+        mutating func parked(now: UInt64) -> Actions {
+            guard phase == .idle else { return Actions() }
+            return Actions(.armTimer(deadline: Self.deadline(after: timeouts.idle, now: now)))
         }
 
         /// The timer fired.
-        mutating func timerFired(now: UInt64) -> [Action] {
+        mutating func timerFired(now: UInt64) -> Actions {
             switch phase {
             case .connecting:
                 return fail(.connectTimedOut)
             case .idle:
                 phase = .closed
-                return [.close]
+                return Actions(.close)
             case .busy:
                 if now >= totalDeadline { return fail(.answerTimedOut) }
                 // Paused delivery waits on the client, not the upstream: not idle.
@@ -320,25 +360,25 @@ extension HTTP1Connection {
                 } else if now >= lastActivity + timeouts.idle {
                     return fail(.answerTimedOut)
                 }
-                return [exchangeTimer(now: now)]
+                return Actions(exchangeTimer(now: now))
             case .closed:
-                return []
+                return Actions()
             }
         }
 
         /// The exchange was cancelled, or the client shuts down (`reason` given).
-        mutating func stop(failing reason: Failure? = nil) -> [Action] {
-            guard phase != .closed else { return [] }
+        mutating func stop(failing reason: Failure? = nil) -> Actions {
+            guard phase != .closed else { return Actions() }
             if let reason { return fail(reason) }
             phase = .closed
-            return [.close]
+            return Actions(.close)
         }
 
         // MARK: Helpers
 
-        private mutating func fail(_ failure: Failure) -> [Action] {
+        private mutating func fail(_ failure: Failure) -> Actions {
             phase = .closed
-            return [.fail(failure)]
+            return Actions(.fail(failure))
         }
 
         /// The timer for the exchange's nearer deadline: idle or total.

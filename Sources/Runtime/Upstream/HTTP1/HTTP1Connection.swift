@@ -102,6 +102,8 @@ final class HTTP1Connection {
 
     /// Why resolving or connecting failed, for the error the exchange gets.
     private var connectError: RuntimeError?
+    /// The parser's detail of the answer's fault, for the error the exchange gets.
+    var failureDetail: String?
 
     // MARK: Running an exchange
 
@@ -115,6 +117,7 @@ final class HTTP1Connection {
         refused = nil
         stash = []
         streamBody = nil
+        failureDetail = nil
         var streams = false
         if case .stream = exchange.request.body { streams = true }
         execute(machine.exchangeStarted(streamsBody: streams, now: now))
@@ -155,7 +158,7 @@ final class HTTP1Connection {
     // MARK: Running the machine's actions
 
     /// Runs `actions` in order; `input` is the bytes a read brought (for ``StateMachine/Action/parseInput``).
-    func execute(_ actions: [StateMachine.Action], input: UnsafeRawBufferPointer? = nil) {
+    func execute(_ actions: StateMachine.Actions, input: UnsafeRawBufferPointer? = nil) {
         for action in actions {
             switch action {
             case .armTimer(let deadline):
@@ -183,9 +186,11 @@ final class HTTP1Connection {
                 deliverHeld()
             case .finishInput:
                 switch parser.finishInput() {
-                case .end: execute(machine.inputFinished(ended: true, detail: nil))
-                case .error(let e): execute(machine.inputFinished(ended: false, detail: e.detail))
-                default: execute(machine.inputFinished(ended: false, detail: nil))
+                case .end: execute(machine.inputFinished(ended: true))
+                case .error(let e):
+                    failureDetail = e.detail
+                    execute(machine.inputFinished(ended: false))
+                default: execute(machine.inputFinished(ended: false))
                 }
             case .endExchange(let reuse):
                 let done = exchange
@@ -233,13 +238,13 @@ final class HTTP1Connection {
             return .upstream(.timeout, "connecting to the upstream timed out")
         case .answerTimedOut:
             return .upstream(.timeout, "the upstream did not answer in time")
-        case .invalidResponse(let detail):
-            return .upstream(.invalidResponse, "the upstream answer is not valid HTTP: \(detail)")
+        case .invalidResponse:
+            return .upstream(.invalidResponse, "the upstream answer is not valid HTTP: \(failureDetail ?? "malformed")")
         case .connectionFailed(let code):
             let reason = String(cString: uv_strerror(code))
             return .upstream(.connectionReset, "the upstream connection failed: \(reason)", underlying: .libuv(code, "read"))
-        case .closedEarly(let detail):
-            return .upstream(.connectionReset, "the upstream connection failed\(detail.map { ": \($0)" } ?? "")")
+        case .closedEarly:
+            return .upstream(.connectionReset, "the upstream connection failed\(failureDetail.map { ": \($0)" } ?? "")")
         case .requestBodyFailed:
             return .upstream(.upstreamFailed, "the client's request body ended early; the upstream exchange was abandoned")
         case .cannotRead:

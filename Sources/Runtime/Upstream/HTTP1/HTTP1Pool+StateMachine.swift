@@ -63,22 +63,24 @@ extension HTTP1Pool {
             openCount -= 1
         }
 
-        /// `connection` finished an exchange and can take another.
-        mutating func released(_ connection: Connection) -> [Action] {
-            if let next = nextWaiting() { return [.run(next, on: connection)] }
+        /// `connection` finished an exchange and can take another: it runs the next waiting
+        /// exchange, or is parked (the second action then says nothing is under way on it).
+        mutating func released(_ connection: Connection) -> (Action, Action?) {
+            if let next = nextWaiting() { return (.run(next, on: connection), nil) }
             idle.append(connection)
-            return [.park(connection), .exchangeEnded]
+            return (.park(connection), .exchangeEnded)
         }
 
-        /// `connection` closed.
-        mutating func closed(_ connection: Connection) -> [Action] {
+        /// `connection` closed: a waiting exchange gets a new one (the first action), and
+        /// then nothing is under way on the closed one (``Action/exchangeEnded``).
+        mutating func closed(_ connection: Connection) -> (Action?, Action) {
             openCount -= 1
             if let i = idle.firstIndex(where: { $0 === connection }) { idle.remove(at: i) }
             if !shuttingDown, let next = nextWaiting() {
                 openCount += 1
-                return [.open(for: next), .exchangeEnded]
+                return (.open(for: next), .exchangeEnded)
             }
-            return [.exchangeEnded]
+            return (nil, .exchangeEnded)
         }
 
         /// A waiting exchange was cancelled.
@@ -87,13 +89,13 @@ extension HTTP1Pool {
         }
 
         /// The pool shuts down: waiting exchanges fail, every connection is shut down.
-        mutating func shutDown(open: [Connection]) -> [Action] {
+        mutating func shutDown(open: [Connection]) -> (Action, Action) {
             shuttingDown = true
             let pending = Array(waiting[waitingHead...])
             waiting = []
             waitingHead = 0
             idle = []
-            return [.failWaiting(pending), .shutDown(open)]
+            return (.failWaiting(pending), .shutDown(open))
         }
 
         private mutating func nextWaiting() -> Exchange? {

@@ -52,13 +52,17 @@ final class HTTP1Pool {
 
     /// A connection finished an exchange and can take another.
     func release(_ connection: HTTP1Connection) {
-        for action in machine.released(connection) { execute(action) }
+        let (first, then) = machine.released(connection)
+        execute(first)
+        if let then { execute(then) }
     }
 
     /// A connection closed.
     func closed(_ connection: HTTP1Connection) {
         connections[ObjectIdentifier(connection)] = nil
-        for action in machine.closed(connection) { execute(action) }
+        let (first, then) = machine.closed(connection)
+        if let first { execute(first) }
+        execute(then)
     }
 
     /// Takes a waiting exchange out of the queue (it was cancelled).
@@ -68,7 +72,9 @@ final class HTTP1Pool {
 
     /// Closes every connection and fails every waiting exchange (client shutdown).
     func close() {
-        for action in machine.shutDown(open: Array(connections.values)) { execute(action) }
+        let (failing, closing) = machine.shutDown(open: Array(connections.values))
+        execute(failing)
+        execute(closing)
     }
 
     /// Runs one of the machine's actions, then brings the gauges up to date.
