@@ -78,6 +78,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
@@ -151,6 +152,7 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
                 "Locking",
                 "Gateway", "Runtime", "HTTPWire", "TestSupport", "AuthCore", "AuthGateTesting",
                 .product(name: "Logging", package: "swift-log"),
@@ -177,6 +179,8 @@ let package = Package(
                 "Locking",
                 "AuthCore",
                 "AuthGateTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

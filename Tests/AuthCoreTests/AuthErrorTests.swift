@@ -88,6 +88,7 @@ import Testing
         (.invalidTokenSyntax, "token_endpoint.invalid_token_syntax"), (.network, "token_endpoint.network"),
         (.networkAfterSend, "token_endpoint.network_after_send"),
         (.invalidConfiguration, "token_endpoint.invalid_configuration"),
+        (.clientCredentialsUnusable, "token_endpoint.client_credentials_unusable"),
         (.connectFailed, "transport.connect_failed"), (.connectionLost, "transport.connection_lost"),
         (.timeout, "transport.timeout"), (.other, "transport.other"),
         (.notFound, "store.not_found"), (.encodingError, "store.encoding_error"), (.corrupt, "store.corrupt"),

@@ -6,4 +6,12 @@ public enum ClientAuthentication: String, Sendable, Codable {
     case post
     /// A public client: `client_id` in the body, no secret.
     case none
+    /// A JWT signed with the client's private key, or made by someone else and read from a
+    /// file (``ClientAssertion``; RFC 7523 §2.2, OpenID Connect Core §9).
+    case privateKeyJWT = "private_key_jwt"
+    /// A JWT signed with HS256 and the client secret (OpenID Connect Core §9).
+    case clientSecretJWT = "client_secret_jwt"
+
+    /// Whether the client proves itself with a ``ClientAssertion``.
+    public var usesAssertion: Bool { self == .privateKeyJWT || self == .clientSecretJWT }
 }

@@ -1,8 +1,9 @@
 internal import Foundation
 
 extension OAuth2Client {
-    /// Builds the HTTP request for `grant` (pure; no I/O).
-    public func makeRequest(for grant: Grant) throws -> HTTPRequestValue {
+    /// Builds the HTTP request for `grant` (pure; no I/O); `assertion` is the client
+    /// assertion when the client authenticates with one.
+    public func makeRequest(for grant: Grant, assertion: String? = nil) throws -> HTTPRequestValue {
         let mapping = configuration.mapping
         var fields: [(String, String)] = []
         var headers: [(name: String, value: String)] = [("Accept", "application/json")]
@@ -31,7 +32,7 @@ extension OAuth2Client {
             }
         }
 
-        try authenticate(&headers, &fields)
+        try authenticate(&headers, &fields, assertion: assertion)
 
         fields = fields.map { (mapping.fieldName($0.0), $0.1) }
         for (name, value) in mapping.extraFields.sorted(by: { $0.key < $1.key }) {
@@ -54,7 +55,9 @@ extension OAuth2Client {
     }
 
     /// Adds the client's authentication (RFC 6749 §2.3) to a token or revocation request.
-    func authenticate(_ headers: inout [(name: String, value: String)], _ fields: inout [(String, String)]) throws {
+    func authenticate(
+        _ headers: inout [(name: String, value: String)], _ fields: inout [(String, String)], assertion: String?
+    ) throws {
         switch configuration.authentication {
         case .basic:
             guard let clientID = configuration.clientID else { break }
@@ -71,16 +74,24 @@ extension OAuth2Client {
             if let secret = configuration.clientSecret { fields.append(("client_secret", secret)) }
         case .none:
             if let clientID = configuration.clientID { fields.append(("client_id", clientID)) }
+        case .privateKeyJWT, .clientSecretJWT:
+            guard let assertion else {
+                throw AuthError.tokenEndpoint(
+                    .clientCredentialsUnusable, .transient, message: "no client assertion was made for this request")
+            }
+            if let clientID = configuration.clientID { fields.append(("client_id", clientID)) }
+            fields.append(("client_assertion_type", ClientAssertion.type))
+            fields.append(("client_assertion", assertion))
         }
     }
 
     /// Builds the RFC 7009 revocation request for `token` (pure; no I/O); `nil` when no
     /// revocation endpoint is configured.
-    public func makeRevocationRequest(token: String, hint: String) throws -> HTTPRequestValue? {
+    public func makeRevocationRequest(token: String, hint: String, assertion: String? = nil) throws -> HTTPRequestValue? {
         guard let endpoint = configuration.revocationEndpoint else { return nil }
         var headers: [(name: String, value: String)] = [("Accept", "application/json")]
         var fields: [(String, String)] = [("token", token), ("token_type_hint", hint)]
-        try authenticate(&headers, &fields)
+        try authenticate(&headers, &fields, assertion: assertion)
         headers.append(("Content-Type", "application/x-www-form-urlencoded"))
         return HTTPRequestValue(method: "POST", url: endpoint, headers: headers, body: Array(FormURLEncoding.encode(fields).utf8))
     }

@@ -22,14 +22,17 @@ public struct OAuth2Client: TokenGrantClient {
         public var mapping: TokenEndpointMapping
         /// The RFC 7009 revocation endpoint; tokens are revoked at logout when it is set.
         public var revocationEndpoint: String?
+        /// The assertion of `private_key_jwt` and `client_secret_jwt`.
+        public var assertion: ClientAssertion?
 
         /// Creates a configuration.
         public init(
             tokenEndpoint: String, clientID: String? = nil, clientSecret: String? = nil,
             authentication: ClientAuthentication = .basic,
-            mapping: TokenEndpointMapping = .standard, revocationEndpoint: String? = nil
+            mapping: TokenEndpointMapping = .standard, revocationEndpoint: String? = nil, assertion: ClientAssertion? = nil
         ) {
             self.revocationEndpoint = revocationEndpoint
+            self.assertion = assertion
             self.tokenEndpoint = tokenEndpoint
             self.clientID = clientID
             self.clientSecret = clientSecret
@@ -58,7 +61,7 @@ public struct OAuth2Client: TokenGrantClient {
 
     /// Presents `grant` and returns the tokens, or throws ``AuthError`` of the ``AuthError/Code/Domain/tokenEndpoint`` domain.
     public func requestToken(_ grant: Grant) async throws -> TokenResponse {
-        let request = try makeRequest(for: grant)
+        let request = try makeRequest(for: grant, assertion: try currentAssertion())
         let response: HTTPResponseValue
         do {
             response = try await transport.send(request)
@@ -74,6 +77,25 @@ public struct OAuth2Client: TokenGrantClient {
         return try parse(response, for: grant, now: clock.wallNow)
     }
 
+    /// A fresh client assertion when the client authenticates with one (files are read
+    /// now); nothing is sent when it cannot be made: an
+    /// ``AuthError/Code/clientCredentialsUnusable`` error, transient, so the session keeps
+    /// its token and tries again.
+    func currentAssertion() throws -> String? {
+        guard configuration.authentication.usesAssertion else { return nil }
+        guard let assertion = configuration.assertion else {
+            throw AuthError.tokenEndpoint(
+                .clientCredentialsUnusable, .transient,
+                message: "\(configuration.authentication.rawValue) has no assertion configured")
+        }
+        do {
+            return try assertion.make(
+                clientID: configuration.clientID ?? "", secret: configuration.clientSecret, now: clock.wallNow)
+        } catch {
+            throw AuthError.tokenEndpoint(.clientCredentialsUnusable, .transient, message: error.description)
+        }
+    }
+
     /// Whether a revocation endpoint is configured.
     public var canRevoke: Bool { configuration.revocationEndpoint != nil }
 
@@ -83,7 +105,7 @@ public struct OAuth2Client: TokenGrantClient {
     /// domain when the server refuses or cannot be reached.
     public func revoke(refreshToken: String?, accessToken: String) async throws {
         let (token, hint) = refreshToken.map { ($0, "refresh_token") } ?? (accessToken, "access_token")
-        guard let request = try makeRevocationRequest(token: token, hint: hint) else { return }
+        guard let request = try makeRevocationRequest(token: token, hint: hint, assertion: try currentAssertion()) else { return }
         let response: HTTPResponseValue
         do {
             response = try await transport.send(request)

@@ -74,6 +74,9 @@ extension AuthError {
         public static let networkAfterSend = Code(.tokenEndpoint, "network_after_send")
         /// The request could not be built from the configuration.
         public static let invalidConfiguration = Code(.tokenEndpoint, "invalid_configuration")
+        /// The client's key or assertion cannot be used now (a file missing, unreadable, of
+        /// the wrong kind, expired): nothing was sent, and the session keeps its token.
+        public static let clientCredentialsUnusable = Code(.tokenEndpoint, "client_credentials_unusable")
 
         // MARK: transport
 
@@ -108,7 +111,7 @@ extension AuthError {
             .loginRequired, .sessionEnded, .refreshFailed, .backingOff, .excessiveRefresh, .refreshNotPossible,
             .refreshReentered, .loginFailed, .storage,
             .oauthError, .rateLimited, .serverError, .unexpectedStatus, .malformedResponse, .invalidTokenSyntax,
-            .network, .networkAfterSend, .invalidConfiguration,
+            .network, .networkAfterSend, .invalidConfiguration, .clientCredentialsUnusable,
             .connectFailed, .connectionLost, .timeout, .other,
             .notFound, .encodingError, .corrupt, .wrongKey, .keyUnavailable, .io, .unavailable,
         ]

@@ -179,9 +179,7 @@ extension GatewayConfiguration {
     }
 
     static func validate(_ a: Authorization, at field: String, insecure: Bool = false) throws(ConfigurationError) {
-        if let method = a.clientAuthentication, !["basic", "post", "none"].contains(method) {
-            throw .invalid("\(field).clientAuthentication", "must be basic, post or none")
-        }
+        try validateClientAuthentication(a, at: field)
         if let issuer = a.issuer, !OIDCDiscovery.isValidIssuer(issuer) {
             throw .invalid("\(field).issuer", "must be an http or https URL without query or fragment")
         }

@@ -58,8 +58,22 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         public var clientID: String?
         /// A file holding the client secret.
         public var clientSecretFile: String?
-        /// `basic`, `post` or `none`.
+        /// `basic`, `post`, `none`, `private_key_jwt` or `client_secret_jwt`.
         public var clientAuthentication: String?
+        /// `private_key_jwt`: the PEM file of the key the client signs its assertions with
+        /// (EC P-256, or RSA of at least 2,048 bits), readable by the owner only; read for
+        /// every token request, so a replaced key is used at once.
+        public var clientKeyFile: String?
+        /// `private_key_jwt`: `ES256` (EC keys), `PS256` or `RS256` (RSA keys; RS256 by default).
+        public var clientKeyAlgorithm: String?
+        /// `private_key_jwt`: the assertion's `kid` (default: the key's RFC 7638 thumbprint).
+        public var clientKeyID: String?
+        /// `private_key_jwt` with a JWT made by someone else (a Kubernetes projected
+        /// service-account token, a SPIFFE JWT-SVID): the file it is read from before every
+        /// token request.
+        public var clientAssertionFile: String?
+        /// The assertion's `aud`: `tokenEndpoint` (default) or `issuer`, as the server wants.
+        public var clientAssertionAudience: String?
         /// A declarative mapping for a non-standard token endpoint.
         public var mapping: TokenEndpointMapping?
         /// The RFC 7009 revocation endpoint: a logout someone asked for revokes the tokens.
@@ -68,9 +82,15 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         public init(
             tokenEndpoint: String?, clientID: String? = nil, clientSecretFile: String? = nil,
             clientAuthentication: String? = nil, mapping: TokenEndpointMapping? = nil, revocationEndpoint: String? = nil,
-            issuer: String? = nil
+            issuer: String? = nil, clientKeyFile: String? = nil, clientKeyAlgorithm: String? = nil,
+            clientKeyID: String? = nil, clientAssertionFile: String? = nil, clientAssertionAudience: String? = nil
         ) {
             self.issuer = issuer
+            self.clientKeyFile = clientKeyFile
+            self.clientKeyAlgorithm = clientKeyAlgorithm
+            self.clientKeyID = clientKeyID
+            self.clientAssertionFile = clientAssertionFile
+            self.clientAssertionAudience = clientAssertionAudience
             self.revocationEndpoint = revocationEndpoint
             self.tokenEndpoint = tokenEndpoint
             self.clientID = clientID

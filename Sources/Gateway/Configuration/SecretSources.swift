@@ -79,9 +79,11 @@ public enum SecretSources {
     /// naming the field, never quoting a secret.
     public static func resolve(_ c: GatewayConfiguration, keeping storeKey: TokenStoreKey) throws -> GatewayService.Secrets {
         let clientSecret = try c.authorization.clientSecretFile.map { try readFile($0, field: "authorization.clientSecretFile") }
+        try GatewayConfiguration.checkClientCredentialFiles(c.authorization, at: "authorization")
         let adminToken = try c.adminTokenFile.map { try readFile($0, field: "adminTokenFile") }
         var sessionSecrets: [String: String] = [:]
         for (i, s) in (c.sessions ?? []).enumerated() {
+            try GatewayConfiguration.checkClientCredentialFiles(s.authorization, at: "sessions[\(i)].authorization")
             if let file = s.authorization.clientSecretFile {
                 sessionSecrets[s.name] = try readFile(file, field: "sessions[\(i)].authorization.clientSecretFile")
             }

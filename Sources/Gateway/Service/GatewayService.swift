@@ -120,17 +120,13 @@ public final class GatewayService: Sendable {
         for s in c.allSessions {
             let field = s.name == GatewayConfiguration.defaultSession ? "authorization" : "sessions[\(s.name)].authorization"
             let authorization = try await discovery.resolve(s.authorization, field: field)
-            let authentication: ClientAuthentication =
-                switch authorization.clientAuthentication ?? "basic" {
-                case "post": .post
-                case "none": .none
-                default: .basic
-                }
+            let (authentication, assertion) = GatewayConfiguration.clientAuthentication(authorization)
             let oauth = ReloadableGrantClient(
                 configuration: .init(
                     tokenEndpoint: authorization.tokenEndpoint ?? "", clientID: authorization.clientID,
                     clientSecret: secrets.clientSecret(for: s.name), authentication: authentication,
-                    mapping: authorization.mapping ?? .standard, revocationEndpoint: authorization.revocationEndpoint),
+                    mapping: authorization.mapping ?? .standard, revocationEndpoint: authorization.revocationEndpoint,
+                    assertion: assertion),
                 transport: CurlTransport(client: tokenClient), clock: clock)
             grantClients[s.name] = oauth
             var sessionLogger = logger

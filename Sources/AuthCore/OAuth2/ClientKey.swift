@@ -1,0 +1,100 @@
+public import Crypto
+internal import Foundation
+public import _CryptoExtras
+
+/// A private key the client signs its assertions with (`private_key_jwt`, RFC 7523 §2.2),
+/// read from a PEM file: an EC P-256 key (ES256) or an RSA key of at least 2,048 bits
+/// (PS256 or RS256). Made for one signature and dropped: the file is read for each.
+public enum ClientKey {
+    /// An EC key on P-256.
+    case p256(P256.Signing.PrivateKey)
+    /// An RSA key of at least 2,048 bits.
+    case rsa(_RSA.Signing.PrivateKey)
+
+    /// The JWS algorithms a key can sign with.
+    public enum Algorithm: String, Sendable, Equatable, CaseIterable {
+        /// ECDSA on P-256 with SHA-256.
+        case es256 = "ES256"
+        /// RSASSA-PSS with SHA-256.
+        case ps256 = "PS256"
+        /// RSASSA-PKCS1-v1_5 with SHA-256.
+        case rs256 = "RS256"
+    }
+
+    /// Why a key cannot be used; the text names no byte of the key.
+    public struct Unusable: Error, Sendable, Equatable, CustomStringConvertible {
+        /// What is wrong, to follow the file's name.
+        public let description: String
+    }
+
+    /// Parses a PEM private key (PKCS #8, SEC 1 or PKCS #1).
+    public init(pem: String) throws(Unusable) {
+        if let key = try? P256.Signing.PrivateKey(pemRepresentation: pem) {
+            self = .p256(key)
+            return
+        }
+        if pem.contains("EC PRIVATE KEY") || (try? P384.Signing.PrivateKey(pemRepresentation: pem)) != nil
+            || (try? P521.Signing.PrivateKey(pemRepresentation: pem)) != nil
+        {
+            throw Unusable(description: "is an EC key on a curve other than P-256 (ES256 needs P-256)")
+        }
+        if let key = try? _RSA.Signing.PrivateKey(unsafePEMRepresentation: pem) {
+            guard key.keySizeInBits >= 2048 else {
+                throw Unusable(description: "is an RSA key of \(key.keySizeInBits) bits; at least 2048 are needed")
+            }
+            self = .rsa(key)
+            return
+        }
+        throw Unusable(description: "holds no EC P-256 or RSA private key in PEM")
+    }
+
+    /// The algorithm used when none is configured: ES256 for an EC key, RS256 for an RSA key
+    /// (the one every OpenID Connect server supports).
+    public var defaultAlgorithm: Algorithm {
+        switch self {
+        case .p256: .es256
+        case .rsa: .rs256
+        }
+    }
+
+    /// Whether the key can sign with `algorithm`.
+    public func supports(_ algorithm: Algorithm) -> Bool {
+        switch (self, algorithm) {
+        case (.p256, .es256), (.rsa, .ps256), (.rsa, .rs256): true
+        default: false
+        }
+    }
+
+    /// The JWS signature of `input` with `algorithm` (ES256: the raw 64-byte r‖s).
+    public func sign(_ input: [UInt8], with algorithm: Algorithm) throws -> [UInt8] {
+        switch (self, algorithm) {
+        case (.p256(let key), .es256):
+            return Array(try key.signature(for: input).rawRepresentation)
+        case (.rsa(let key), .ps256):
+            return Array(try key.signature(for: input, padding: .PSS).rawRepresentation)
+        case (.rsa(let key), .rs256):
+            // RS256 is RSASSA-PKCS1-v1_5 by definition (RFC 7518 §3.3).
+            return Array(try key.signature(for: input, padding: .insecurePKCS1v1_5).rawRepresentation)
+        default:
+            throw Unusable(description: "cannot sign with \(algorithm.rawValue)")
+        }
+    }
+
+    /// The public key's JWK thumbprint (RFC 7638, SHA-256), base64url: the default `kid`.
+    public func thumbprint() throws -> String {
+        let json: String
+        switch self {
+        case .p256(let key):
+            let point = Array(key.publicKey.x963Representation)
+            let x = Base64URL.encode(Array(point[1..<33]))
+            let y = Base64URL.encode(Array(point[33..<65]))
+            json = #"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"#
+        case .rsa(let key):
+            let primitives = try key.publicKey.getKeyPrimitives()
+            let n = Base64URL.encode(Array(primitives.modulus))
+            let e = Base64URL.encode(Array(primitives.publicExponent))
+            json = #"{"e":"\#(e)","kty":"RSA","n":"\#(n)"}"#
+        }
+        return Base64URL.encode(Array(SHA256.hash(data: Array(json.utf8))))
+    }
+}

@@ -1,0 +1,132 @@
+public import AuthCore
+public import Foundation
+
+extension GatewayConfiguration {
+    /// The client authentication methods `authorization.clientAuthentication` names.
+    static let clientAuthenticationMethods = ["basic", "post", "none", "private_key_jwt", "client_secret_jwt"]
+
+    /// The rules between the client authentication fields of `a` (no file is read).
+    static func validateClientAuthentication(_ a: Authorization, at field: String) throws(ConfigurationError) {
+        let method = a.clientAuthentication ?? "basic"
+        guard clientAuthenticationMethods.contains(method) else {
+            throw .invalid("\(field).clientAuthentication", "must be basic, post, none, private_key_jwt or client_secret_jwt")
+        }
+        let keyFields = [
+            ("clientKeyFile", a.clientKeyFile), ("clientKeyAlgorithm", a.clientKeyAlgorithm), ("clientKeyID", a.clientKeyID),
+            ("clientAssertionFile", a.clientAssertionFile),
+        ]
+        if method != "private_key_jwt" {
+            for (name, value) in keyFields where value != nil {
+                throw .conflict("\(field).\(name)", "is used only with \(field).clientAuthentication private_key_jwt")
+            }
+        }
+        if method != "private_key_jwt" && method != "client_secret_jwt" && a.clientAssertionAudience != nil {
+            throw .conflict(
+                "\(field).clientAssertionAudience", "is used only with clientAuthentication private_key_jwt or client_secret_jwt")
+        }
+        if let audience = a.clientAssertionAudience {
+            guard audience == "tokenEndpoint" || audience == "issuer" else {
+                throw .invalid("\(field).clientAssertionAudience", "must be tokenEndpoint or issuer")
+            }
+            if audience == "issuer" && a.issuer == nil {
+                throw .required("\(field).issuer", "is required when \(field).clientAssertionAudience is issuer")
+            }
+        }
+        switch method {
+        case "private_key_jwt":
+            guard a.clientID != nil else { throw .required("\(field).clientID", "is required by private_key_jwt") }
+            switch (a.clientKeyFile, a.clientAssertionFile) {
+            case (nil, nil):
+                throw .required("\(field).clientKeyFile", "or \(field).clientAssertionFile is required by private_key_jwt")
+            case (.some, .some):
+                throw .conflict("\(field).clientAssertionFile", "and \(field).clientKeyFile exclude each other")
+            case (nil, .some):
+                if a.clientKeyAlgorithm != nil || a.clientKeyID != nil {
+                    throw .conflict("\(field).clientKeyAlgorithm", "and clientKeyID describe a clientKeyFile, which is not set")
+                }
+            case (.some, nil):
+                break
+            }
+            if let algorithm = a.clientKeyAlgorithm, ClientKey.Algorithm(rawValue: algorithm) == nil {
+                throw .invalid("\(field).clientKeyAlgorithm", "must be ES256, PS256 or RS256")
+            }
+            if let kid = a.clientKeyID, kid.isEmpty || kid.unicodeScalars.contains(where: { $0.value < 0x20 }) {
+                throw .invalid("\(field).clientKeyID", "must be a non-empty string without control characters")
+            }
+        case "client_secret_jwt":
+            guard a.clientID != nil else { throw .required("\(field).clientID", "is required by client_secret_jwt") }
+            guard a.clientSecretFile != nil else {
+                throw .required("\(field).clientSecretFile", "is required by client_secret_jwt (the HS256 key)")
+            }
+        default:
+            break
+        }
+    }
+
+    /// Reads the key or assertion file `a` names and checks it can be used now: a key file
+    /// readable by its owner only, holding an EC P-256 or RSA (≥ 2,048 bits) key that can
+    /// sign with the configured algorithm; an assertion file holding one compact JWT that
+    /// has not expired. The error names the field and the file, never its contents.
+    public static func checkClientCredentialFiles(_ a: Authorization, at field: String, now: Date = Date())
+        throws(ConfigurationError)
+    {
+        if let path = a.clientKeyFile {
+            let name = "\(field).clientKeyFile"
+            let data = try readCredentialFile(path, field: name)
+            let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+            if let mode = (attributes?[.posixPermissions] as? NSNumber)?.uint16Value, mode & 0o077 != 0 {
+                throw .invalid(name, "\(path) is readable by others (mode \(String(mode & 0o777, radix: 8))); chmod 600 it")
+            }
+            let key: ClientKey
+            do { key = try ClientKey(pem: String(decoding: data, as: UTF8.self)) } catch {
+                throw .invalid(name, "\(path) \(error.description)")
+            }
+            let algorithm = a.clientKeyAlgorithm.flatMap(ClientKey.Algorithm.init(rawValue:)) ?? key.defaultAlgorithm
+            guard key.supports(algorithm) else {
+                throw .conflict("\(field).clientKeyAlgorithm", "\(algorithm.rawValue) cannot be signed with the key in \(path)")
+            }
+        }
+        if let path = a.clientAssertionFile {
+            let name = "\(field).clientAssertionFile"
+            let data = try readCredentialFile(path, field: name)
+            do { _ = try ClientAssertion.checkedAssertion(data, path: path, now: now) } catch {
+                throw .invalid(name, error.description)
+            }
+        }
+    }
+
+    private static func readCredentialFile(_ path: String, field: String) throws(ConfigurationError) -> Data {
+        do {
+            return try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            var isDirectory: ObjCBool = false
+            let reason =
+                !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+                ? "no such file" : isDirectory.boolValue ? "it is a directory" : "permission denied or unreadable"
+            throw .unreadable(field, path: path, reason: reason, underlying: error)
+        }
+    }
+
+    /// The client authentication of `a` for the token client, once `a`'s endpoints are
+    /// resolved (discovery done).
+    static func clientAuthentication(_ a: Authorization) -> (ClientAuthentication, ClientAssertion?) {
+        let method = ClientAuthentication(rawValue: a.clientAuthentication ?? "basic") ?? .basic
+        let audience = (a.clientAssertionAudience == "issuer" ? a.issuer : a.tokenEndpoint) ?? ""
+        switch method {
+        case .privateKeyJWT:
+            let source: ClientAssertion.Source =
+                if let path = a.clientAssertionFile {
+                    .file(path: path)
+                } else {
+                    .privateKey(
+                        path: a.clientKeyFile ?? "", algorithm: a.clientKeyAlgorithm.flatMap(ClientKey.Algorithm.init(rawValue:)),
+                        keyID: a.clientKeyID)
+                }
+            return (method, ClientAssertion(source: source, audience: audience))
+        case .clientSecretJWT:
+            return (method, ClientAssertion(source: .secret, audience: audience))
+        case .basic, .post, .none:
+            return (method, nil)
+        }
+    }
+}
