@@ -23,7 +23,13 @@ rfc8414.AuthorizationServerMetadata):
 - RFC 7009 revocation (/revoke, client auth): revoking a refresh token revokes its
   family; revoking an access token revokes that access token only.
 - RFC 7662 introspection (/introspect), only for the `resource-server` client.
-- client authentication: client_secret_basic and client_secret_post everywhere.
+- client authentication: client_secret_basic and client_secret_post everywhere; and JWT
+  client assertions (RFC 7523 §2.2, Authlib's JWTBearerClientAssertion): `client_secret_jwt`
+  (HS256 with the secret) for the main client, and `private_key_jwt` for the client
+  `authgate-jwt`, whose public key (PEM) is read from the file --jwt-client-key-file at
+  every verification, so a test rotates the registered key by rewriting it. An assertion
+  is accepted only with iss = sub = client id, aud the token endpoint or the issuer, exp at
+  most 60 s after iat and a jti never seen; /stats counts them by method and refusal.
 - discovery at /.well-known/openid-configuration (and
   /.well-known/oauth-authorization-server), checked with Authlib's RFC 8414 model.
 - GET /authorize, non-interactive: the resource owner authenticates with HTTP Basic
@@ -63,6 +69,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 CLIENT_ID = "authgate"
 RS_CLIENT_ID = "resource-server"
+JWT_CLIENT_ID = "authgate-jwt"  # authenticates with private_key_jwt only
 USERNAME = "alice"
 PASSWORD = "wonderland"
 SCOPE = "api"
@@ -75,13 +82,15 @@ REDIRECT_URI = "http://127.0.0.1/callback"
 
 def start(dir: str, port: int, access_ttl: int, latency_ms: int = 0, reuse_grace_seconds: float = 0,
           timeout: float = 20.0) -> dict:
+    # The registered public key of the private_key_jwt client: dir/jwt-client-key.pem.
     """Starts the server as a child process (its own process group), waits for its JSON
     line and returns it. The pid goes to dir/authlib-as.pid; stdout/stderr to dir."""
     os.makedirs(dir, exist_ok=True)
     err = open(os.path.join(dir, "authlib-as.stderr"), "wb")
     cmd = [sys.executable, "-u", os.path.join(HERE, "authlib_server.py"), "--port", str(port),
            "--access-ttl", str(access_ttl), "--latency-ms", str(latency_ms),
-           "--reuse-grace-seconds", str(reuse_grace_seconds)]
+           "--reuse-grace-seconds", str(reuse_grace_seconds),
+           "--jwt-client-key-file", os.path.join(dir, "jwt-client-key.pem")]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
                             start_new_session=True)
     err.close()
@@ -248,7 +257,9 @@ def serve(args) -> None:
             return secrets.compare_digest(self.secret.encode(), (client_secret or "").encode())
 
         def check_endpoint_auth_method(self, method, endpoint):
-            return method in ("client_secret_basic", "client_secret_post")
+            if self.client_id == JWT_CLIENT_ID:
+                return method == "client_assertion_jwt"
+            return method in ("client_secret_basic", "client_secret_post", "client_assertion_jwt")
 
         def check_response_type(self, response_type):
             return response_type == "code" and "authorization_code" in self.grant_types
@@ -261,6 +272,8 @@ def serve(args) -> None:
                           ["password", "client_credentials", "authorization_code", "refresh_token"],
                           [REDIRECT_URI]),
         RS_CLIENT_ID: Client(RS_CLIENT_ID, rs_secret, []),
+        JWT_CLIENT_ID: Client(JWT_CLIENT_ID, secrets.token_urlsafe(24),
+                              ["password", "client_credentials", "refresh_token"]),
     }
 
     class Family:
@@ -362,12 +375,16 @@ def serve(args) -> None:
             self.introspections = 0
             self.introspections_active = 0
             self.authorizations = 0
+            self.client_assertions = {}  # method -> accepted
+            self.client_assertions_refused = {}  # reason -> count
 
         def snapshot(self):
             d = dict(self.__dict__)
             d["tokens_issued"] = dict(self.tokens_issued)
             d["token_errors"] = dict(self.token_errors)
             d["revocations_by_hint"] = dict(self.revocations_by_hint)
+            d["client_assertions"] = dict(self.client_assertions)
+            d["client_assertions_refused"] = dict(self.client_assertions_refused)
             d["refresh_times_wall"] = list(self.refresh_times_wall)
             d["refresh_times_monotonic"] = list(self.refresh_times_monotonic)
             d["active_families"] = sum(1 for f in families if f.live())
@@ -416,8 +433,57 @@ def serve(args) -> None:
             stats.refresh_times_monotonic.append(round(time.monotonic(), 4))
         log("token_issued", grant_type=grant_type, family=family.id, generation=len(family.records))
 
-    # Every grant accepts client_secret_basic and client_secret_post.
-    AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
+    # Every grant accepts client_secret_basic, client_secret_post and JWT assertions.
+    AUTH_METHODS = ["client_secret_basic", "client_secret_post", "client_assertion_jwt"]
+    # What discovery names (Authlib calls both JWT methods client_assertion_jwt).
+    ADVERTISED_METHODS = ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"]
+
+    from authlib.oauth2.rfc7523 import JWTBearerClientAssertion
+    from authlib.oauth2.rfc6749.errors import InvalidClientError as _InvalidClient
+
+    seen_jti = set()
+
+    def refuse(reason):
+        stats.client_assertions_refused[reason] = stats.client_assertions_refused.get(reason, 0) + 1
+        log("client_assertion_refused", reason=reason)
+        raise _InvalidClient(description=reason)
+
+    class JWTClientAuth(JWTBearerClientAssertion):
+        def get_audiences(self):
+            return [issuer + "/token", issuer]
+
+        def validate_jti(self, claims, jti):
+            with lock:
+                if jti in seen_jti:
+                    return False
+                seen_jti.add(jti)
+                return True
+
+        def resolve_client_public_key(self, client):
+            if client.get_client_id() == JWT_CLIENT_ID:
+                try:
+                    with open(args.jwt_client_key_file) as f:
+                        return f.read()
+                except (OSError, TypeError):
+                    refuse("no key is registered for the private_key_jwt client")
+            return {"kty": "oct", "k": base64.urlsafe_b64encode(client.secret.encode()).rstrip(b"=").decode()}
+
+        def process_assertion_claims(self, assertion, resolve_key):
+            try:
+                claims = super().process_assertion_claims(assertion, resolve_key)
+            except _InvalidClient as e:
+                stats.client_assertions_refused[e.description] = stats.client_assertions_refused.get(e.description, 0) + 1
+                log("client_assertion_refused", reason=e.description)
+                raise
+            exp, iat = claims.get("exp"), claims.get("iat")
+            if not isinstance(iat, int) or not isinstance(exp, int) or exp - iat > 60:
+                refuse("exp must be at most 60 s after iat")
+            return claims
+
+        def authenticate_client(self, client):
+            method = "private_key_jwt" if client.get_client_id() == JWT_CLIENT_ID else "client_secret_jwt"
+            stats.client_assertions[method] = stats.client_assertions.get(method, 0) + 1
+            return client
 
     class PasswordGrant(grants.ResourceOwnerPasswordCredentialsGrant):
         TOKEN_ENDPOINT_AUTH_METHODS = AUTH_METHODS
@@ -562,6 +628,7 @@ def serve(args) -> None:
         OAUTH2_SCOPES_SUPPORTED=[SCOPE],
     )
     server = AuthorizationServer(app, query_client=query_client, save_token=save_token)
+    server.register_client_auth_method(JWTClientAuth.CLIENT_AUTH_METHOD, JWTClientAuth())
     server.register_grant(PasswordGrant)
     server.register_grant(ClientCredentialsGrant)
     server.register_grant(AuthorizationCodeGrant, [S256Required(required=True)])
@@ -628,9 +695,11 @@ def serve(args) -> None:
             "response_types_supported": ["code"],
             "response_modes_supported": ["query"],
             "grant_types_supported": ["authorization_code", "password", "client_credentials", "refresh_token"],
-            "token_endpoint_auth_methods_supported": AUTH_METHODS,
-            "revocation_endpoint_auth_methods_supported": AUTH_METHODS,
-            "introspection_endpoint_auth_methods_supported": AUTH_METHODS,
+            "token_endpoint_auth_methods_supported": ADVERTISED_METHODS,
+            "token_endpoint_auth_signing_alg_values_supported": ["ES256", "PS256", "RS256", "HS256"],
+            "revocation_endpoint_auth_signing_alg_values_supported": ["ES256", "PS256", "RS256", "HS256"],
+            "revocation_endpoint_auth_methods_supported": ADVERTISED_METHODS,
+            "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
             "code_challenge_methods_supported": ["S256"],
             "subject_types_supported": ["public"],
         })
@@ -690,6 +759,8 @@ def serve(args) -> None:
         "introspection_auth": {"type": "basic", "client_id": RS_CLIENT_ID, "client_secret": rs_secret},
         "client_id": CLIENT_ID,
         "client_secret": client_secret,
+        "jwt_client_id": JWT_CLIENT_ID,
+        "jwt_client_key_file": args.jwt_client_key_file,
         "username": USERNAME,
         "password": PASSWORD,
         "scope": SCOPE,
@@ -718,6 +789,8 @@ def main(argv=None):
     p.add_argument("--port", type=int, default=0, help="0 picks a free port (reported in the JSON line)")
     p.add_argument("--access-ttl", type=int, default=4, help="access token lifetime, seconds (default 4)")
     p.add_argument("--latency-ms", type=int, default=0, help="hold each token endpoint answer this long")
+    p.add_argument("--jwt-client-key-file", default=None,
+                   help="PEM public key of the private_key_jwt client, read at every verification")
     p.add_argument("--reuse-grace-seconds", type=float, default=0.0,
                    help="a spent refresh token presented again within this many seconds is accepted")
     serve(p.parse_args(argv))

@@ -672,6 +672,154 @@ def sc_no_reuse(ctx):
     return f"0 reuse detections over the run; AS refreshes={a.get('refreshes')} token errors={errs}"
 
 
+def openssl_key(path, kind):
+    """A fresh private key in PEM at `path` (mode 0600): `ec` (P-256) or `rsa` (2048 bits);
+    returns its public key in PEM."""
+    algorithm = ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"] if kind == "ec" else \
+        ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
+    pem = subprocess.run(["openssl", "genpkey", *algorithm], check=True, capture_output=True).stdout
+    fd = os.open(path + ".new", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.write(fd, pem)
+    os.close(fd)
+    os.replace(path + ".new", path)  # atomically, as a secret manager swaps a file
+    return subprocess.run(["openssl", "pkey", "-pubout"], input=pem, check=True, capture_output=True).stdout
+
+
+def assertion_ag(ctx, name, authz):
+    """A second AuthGate for a JWT client-authentication scenario, started; stop it after."""
+    config = authgate_config(ctx, name)
+    config["authorization"] = {k: v for k, v in config["authorization"].items()
+                               if k not in ("clientSecretFile", "clientAuthentication", "clientID")}
+    config["authorization"].update(authz)
+    ag = AuthGate(ctx.binary, ctx.dir, name, config)
+    ag.start()
+    return ag
+
+
+def expiry_refresh(ctx, ag, path):
+    """Waits out the access token and calls the API once: one refresh, no reuse."""
+    a0 = ctx.as_stats()
+    time.sleep(ctx.ttl + 1.5)
+    r = ag.get(path)
+    check(r.status == 200, f"{path} after expiry → {r.status} {r.body[:200]!r}")
+    a1 = ctx.as_stats()
+    refreshes, reuse = delta(a0, a1, "refreshes"), delta(a0, a1, "reuse_detections")
+    check(refreshes == 1, f"AS counted {refreshes} refreshes for one expiry, wanted 1")
+    check(reuse == 0, f"AS detected refresh-token reuse {reuse} time(s)")
+    return a0, a1
+
+
+def assertions(stats, method):
+    return (stats.get("client_assertions") or {}).get(method, 0)
+
+
+def sc_private_key_jwt(ctx):
+    if not ctx.info.get("jwt_client_key_file"):
+        raise Skip("this server registers no private_key_jwt client here")
+    key = os.path.join(ctx.dir, "pkjwt-key.pem")
+    registered = ctx.info["jwt_client_key_file"]
+    with open(registered, "wb") as f:
+        f.write(openssl_key(key, "ec"))
+    ag = assertion_ag(ctx, "pkjwt", {"clientID": ctx.info["jwt_client_id"],
+                                     "clientAuthentication": "private_key_jwt", "clientKeyFile": key})
+    try:
+        a0 = ctx.as_stats()
+        ag.login({"grant_type": "password", "username": ctx.info["username"], "password": ctx.info["password"]})
+        check(ag.get("/api/pkjwt/1").status == 200, "the API call after login failed")
+        check(assertions(ctx.as_stats(), "private_key_jwt") - assertions(a0, "private_key_jwt") == 1,
+              "the login was not authenticated by an ES256 assertion")
+        expiry_refresh(ctx, ag, "/api/pkjwt/2")
+        # The key rotated on disk (RSA now, RS256 by default), registered at the AS at once.
+        with open(registered, "wb") as f:
+            f.write(openssl_key(key, "rsa"))
+        _, a2 = expiry_refresh(ctx, ag, "/api/pkjwt/3")
+        check(assertions(a2, "private_key_jwt") - assertions(a0, "private_key_jwt") == 3,
+              "login and two refreshes should each have sent one assertion")
+        # A key the AS does not know: the refresh is refused as invalid_client, and says so.
+        openssl_key(key, "ec")
+        r0 = ctx.as_stats()
+        time.sleep(ctx.ttl + 1.5)
+        ag.get("/api/pkjwt/4")
+        refused = sum((ctx.as_stats().get("client_assertions_refused") or {}).values()) - \
+            sum((r0.get("client_assertions_refused") or {}).values())
+        check(refused >= 1, "the AS did not refuse an assertion signed with an unknown key")
+        check(wait_until(lambda: "invalid_client" in tail(ag.log_path, 40), 5),
+              f"AuthGate's log does not name invalid_client: {ag.last_log_line()}")
+        return (f"ES256 login, refresh, rotation to RS256 without restart, unknown key refused "
+                f"(invalid_client, {refused} refusal(s))")
+    finally:
+        ag.stop()
+
+
+def sc_client_secret_jwt(ctx):
+    if not ctx.info.get("jwt_client_key_file"):
+        raise Skip("this server takes no client_secret_jwt here")
+    ag = assertion_ag(ctx, "csjwt", {"clientID": ctx.info["client_id"], "clientSecretFile": ctx.secret_file,
+                                     "clientAuthentication": "client_secret_jwt"})
+    try:
+        a0 = ctx.as_stats()
+        ag.login({"grant_type": "password", "username": ctx.info["username"], "password": ctx.info["password"]})
+        check(ag.get("/api/csjwt/1").status == 200, "the API call after login failed")
+        _, a1 = expiry_refresh(ctx, ag, "/api/csjwt/2")
+        sent = assertions(a1, "client_secret_jwt") - assertions(a0, "client_secret_jwt")
+        check(sent == 2, f"{sent} HS256 assertions for a login and a refresh, wanted 2")
+        return "HS256 login and refresh"
+    finally:
+        ag.stop()
+
+
+def mint_assertion(ctx, path, key, kid, lifetime):
+    """A JWT like a projected service-account token, signed with `key` (PEM, RS256), for
+    the private_key_jwt client, written to `path` as a token volume would hold it."""
+    from joserfc import jwt as jose_jwt
+    from joserfc.jwk import RSAKey
+    now = int(time.time())
+    claims = {"iss": ctx.info["jwt_client_id"], "sub": ctx.info["jwt_client_id"], "aud": ctx.info["token_endpoint"],
+              "iat": now, "exp": now + lifetime, "jti": secrets.token_urlsafe(16)}
+    token = jose_jwt.encode({"alg": "RS256", "kid": kid}, claims, RSAKey.import_key(key))
+    with open(path + ".new", "w") as f:
+        f.write(token + "\n")
+    os.replace(path + ".new", path)
+
+
+def sc_client_assertion_file(ctx):
+    if not ctx.info.get("jwt_client_key_file"):
+        raise Skip("this server registers no private_key_jwt client here")
+    signer = os.path.join(ctx.dir, "issuer-key.pem")
+    with open(ctx.info["jwt_client_key_file"], "wb") as f:
+        f.write(openssl_key(signer, "rsa"))
+    with open(signer) as f:
+        key = f.read()
+    token = os.path.join(ctx.dir, "token")
+    mint_assertion(ctx, token, key, "k1", 60)
+    ag = assertion_ag(ctx, "asfile", {"clientID": ctx.info["jwt_client_id"],
+                                      "clientAuthentication": "private_key_jwt", "clientAssertionFile": token})
+    try:
+        a0 = ctx.as_stats()
+        ag.login({"grant_type": "password", "username": ctx.info["username"], "password": ctx.info["password"]})
+        # The token volume is refreshed (each assertion is single-use at this AS, as jti says).
+        mint_assertion(ctx, token, key, "k1", 60)
+        _, a1 = expiry_refresh(ctx, ag, "/api/asfile/1")
+        check(assertions(a1, "private_key_jwt") - assertions(a0, "private_key_jwt") == 2,
+              "the login and the refresh should each have sent the file's assertion")
+        # An expired token in the file: nothing is sent, the error says why, the session stays.
+        mint_assertion(ctx, token, key, "k1", -10)
+        before = ctx.as_stats()
+        time.sleep(ctx.ttl + 1.5)
+        ag.get("/api/asfile/2")
+        check(ctx.as_stats().get("token_requests") == before.get("token_requests"),
+              "a token request was sent with an expired assertion")
+        logged = tail(ag.log_path, 40)
+        check("client_credentials_unusable" in logged and "expired" in logged,
+              f"AuthGate's log does not say why: {ag.last_log_line()}")
+        with open(token) as f:
+            check(f.read().strip().split(".")[2] not in logged, "the log quotes the assertion")
+        check(ag.session().get("state") == "logged_in", "an unusable assertion file ended the session")
+        return "file read per request, rotated without restart; expired → client_credentials_unusable, nothing sent"
+    finally:
+        ag.stop()
+
+
 SCENARIOS = [
     ("password", sc_password),
     ("client-credentials", sc_client_credentials),
@@ -684,6 +832,9 @@ SCENARIOS = [
     ("restart-keeps-session", sc_restart),
     ("oidc-discovery", sc_discovery),
     ("no-reuse-detected", sc_no_reuse),
+    ("private-key-jwt", sc_private_key_jwt),
+    ("client-secret-jwt", sc_client_secret_jwt),
+    ("client-assertion-file", sc_client_assertion_file),
 ]
 
 
