@@ -21,6 +21,10 @@ import Testing
         i.freeBytes = Readiness.minimumFreeBytes - 1
         #expect(Readiness.decide(i) == .stateDirectoryFull)
         i = Self.ready
+        i.clientCredentialsUnusable = true
+        #expect(Readiness.decide(i) == .clientCredentialsUnusable)
+        i.userInfoPending = true
+        #expect(Readiness.decide(i) == .clientCredentialsUnusable, "no refresh is possible: graver than a pending call")
         i.unsavedCredentials = true
         #expect(Readiness.decide(i) == .credentialsNotSaved)
         i.userInfoPending = true

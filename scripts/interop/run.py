@@ -815,7 +815,13 @@ def sc_client_assertion_file(ctx):
         with open(token) as f:
             check(f.read().strip().split(".")[2] not in logged, "the log quotes the assertion")
         check(ag.session().get("state") == "logged_in", "an unusable assertion file ended the session")
-        return "file read per request, rotated without restart; expired → client_credentials_unusable, nothing sent"
+        ready = request("GET", ag.admin + "/readyz")
+        check(ready.status == 503 and b"client_credentials_unusable" in ready.body,
+              f"/readyz → {ready.status} {ready.body[:200]!r}, wanted 503 client_credentials_unusable")
+        mint_assertion(ctx, token, key, "k1", 60)
+        check(request("GET", ag.admin + "/readyz").status == 200, "/readyz did not recover with a renewed file")
+        return ("file read per request, rotated without restart; expired → client_credentials_unusable "
+                "(refresh and /readyz), nothing sent; renewed → ready")
     finally:
         ag.stop()
 

@@ -20,13 +20,16 @@ public final class Readiness: Sendable {
         /// The stores are a database that replicas share (PostgreSQL), not the state
         /// directory: `writable` then says whether the database answers.
         public var sharedStore: Bool
+        /// A session's client key or assertion file cannot be used now.
+        public var clientCredentialsUnusable: Bool
 
         /// Creates the inputs of one probe.
         public init(
             restored: Bool, writable: Bool, freeBytes: Int?, unsavedCredentials: Bool, userInfoPending: Bool,
-            sharedStore: Bool = false
+            sharedStore: Bool = false, clientCredentialsUnusable: Bool = false
         ) {
             self.sharedStore = sharedStore
+            self.clientCredentialsUnusable = clientCredentialsUnusable
             self.restored = restored
             self.writable = writable
             self.freeBytes = freeBytes
@@ -45,18 +48,22 @@ public final class Readiness: Sendable {
     private let unsavedCredentials: @Sendable () -> Bool
     private let pending: @Sendable () -> String?
     private let sharedStore: Bool
+    private let clientCredentialsUsable: @Sendable () -> Bool
 
     /// Creates a readiness check. Every closure is asked on every probe: `storesWritable`,
     /// `freeBytes` (room left on the state directory's file system), `unsavedCredentials`
     /// (a session holds a rotated pair only in memory) and `pending` (a reason to wait, such
     /// as a user-info call not answered yet). With `sharedStore` the stores are a shared
-    /// database and `storesWritable` says whether it answers.
+    /// database and `storesWritable` says whether it answers. `clientCredentialsUsable` says
+    /// whether every session's client key or assertion file can be used now.
     public init(
         storesWritable: @escaping @Sendable () -> Bool, freeBytes: @escaping @Sendable () -> Int? = { nil },
         unsavedCredentials: @escaping @Sendable () -> Bool = { false },
-        pending: @escaping @Sendable () -> String? = { nil }, sharedStore: Bool = false
+        pending: @escaping @Sendable () -> String? = { nil }, sharedStore: Bool = false,
+        clientCredentialsUsable: @escaping @Sendable () -> Bool = { true }
     ) {
         self.sharedStore = sharedStore
+        self.clientCredentialsUsable = clientCredentialsUsable
         self.storesWritable = storesWritable
         self.freeBytes = freeBytes
         self.unsavedCredentials = unsavedCredentials
@@ -83,6 +90,10 @@ public final class Readiness: Sendable {
         /// A rotated pair is held only in memory: its save failed (and is retried). The
         /// session works, but a restart now would present a spent refresh token.
         case credentialsNotSaved = "credentials_not_saved"
+        /// A session's client key or assertion file cannot be used (missing, unreadable, of
+        /// the wrong kind, expired): the session serves its token while it lasts, but cannot
+        /// refresh it.
+        case clientCredentialsUnusable = "client_credentials_unusable"
         /// The user-info call has not answered yet.
         case userInfoPending = "user_info_pending"
     }
@@ -93,6 +104,7 @@ public final class Readiness: Sendable {
         if !inputs.writable { return inputs.sharedStore ? .storeUnavailable : .stateDirectoryNotWritable }
         if let free = inputs.freeBytes, free < minimumFreeBytes { return .stateDirectoryFull }
         if inputs.unsavedCredentials { return .credentialsNotSaved }
+        if inputs.clientCredentialsUnusable { return .clientCredentialsUnusable }
         if inputs.userInfoPending { return .userInfoPending }
         return nil
     }
@@ -101,7 +113,8 @@ public final class Readiness: Sendable {
     public func inputs() -> Inputs {
         Inputs(
             restored: state.withLock { $0.restored }, writable: storesWritable(), freeBytes: freeBytes(),
-            unsavedCredentials: unsavedCredentials(), userInfoPending: pending() != nil, sharedStore: sharedStore)
+            unsavedCredentials: unsavedCredentials(), userInfoPending: pending() != nil, sharedStore: sharedStore,
+            clientCredentialsUnusable: !clientCredentialsUsable())
     }
 
     /// Whether the gateway is ready, and why not.

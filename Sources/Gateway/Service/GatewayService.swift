@@ -145,10 +145,12 @@ public final class GatewayService: Sendable {
         let directory = c.stateDirectory
         let probes = sessions.values.sorted { $0.name < $1.name }.compactMap(\.userInfo)
         let actors = sessions.values.map(\.actor)
+        let credentialWatch = ClientCredentialWatch(c, logger: logger)
         let readiness = Readiness(
             storesWritable: stores.isWritable, freeBytes: stores.freeBytes,
             unsavedCredentials: { actors.contains { $0.holdsUnsavedCredentials } },
-            pending: { probes.lazy.compactMap(\.notReadyReason).first }, sharedStore: stores.kind == "postgres")
+            pending: { probes.lazy.compactMap(\.notReadyReason).first }, sharedStore: stores.kind == "postgres",
+            clientCredentialsUsable: { credentialWatch.usable() })
         await restoreSessions(sessions, readiness: readiness, logger: logger)
         stores.follow(Dictionary(uniqueKeysWithValues: sessions.values.map { (AccountID($0.name), $0.actor) }))
         var eventTasks: [Task<Void, Never>] = []
