@@ -709,6 +709,34 @@ def expiry_refresh(ctx, ag, path):
     return a0, a1
 
 
+def storm_expiries(ctx, ag, path, expiries=3, n=24):
+    """`expiries` times: wait out the access token, then `n` concurrent requests. Every one
+    must be 200, with one refresh per expiry and no reuse detected."""
+    a0, r0 = ctx.as_stats(), ctx.rs_stats()
+    for e in range(expiries):
+        time.sleep(ctx.ttl + 1.5)
+        results = [None] * n
+
+        def one(i):
+            try:
+                results[i] = ag.get(f"{path}/{e}/{i}").status
+            except Exception as x:  # noqa: BLE001
+                results[i] = repr(x)
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        bad = [r for r in results if r != 200]
+        check(not bad, f"expiry {e + 1}: {len(bad)}/{n} requests failed, e.g. {bad[:3]}")
+    a1, r1 = ctx.as_stats(), ctx.rs_stats()
+    refreshes, reuse = delta(a0, a1, "refreshes"), delta(a0, a1, "reuse_detections")
+    check(refreshes == expiries, f"AS counted {refreshes} refreshes for {expiries} expiries, wanted one each")
+    check(reuse == 0, f"AS detected refresh-token reuse {reuse} time(s)")
+    return a0, a1
+
+
 def assertions(stats, method):
     return (stats.get("client_assertions") or {}).get(method, 0)
 
@@ -729,12 +757,15 @@ def sc_private_key_jwt(ctx):
         check(assertions(ctx.as_stats(), "private_key_jwt") - assertions(a0, "private_key_jwt") == 1,
               "the login was not authenticated by an ES256 assertion")
         expiry_refresh(ctx, ag, "/api/pkjwt/2")
+        _, a1 = storm_expiries(ctx, ag, "/api/pkjwt/storm")
+        check(assertions(a1, "private_key_jwt") - assertions(a0, "private_key_jwt") == 5,
+              "the login and four refreshes should each have sent one assertion")
         # The key rotated on disk (RSA now, RS256 by default), registered at the AS at once.
         with open(registered, "wb") as f:
             f.write(openssl_key(key, "rsa"))
         _, a2 = expiry_refresh(ctx, ag, "/api/pkjwt/3")
-        check(assertions(a2, "private_key_jwt") - assertions(a0, "private_key_jwt") == 3,
-              "login and two refreshes should each have sent one assertion")
+        check(assertions(a2, "private_key_jwt") - assertions(a0, "private_key_jwt") == 6,
+              "login and five refreshes should each have sent one assertion")
         # A key the AS does not know: the refresh is refused as invalid_client, and says so.
         openssl_key(key, "ec")
         r0 = ctx.as_stats()
@@ -745,7 +776,8 @@ def sc_private_key_jwt(ctx):
         check(refused >= 1, "the AS did not refuse an assertion signed with an unknown key")
         check(wait_until(lambda: "invalid_client" in tail(ag.log_path, 40), 5),
               f"AuthGate's log does not name invalid_client: {ag.last_log_line()}")
-        return (f"ES256 login, refresh, rotation to RS256 without restart, unknown key refused "
+        return (f"ES256 login, refresh, 3 expiries x 24 concurrent requests all 200 with one refresh each, "
+                f"rotation to RS256 without restart, unknown key refused "
                 f"(invalid_client, {refused} refusal(s))")
     finally:
         ag.stop()
@@ -760,10 +792,11 @@ def sc_client_secret_jwt(ctx):
         a0 = ctx.as_stats()
         ag.login({"grant_type": "password", "username": ctx.info["username"], "password": ctx.info["password"]})
         check(ag.get("/api/csjwt/1").status == 200, "the API call after login failed")
-        _, a1 = expiry_refresh(ctx, ag, "/api/csjwt/2")
+        expiry_refresh(ctx, ag, "/api/csjwt/2")
+        _, a1 = storm_expiries(ctx, ag, "/api/csjwt/storm", expiries=2)
         sent = assertions(a1, "client_secret_jwt") - assertions(a0, "client_secret_jwt")
-        check(sent == 2, f"{sent} HS256 assertions for a login and a refresh, wanted 2")
-        return "HS256 login and refresh"
+        check(sent == 4, f"{sent} HS256 assertions for a login and three refreshes, wanted 4")
+        return "HS256 login, refresh, 2 expiries x 24 concurrent requests all 200 with one refresh each"
     finally:
         ag.stop()
 
