@@ -144,6 +144,21 @@ func json(_ status: Int, _ text: String, headers: [(name: String, value: String)
         #expect(error?.disposition == disposition)
     }
 
+    /// A refused assertion can be put right on disk without a restart, and the refresh token
+    /// may still be good: `invalid_client` keeps the session then; `invalid_grant` does not.
+    @Test func aRefusedAssertionIsTransientButARefusedGrantIsNot() throws {
+        let client = OAuth2Client(
+            configuration: .init(
+                tokenEndpoint: "https://auth.example.test/oauth/token", clientID: "c", authentication: .clientSecretJWT),
+            transport: ScriptedTransport(), clock: clock)
+        for (code, disposition) in [("invalid_client", AuthError.Disposition.transient), ("invalid_grant", .terminal)] {
+            let error = #expect(throws: AuthError.self) {
+                _ = try client.parse(json(401, #"{"error":"\#(code)"}"#), for: .refreshToken("r"), now: Date())
+            }
+            #expect(error?.disposition == disposition, "\(code)")
+        }
+    }
+
     @Test func rateLimitAndServerErrorsAreTransientWithRetryAfter() async {
         let limited = ScriptedTransport(HTTPResponseValue(status: 429, headers: [("Retry-After", "17")]))
         let error = await #expect(throws: AuthError.self) { try await client(limited).requestToken(.refreshToken("r")) }

@@ -766,7 +766,8 @@ def sc_private_key_jwt(ctx):
         _, a2 = expiry_refresh(ctx, ag, "/api/pkjwt/3")
         check(assertions(a2, "private_key_jwt") - assertions(a0, "private_key_jwt") == 6,
               "login and five refreshes should each have sent one assertion")
-        # A key the AS does not know: the refresh is refused as invalid_client, and says so.
+        # A key the AS does not know: the refresh is refused as invalid_client, logged, and
+        # the session is kept (the key can be put right on disk).
         openssl_key(key, "ec")
         r0 = ctx.as_stats()
         time.sleep(ctx.ttl + 1.5)
@@ -776,8 +777,14 @@ def sc_private_key_jwt(ctx):
         check(refused >= 1, "the AS did not refuse an assertion signed with an unknown key")
         check(wait_until(lambda: "invalid_client" in tail(ag.log_path, 40), 5),
               f"AuthGate's log does not name invalid_client: {ag.last_log_line()}")
+        check(ag.session().get("state") == "logged_in", "a refused assertion ended the session")
+        # Put right on disk: the next try refreshes with the registered key.
+        with open(registered, "wb") as f:
+            f.write(openssl_key(key, "ec"))
+        check(wait_until(lambda: ag.get("/api/pkjwt/5").status == 200, 15),
+              "the session did not recover once the key was registered")
         return (f"ES256 login, refresh, 3 expiries x 24 concurrent requests all 200 with one refresh each, "
-                f"rotation to RS256 without restart, unknown key refused "
+                f"rotation to RS256 without restart, unknown key refused and the session kept until the key is put right "
                 f"(invalid_client, {refused} refusal(s))")
     finally:
         ag.stop()

@@ -6,7 +6,10 @@ extension OAuth2Client {
     /// - 2xx: the token response, read through the mapping; a body that cannot be read is
     ///   ``AuthError/Disposition/ambiguous`` (the server may have rotated).
     /// - 429, 5xx: transient, with `Retry-After` when sent.
-    /// - 400/401 with an RFC 6749 §5.2 error body: terminal (for the standard codes).
+    /// - 400/401 with an RFC 6749 §5.2 error body: terminal (for the standard codes), except
+    ///   `invalid_client` for a client that authenticates with an assertion: its key or
+    ///   assertion file can be put right without a restart (a key rotated on disk before the
+    ///   server registered it), and the refresh token may still be good, so it is transient.
     /// - A status listed in ``TokenEndpointMapping/terminalStatuses``: terminal.
     /// - Anything else (a proxy's HTML page, a bare 403): transient.
     ///
@@ -34,8 +37,9 @@ extension OAuth2Client {
                     oauthError: oauthError, retryAfter: retryAfter)
             }
             if let oauthError {
+                let credentialsMayRecover = oauthError.error == "invalid_client" && configuration.authentication.usesAssertion
                 let terminal =
-                    oauthError.isTerminal && [400, 401].contains(response.status)
+                    oauthError.isTerminal && [400, 401].contains(response.status) && !credentialsMayRecover
                     || mapping.terminalStatuses.contains(response.status)
                 throw AuthError.tokenEndpoint(
                     .oauthError, terminal ? .terminal : .transient,
