@@ -94,6 +94,7 @@ extension GatewayConfiguration {
                 throw .conflict(
                     "routes[\(i)].maxInFlight", "and queueTimeoutSeconds apply only to routes that require authentication")
             }
+            try r.validateAdaptiveLimit(at: "routes[\(i)]")
             if let n = r.maxInFlight, !(1...100_000).contains(n) {
                 throw .invalid("routes[\(i)].maxInFlight", "must be 1…100000")
             }
