@@ -50,6 +50,20 @@ import Testing
         #expect(near(sim.meanLimit, workers), "mean \(sim.meanLimit)")
     }
 
+    @Test(arguments: [2, 8, 32])
+    func theLimitFindsThePoolAgainWhenEachRequestTakesTwiceAsLong(workers: Int) {
+        var sim = UpstreamSimulation(workers: workers, clients: max(100, 4 * workers), seed: 3)
+        sim.run(until: 30)
+        // Not a queue: every request takes twice as long. The limit falls at first (it reads
+        // as a queue), then, once a baseline period has shown the new latency, slow start
+        // finds the pool again.
+        sim.serviceTime = 0.080...0.160
+        sim.run(until: 40)
+        sim.resetMeasurement()
+        sim.run(until: 60)
+        #expect(near(sim.meanLimit, workers), "mean \(sim.meanLimit)")
+    }
+
     @Test(arguments: [2, 8])
     func rotationsThatRevokeTokensAtTheAPINeverStarveReplays(workers: Int) {
         var sim = UpstreamSimulation(workers: workers, clients: 100, seed: 5)

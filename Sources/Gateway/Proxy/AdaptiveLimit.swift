@@ -21,6 +21,9 @@
 ///   ``Parameters/growth`` of itself (at least ``Parameters/minimumGrowth``). A superseded 401
 ///   means a rotation caught requests at the upstream; growing then would put more of them
 ///   there for the next one.
+/// - when the baseline rises by more than the tolerance (a whole baseline period without a
+///   window as fast as before: each request got slower, which the decreases above took for a
+///   queue), slow start begins again from where the limit fell to.
 ///
 /// ```swift
 /// var limit = AdaptiveLimit(AdaptiveLimit.Parameters())
@@ -207,6 +210,12 @@ public struct AdaptiveLimit: Sendable, Equatable {
         bucket.started = bucket.started ?? now
         bucket.current = min(bucket.current, mean)
         let base = min(bucket.current, bucket.previous)
+        if let old = baseline, base > old * (1 + p.tolerance) {
+            // The upstream got slower per request for a whole baseline period, not more
+            // queued (a queue would have shown in the decreases): find its concurrency again
+            // from where the limit fell to.
+            probing = true
+        }
         baseline = base
         let ratio = mean / base
         if ratio > 1 + p.tolerance {
