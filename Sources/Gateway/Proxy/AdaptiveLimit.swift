@@ -164,7 +164,8 @@ public struct AdaptiveLimit: Sendable, Equatable {
     /// Takes one exchange's facts, ended at `now` (any monotonic origin). Returns whether
     /// ``admitted`` changed.
     public mutating func record(_ sample: Sample, at now: Duration) -> Bool {
-        let seconds = Double(sample.latency.components.seconds) + Double(sample.latency.components.attoseconds) * 1e-18
+        // A division of durations: no 128-bit division, unlike `components`.
+        let seconds = sample.latency / .seconds(1)
         if let changed, now - sample.latency < changed {
             // Sent under the limit before the last change: it tells nothing about this one.
             if sample.outcome == .answered || sample.outcome == .superseded {

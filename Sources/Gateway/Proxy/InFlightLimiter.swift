@@ -171,17 +171,21 @@ public final class InFlightLimiter: Sendable {
     /// controller takes the sample, the queue takes a new limit when it moved, and the next
     /// waiters, if any, take the slots free now.
     public func release(_ sample: AdaptiveLimit.Sample, at now: ContinuousClock.Instant) {
-        typealias Waiter = (CheckedContinuation<Int, any Error>, Int)
         // One lock; the list stays empty (no allocation) unless the limit grew.
-        let (next, more): (Waiter?, [Waiter]) = state.withLock { s in
-            let next = s.queue.release().flatMap { t in s.waiters.removeValue(forKey: t).map { ($0, s.queue.inFlight) } }
-            guard s.controller.record(sample, at: now - epoch) else { return (next, []) }
-            let more = s.queue.setLimit(s.controller.admitted).compactMap { t in
+        var next: CheckedContinuation<Int, any Error>?
+        var nextInFlight = 0
+        var more: [(CheckedContinuation<Int, any Error>, Int)] = []
+        state.withLock { s in
+            if let t = s.queue.release() {
+                next = s.waiters.removeValue(forKey: t)
+                nextInFlight = s.queue.inFlight
+            }
+            guard s.controller.record(sample, at: now - epoch) else { return }
+            more = s.queue.setLimit(s.controller.admitted).compactMap { t in
                 s.waiters.removeValue(forKey: t).map { ($0, s.queue.inFlight) }
             }
-            return (next, more)
         }
-        if let (waiter, inFlight) = next { waiter.resume(returning: inFlight) }
+        next?.resume(returning: nextInFlight)
         for (waiter, inFlight) in more { waiter.resume(returning: inFlight) }
     }
 

@@ -104,6 +104,10 @@ public struct ProxyRoute: Sendable, Equatable {
         set { change { $0.callers = newValue } }
     }
 
+    /// The identity of this route's settings, shared by its copies (a request's plan carries
+    /// a copy of the table's): a key compared without hashing or reading the prefix.
+    var identity: ObjectIdentifier { ObjectIdentifier(box) }
+
     /// Whether both routes have the same settings.
     public static func == (lhs: ProxyRoute, rhs: ProxyRoute) -> Bool {
         lhs.box === rhs.box || lhs.box.settings == rhs.box.settings

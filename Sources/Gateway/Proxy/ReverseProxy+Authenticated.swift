@@ -68,7 +68,7 @@ extension ReverseProxy {
         let metrics = self.metrics
         var path = AuthenticatedExchange(
             session: session, policy: s.rejectionPolicy, rule: s.replayRule, observe: observePhase,
-            limiter: s.limiters[route.prefix])
+            limiter: s.limiter(for: route))
         path.queueTimeout = route.queueTimeout
         path.trace = trace
         let name = route.session

@@ -155,7 +155,7 @@ public final class ReverseProxy: HTTPResponder {
             }
             return
         }
-        let limiter = s.limiters[route.prefix]
+        let limiter = s.limiter(for: route)
         if let token = session.tokenWithoutWaiting() {
             // The token is current and a slot free (or the route unbounded): sent now, from
             // this loop, with no task and no hop.

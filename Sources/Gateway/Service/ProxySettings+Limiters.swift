@@ -35,17 +35,17 @@ extension ProxySettings {
     /// across the reload, and an adaptive limit keeps what it learnt when its bounds stay.
     static func succeeding(_ fresh: [String: InFlightLimiter], _ previous: [String: InFlightLimiter]) -> [String: InFlightLimiter]
     {
+        // First which running limiter each new one takes over (found under any of its
+        // prefixes), then every prefix of the new one gets it.
         var taken: [ObjectIdentifier: InFlightLimiter] = [:]
-        var result = fresh
-        for (prefix, new) in fresh {
-            if let old = taken[ObjectIdentifier(new)] {
-                result[prefix] = old
-                continue
-            }
+        for (prefix, new) in fresh where taken[ObjectIdentifier(new)] == nil {
             guard let old = previous[prefix], old.origin == new.origin, old.route == new.route else { continue }
             old.reconfigure(new.parameters, timeout: new.timeout)
             taken[ObjectIdentifier(new)] = old
-            result[prefix] = old
+        }
+        var result = fresh
+        for (prefix, new) in fresh {
+            if let old = taken[ObjectIdentifier(new)] { result[prefix] = old }
         }
         return result
     }

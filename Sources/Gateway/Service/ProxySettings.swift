@@ -13,6 +13,9 @@ public final class ProxySettings: Sendable {
     public let table: RouteTable
     /// Per bounded route prefix, its in-flight limit (``limiters(for:)``).
     let limiters: [String: InFlightLimiter]
+    /// The same limiters by the identity of the table's routes (``ProxyRoute/identity``),
+    /// for the request path: a few comparisons, where the dictionary would hash the prefix.
+    private let bound: [(route: ObjectIdentifier, limiter: InFlightLimiter)]
     /// One upstream client per loop, sharing ``clientConfiguration``.
     let clients: UpstreamClientPool
     /// The upstream clients' settings (timeouts, CA bundle).
@@ -52,6 +55,7 @@ public final class ProxySettings: Sendable {
     ) {
         self.table = table
         self.limiters = limiters
+        self.bound = table.routes.compactMap { r in limiters[r.prefix].map { (r.identity, $0) } }
         self.clients = clients
         self.clientConfiguration = clientConfiguration
         self.rejectionPolicy = rejectionPolicy
@@ -75,6 +79,14 @@ public final class ProxySettings: Sendable {
             table: table, limiters: limiters, clients: clients, clientConfiguration: clientConfiguration,
             rejectionPolicy: rejectionPolicy, replayRule: replayRule, replayLimit: replayLimit, livenessPath: livenessPath,
             trustedProxies: trustedProxies, accessLog: accessLog)
+    }
+
+    /// The in-flight limit of `route`, one of ``table``'s; nil: unbounded.
+    func limiter(for route: ProxyRoute) -> InFlightLimiter? {
+        guard !bound.isEmpty else { return nil }
+        let id = route.identity
+        for entry in bound where entry.route == id { return entry.limiter }
+        return nil
     }
 
     /// Authenticated requests waiting for a slot at their route's upstream.
