@@ -5,8 +5,8 @@ import Testing
 @testable import Gateway
 
 /// Which in-flight limit bounds which route: one adaptive limit per upstream origin, shared
-/// by its authenticated routes; `maxInFlight` a fixed bound of its own, or the cap of the
-/// adaptive one; public routes unbounded. And how a bad setting is refused.
+/// by its authenticated routes (and public ones that opt in); `maxInFlight` a fixed bound of
+/// its own, or the cap of the adaptive one. And how a bad setting is refused.
 @Suite struct AdaptiveLimitWiringTests {
     static func route(_ prefix: String, _ upstream: String, authenticated: Bool = true) -> ProxyRoute {
         ProxyRoute(prefix: prefix, upstream: UpstreamBase(upstream)!, requiresAuthentication: authenticated)
@@ -66,7 +66,15 @@ import Testing
         limiter.release()
     }
 
-    @Test func adaptiveLimitIsRefusedOnAPublicRoute() {
+    @Test func aPublicRouteMayOptIntoItsOriginsLimit() throws {
+        var open = Self.route("/public", "http://127.0.0.1:9000", authenticated: false)
+        open.adaptiveLimit = true
+        let s = Self.settings([open, Self.route("/a", "http://127.0.0.1:9000")])
+        let shared = try #require(s.limiters["/public"])
+        #expect(shared === s.limiters["/a"])
+    }
+
+    @Test func theSettingsAreCheckedNamingTheField() {
         func error(_ route: [String: Any]) -> String? {
             GatewayConfigurationTests.error {
                 $0["routes"] = [["prefix": "/", "upstream": "https://api.example.com"].merging(route) { $1 }]
@@ -75,9 +83,13 @@ import Testing
         #expect(error(["adaptiveLimit": true]) == nil)
         #expect(error(["adaptiveLimit": false, "maxInFlight": 8]) == nil)
         #expect(error(["adaptiveLimit": true, "maxInFlight": 8]) == nil)
+        #expect(error(["adaptiveLimit": true, "requiresAuthentication": false, "queueTimeoutSeconds": 5]) == nil)
         #expect(
-            error(["adaptiveLimit": true, "requiresAuthentication": false])
-                == "routes[0].adaptiveLimit applies only to routes that require authentication")
+            error(["requiresAuthentication": false, "queueTimeoutSeconds": 5])
+                == "routes[0].maxInFlight and queueTimeoutSeconds apply only to routes that require authentication")
+        #expect(
+            error(["adaptiveLimit": true, "requiresAuthentication": false, "maxInFlight": 5])
+                == "routes[0].maxInFlight and queueTimeoutSeconds apply only to routes that require authentication")
         #expect(error(["adaptiveLimit": "yes"])?.contains("routes[0].adaptiveLimit must be true or false") == true)
     }
 

@@ -4,16 +4,9 @@ extension GatewayConfiguration.Route {
     public static let queueTimeoutDefault = 10
 
     /// `routes[].adaptiveLimit` when absent: on for an authenticated route without
-    /// `maxInFlight` (which then stays a fixed bound), off for a public one.
+    /// `maxInFlight` (which then stays a fixed bound), off for a public one. A public route
+    /// may opt in (`true`); `queueTimeoutSeconds` then applies to it too.
     public var adaptiveLimitDefault: Bool {
         (requiresAuthentication ?? true) && maxInFlight == nil
-    }
-
-    /// Checks `adaptiveLimit` of the route at `path` (`routes[2]`): public routes cannot
-    /// take it yet (their requests are not queued).
-    func validateAdaptiveLimit(at path: String) throws(ConfigurationError) {
-        if adaptiveLimit == true, requiresAuthentication == false {
-            throw .conflict("\(path).adaptiveLimit", "applies only to routes that require authentication")
-        }
     }
 }

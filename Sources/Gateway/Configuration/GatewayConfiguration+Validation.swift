@@ -90,11 +90,10 @@ extension GatewayConfiguration {
             }
             if r.requiresAuthentication ?? true {
                 try Self.requireTLS(r.upstream, at: "routes[\(i)].upstream", insecure: insecure)
-            } else if r.maxInFlight != nil || r.queueTimeoutSeconds != nil {
+            } else if r.maxInFlight != nil || (r.queueTimeoutSeconds != nil && r.adaptiveLimit != true) {
                 throw .conflict(
                     "routes[\(i)].maxInFlight", "and queueTimeoutSeconds apply only to routes that require authentication")
             }
-            try r.validateAdaptiveLimit(at: "routes[\(i)]")
             if let n = r.maxInFlight, !(1...100_000).contains(n) {
                 throw .invalid("routes[\(i)].maxInFlight", "must be 1…100000")
             }

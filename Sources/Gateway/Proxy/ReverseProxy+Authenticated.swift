@@ -32,14 +32,7 @@ extension ReverseProxy {
         facts?.attempt(attempt)
         start(request, route, target, writer, s, token: token, decide: decide, trace: trace) { [self] outcome in
             let ended = ContinuousClock.now
-            if let slot {
-                if let sample = outcome.sample {
-                    slot.limiter.release(
-                        AdaptiveLimit.Sample(latency: ended - sent, inFlight: slot.inFlight, outcome: sample), at: ended)
-                } else {
-                    slot.limiter.release()
-                }
-            }
+            if let slot { slot.limiter.release(outcome, latency: ended - sent, inFlight: slot.inFlight, at: ended) }
             observe(.upstream, ended - sent)
             facts?.exchanged(outcome)
             guard case .intercepted = outcome else {
@@ -94,20 +87,8 @@ extension ReverseProxy {
             case .refresh(let error):
                 metrics.replay("refresh_failed", session: name)
                 return respond(error, writer)
-            case .busy(.cancelled):
-                return respond(CancellationError(), writer)
-            case .busy(.timedOut):
-                metrics.upstreamShed(path.limiter, reason: "timeout")
-                var h = HTTPHeaders()
-                h.add(name: "Retry-After", value: "1")
-                writer.respond(problem: GatewayProblem.upstreamBusy, headers: h)
-                return 503
-            case .busy(.shed(let retryAfter)):
-                metrics.upstreamShed(path.limiter, reason: "expected_wait")
-                var h = HTTPHeaders()
-                h.add(name: "Retry-After", value: String(retryAfter))
-                writer.respond(problem: GatewayProblem.upstreamBusyAtOnce, headers: h)
-                return 503
+            case .busy(let failure):
+                return refuse(failure, path.limiter, writer)
             }
         }
     }

@@ -146,6 +146,10 @@ public final class ReverseProxy: HTTPResponder {
         let trace =
             tracing ? tracer.map { RequestTrace(tracer: $0, request: request, route: route, path: String(target.path)) } : nil
         guard let session else {
+            if let limiter = s.limiter(for: route) {
+                sendPublic(request, route, target, writer, s, limiter, facts, trace, started)
+                return
+            }
             let metrics = self.metrics
             start(request, route, target, writer, s, token: nil, decide: nil, trace: trace) { outcome in
                 metrics.request(kind: "public", status: outcome.status, duration: ContinuousClock.now - started)

@@ -2,17 +2,17 @@ extension ProxySettings {
     /// The in-flight limits of `routes`, by route prefix. Every adaptive route
     /// (``ProxyRoute/isAdaptive``) of an origin shares one ``InFlightLimiter`` whose
     /// ``AdaptiveLimit`` grows at most to the smallest `maxInFlight` among them (if any);
-    /// a route with `maxInFlight` and not adaptive has a fixed limiter of its own. Only
-    /// authenticated routes are bounded.
+    /// a route with `maxInFlight` and not adaptive has a fixed limiter of its own. A public
+    /// route is bounded only when it opted into its origin's adaptive limit.
     static func limiters(for routes: [ProxyRoute]) -> [String: InFlightLimiter] {
         var caps: [String: Int] = [:]
-        for r in routes where r.requiresAuthentication && r.isAdaptive {
+        for r in routes where r.isAdaptive {
             let origin = r.upstream.origin.urlPrefix
             caps[origin] = min(caps[origin] ?? AdaptiveLimit.Parameters().maximum, r.maxInFlight ?? .max)
         }
         var shared: [String: InFlightLimiter] = [:]
         var limiters: [String: InFlightLimiter] = [:]
-        for r in routes where r.requiresAuthentication {
+        for r in routes where r.requiresAuthentication || r.isAdaptive {
             let origin = r.upstream.origin.urlPrefix
             if r.isAdaptive {
                 let limiter =
