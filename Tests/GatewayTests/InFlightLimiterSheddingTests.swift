@@ -7,7 +7,9 @@ import Testing
 @Suite struct InFlightLimiterSheddingTests {
     /// A limiter of `limit` whose upstream answered in `latency` seconds.
     func limiter(limit: Int, latency: Double) async throws -> InFlightLimiter {
-        let limiter = InFlightLimiter(limit: limit, timeout: .seconds(1))
+        // A window of one sample, so that one sample sets the recent latency.
+        let limiter = InFlightLimiter(
+            AdaptiveLimit.Parameters(initial: limit, minimum: limit, maximum: limit, windowSamples: 1), timeout: .seconds(1))
         let inFlight = try await limiter.acquire(.first)
         limiter.release(
             AdaptiveLimit.Sample(latency: .seconds(latency), inFlight: inFlight, outcome: .answered), at: .now)

@@ -115,7 +115,7 @@ public struct AdaptiveLimit: Sendable, Equatable {
     private struct Window: Sendable, Equatable {
         var samples = 0
         var timed = 0
-        var latency = 0.0
+        var latency = Duration.zero
         var inFlight = 0
         var mostInFlight = 0
         var superseded = false
@@ -137,8 +137,10 @@ public struct AdaptiveLimit: Sendable, Equatable {
     public private(set) var baseline: Double?
     /// The last window's mean latency, seconds; nil before a window.
     public private(set) var windowLatency: Double?
-    /// A running mean of latency (each sample weighs 1/8), seconds; nil before a sample.
-    public private(set) var recentLatency: Double?
+    /// The upstream's recent latency, seconds: the last window's mean; nil before a window.
+    public var recentLatency: Double? { windowLatency }
+    /// The most a sample counts for: ``Parameters/clip`` times the last window's mean.
+    private var clipAt: Duration?
     /// Whether the limit still doubles per window: until the first window that finds a
     /// queue at the upstream (TCP's slow start). Starting low and doubling measures the
     /// baseline before the upstream's own queue can inflate it.
@@ -164,13 +166,10 @@ public struct AdaptiveLimit: Sendable, Equatable {
     /// Takes one exchange's facts, ended at `now` (any monotonic origin). Returns whether
     /// ``admitted`` changed.
     public mutating func record(_ sample: Sample, at now: Duration) -> Bool {
-        // A division of durations: no 128-bit division, unlike `components`.
-        let seconds = sample.latency / .seconds(1)
+        // Per sample only additions and comparisons of durations; the conversion to seconds
+        // waits for the window's end.
         if let changed, now - sample.latency < changed {
             // Sent under the limit before the last change: it tells nothing about this one.
-            if sample.outcome == .answered || sample.outcome == .superseded {
-                recentLatency = recentLatency.map { $0 + (seconds - $0) / 8 } ?? seconds
-            }
             return false
         }
         window.samples += 1
@@ -178,10 +177,8 @@ public struct AdaptiveLimit: Sendable, Equatable {
         window.mostInFlight = max(window.mostInFlight, sample.inFlight)
         switch sample.outcome {
         case .answered, .superseded:
-            let clipped = windowLatency.map { min(seconds, $0 * parameters.clip) } ?? seconds
-            window.latency += clipped
+            window.latency += clipAt.map { min(sample.latency, $0) } ?? sample.latency
             window.timed += 1
-            recentLatency = recentLatency.map { $0 + (clipped - $0) / 8 } ?? clipped
             if sample.outcome == .superseded { window.superseded = true }
         case .dropped, .timedOut:
             window.failed = true
@@ -203,8 +200,9 @@ public struct AdaptiveLimit: Sendable, Equatable {
             return
         }
         guard window.timed > 0 else { return }
-        let mean = window.latency / Double(window.timed)
+        let mean = window.latency / .seconds(1) / Double(window.timed)
         windowLatency = mean
+        clipAt = .seconds(mean * p.clip)
         if let started = bucket.started, now - started >= p.baselinePeriod {
             bucket = Bucket(current: .infinity, previous: bucket.current, started: now)
         }
