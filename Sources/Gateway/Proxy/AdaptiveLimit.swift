@@ -183,7 +183,10 @@ public struct AdaptiveLimit: Sendable, Equatable {
         case .dropped, .timedOut:
             window.failed = true
         }
-        guard window.samples >= parameters.windowSamples else { return false }
+        // In slow start a window is two rounds of the limit (at least 4 samples), so that
+        // doubling from 1 takes a few round trips, not twenty each.
+        let size = probing ? min(parameters.windowSamples, max(4, 2 * admitted)) : parameters.windowSamples
+        guard window.samples >= size else { return false }
         let before = admitted
         evaluate(at: now)
         guard admitted != before else { return false }
