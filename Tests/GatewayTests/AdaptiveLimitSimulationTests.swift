@@ -64,6 +64,22 @@ import Testing
         #expect(near(sim.meanLimit, workers), "mean \(sim.meanLimit)")
     }
 
+    @Test func aLuckyFastWindowDoesNotPinTheLimitAtOne() {
+        // One early window twice as fast as the upstream really is sets a baseline every
+        // later window is "over": at one request in flight that cannot be a queue.
+        var limit = AdaptiveLimit(AdaptiveLimit.Parameters())
+        var now = Duration.zero
+        func feed(_ latency: Duration, _ count: Int) {
+            for _ in 0..<count {
+                now += latency / limit.admitted
+                _ = limit.record(.init(latency: latency, inFlight: limit.admitted, outcome: .answered), at: now)
+            }
+        }
+        feed(.milliseconds(30), 4)
+        feed(.milliseconds(60), 400)
+        #expect(limit.admitted >= 8, "limit \(limit.admitted)")
+    }
+
     @Test(arguments: [2, 8])
     func rotationsThatRevokeTokensAtTheAPINeverStarveReplays(workers: Int) {
         var sim = UpstreamSimulation(workers: workers, clients: 100, seed: 5)

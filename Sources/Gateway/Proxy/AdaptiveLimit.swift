@@ -21,6 +21,9 @@
 ///   ``Parameters/growth`` of itself (at least ``Parameters/minimumGrowth``). A superseded 401
 ///   means a rotation caught requests at the upstream; growing then would put more of them
 ///   there for the next one.
+/// - a decrease that would leave the upstream serving less than one request at a time
+///   re-measures the baseline and starts slow start again instead: at one request in flight
+///   there is no queue of ours;
 /// - when the baseline rises by more than the tolerance (a whole baseline period without a
 ///   window as fast as before: each request got slower, which the decreases above took for a
 ///   queue), slow start begins again from where the limit fell to.
@@ -222,6 +225,16 @@ public struct AdaptiveLimit: Sendable, Equatable {
         let ratio = mean / base
         if ratio > 1 + p.tolerance {
             let serving = Double(window.inFlight) / Double(window.samples) / ratio
+            if serving < 1 {
+                // An upstream serves at least one request at a time: a queue that leaves it
+                // less means the baseline is too low (a lucky window set it, or every
+                // request got slower). What it answers in now is its baseline, and slow start
+                // finds its concurrency again from here.
+                bucket = Bucket(current: mean, previous: mean, started: now)
+                baseline = mean
+                probing = true
+                return
+            }
             let target = max(limit / 2, serving * (1 + p.tolerance / 2))
             limit = min(limit, max(Double(p.minimum), target))
             probing = false

@@ -31,7 +31,7 @@ extension GatewayMetrics {
             "Bytes available on the state directory's file system (absent when it cannot be read).",
         "authgate_buffered_request_bytes": "Request body bytes held in memory, across every listener.",
         "authgate_upstream_queue_waiting":
-            "Authenticated requests waiting for a slot at their route's upstream (routes[].maxInFlight).",
+            "Requests waiting in AuthGate for a slot at their upstream, across every in-flight limit (adaptive or maxInFlight).",
         "authgate_upstream_limit":
             "Exchanges allowed at an upstream at once: an origin's adaptive limit (route=\"*\") or a route's fixed maxInFlight.",
         "authgate_upstream_in_flight": "Exchanges at an upstream now, per in-flight limit.",
