@@ -10,6 +10,10 @@ import Testing
         try await Stack.run { stack in
             try await stack.startGateway()
             #expect(try await stack.loginAlice().status == 200)
+            let before = try await stack.admin("GET", "/metrics").text
+            let unmeasured =
+                #"authgate_upstream_baseline_latency_seconds{origin="http://127.0.0.1:\#(stack.apiServer.port)",route="*"} NaN"#
+            #expect(before.lowercased().contains(unmeasured.lowercased()), "exported, as NaN, before the first window")
             for i in 0..<30 { #expect(try await stack.proxy("GET", "/api/\(i)").status == 200) }
             let metrics = try await stack.admin("GET", "/metrics").text
             let origin = "http://127.0.0.1:\(stack.apiServer.port)"

@@ -55,14 +55,11 @@ extension GatewayMetrics {
             CoreMetrics.Gauge(label: "authgate_upstream_limit", dimensions: labels, factory: factory).record(r.limit)
             CoreMetrics.Gauge(label: "authgate_upstream_in_flight", dimensions: labels, factory: factory).record(r.inFlight)
             CoreMetrics.Gauge(label: "authgate_upstream_limit_waiting", dimensions: labels, factory: factory).record(r.waiting)
-            if let b = r.baselineSeconds {
-                CoreMetrics.Gauge(label: "authgate_upstream_baseline_latency_seconds", dimensions: labels, factory: factory)
-                    .record(b)
-            }
-            if let l = r.latencySeconds {
-                CoreMetrics.Gauge(label: "authgate_upstream_recent_latency_seconds", dimensions: labels, factory: factory)
-                    .record(l)
-            }
+            // NaN until the first window of samples has closed.
+            CoreMetrics.Gauge(label: "authgate_upstream_baseline_latency_seconds", dimensions: labels, factory: factory)
+                .record(r.baselineSeconds ?? .nan)
+            CoreMetrics.Gauge(label: "authgate_upstream_recent_latency_seconds", dimensions: labels, factory: factory)
+                .record(r.latencySeconds ?? .nan)
         }
     }
 }
