@@ -68,6 +68,9 @@ sys.path.insert(0, os.path.dirname(HERE))  # scripts/: storm_client.py
 from storm_client import EventWatcher, percentile, read_response, simple_request  # noqa: E402
 
 SLOW = {"delay_min_ms": 50, "delay_max_ms": 500, "workers": 16}
+# Fixed worker pools of 8 and 2 answering in 40-80 ms (issue 32's gunicorn APIs).
+POOLS = {"pool8": {"delay_min_ms": 40, "delay_max_ms": 80, "workers": 8},
+         "pool2": {"delay_min_ms": 40, "delay_max_ms": 80, "workers": 2}}
 LONG_TTL = 3600
 
 # --------------------------------------------------------------------------------------
@@ -203,8 +206,9 @@ def start_rs(d, rs_kind, as_info_path):
     if rs_kind == "fast":
         cmd.append("--fast")
     else:
-        cmd += ["--delay-min-ms", str(SLOW["delay_min_ms"]), "--delay-max-ms", str(SLOW["delay_max_ms"]),
-                "--workers", str(SLOW["workers"])]
+        shape = POOLS.get(rs_kind, SLOW)
+        cmd += ["--delay-min-ms", str(shape["delay_min_ms"]), "--delay-max-ms", str(shape["delay_max_ms"]),
+                "--workers", str(shape["workers"])]
     p = spawn(cmd, os.path.join(d, "rs.log"), stdout=subprocess.PIPE)
     rs = read_json_line(p, 15)
     if rs is None:
@@ -237,8 +241,10 @@ def authgate_config(d, kind, info, rs, mode, max_in_flight=0):
         "keyFile": os.path.join(state, "key"),
         "loops": 2,
     }
-    if max_in_flight:
+    if max_in_flight > 0:
         cfg["routes"][0]["maxInFlight"] = max_in_flight
+    elif max_in_flight < 0:
+        cfg["routes"][0]["adaptiveLimit"] = False  # unbounded, as before the adaptive limit
     if mode == "lead50":
         cfg["refreshLead"] = "50%"
     else:
@@ -451,8 +457,26 @@ async def run_async(args, ctx):
             args, host, port, header, nologin, counters)
     else:
         port = ctx["cfg"]["proxy"]["port"]
-        results, before, login_done, load_start, load_end, state = await load(
-            args, host, port, None, login, counters)
+        trace = []
+
+        async def sample_limit():
+            # The in-flight limit over time, for the plot (authgate_upstream_limit).
+            t0 = time.monotonic()
+            while True:
+                m = await metrics()
+                lim = [v for k, v in m.items() if k.startswith("authgate_upstream_limit{")]
+                fl = [v for k, v in m.items() if k.startswith("authgate_upstream_in_flight{")]
+                if lim:
+                    trace.append((round(time.monotonic() - t0, 2), max(lim), max(fl) if fl else None))
+                await asyncio.sleep(0.5)
+
+        sampler = asyncio.ensure_future(sample_limit())
+        try:
+            results, before, login_done, load_start, load_end, state = await load(
+                args, host, port, None, login, counters)
+        finally:
+            sampler.cancel()
+        ctx["limit_trace"] = trace
     await asyncio.sleep(0.3)
     after = await counters()
     session = None
@@ -525,7 +549,7 @@ def analyse(args, ctx, results, before, after, login_sent, login_done, load_star
     rs0, rs1 = before["rs"], after["rs"]
     out = {
         "label": args.label or f"{args.as_kind} {args.rs} {args.mode}",
-        "as": args.as_kind, "rs": args.rs, "mode": args.mode, "ttl": ttl, "max_in_flight": args.max_in_flight,
+        "as": args.as_kind, "rs": args.rs, "mode": args.mode, "ttl": ttl, "max_in_flight": args.max_in_flight, "limit_trace": ctx.get("limit_trace", []),
         "connections": args.connections, "duration": args.duration, "timeout": args.timeout,
         "requests": len(done), "ok": status_counts.get("200", 0),
         "status_counts": status_counts, "error_counts": error_counts,
@@ -601,6 +625,11 @@ def report(o):
         if o["upstream_failures"]:
             p(f"| authgate_upstream_failures_total | {json.dumps(o['upstream_failures'])} |")
         p(f"| distinct access tokens the RS accepted | {o['distinct_tokens_seen']} |")
+    if o.get("limit_trace"):
+        lims = [x[1] for x in o["limit_trace"]]
+        half = lims[len(lims) // 2:]
+        p(f"| authgate_upstream_limit: min / max / mean over the second half | {fmt(min(lims), 0)} / "
+          f"{fmt(max(lims), 0)} / {fmt(sum(half) / len(half), 1)} |")
     p(f"| RS: requests / 401s / max queued / max in flight | {o['rs_requests']} / {o['rs_401']} / "
       f"{o['rs_max_queued']} / {o['rs_max_in_flight']} |")
     if o["other_events"]:
@@ -636,8 +665,12 @@ def table(path):
         direct = o["mode"] == "direct"
         mode = {"expiry": "on expiry (skew 0)", "lead50": "`refreshLead: 50%`",
                 "direct": "direct, no AuthGate (1 h token)"}[o["mode"]]
-        if o.get("max_in_flight"):
+        if o.get("max_in_flight", 0) > 0:
             mode += ", `maxInFlight: %d`" % o["max_in_flight"]
+        elif o.get("max_in_flight", 0) < 0:
+            mode += ", unbounded"
+        elif not direct:
+            mode += ", adaptive"
         print("| %s | %s | %s | %d (%s) | %s | %s | %d | %s / %s / %s | %s | %s | %s | %s | %s |" % (
             o["as"], o["rs"] + (" (%g ms)" % o["think_ms"] if o.get("think_ms") else " (0)"), mode, o["requests"], fmt(o["throughput_rps"], 0),
             "–" if direct else "%d (%d)" % (o["client_401"], o["client_401_while_session_valid"]),
@@ -686,7 +719,8 @@ def run(args):
             _, ag_cmd = start_authgate(args.bin, d, cfg_path, cfg, args.log_level)
             ctx["commands"]["authgate"] = ("authgate serve --log-level %s; %s%s" % (
                 args.log_level, "refreshLead 50%" if args.mode == "lead50" else "refreshSkewSeconds 0",
-                "; maxInFlight %d" % args.max_in_flight if args.max_in_flight else ""))
+                "; maxInFlight %d" % args.max_in_flight if args.max_in_flight > 0 else
+                "; adaptiveLimit false (unbounded)" if args.max_in_flight < 0 else "; adaptive limit (default)"))
         try:
             import uvloop  # noqa: F401
             uvloop.install()
@@ -715,7 +749,7 @@ def main(argv=None):
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--as", dest="as_kind", choices=["authlib", "glewlwyd"], required=True)
-    r.add_argument("--rs", choices=["slow", "fast"], required=True)
+    r.add_argument("--rs", choices=["slow", "fast", "pool8", "pool2"], required=True)
     r.add_argument("--mode", choices=["expiry", "lead50", "direct"], required=True)
     r.add_argument("--bin", help="the authgate binary (not needed for --mode direct)")
     r.add_argument("--ttl", type=int, default=4, help="access-token lifetime, seconds")
@@ -726,7 +760,8 @@ def main(argv=None):
     r.add_argument("--timeout", type=float, default=30.0, help="per-request client timeout, seconds")
     r.add_argument("--think-ms", type=float, default=0, help="pause between a connection's requests")
     r.add_argument("--max-in-flight", type=int, default=0,
-                   help="the route's maxInFlight (0: unbounded): requests queue in AuthGate, not at the RS")
+                   help="the route's maxInFlight (a fixed bound); 0: the default (the adaptive limit); "
+                        "-1: unbounded (adaptiveLimit false)")
     r.add_argument("--log-level", default="info")
     r.add_argument("--label")
     r.add_argument("--json-out")

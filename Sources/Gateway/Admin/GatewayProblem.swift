@@ -18,7 +18,13 @@ public enum GatewayProblem {
         "this route serves only the callers its configuration names (routes[].callers), and this connection's peer is not one")
     /// A request waited its route's `queueTimeoutSeconds` for a slot at the upstream.
     public static let upstreamBusy = make(
-        "upstream-busy", 503, "the route's upstream is at its maxInFlight limit and no slot came in time; retry later")
+        "upstream-busy", 503, "the route's upstream is at its in-flight limit and no slot came in time; retry later")
+    /// A request would have waited longer than its route's `queueTimeoutSeconds` for a slot
+    /// at the upstream, by the queue's length and recent latency: answered at once.
+    public static let upstreamBusyAtOnce = make(
+        "upstream-busy", 503,
+        "the route's upstream is at its in-flight limit and the queue for it is longer than the route's queueTimeoutSeconds; retry after the time Retry-After gives"
+    )
 
     /// An authenticated route with no session (SEEDS row 10): nothing was sent upstream.
     public static let loginRequired = make(

@@ -90,7 +90,7 @@ extension GatewayConfiguration {
             }
             if r.requiresAuthentication ?? true {
                 try Self.requireTLS(r.upstream, at: "routes[\(i)].upstream", insecure: insecure)
-            } else if r.maxInFlight != nil || r.queueTimeoutSeconds != nil {
+            } else if r.maxInFlight != nil || (r.queueTimeoutSeconds != nil && r.adaptiveLimit != true) {
                 throw .conflict(
                     "routes[\(i)].maxInFlight", "and queueTimeoutSeconds apply only to routes that require authentication")
             }

@@ -25,8 +25,10 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         /// At most this many requests of an authenticated route at its upstream at once; the
         /// rest wait in AuthGate and take the token as they leave (default: no bound).
         public var maxInFlight: Int?
-        /// How long a request waits for one of those slots before a 503 (default 30).
+        /// How long a request waits for one of those slots before a 503 (default 10).
         public var queueTimeoutSeconds: Int?
+        /// Bound the route by its upstream origin's adaptive limit (``adaptiveLimitDefault``).
+        public var adaptiveLimit: Bool? = nil
         /// The callers the route serves (default: every caller that reaches the listener).
         public var callers: Callers?
         /// Creates a route; every option left `nil` takes its default.
@@ -238,9 +240,10 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
                 prefix: $0.prefix, upstream: UpstreamBase($0.upstream)!, stripPrefix: $0.stripPrefix ?? false,
                 requiresAuthentication: $0.requiresAuthentication ?? true,
                 forwardClientAuthorization: $0.forwardClientAuthorization, session: $0.session ?? Self.defaultSession,
-                maxInFlight: $0.maxInFlight, queueTimeout: .seconds($0.queueTimeoutSeconds ?? 30),
+                maxInFlight: $0.maxInFlight, queueTimeout: .seconds($0.queueTimeoutSeconds ?? Route.queueTimeoutDefault),
                 // Checked by `validate()`: a name that stopped resolving since admits nobody.
-                callers: $0.callers.map { (try? $0.rule(at: "callers")) ?? CallerRule(uids: [], gids: [], networks: []) })
+                callers: $0.callers.map { (try? $0.rule(at: "callers")) ?? CallerRule(uids: [], gids: [], networks: []) },
+                adaptiveLimit: $0.adaptiveLimit)
         }
     }
 }

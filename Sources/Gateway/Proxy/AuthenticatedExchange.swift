@@ -11,6 +11,19 @@ public struct AuthenticatedExchange: Sendable {
         /// The answer was held back: send again with the token ``AuthActor/refresh(after:)``
         /// gives for the attempt's generation.
         case replay
+        /// No answer came from the upstream (`outcome`: dropped or timed out); `Result` went to
+        /// the caller. The same as ``done(_:)`` but for what the in-flight limit learns.
+        case failed(Result, AdaptiveLimit.Outcome)
+
+        /// What the attempt tells the in-flight limit: a held-back answer is a 401 for a
+        /// token superseded while the attempt was at the upstream.
+        var sampleOutcome: AdaptiveLimit.Outcome {
+            switch self {
+            case .done: .answered
+            case .replay: .superseded
+            case .failed(_, let outcome): outcome
+            }
+        }
     }
 
     /// Why ``run(bodyReplayable:send:)`` stopped without an answer.
@@ -19,7 +32,8 @@ public struct AuthenticatedExchange: Sendable {
         case token(any Error)
         /// The refresh a replay needed failed (refused, unreachable, or the session ended).
         case refresh(any Error)
-        /// No slot at the upstream came in time (``InFlightLimiter``), or the wait was cancelled.
+        /// No slot at the upstream came in time or would have (``InFlightLimiter``), or the
+        /// wait was cancelled.
         case busy(InFlightLimiter.Failure)
     }
 
@@ -46,6 +60,8 @@ public struct AuthenticatedExchange: Sendable {
     /// Bounds the attempts at the upstream at once, when set: an attempt takes its token
     /// only once it has a slot, so the token is fresh when it leaves.
     public let limiter: InFlightLimiter?
+    /// The longest an attempt waits for a slot of ``limiter`` (nil: the limiter's own timeout).
+    public var queueTimeout: Duration?
     /// The request's spans when it is traced: each refresh a replay waits for is one.
     var trace: RequestTrace?
 
@@ -94,10 +110,12 @@ public struct AuthenticatedExchange: Sendable {
             observe(phase, now - started)
             started = now
         }
+        // Exchanges at the upstream when this attempt took its slot, itself included.
+        var inFlight = 0
         func enter(_ lane: AdmissionQueue.Lane) async throws(Failure) {
             guard let limiter else { return }
             do {
-                try await limiter.acquire(lane)
+                inFlight = try await limiter.acquire(lane, timeout: queueTimeout)
             } catch {
                 throw .busy(error)
             }
@@ -146,11 +164,16 @@ public struct AuthenticatedExchange: Sendable {
         while true {
             let attempt = ReplayRule.Attempt(
                 generation: token.generation, replaysSoFar: replays, bodyReplayable: bodyReplayable)
+            let sent = clock.now
             let step = await send(token, attempt)
-            limiter?.release()
+            if let limiter {
+                let ended = clock.now
+                limiter.release(
+                    AdaptiveLimit.Sample(latency: ended - sent, inFlight: inFlight, outcome: step.sampleOutcome), at: ended)
+            }
             lap(.upstream)
             switch step {
-            case .done(let result):
+            case .done(let result), .failed(let result, _):
                 return result
             case .replay:
                 token = try await replayToken(after: attempt)

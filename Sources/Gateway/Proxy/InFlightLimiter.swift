@@ -1,13 +1,15 @@
 import Locking
 
-/// Bounds the exchanges one route has at its upstream at once (`routes[].maxInFlight`), so
-/// that requests queue in AuthGate, where the session's token is attached as they leave,
-/// rather than in an upstream's own queue, where a token attached on arrival can expire or
-/// be revoked by a rotation before the upstream looks at it.
+/// Bounds the exchanges at an upstream at once, so that requests queue in AuthGate, where the
+/// session's token is attached as they leave, rather than in an upstream's own queue, where a
+/// token attached on arrival can expire or be revoked by a rotation before the upstream looks
+/// at it. The bound is fixed (`routes[].maxInFlight`) or found by an ``AdaptiveLimit`` from
+/// the samples ``release(_:at:)`` is given (one limiter per upstream origin).
 ///
 /// The order is an ``AdmissionQueue``: first come, first served, replays first. A request
-/// waits at most `timeout`; then it is answered 503 (``Failure/timedOut``) without reaching
-/// the upstream.
+/// waits at most its timeout; then it is answered 503 (``Failure/timedOut``) without reaching
+/// the upstream. A first try whose expected wait (waiting × recent latency ÷ limit) is
+/// already longer than that is refused at once (``Failure/shed(retryAfter:)``).
 ///
 /// ```swift
 /// let limiter = InFlightLimiter(limit: 16, timeout: .seconds(30))
@@ -21,36 +23,81 @@ public final class InFlightLimiter: Sendable {
         case timedOut
         /// The waiting task was cancelled.
         case cancelled
+        /// The queue is already longer than the timeout would let the request wait: it was
+        /// refused at once; `retryAfter` (whole seconds, at least 1) is the queue's expected wait.
+        case shed(retryAfter: Int)
     }
 
     private struct State {
         var queue: AdmissionQueue
+        var controller: AdaptiveLimit
         var timeout: Duration
         var nextTicket: UInt64 = 0
-        var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
+        var waiters: [UInt64: CheckedContinuation<Int, any Error>] = [:]
     }
 
-    /// The most exchanges at the upstream at once.
+    /// The upstream origin it bounds (the `origin` label of its metrics).
+    public let origin: String
+    /// The route prefix it bounds (a fixed `maxInFlight`), or `*`: every adaptive route to
+    /// ``origin`` (the `route` label of its metrics).
+    public let route: String
+    /// The most exchanges at the upstream at once, now.
     public var limit: Int { state.withLock { $0.queue.limit } }
-    /// The longest a request waits for a slot.
+    /// The longest a request waits for a slot, unless ``acquire(_:timeout:)`` says otherwise.
     public var timeout: Duration { state.withLock { $0.timeout } }
+    /// How the limit moves (``AdaptiveLimit/Parameters/fixed(_:)`` for a fixed one).
+    public var parameters: AdaptiveLimit.Parameters { state.withLock { $0.controller.parameters } }
+    /// Whether the limit moves with the samples.
+    public var isAdaptive: Bool { state.withLock { $0.controller.parameters.minimum != $0.controller.parameters.maximum } }
+    /// The controller's state now (its limit, baseline and recent latency).
+    public var controller: AdaptiveLimit { state.withLock { $0.controller } }
     private let state: Locked<State>
+    private let epoch = ContinuousClock.now
 
-    /// Creates a limiter of `limit` slots (at least 1).
-    public init(limit: Int, timeout: Duration) {
-        state = Locked(State(queue: AdmissionQueue(limit: limit), timeout: timeout))
+    /// Creates a limiter of `limit` slots (at least 1), fixed.
+    public convenience init(limit: Int, timeout: Duration, origin: String = "", route: String = "*") {
+        self.init(.fixed(limit), timeout: timeout, origin: origin, route: route)
     }
 
-    /// Takes a reload's new limit and timeout. The exchanges at the upstream stay counted,
-    /// so the route never has more than the new limit there once the old ones have left;
-    /// waiters a larger limit admits proceed now. A request already waiting keeps the
-    /// timeout it started with.
+    /// Creates a limiter whose limit an ``AdaptiveLimit`` with `parameters` moves.
+    public init(_ parameters: AdaptiveLimit.Parameters, timeout: Duration, origin: String = "", route: String = "*") {
+        let controller = AdaptiveLimit(parameters)
+        self.origin = origin
+        self.route = route
+        state = Locked(State(queue: AdmissionQueue(limit: controller.admitted), controller: controller, timeout: timeout))
+    }
+
+    /// Takes a reload's new limit and timeout (a fixed limiter).
     public func reconfigure(limit: Int, timeout: Duration) {
-        let admitted: [CheckedContinuation<Void, any Error>] = state.withLock { s in
+        reconfigure(.fixed(limit), timeout: timeout)
+    }
+
+    /// Takes a reload's new parameters and timeout. The exchanges at the upstream stay
+    /// counted, so the upstream never has more than the new limit there once the old ones
+    /// have left; waiters a larger limit admits proceed now. A request already waiting keeps
+    /// the timeout it started with. New parameters start a new controller at the limit now,
+    /// within the new bounds.
+    public func reconfigure(_ parameters: AdaptiveLimit.Parameters, timeout: Duration) {
+        let admitted: [CheckedContinuation<Int, any Error>] = state.withLock { s in
             s.timeout = timeout
-            return s.queue.setLimit(limit).compactMap { s.waiters.removeValue(forKey: $0) }
+            guard parameters != s.controller.parameters else { return [] }
+            var p = parameters
+            p.initial = min(max(s.queue.limit, p.minimum), p.maximum)
+            s.controller = AdaptiveLimit(p)
+            return s.queue.setLimit(s.controller.admitted).compactMap { t in
+                s.waiters.removeValue(forKey: t)
+            }
         }
-        for waiter in admitted { waiter.resume() }
+        for waiter in admitted { waiter.resume(returning: 0) }
+    }
+
+    /// What `/metrics` shows of the limiter now.
+    public var reading: GatewayMetrics.UpstreamLimitReading {
+        state.withLock { s in
+            GatewayMetrics.UpstreamLimitReading(
+                origin: origin, route: route, limit: s.queue.limit, inFlight: s.queue.inFlight, waiting: s.queue.waiting,
+                baselineSeconds: s.controller.baseline, latencySeconds: s.controller.recentLatency)
+        }
     }
 
     /// Exchanges at the upstream now, and requests waiting for a slot.
@@ -58,35 +105,44 @@ public final class InFlightLimiter: Sendable {
         state.withLock { ($0.queue.inFlight, $0.queue.waiting) }
     }
 
-    /// Waits for a slot in `lane`; every slot taken must be given back with ``release()``.
+    /// Takes a slot when one is free and nobody waits, without suspending: the exchanges at
+    /// the upstream now, this one included; nil when there is no such slot.
+    public func acquireWithoutWaiting() -> Int? {
+        state.withLock { s in s.queue.admitWithoutWaiting() ? s.queue.inFlight : nil }
+    }
+
+    /// Waits for a slot in `lane`, at most `timeout` (default: ``timeout``); every slot
+    /// taken must be given back with ``release(_:at:)``. Returns the exchanges at the
+    /// upstream when the slot was taken, this one included (0 when a reload handed it over).
     /// Throws ``Failure``.
-    public func acquire(_ lane: AdmissionQueue.Lane) async throws(Failure) {
+    @discardableResult
+    public func acquire(_ lane: AdmissionQueue.Lane, timeout: Duration? = nil) async throws(Failure) -> Int {
         // The common case, a free slot and nobody waiting, takes the lock once.
-        let ticket: UInt64? = state.withLock { s in
+        let entry: (ticket: UInt64, timeout: Duration)? = state.withLock { s in
             if s.queue.admitWithoutWaiting() { return nil }
             defer { s.nextTicket += 1 }
-            return s.nextTicket
+            return (s.nextTicket, timeout ?? s.timeout)
         }
-        guard let ticket else { return }
-        let timeout = self.timeout
+        guard let (ticket, timeout) = entry else { return load.inFlight }
+        if lane == .first, let retryAfter = expectedWaitBeyond(timeout) { throw .shed(retryAfter: retryAfter) }
         let timer = Task { [weak self, timeout] in
             try? await Task.sleep(for: timeout)
             if !Task.isCancelled { self?.giveUp(ticket, .timedOut) }
         }
         defer { timer.cancel() }
         do {
-            try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (cont: CheckedContinuation<Void, any Error>) in
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (cont: CheckedContinuation<Int, any Error>) in
                     // Joining the queue and leaving the continuation happen under one lock,
                     // so a release can never pick this ticket before it can be resumed.
-                    let now: Result<Void, Failure>? = state.withLock { s in
+                    let now: Result<Int, Failure>? = state.withLock { s in
                         if Task.isCancelled { return .failure(.cancelled) }
-                        if s.queue.admit(ticket, lane: lane) == .proceed { return .success(()) }
+                        if s.queue.admit(ticket, lane: lane) == .proceed { return .success(s.queue.inFlight) }
                         s.waiters[ticket] = cont
                         return nil
                     }
                     switch now {
-                    case .success: cont.resume()
+                    case .success(let n): cont.resume(returning: n)
                     case .failure(let failure): cont.resume(throwing: failure)
                     case nil: break
                     }
@@ -101,17 +157,52 @@ public final class InFlightLimiter: Sendable {
         }
     }
 
-    /// Gives a slot back; the next waiter, if any, takes it.
+    /// Gives a slot back with nothing learned (the exchange never reached the upstream); the
+    /// next waiter, if any, takes it.
     public func release() {
-        let next: CheckedContinuation<Void, any Error>? = state.withLock { s in
+        let next: (CheckedContinuation<Int, any Error>, Int)? = state.withLock { s in
             guard let ticket = s.queue.release() else { return nil }
-            return s.waiters.removeValue(forKey: ticket)
+            return s.waiters.removeValue(forKey: ticket).map { ($0, s.queue.inFlight) }
         }
-        next?.resume()
+        if let (waiter, inFlight) = next { waiter.resume(returning: inFlight) }
+    }
+
+    /// Gives a slot back with what its exchange, ended `at`, says of the upstream: the
+    /// controller takes the sample, the queue takes a new limit when it moved, and the next
+    /// waiters, if any, take the slots free now.
+    public func release(_ sample: AdaptiveLimit.Sample, at now: ContinuousClock.Instant) {
+        // One lock; the list stays empty (no allocation) unless the limit grew.
+        var next: CheckedContinuation<Int, any Error>?
+        var nextInFlight = 0
+        var more: [(CheckedContinuation<Int, any Error>, Int)] = []
+        state.withLock { s in
+            if let t = s.queue.release() {
+                next = s.waiters.removeValue(forKey: t)
+                nextInFlight = s.queue.inFlight
+            }
+            guard s.controller.record(sample, at: now - epoch) else { return }
+            more = s.queue.setLimit(s.controller.admitted).compactMap { t in
+                s.waiters.removeValue(forKey: t).map { ($0, s.queue.inFlight) }
+            }
+        }
+        next?.resume(returning: nextInFlight)
+        for (waiter, inFlight) in more { waiter.resume(returning: inFlight) }
+    }
+
+    /// When a first try that joins the queue now would wait longer than `timeout` by the
+    /// queue's expected wait, that wait in whole seconds (at least 1); else nil.
+    private func expectedWaitBeyond(_ timeout: Duration) -> Int? {
+        state.withLock { s in
+            guard let latency = s.controller.recentLatency else { return nil }
+            let wait = Double(s.queue.waiting + 1) * latency / Double(s.queue.limit)
+            let limit = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18
+            guard wait > limit else { return nil }
+            return max(1, Int(wait.rounded(.up)))
+        }
     }
 
     private func giveUp(_ ticket: UInt64, _ failure: Failure) {
-        let waiter: CheckedContinuation<Void, any Error>? = state.withLock { s in
+        let waiter: CheckedContinuation<Int, any Error>? = state.withLock { s in
             guard s.queue.withdraw(ticket) else { return nil }
             return s.waiters.removeValue(forKey: ticket)
         }

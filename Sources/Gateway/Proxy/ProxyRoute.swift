@@ -18,6 +18,7 @@ public struct ProxyRoute: Sendable, Equatable {
         var maxInFlight: Int?
         var queueTimeout: Duration
         var callers: CallerRule?
+        var adaptiveLimit: Bool?
     }
 
     /// Never changed once made: a setter puts a changed copy in a new box.
@@ -83,11 +84,29 @@ public struct ProxyRoute: Sendable, Equatable {
         set { change { $0.queueTimeout = newValue } }
     }
 
+    /// Whether an adaptive limit per upstream origin bounds the route's requests at the
+    /// upstream (``AdaptiveLimit``), shared with the other adaptive routes to that origin;
+    /// nil: on for an authenticated route without ``maxInFlight``, off otherwise. With
+    /// ``maxInFlight`` too, that is the most the adaptive limit grows to.
+    public var adaptiveLimit: Bool? {
+        get { box.settings.adaptiveLimit }
+        set { change { $0.adaptiveLimit = newValue } }
+    }
+
+    /// Whether the route's requests go through the adaptive limit of their origin.
+    public var isAdaptive: Bool {
+        adaptiveLimit ?? (requiresAuthentication && maxInFlight == nil)
+    }
+
     /// The callers the route serves; nil: every caller that reaches the listener.
     public var callers: CallerRule? {
         get { box.settings.callers }
         set { change { $0.callers = newValue } }
     }
+
+    /// The identity of this route's settings, shared by its copies (a request's plan carries
+    /// a copy of the table's): a key compared without hashing or reading the prefix.
+    var identity: ObjectIdentifier { ObjectIdentifier(box) }
 
     /// Whether both routes have the same settings.
     public static func == (lhs: ProxyRoute, rhs: ProxyRoute) -> Bool {
@@ -98,14 +117,15 @@ public struct ProxyRoute: Sendable, Equatable {
     public init(
         prefix: String, upstream: UpstreamBase, stripPrefix: Bool = false, injectHeaders: HTTPHeaders = HTTPHeaders(),
         requiresAuthentication: Bool = false, forwardClientAuthorization: Bool? = nil, session: String = "default",
-        maxInFlight: Int? = nil, queueTimeout: Duration = .seconds(30), callers: CallerRule? = nil
+        maxInFlight: Int? = nil, queueTimeout: Duration = .seconds(10), callers: CallerRule? = nil,
+        adaptiveLimit: Bool? = nil
     ) {
         box = Box(
             Settings(
                 prefix: prefix, upstream: upstream, stripPrefix: stripPrefix, injectHeaders: injectHeaders,
                 requiresAuthentication: requiresAuthentication,
                 forwardClientAuthorization: forwardClientAuthorization ?? !requiresAuthentication, session: session,
-                maxInFlight: maxInFlight, queueTimeout: queueTimeout, callers: callers))
+                maxInFlight: maxInFlight, queueTimeout: queueTimeout, callers: callers, adaptiveLimit: adaptiveLimit))
     }
 
     /// Whether `path` is under this route's prefix (at a segment boundary).

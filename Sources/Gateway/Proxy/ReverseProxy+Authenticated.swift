@@ -6,27 +6,33 @@ public import Runtime
 /// replayed (``AuthenticatedExchange``).
 ///
 /// When the session's token is current (``AuthActor/tokenWithoutWaiting()``) and the route
-/// has no in-flight bound, the first try leaves at once from the request's loop, with no task
-/// and no hop onto the actor; only when its answer says the token was rejected does the rest
-/// of the path (refresh, replay) run in a task. Otherwise the whole path runs in a task.
+/// has no in-flight bound or a free slot in it nobody waits for, the first try leaves at once
+/// from the request's loop, with no task and no hop onto the actor; only when its answer says
+/// the token was rejected does the rest of the path (refresh, replay) run in a task.
+/// Otherwise the whole path runs in a task.
 extension ReverseProxy {
-    /// Sends the first try with `token`, taken without waiting; a rejection goes on to the
-    /// refresh and the replay in a task.
+    /// Sends the first try with `token`, taken without waiting, in `slot` of the route's
+    /// in-flight limit when it has one (taken without waiting too; `inFlight` counts it); a
+    /// rejection goes on to the refresh and the replay in a task.
     func sendWithCurrentToken(
         _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
         _ session: AuthActor, _ s: ProxySettings, _ facts: AccessFacts?, _ token: AccessToken,
-        _ started: ContinuousClock.Instant, _ trace: RequestTrace?
+        _ started: ContinuousClock.Instant, _ trace: RequestTrace?, slot: (limiter: InFlightLimiter, inFlight: Int)?
     ) {
         let attempt = ReplayRule.Attempt(
             generation: token.generation, replaysSoFar: 0, bodyReplayable: request.bodyIsReplayable)
         let metrics = self.metrics
         let observe = observePhase
         let sent = ContinuousClock.now
+        // A slot taken without waiting counts as a wait of zero, so the queue phase's
+        // histogram holds every attempt the limit admitted.
+        if slot != nil { observe(.queue, .zero) }
         observe(.token, sent - started)
         let decide = headDecision(s, attempt, session, route.session)
         facts?.attempt(attempt)
         start(request, route, target, writer, s, token: token, decide: decide, trace: trace) { [self] outcome in
             let ended = ContinuousClock.now
+            if let slot { slot.limiter.release(outcome, latency: ended - sent, inFlight: slot.inFlight, at: ended) }
             observe(.upstream, ended - sent)
             facts?.exchanged(outcome)
             guard case .intercepted = outcome else {
@@ -55,7 +61,8 @@ extension ReverseProxy {
         let metrics = self.metrics
         var path = AuthenticatedExchange(
             session: session, policy: s.rejectionPolicy, rule: s.replayRule, observe: observePhase,
-            limiter: s.limiters[route.prefix])
+            limiter: s.limiter(for: route))
+        path.queueTimeout = route.queueTimeout
         path.trace = trace
         let name = route.session
         do throws(AuthenticatedExchange.Failure) {
@@ -66,8 +73,12 @@ extension ReverseProxy {
                     request, route, target, writer, s, token: token, decide: headDecision(s, attempt, session, name),
                     trace: trace)
                 facts?.exchanged(outcome)
-                if case .intercepted = outcome { return .replay }
-                return .done(outcome.status)
+                switch outcome.sample {
+                case .superseded: return .replay
+                case .some(let sample) where sample == .dropped || sample == .timedOut:
+                    return .failed(outcome.status, sample)
+                default: return .done(outcome.status)
+                }
             }
         } catch {
             switch error {
@@ -76,13 +87,8 @@ extension ReverseProxy {
             case .refresh(let error):
                 metrics.replay("refresh_failed", session: name)
                 return respond(error, writer)
-            case .busy(.cancelled):
-                return respond(CancellationError(), writer)
-            case .busy(.timedOut):
-                var h = HTTPHeaders()
-                h.add(name: "Retry-After", value: "1")
-                writer.respond(problem: GatewayProblem.upstreamBusy, headers: h)
-                return 503
+            case .busy(let failure):
+                return refuse(failure, path.limiter, writer)
             }
         }
     }

@@ -61,6 +61,9 @@ public final class ReverseProxy: HTTPResponder {
     /// Authenticated requests waiting for a slot at their route's upstream (`maxInFlight`).
     public var upstreamQueueWaiting: Int { settings.upstreamQueueWaiting }
 
+    /// Each in-flight limit's readings, for `/metrics`.
+    public var upstreamLimits: [GatewayMetrics.UpstreamLimitReading] { settings.upstreamLimits }
+
     /// Serves every request that arrives from now on with `settings` (a reload); requests in
     /// flight finish with the settings they started with. The running upstream clients and
     /// in-flight bounds that still fit are handed over (``ProxySettings/succeeding(_:)``):
@@ -143,6 +146,10 @@ public final class ReverseProxy: HTTPResponder {
         let trace =
             tracing ? tracer.map { RequestTrace(tracer: $0, request: request, route: route, path: String(target.path)) } : nil
         guard let session else {
+            if let limiter = s.limiter(for: route) {
+                sendPublic(request, route, target, writer, s, limiter, facts, trace, started)
+                return
+            }
             let metrics = self.metrics
             start(request, route, target, writer, s, token: nil, decide: nil, trace: trace) { outcome in
                 metrics.request(kind: "public", status: outcome.status, duration: ContinuousClock.now - started)
@@ -152,10 +159,20 @@ public final class ReverseProxy: HTTPResponder {
             }
             return
         }
-        if s.limiters[route.prefix] == nil, let token = session.tokenWithoutWaiting() {
-            // The token is current: sent now, from this loop, with no task and no hop.
-            sendWithCurrentToken(request, route, target, writer, session, s, facts, token, started, trace)
-            return
+        let limiter = s.limiter(for: route)
+        if let token = session.tokenWithoutWaiting() {
+            // The token is current and a slot free (or the route unbounded): sent now, from
+            // this loop, with no task and no hop.
+            if let limiter {
+                if let inFlight = limiter.acquireWithoutWaiting() {
+                    sendWithCurrentToken(
+                        request, route, target, writer, session, s, facts, token, started, trace, slot: (limiter, inFlight))
+                    return
+                }
+            } else {
+                sendWithCurrentToken(request, route, target, writer, session, s, facts, token, started, trace, slot: nil)
+                return
+            }
         }
         tasks.start(on: request.loop) {
             let status = await self.authenticated(request, route, target, writer, session, s, facts, trace: trace)
@@ -225,6 +242,21 @@ public final class ReverseProxy: HTTPResponder {
 }
 
 extension ExchangeOutcome {
+    /// What the exchange teaches an in-flight limit: nil when nothing (the client left, or
+    /// AuthGate refused the answer).
+    var sample: AdaptiveLimit.Outcome? {
+        switch self {
+        case .forwarded: .answered
+        case .intercepted: .superseded
+        case .failed(let e):
+            switch e.code {
+            case .timeout: .timedOut
+            case .connectFailed, .connectionReset: .dropped
+            default: nil
+            }
+        }
+    }
+
     /// The status the client saw.
     var status: Int {
         switch self {

@@ -31,7 +31,16 @@ extension GatewayMetrics {
             "Bytes available on the state directory's file system (absent when it cannot be read).",
         "authgate_buffered_request_bytes": "Request body bytes held in memory, across every listener.",
         "authgate_upstream_queue_waiting":
-            "Authenticated requests waiting for a slot at their route's upstream (routes[].maxInFlight).",
+            "Requests waiting in AuthGate for a slot at their upstream, across every in-flight limit (adaptive or maxInFlight).",
+        "authgate_upstream_limit":
+            "Exchanges allowed at an upstream at once: an origin's adaptive limit (route=\"*\") or a route's fixed maxInFlight.",
+        "authgate_upstream_in_flight": "Exchanges at an upstream now, per in-flight limit.",
+        "authgate_upstream_limit_waiting": "Requests waiting in AuthGate for a slot of an in-flight limit.",
+        "authgate_upstream_baseline_latency_seconds":
+            "An upstream's latency with nothing queued there, as its adaptive limit measures it.",
+        "authgate_upstream_recent_latency_seconds": "An upstream's recent latency (a running mean), per in-flight limit.",
+        "authgate_upstream_shed_total":
+            "Requests answered 503 upstream-busy by an in-flight limit: at once (expected_wait) or after queueTimeoutSeconds (timeout).",
         "authgate_upstream_connections":
             "The proxy's own HTTP/1.1 connections to each http:// upstream origin, busy (connecting or serving an exchange) or idle in the pool.",
     ]

@@ -88,12 +88,15 @@ public final class GatewayMetrics: Sendable {
         public var bufferedRequestBytes: Int
         /// Authenticated requests waiting for a slot at their route's upstream.
         public var upstreamQueueWaiting: Int
+        /// Each in-flight limit's readings.
+        public var upstreamLimits: [UpstreamLimitReading] = []
         /// Creates the readings.
         public init(
             proxyConnections: Int = 0, stateDirectoryFreeBytes: Int? = nil, bufferedRequestBytes: Int = 0,
-            upstreamQueueWaiting: Int = 0
+            upstreamQueueWaiting: Int = 0, upstreamLimits: [UpstreamLimitReading] = []
         ) {
             self.upstreamQueueWaiting = upstreamQueueWaiting
+            self.upstreamLimits = upstreamLimits
             self.proxyConnections = proxyConnections
             self.stateDirectoryFreeBytes = stateDirectoryFreeBytes
             self.bufferedRequestBytes = bufferedRequestBytes
@@ -220,6 +223,7 @@ public final class GatewayMetrics: Sendable {
         }
         bufferedBytes.record(process.bufferedRequestBytes)
         queueWaiting.record(process.upstreamQueueWaiting)
+        record(process.upstreamLimits)
         for (origin, busy, idle) in upstreamConnections.snapshot() {
             for (state, value) in [("busy", busy), ("idle", idle)] {
                 CoreMetrics.Gauge(

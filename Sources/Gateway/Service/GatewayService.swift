@@ -179,7 +179,7 @@ public final class GatewayService: Sendable {
                 GatewayMetrics.ProcessGauges(
                     proxyConnections: proxyServer?.activeConnections ?? 0,
                     stateDirectoryFreeBytes: StateDirectory.freeBytes(directory), bufferedRequestBytes: budget.inUse,
-                    upstreamQueueWaiting: proxyResponder.upstreamQueueWaiting)
+                    upstreamQueueWaiting: proxyResponder.upstreamQueueWaiting, upstreamLimits: proxyResponder.upstreamLimits)
             }, reloader: reloader, store: StoreView(stores))
         await reloader.attach(
             .init(

@@ -11,8 +11,11 @@ public import Runtime
 public final class ProxySettings: Sendable {
     /// The routes, longest prefix first.
     public let table: RouteTable
-    /// Per authenticated route prefix with `maxInFlight`, its bound.
+    /// Per bounded route prefix, its in-flight limit (``limiters(for:)``).
     let limiters: [String: InFlightLimiter]
+    /// The same limiters by the identity of the table's routes (``ProxyRoute/identity``),
+    /// for the request path: a few comparisons, where the dictionary would hash the prefix.
+    private let bound: [(route: ObjectIdentifier, limiter: InFlightLimiter)]
     /// One upstream client per loop, sharing ``clientConfiguration``.
     let clients: UpstreamClientPool
     /// The upstream clients' settings (timeouts, CA bundle).
@@ -38,13 +41,9 @@ public final class ProxySettings: Sendable {
         replayRule: ReplayRule, replayLimit: Int, livenessPath: String?, trustedProxies: Set<String>,
         accessLog: AccessLog? = nil
     ) {
-        var limiters: [String: InFlightLimiter] = [:]
-        for r in routes where r.requiresAuthentication {
-            guard let limit = r.maxInFlight else { continue }
-            limiters[r.prefix] = InFlightLimiter(limit: limit, timeout: r.queueTimeout)
-        }
         self.init(
-            table: RouteTable(routes), limiters: limiters, clients: UpstreamClientPool(configuration: clientConfiguration),
+            table: RouteTable(routes), limiters: Self.limiters(for: routes),
+            clients: UpstreamClientPool(configuration: clientConfiguration),
             clientConfiguration: clientConfiguration, rejectionPolicy: rejectionPolicy, replayRule: replayRule,
             replayLimit: replayLimit, livenessPath: livenessPath, trustedProxies: trustedProxies, accessLog: accessLog)
     }
@@ -56,6 +55,7 @@ public final class ProxySettings: Sendable {
     ) {
         self.table = table
         self.limiters = limiters
+        self.bound = table.routes.compactMap { r in limiters[r.prefix].map { (r.identity, $0) } }
         self.clients = clients
         self.clientConfiguration = clientConfiguration
         self.rejectionPolicy = rejectionPolicy
@@ -68,18 +68,12 @@ public final class ProxySettings: Sendable {
 
     /// These settings as they take over from `previous`, the running ones: its upstream
     /// clients are kept when the client settings are the same, and a route's in-flight bound
-    /// is kept when its prefix is, taking the new limit and timeout now — the requests it
-    /// counts and queues stay counted across the reload, so the route never has more at its
-    /// upstream than the new limit allows. Call only to install the result.
+    /// is kept when its prefix and origin are, taking the new limit and timeout now — the
+    /// requests it counts and queues stay counted across the reload, so the route never has
+    /// more at its upstream than the new limit allows (``succeeding(_:_:)``). Call only to
+    /// install the result.
     func succeeding(_ previous: ProxySettings) -> ProxySettings {
-        var limiters = self.limiters
-        for (prefix, fresh) in self.limiters {
-            guard let old = previous.limiters[prefix] else { continue }
-            if old.limit != fresh.limit || old.timeout != fresh.timeout {
-                old.reconfigure(limit: fresh.limit, timeout: fresh.timeout)
-            }
-            limiters[prefix] = old
-        }
+        let limiters = Self.succeeding(self.limiters, previous.limiters)
         let clients = previous.clientConfiguration.sameSettings(as: clientConfiguration) ? previous.clients : self.clients
         return ProxySettings(
             table: table, limiters: limiters, clients: clients, clientConfiguration: clientConfiguration,
@@ -87,9 +81,17 @@ public final class ProxySettings: Sendable {
             trustedProxies: trustedProxies, accessLog: accessLog)
     }
 
+    /// The in-flight limit of `route`, one of ``table``'s; nil: unbounded.
+    func limiter(for route: ProxyRoute) -> InFlightLimiter? {
+        guard !bound.isEmpty else { return nil }
+        let id = route.identity
+        for entry in bound where entry.route == id { return entry.limiter }
+        return nil
+    }
+
     /// Authenticated requests waiting for a slot at their route's upstream.
     var upstreamQueueWaiting: Int {
-        limiters.values.reduce(0) { $0 + $1.load.waiting }
+        upstreamLimits.reduce(0) { $0 + $1.waiting }
     }
 }
 

@@ -1,0 +1,76 @@
+public import HTTPWire
+public import Runtime
+
+/// Public routes that opted into their origin's adaptive in-flight limit
+/// (`routes[].adaptiveLimit: true`): the same limit as the origin's authenticated routes, so
+/// the API's capacity is shared in one queue; no token, so nothing to replay.
+extension ReverseProxy {
+    /// Sends a public request within `limiter`: at once from the loop when a slot is free
+    /// and nobody waits, else after waiting for one in a task (or 503 `upstream-busy`).
+    func sendPublic(
+        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter, _ s: ProxySettings,
+        _ limiter: InFlightLimiter, _ facts: AccessFacts?, _ trace: RequestTrace?, _ started: ContinuousClock.Instant
+    ) {
+        let metrics = self.metrics
+        if let inFlight = limiter.acquireWithoutWaiting() {
+            let sent = ContinuousClock.now
+            start(request, route, target, writer, s, token: nil, decide: nil, trace: trace) { outcome in
+                let ended = ContinuousClock.now
+                limiter.release(outcome, latency: ended - sent, inFlight: inFlight, at: ended)
+                metrics.request(kind: "public", status: outcome.status, duration: ended - started)
+                facts?.exchanged(outcome)
+                facts?.end(status: outcome.status)
+                trace?.end(status: outcome.status)
+            }
+            return
+        }
+        tasks.start(on: request.loop) {
+            let status: Int
+            do throws(InFlightLimiter.Failure) {
+                let inFlight = try await limiter.acquire(.first, timeout: route.queueTimeout)
+                let sent = ContinuousClock.now
+                let outcome = await self.exchange(request, route, target, writer, s, token: nil, decide: nil, trace: trace)
+                let ended = ContinuousClock.now
+                limiter.release(outcome, latency: ended - sent, inFlight: inFlight, at: ended)
+                facts?.exchanged(outcome)
+                status = outcome.status
+            } catch {
+                status = self.refuse(error, limiter, writer)
+            }
+            metrics.request(kind: "public", status: status, duration: ContinuousClock.now - started)
+            facts?.end(status: status)
+            trace?.end(status: status)
+        }
+    }
+
+    /// Answers a request that got no slot of `limiter`; the status the client got.
+    func refuse(_ failure: InFlightLimiter.Failure, _ limiter: InFlightLimiter?, _ writer: ResponseWriter) -> Int {
+        var h = HTTPHeaders()
+        switch failure {
+        case .cancelled:
+            // The client went away while waiting: nobody to answer.
+            writer.abort()
+            return 499
+        case .timedOut:
+            metrics.upstreamShed(limiter, reason: "timeout")
+            h.add(name: "Retry-After", value: "1")
+            writer.respond(problem: GatewayProblem.upstreamBusy, headers: h)
+        case .shed(let retryAfter):
+            metrics.upstreamShed(limiter, reason: "expected_wait")
+            h.add(name: "Retry-After", value: String(retryAfter))
+            writer.respond(problem: GatewayProblem.upstreamBusyAtOnce, headers: h)
+        }
+        return 503
+    }
+}
+
+extension InFlightLimiter {
+    /// Gives back the slot of an exchange that ended with `outcome`, with what it teaches.
+    func release(_ outcome: ExchangeOutcome, latency: Duration, inFlight: Int, at now: ContinuousClock.Instant) {
+        if let sample = outcome.sample {
+            release(AdaptiveLimit.Sample(latency: latency, inFlight: inFlight, outcome: sample), at: now)
+        } else {
+            release()
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Gateway
+import Testing
+
+/// The adaptive limit against a model API with a fixed worker pool (``UpstreamSimulation``):
+/// it finds the pool's size by itself, follows it when it changes, shrugs off one slow
+/// request, and never lets a replay wait behind a first try.
+@Suite struct AdaptiveLimitSimulationTests {
+    /// Within ±25 % of `workers`.
+    func near(_ limit: Double, _ workers: Int) -> Bool {
+        abs(limit - Double(workers)) <= 0.25 * Double(workers)
+    }
+
+    @Test(arguments: [2, 8, 32])
+    func theLimitConvergesToTheAPIsConcurrency(workers: Int) {
+        for seed in UInt64(1)...3 {
+            var sim = UpstreamSimulation(workers: workers, clients: max(100, 4 * workers), seed: seed)
+            sim.run(until: 30)
+            sim.resetMeasurement()
+            sim.run(until: 90)
+            #expect(near(sim.meanLimit, workers), "c=\(workers) seed \(seed): mean limit \(sim.meanLimit)")
+            #expect(sim.replaysOvertaken == 0)
+            #expect(sim.mostAtAPIQueue <= workers, "the queue stays in AuthGate, slow start included")
+        }
+    }
+
+    @Test(arguments: [(8, 16), (16, 8), (4, 2), (2, 4), (32, 16)])
+    func theLimitFollowsTheAPIWhenItsPoolChanges(before: Int, after: Int) {
+        var sim = UpstreamSimulation(workers: before, clients: max(100, 4 * max(before, after)), seed: 7)
+        sim.run(until: 30)
+        sim.resetMeasurement()
+        sim.run(until: 60)
+        #expect(near(sim.meanLimit, before), "before: \(sim.meanLimit)")
+        sim.workers = after
+        sim.run(until: 90)
+        sim.resetMeasurement()
+        sim.run(until: 150)
+        #expect(near(sim.meanLimit, after), "after: \(sim.meanLimit)")
+    }
+
+    @Test(arguments: [2, 8, 32])
+    func oneSlowRequestDoesNotCollapseTheLimit(workers: Int) {
+        var sim = UpstreamSimulation(workers: workers, clients: max(100, 4 * workers), seed: 11)
+        sim.run(until: 30)
+        sim.resetMeasurement()
+        // One request takes 100 times the usual service time.
+        sim.nextServiceTime = 6
+        sim.run(until: 60)
+        let floor = max(1, Int((0.75 * Double(workers - 1)).rounded(.down)))
+        #expect(sim.lowestLimit >= floor, "lowest \(sim.lowestLimit)")
+        #expect(near(sim.meanLimit, workers), "mean \(sim.meanLimit)")
+    }
+
+    @Test(arguments: [2, 8, 32])
+    func theLimitFindsThePoolAgainWhenEachRequestTakesTwiceAsLong(workers: Int) {
+        var sim = UpstreamSimulation(workers: workers, clients: max(100, 4 * workers), seed: 3)
+        sim.run(until: 30)
+        // Not a queue: every request takes twice as long. The limit falls at first (it reads
+        // as a queue), then, once a baseline period has shown the new latency, slow start
+        // finds the pool again.
+        sim.serviceTime = 0.080...0.160
+        sim.run(until: 40)
+        sim.resetMeasurement()
+        sim.run(until: 60)
+        #expect(near(sim.meanLimit, workers), "mean \(sim.meanLimit)")
+    }
+
+    @Test func aLuckyFastWindowDoesNotPinTheLimitAtOne() {
+        // One early window twice as fast as the upstream really is sets a baseline every
+        // later window is "over": at one request in flight that cannot be a queue.
+        var limit = AdaptiveLimit(AdaptiveLimit.Parameters())
+        var now = Duration.zero
+        func feed(_ latency: Duration, _ count: Int) {
+            for _ in 0..<count {
+                now += latency / limit.admitted
+                _ = limit.record(.init(latency: latency, inFlight: limit.admitted, outcome: .answered), at: now)
+            }
+        }
+        feed(.milliseconds(30), 4)
+        // 60 samples at 1 in flight: 3.6 s, within one baseline period, so only the rule
+        // that an upstream serves at least one request can lift the baseline in time.
+        feed(.milliseconds(60), 60)
+        #expect(limit.admitted >= 4, "limit \(limit.admitted)")
+    }
+
+    @Test(arguments: [2, 8])
+    func rotationsThatRevokeTokensAtTheAPINeverStarveReplays(workers: Int) {
+        var sim = UpstreamSimulation(workers: workers, clients: 100, seed: 5)
+        sim.rotationEvery = 2
+        sim.run(until: 30)
+        sim.resetMeasurement()
+        sim.run(until: 90)
+        #expect(sim.replays > 0)
+        #expect(sim.replaysOvertaken == 0)
+        #expect(near(sim.meanLimit, workers), "mean \(sim.meanLimit)")
+        // Queueing stays in AuthGate: the API's own queue stays short.
+        #expect(sim.mostAtAPIQueue <= workers)
+    }
+}

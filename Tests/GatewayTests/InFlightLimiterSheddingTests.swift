@@ -1,0 +1,62 @@
+import Gateway
+import Testing
+
+/// A first try that would wait longer than its queue timeout, by the queue's length and the
+/// upstream's recent latency, is refused at once with a `Retry-After` from the queue; a
+/// replay is never refused so.
+@Suite struct InFlightLimiterSheddingTests {
+    /// A limiter of `limit` whose upstream answered in `latency` seconds.
+    func limiter(limit: Int, latency: Double) async throws -> InFlightLimiter {
+        // A window of one sample, so that one sample sets the recent latency.
+        let limiter = InFlightLimiter(
+            AdaptiveLimit.Parameters(initial: limit, minimum: limit, maximum: limit, windowSamples: 1), timeout: .seconds(1))
+        let inFlight = try await limiter.acquire(.first)
+        limiter.release(
+            AdaptiveLimit.Sample(latency: .seconds(latency), inFlight: inFlight, outcome: .answered), at: .now)
+        return limiter
+    }
+
+    @Test func aFirstTryWhoseExpectedWaitIsBeyondTheTimeoutIsShedAtOnce() async throws {
+        let limiter = try await limiter(limit: 1, latency: 2.5)
+        try await limiter.acquire(.first)
+        // One ahead at the upstream, 2.5 s each: 2.5 s expected, over the 1 s timeout.
+        await #expect(throws: InFlightLimiter.Failure.shed(retryAfter: 3)) { try await limiter.acquire(.first) }
+        #expect(limiter.load.waiting == 0, "it never joined the queue")
+        limiter.release()
+    }
+
+    @Test func aLongerTimeoutLetsItWait() async throws {
+        let limiter = try await limiter(limit: 2, latency: 4)
+        try await limiter.acquire(.first)
+        try await limiter.acquire(.first)
+        // 2 s expected: over the limiter's 1 s, within this request's 30 s.
+        let waiter = Task { try await limiter.acquire(.first, timeout: .seconds(30)) }
+        while limiter.load.waiting == 0 { await Task.yield() }
+        limiter.release()
+        try await waiter.value
+        #expect(limiter.load.inFlight == 2)
+        limiter.release()
+        limiter.release()
+    }
+
+    @Test func aReplayIsNeverShed() async throws {
+        let limiter = try await limiter(limit: 1, latency: 5)
+        try await limiter.acquire(.first)
+        let replay = Task { try await limiter.acquire(.replay, timeout: .seconds(30)) }
+        while limiter.load.waiting == 0 { await Task.yield() }
+        limiter.release()
+        try await replay.value
+        #expect(limiter.load.inFlight == 1)
+        limiter.release()
+    }
+
+    @Test func withoutAnyLatencyYetNobodyIsShed() async throws {
+        let limiter = InFlightLimiter(limit: 1, timeout: .seconds(30))
+        try await limiter.acquire(.first)
+        let waiter = Task { try await limiter.acquire(.first) }
+        while limiter.load.waiting == 0 { await Task.yield() }
+        limiter.release()
+        try await waiter.value
+        limiter.release()
+    }
+}
