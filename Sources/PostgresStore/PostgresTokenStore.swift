@@ -105,6 +105,7 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
             database: configuration.database, tls: tls.client)
         clientConfiguration.options.connectTimeout = .seconds(5)
         clientConfiguration.options.maximumConnections = 8
+        clientConfiguration.options.additionalStartupParameters = connectionSettings(operationTimeout: operationTimeout)
         let client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
         logger.info(
             "token store opened",
@@ -116,6 +117,19 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
         return PostgresTokenStore(
             configuration: configuration, client: client, listener: listener, sealer: TokenSealer(key: key), logger: logger,
             operationTimeout: operationTimeout, replicaID: me, leaseTerms: leaseTerms)
+    }
+
+    /// Settings of every pooled connection, sent with its startup message (no round trip):
+    /// `statement_timeout` is the operation's bound, so a statement left behind by its caller
+    /// stops on the server too; the server's own TCP keepalive and `tcp_user_timeout` end a
+    /// backend whose client vanished behind a silent partition (its row locks, its `LISTEN`)
+    /// within seconds rather than the kernel's minutes.
+    static func connectionSettings(operationTimeout: Duration) -> [(String, String)] {
+        let millis = max(Int64(operationTimeout / .milliseconds(1)), 1)
+        return [
+            ("statement_timeout", "\(millis)"), ("tcp_keepalives_idle", "5"), ("tcp_keepalives_interval", "2"),
+            ("tcp_keepalives_count", "3"), ("tcp_user_timeout", "10000"),
+        ]
     }
 
     static func ping(_ client: PostgresClient, timeout: Duration) async -> Bool {
@@ -143,14 +157,17 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
     /// replicas are notified.
     public func save(_ record: TokenRecord, for account: AccountID) async throws {
         let sealed = Data(try sealer.seal(record, for: account))
-        try await write(account, .tokens, kind: "login") { connection, table, logger in
+        let channel = self.channel
+        try await write(account, .tokens) { connection, table, logger in
             try await connection.query(
                 """
+                WITH w AS (
                 INSERT INTO \(unescaped: table) AS t (account, sealed, generation, session_epoch)
                 VALUES (\(account.rawValue), \(sealed), 1, 1)
                 ON CONFLICT (account) DO UPDATE SET sealed = EXCLUDED.sealed, generation = t.generation + 1,
                 session_epoch = t.session_epoch + 1, lease_owner = NULL, lease_until = NULL, updated_at = now()
-                RETURNING generation
+                RETURNING generation)
+                SELECT w.generation FROM w, pg_notify(\(channel), 'login ' || \(account.rawValue) || ' ' || w.generation) AS n
                 """, logger: logger)
         }
     }
@@ -165,13 +182,16 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
     /// and session epoch move on, so no late refresh result can store a pair again; the
     /// other replicas are notified.
     public func delete(for account: AccountID) async throws {
-        try await write(account, .tokens, kind: "logout") { connection, table, logger in
+        let channel = self.channel
+        try await write(account, .tokens) { connection, table, logger in
             try await connection.query(
                 """
+                WITH w AS (
                 UPDATE \(unescaped: table) SET sealed = NULL, generation = generation + 1, session_epoch = session_epoch + 1,
                 lease_owner = NULL, lease_until = NULL, updated_at = now()
                 WHERE account = \(account.rawValue) AND sealed IS NOT NULL
-                RETURNING generation
+                RETURNING generation)
+                SELECT w.generation FROM w, pg_notify(\(channel), 'logout ' || \(account.rawValue) || ' ' || w.generation) AS n
                 """, logger: logger)
         }
     }
@@ -196,12 +216,15 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
         } catch {
             throw AuthError.store(.encodingError, .sessionState, account: account)
         }
-        try await write(account, .sessionState, kind: "state") { connection, table, logger in
+        let channel = self.channel
+        try await write(account, .sessionState) { connection, table, logger in
             try await connection.query(
                 """
+                WITH w AS (
                 INSERT INTO \(unescaped: table) AS t (account, state) VALUES (\(account.rawValue), \(text))
                 ON CONFLICT (account) DO UPDATE SET state = EXCLUDED.state, updated_at = now()
-                RETURNING generation
+                RETURNING generation)
+                SELECT w.generation FROM w, pg_notify(\(channel), 'state ' || \(account.rawValue) || ' ' || w.generation) AS n
                 """, logger: logger)
         }
     }
