@@ -1,55 +1,122 @@
 internal import Logging
+internal import NIOCore
 internal import PostgresNIO
 
 extension PostgresTokenStore {
-    /// Keeps one connection listening on `channel`, reconnecting with backoff when it is
-    /// lost, and hands every notification in the store's own form to `hub` (which keeps only
-    /// those about accounts this process asks about). Each (re)connection resynchronises the
-    /// hub: whatever was missed meanwhile, every waiter and follower reads its row again.
+    /// A ping of the listening connection went unanswered.
+    struct SilentLoss: Error {}
+
+    /// Keeps one connection listening on `channel`, reconnecting when it is lost (see
+    /// ``ListenerLink`` for when), and hands every notification in the store's own form to
+    /// `hub` (which keeps only those about accounts this process asks about). Each
+    /// (re)connection resynchronises the hub: whatever was missed meanwhile, every waiter and
+    /// follower reads its row again. One that follows a silent loss first calls `renewPool`,
+    /// so that those reads do not go to connections the partition left dead.
     static func listen(
-        on channel: String, with configuration: PostgresConnection.Configuration, hub: NotificationHub, logger: Logger
+        on channel: String, with configuration: PostgresConnection.Configuration, hub: NotificationHub, logger: Logger,
+        renewPool: @escaping @Sendable () -> Void
     ) async {
-        var delay = Duration.milliseconds(100)
+        var link = ListenerLink()
         var id = 1_000
-        while !Task.isCancelled {
+        reconnecting: while !Task.isCancelled {
             id += 1
             let connection: PostgresConnection
-            do {
-                connection = try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
-            } catch {
-                if Task.isCancelled { break }
+            switch await connect(configuration, id: id, logger: logger) {
+            case .success(let c):
+                connection = c
+            case .failure(let failure):
+                if Task.isCancelled { break reconnecting }
+                let delay = link.disconnected(timedOut: failure.timedOut)
                 logger.info(
                     "store notifications unavailable; reconnecting",
-                    metadata: ["store.error": "\(String(describing: type(of: error)))", "store.retry_in": "\(delay)"])
+                    metadata: ["store.timed_out": "\(failure.timedOut)", "store.retry_in": "\(delay)"])
                 try? await Task.sleep(for: delay)
-                delay = min(delay * 2, .seconds(5))
                 continue
             }
+            let healed = link.connected()
+            if healed.renewPool {
+                logger.info("store reachable again after a silent loss; renewing the connection pool")
+                renewPool()
+            }
+            var silent = false
             do {
                 try await withTaskCancellationHandler {
-                    try await connection.listen(on: channel) { notifications in
-                        delay = .milliseconds(100)
-                        hub.resynchronise()
-                        logger.debug("listening for the store's notifications", metadata: ["store.channel": "\(channel)"])
-                        for try await notification in notifications {
-                            if let change = NotificationHub.Change(payload: notification.payload) { hub.deliver(change) }
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask {
+                            try await connection.listen(on: channel) { notifications in
+                                hub.resynchronise()
+                                logger.debug("listening for the store's notifications", metadata: ["store.channel": "\(channel)"])
+                                for try await notification in notifications {
+                                    if let change = NotificationHub.Change(payload: notification.payload) { hub.deliver(change) }
+                                }
+                            }
                         }
+                        group.addTask {
+                            // A silent partition ends nothing: only an unanswered ping tells.
+                            while true {
+                                try await Task.sleep(for: ListenerLink.pingInterval)
+                                let answered = await ping(connection, logger: logger)
+                                if !answered {
+                                    connection.close().whenComplete { _ in }
+                                    throw SilentLoss()
+                                }
+                            }
+                        }
+                        _ = try await group.next()
+                        group.cancelAll()
                     }
                 } onCancel: {
                     connection.close().whenComplete { _ in }
                 }
+            } catch is SilentLoss {
+                silent = true
+                _ = link.pinged(answered: false)
+                logger.info("store notifications cut off (ping unanswered); reconnecting")
             } catch {
                 if !Task.isCancelled {
                     logger.info(
                         "store notifications lost; reconnecting",
-                        metadata: ["store.error": "\(String(describing: type(of: error)))", "store.retry_in": "\(delay)"])
+                        metadata: ["store.error": "\(String(describing: type(of: error)))"])
                 }
             }
             // Closed on every path: postgres-nio requires it before the connection goes away.
+            // (Closing is local: it does not wait for a server that does not answer.)
             try? await connection.close()
             if Task.isCancelled { break }
-            try? await Task.sleep(for: delay)
-            delay = min(delay * 2, .seconds(5))
+            try? await Task.sleep(for: link.disconnected(timedOut: silent))
         }
+    }
+
+    /// A connection within ``ListenerLink/connectTimeout``; `.failure(true)` when it ran
+    /// out (a connection established after it is closed), `.failure(false)` when it failed.
+    private static func connect(
+        _ configuration: PostgresConnection.Configuration, id: Int, logger: Logger
+    ) async -> Result<PostgresConnection, ConnectFailure> {
+        do {
+            let connection = try await Deadline.run(ListenerLink.connectTimeout) { deadline in
+                let connection = try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
+                do {
+                    try deadline.commitPoint()
+                } catch {
+                    try? await connection.close()
+                    throw error
+                }
+                return connection
+            }
+            guard let connection else { return .failure(ConnectFailure(timedOut: true)) }
+            return .success(connection)
+        } catch {
+            return .failure(ConnectFailure(timedOut: false))
+        }
+    }
+
+    private struct ConnectFailure: Error {
+        var timedOut: Bool
+    }
+
+    /// Whether the listening connection answers `SELECT 1` within ``ListenerLink/pingTimeout``.
+    private static func ping(_ connection: PostgresConnection, logger: Logger) async -> Bool {
+        (try? await Deadline.run(ListenerLink.pingTimeout, { _ in _ = try await connection.query("SELECT 1", logger: logger) }))
+            != nil
     }
 }

@@ -32,7 +32,9 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
     public let replicaID: String
     /// The lease's term and the longest wait for another replica's.
     public let leaseTerms: LeaseRule.Terms
-    let client: PostgresClient
+    let pool: RenewablePool
+    /// The pool operations use now (replaced after a silent partition, see ``RenewablePool``).
+    var client: PostgresClient { pool.client }
     let sealer: TokenSealer
     let logger: Logger
     let hub = NotificationHub()
@@ -51,11 +53,11 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
     var channel: String { configuration.table + "_events" }
 
     init(
-        configuration: PostgresStoreConfiguration, client: PostgresClient, listener: PostgresConnection.Configuration,
+        configuration: PostgresStoreConfiguration, pool: RenewablePool, listener: PostgresConnection.Configuration,
         sealer: TokenSealer, logger: Logger, operationTimeout: Duration, replicaID: String, leaseTerms: LeaseRule.Terms
     ) {
         self.configuration = configuration
-        self.client = client
+        self.pool = pool
         self.sealer = sealer
         self.logger = logger
         self.operationTimeout = operationTimeout
@@ -66,14 +68,15 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
         let channel = configuration.table + "_events"
         self.runTask = Task {
             await withTaskGroup(of: Void.self) { group in
-                group.addTask { await client.run() }
-                group.addTask { await Self.listen(on: channel, with: listener, hub: hub, logger: logger) }
+                group.addTask {
+                    await Self.listen(on: channel, with: listener, hub: hub, logger: logger, renewPool: { pool.renew() })
+                }
                 group.addTask {
                     // Whether the database answers, for `/readyz`, even while no session writes.
                     while !Task.isCancelled {
                         try? await Task.sleep(for: .seconds(2))
                         if Task.isCancelled { break }
-                        let ok = await Self.ping(client, timeout: min(operationTimeout, Self.pingTimeout))
+                        let ok = await Self.ping(pool.client, timeout: min(operationTimeout, Self.pingTimeout))
                         reachable.withLock { $0 = ok }
                     }
                 }
@@ -106,7 +109,8 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
         clientConfiguration.options.connectTimeout = .seconds(5)
         clientConfiguration.options.maximumConnections = 8
         clientConfiguration.options.additionalStartupParameters = connectionSettings(operationTimeout: operationTimeout)
-        let client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
+        let poolConfiguration = clientConfiguration
+        let pool = RenewablePool { PostgresClient(configuration: poolConfiguration, backgroundLogger: logger) }
         logger.info(
             "token store opened",
             metadata: [
@@ -115,7 +119,7 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
             ])
         let me = replicaID ?? "\(ProcessInfo.processInfo.hostName)/\(getpid())/\(UInt32.random(in: 0...UInt32.max))"
         return PostgresTokenStore(
-            configuration: configuration, client: client, listener: listener, sealer: TokenSealer(key: key), logger: logger,
+            configuration: configuration, pool: pool, listener: listener, sealer: TokenSealer(key: key), logger: logger,
             operationTimeout: operationTimeout, replicaID: me, leaseTerms: leaseTerms)
     }
 
@@ -145,6 +149,7 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
         hub.finish()
         runTask.cancel()
         await runTask.value
+        await pool.close()
     }
 
     var table: String { configuration.table }

@@ -68,6 +68,9 @@ extension AuthActor {
         defer { releaseStoreLock() }
         let (state, record) = try await loadStored()
         let stored = record.flatMap { TokenSyntax.violation(in: $0) == nil ? $0 : nil }
+        // The store answered: a backoff that only waited for it to (a refresh that could not
+        // reach it) is over, whatever the row says.
+        if gate.lastError?.code.domain == .store { gate.recordSuccess() }
         switch (phase, stored) {
         case (.active(let session), let stored?):
             guard stored.accessToken != session.credentials.accessToken else { return }
