@@ -6,9 +6,13 @@
 /// PostgreSQL's notifications and TCP's retransmissions are lost alike, and the replica would
 /// learn of a logout elsewhere only when TCP gave up, minutes later. So the listening
 /// connection is pinged every ``pingInterval``; a ping unanswered within ``pingTimeout``
-/// drops it (``Step/drop``). It then reconnects at once and every ``maximumDelay`` at most
-/// (each attempt bounded by ``connectTimeout``), so the connection comes back within about a
-/// second of the database answering again. Every new connection resynchronises the hub
+/// drops it (``Step/drop``). It then reconnects at once and every ``maximumDelay`` at most.
+/// A connection attempt made during the cut waits for TCP's retransmission of its SYN
+/// (seconds apart), so one attempt at a time would come back up to a retransmission after
+/// the heal: attempts start every ``hedgeInterval`` (up to ``attempts`` of them, each bounded
+/// by ``connectTimeout``, long enough for a database 300 ms away) and the first to connect
+/// wins, so the connection comes back within about ``hedgeInterval`` plus its own round
+/// trips of the database answering again. Every new connection resynchronises the hub
 /// (everything may have been missed); one that follows a silent loss also renews the pool,
 /// whose connections are as silently dead as the listener's was.
 struct ListenerLink: Sendable, Equatable {
@@ -16,8 +20,13 @@ struct ListenerLink: Sendable, Equatable {
     static let pingInterval: Duration = .seconds(1)
     /// How long a ping may take before the connection counts as cut off.
     static let pingTimeout: Duration = .seconds(2)
-    /// How long one connection attempt (TCP, startup, authentication) may take.
-    static let connectTimeout: Duration = .seconds(1)
+    /// How long one connection attempt (TCP, startup, authentication: four round trips and
+    /// more) may take.
+    static let connectTimeout: Duration = .seconds(5)
+    /// How often another connection attempt starts while none has connected.
+    static let hedgeInterval: Duration = .milliseconds(250)
+    /// The most connection attempts one reconnection starts.
+    static let attempts = 8
     /// The first wait after a connection attempt failed at once (refused), doubled on each.
     static let firstDelay: Duration = .milliseconds(100)
     /// The longest wait between connection attempts.
@@ -60,8 +69,9 @@ struct ListenerLink: Sendable, Equatable {
         return .drop
     }
 
-    /// The connection ended, or an attempt failed: how long to wait before the next. An
-    /// attempt that ran out its ``connectTimeout`` already waited, so the next starts at once.
+    /// The connection ended, or a reconnection failed: how long to wait before the next. One
+    /// whose attempts ran out their ``connectTimeout`` already waited, so the next starts at
+    /// once.
     mutating func disconnected(timedOut: Bool) -> Duration {
         failures += 1
         if timedOut { return .zero }

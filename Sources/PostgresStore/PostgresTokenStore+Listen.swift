@@ -1,3 +1,4 @@
+internal import Locking
 internal import Logging
 internal import NIOCore
 internal import PostgresNIO
@@ -87,30 +88,86 @@ extension PostgresTokenStore {
         }
     }
 
-    /// A connection within ``ListenerLink/connectTimeout``; `.failure(true)` when it ran
-    /// out (a connection established after it is closed), `.failure(false)` when it failed.
+    /// A connection from the first of several staggered attempts to connect (see
+    /// ``ListenerLink``): one starts every ``ListenerLink/hedgeInterval`` until one connects
+    /// or ``ListenerLink/attempts`` have started, each bounded by
+    /// ``ListenerLink/connectTimeout``; any other that connects after the first is closed.
+    /// `.failure(timedOut: true)` when an attempt ran out its time.
     private static func connect(
         _ configuration: PostgresConnection.Configuration, id: Int, logger: Logger
     ) async -> Result<PostgresConnection, ConnectFailure> {
-        do {
-            let connection = try await Deadline.run(ListenerLink.connectTimeout) { deadline in
-                let connection = try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
-                do {
-                    try deadline.commitPoint()
-                } catch {
-                    try? await connection.close()
-                    throw error
-                }
-                return connection
-            }
-            guard let connection else { return .failure(ConnectFailure(timedOut: true)) }
-            return .success(connection)
-        } catch {
-            return .failure(ConnectFailure(timedOut: false))
+        enum Event: Sendable {
+            case tick
+            case connected(PostgresConnection)
+            case failed(timedOut: Bool)
         }
+        let (events, sink) = AsyncStream<Event>.makeStream()
+        let won = Locked(false)
+        func attempt(_ n: Int) {
+            Task {
+                do {
+                    let connection = try await Deadline.run(ListenerLink.connectTimeout) { deadline in
+                        let c = try await PostgresConnection.connect(
+                            configuration: configuration, id: id * 100 + n, logger: logger)
+                        do {
+                            try deadline.commitPoint()
+                        } catch {
+                            try? await c.close()
+                            throw error
+                        }
+                        return c
+                    }
+                    guard let connection else {
+                        sink.yield(.failed(timedOut: true))
+                        return
+                    }
+                    if won.withLock({ w in
+                        defer { w = true }
+                        return !w
+                    }) {
+                        sink.yield(.connected(connection))
+                    } else {
+                        try? await connection.close()
+                    }
+                } catch {
+                    sink.yield(.failed(timedOut: false))
+                }
+            }
+        }
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: ListenerLink.hedgeInterval)
+                sink.yield(.tick)
+            }
+        }
+        defer {
+            ticker.cancel()
+            sink.finish()
+        }
+        var started = 1
+        var running = 1
+        var timedOut = false
+        attempt(0)
+        for await event in events {
+            if Task.isCancelled { break }
+            switch event {
+            case .connected(let connection):
+                return .success(connection)
+            case .failed(let late):
+                running -= 1
+                timedOut = timedOut || late
+                if running == 0, started >= ListenerLink.attempts { return .failure(ConnectFailure(timedOut: timedOut)) }
+            case .tick:
+                guard started < ListenerLink.attempts else { continue }
+                attempt(started)
+                started += 1
+                running += 1
+            }
+        }
+        return .failure(ConnectFailure(timedOut: timedOut))
     }
 
-    private struct ConnectFailure: Error {
+    struct ConnectFailure: Error {
         var timedOut: Bool
     }
 
