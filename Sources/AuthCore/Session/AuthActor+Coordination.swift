@@ -59,7 +59,9 @@ extension AuthActor {
     /// a pair refreshed or logged in elsewhere is adopted, a session logged out elsewhere
     /// ends here (one ``AuthEvent/loggedOut(reason:epoch:)``, as
     /// ``LogoutReason/endedElsewhere``), a guest switch is taken over. Nothing is written:
-    /// whoever changed the stores wrote them. Calling it when nothing changed does nothing.
+    /// whoever changed the stores wrote them. Calling it when nothing changed does nothing,
+    /// but for a refresh backoff that only waited for the store (a refresh that could not
+    /// reach it): the store just answered, so that backoff ends.
     ///
     /// Throws ``AuthError`` (``AuthError/Code/storage``) when the stores cannot be read; the
     /// session is left as it was.
