@@ -102,7 +102,12 @@ extension PostgresTokenStore {
             case failed(timedOut: Bool)
         }
         let (events, sink) = AsyncStream<Event>.makeStream()
-        let won = Locked(false)
+        enum Outcome: Sendable {
+            case open
+            case won(PostgresConnection)
+            case abandoned
+        }
+        let outcome = Locked(Outcome.open)
         func attempt(_ n: Int) {
             Task {
                 do {
@@ -121,10 +126,12 @@ extension PostgresTokenStore {
                         sink.yield(.failed(timedOut: true))
                         return
                     }
-                    if won.withLock({ w in
-                        defer { w = true }
-                        return !w
-                    }) {
+                    let first = outcome.withLock { o -> Bool in
+                        guard case .open = o else { return false }
+                        o = .won(connection)
+                        return true
+                    }
+                    if first {
                         sink.yield(.connected(connection))
                     } else {
                         try? await connection.close()
@@ -164,6 +171,14 @@ extension PostgresTokenStore {
                 running += 1
             }
         }
+        // Cancelled (the store closes): no attempt may win from now on, and one that already
+        // did is closed.
+        let winner = outcome.withLock { o -> PostgresConnection? in
+            defer { o = .abandoned }
+            if case .won(let connection) = o { return connection }
+            return nil
+        }
+        try? await winner?.close()
         return .failure(ConnectFailure(timedOut: timedOut))
     }
 
