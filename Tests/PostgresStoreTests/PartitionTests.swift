@@ -78,12 +78,17 @@ import Testing
         await r.close()
     }
 
-    @Test func aRefreshHeldBackByTheCutRunsOnceItHealsWithoutWaitingOutItsBackoff() async throws {
+    /// One failed refresh during the cut, or ten (a cut longer than the backoff's maximum,
+    /// 300 s: the actors' clock is moved past each backoff in turn, so the last is the longest).
+    @Test(arguments: [1, 10])
+    func aRefreshHeldBackByTheCutRunsOnceItHealsWithoutWaitingOutItsBackoff(failures: Int) async throws {
         let r = try await CutReplicas(loggedIn: true)
         await r.cut()
         // The token expires during the cut: the refresh cannot take the lease, and backs off.
-        r.replicas.clock.advance(by: .seconds(3600))
-        await #expect(throws: AuthError.self) { _ = try await r.replicas.actors[0].token() }
+        for _ in 0..<failures {
+            r.replicas.clock.advance(by: .seconds(3600))
+            await #expect(throws: AuthError.self) { _ = try await r.replicas.actors[0].token() }
+        }
         // The backoff is on the actors' test clock, which does not move from here on: only
         // the catch-up after the heal can let the refresh run.
         let refreshed = await r.heal(until: "refresh ran") { (try? await r.replicas.actors[0].token()) != nil }

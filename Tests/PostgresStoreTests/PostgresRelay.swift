@@ -48,9 +48,11 @@ final class PostgresRelay: Sendable {
         Thread.detachNewThread { [self] in accepting() }
     }
 
-    /// The statements the clients sent so far, in order, but the store's reachability ping
-    /// (`SELECT 1`, on its own clock).
-    var statements: [String] { state.withLock { $0.statements }.filter { $0 != "SELECT 1" } }
+    /// The statements the clients sent so far, in order, but those the store sends on its
+    /// own clock: the pings (`SELECT 1`) and the listening connection's `LISTEN`.
+    var statements: [String] {
+        state.withLock { $0.statements }.filter { $0 != "SELECT 1" && !$0.hasPrefix("LISTEN ") }
+    }
 
     /// Cuts every client off silently.
     func partition() {

@@ -20,7 +20,9 @@ import Testing
         parts.port = relay.port
         let store = try await PostgresTokenStore.open(
             try PostgresStoreConfiguration(url: parts.storeURL, tlsMode: "disable", table: TestDatabase.uniqueTable()),
-            password: app.password, key: key, logger: Logger(label: "test.store", factory: { _ in SwiftLogNoOpLogHandler() }))
+            password: app.password, key: key, logger: Logger(label: "test.store", factory: { _ in SwiftLogNoOpLogHandler() }),
+            // A renewal (every third of the term) is off the refresh's path: none within the test.
+            leaseTerms: .init(term: .seconds(120)))
         let first = LateWriteTests.record(access: "access-1", refresh: "refresh-1")
         try await store.save(first, for: account)
 
