@@ -45,7 +45,9 @@ extension PostgresTokenStore: RefreshCoordinator {
     /// round trips (one when the rule says wait or superseded), no transaction. The take is
     /// a compare-and-set on what was read (the same generation, the lease still free or this
     /// replica's), so a change in between only makes it read again. A take that lands after
-    /// its caller gave up holds a lease nobody uses, which lapses at its term.
+    /// its caller gave up holds a lease nobody uses, which lapses at its term. A take that
+    /// lost to another replica's answers that replica's lease as the statement saw it, so the
+    /// loser goes on to wait without reading the row again.
     private func takeOrRead(_ account: AccountID, replacing accessToken: String) async throws -> (
         LeaseRule.Decision, TokenRecord?
     ) {
@@ -53,7 +55,17 @@ extension PostgresTokenStore: RefreshCoordinator {
             let (row, stored) = try await leaseRow(account)
             let decision = LeaseRule.decide(row, replacing: accessToken, me: replicaID)
             guard case .take(let fence) = decision else { return (decision, stored) }
-            if try await take(account, fence: fence) { return (decision, stored) }
+            switch try await take(account, fence: fence) {
+            case nil:
+                return (decision, stored)
+            case let seen?:
+                // Still the same pair (same generation) under another's live lease: wait.
+                let now = LeaseRule.Row(
+                    storedAccessToken: seen.fence == fence ? accessToken : nil, fence: seen.fence, owner: seen.owner,
+                    remaining: seen.remaining)
+                let next = LeaseRule.decide(now, replacing: accessToken, me: replicaID)
+                if case .wait = next { return (next, stored) }
+            }
         }
     }
 
@@ -79,23 +91,37 @@ extension PostgresTokenStore: RefreshCoordinator {
     }
 
     /// Takes the lease at `fence` if the row is still at that generation and nobody else
-    /// holds a live lease (what ``LeaseRule/decide(_:replacing:me:)`` said when it read it).
-    private func take(_ account: AccountID, fence: UInt64) async throws -> Bool {
+    /// holds a live lease (what ``LeaseRule/decide(_:replacing:me:)`` said when it read it):
+    /// `nil` when taken, otherwise the row's generation and lease as the statement's snapshot
+    /// saw them (from before a take that raced it may still show the lease free; the caller
+    /// then reads the row again).
+    private func take(_ account: AccountID, fence: UInt64) async throws -> LeaseRule.Row? {
         let me = replicaID
         let seconds = Double(leaseTerms.term / .milliseconds(1)) / 1000
         let fence = Int64(fence)
         return try await run(account, .tokens) { client, table in
             let rows = try await client.query(
                 """
+                WITH u AS (
                 UPDATE \(unescaped: table) SET lease_owner = \(me),
                 lease_until = clock_timestamp() + make_interval(secs => \(seconds))
                 WHERE account = \(account.rawValue) AND generation = \(fence) AND sealed IS NOT NULL
                 AND (lease_owner IS NULL OR lease_owner = \(me) OR lease_until IS NULL OR lease_until <= clock_timestamp())
-                RETURNING 1
+                RETURNING 1)
+                SELECT (SELECT count(*) FROM u)::int8, generation, lease_owner,
+                EXTRACT(EPOCH FROM (lease_until - clock_timestamp()))::float8
+                FROM \(unescaped: table) WHERE account = \(account.rawValue)
                 """)
+            var seen: LeaseRule.Row?
             var taken = false
-            for try await _ in rows { taken = true }
-            return taken
+            for try await (count, generation, owner, remaining) in rows.decode((Int64, Int64, String?, Double?).self) {
+                taken = count > 0
+                seen = LeaseRule.Row(
+                    storedAccessToken: nil, fence: UInt64(generation), owner: owner,
+                    remaining: remaining.map { .milliseconds(Int64($0 * 1000)) })
+            }
+            if taken { return nil }
+            return seen ?? LeaseRule.Row(storedAccessToken: nil, fence: 0)
         }
     }
 
