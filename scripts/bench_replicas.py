@@ -27,7 +27,7 @@ import subprocess
 import threading
 import time
 
-from scale_out_lib import Cluster, check, logout_propagation, percentile, run, wait_until
+from scale_out_lib import Cluster, DelayRelay, PG_URL, check, logout_propagation, percentile, run, wait_until
 
 REPLICAS_LIST = [int(n) for n in os.environ.get("REPLICAS_LIST", "1 2 3").split()]
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
@@ -38,6 +38,9 @@ DURATION = int(os.environ.get("DURATION", "8"))
 CONNECTIONS = int(os.environ.get("CONNECTIONS", "16"))
 LOGOUTS = int(os.environ.get("LOGOUTS", "20"))
 CSV = os.environ.get("CSV", "")
+# Milliseconds added to each direction of every replica's PostgreSQL traffic (a DelayRelay):
+# DB_DELAY_MS=150 puts the database 300 ms away in round trips.
+DB_DELAY_MS = int(os.environ.get("DB_DELAY_MS", "0"))
 
 UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 
@@ -85,7 +88,8 @@ def wrk(port, out):
 
 
 def measure(n):
-    c = Cluster(n, lifetime=LIFETIME, auth_latency_ms=AUTH_LATENCY_MS)
+    relay = DelayRelay(PG_URL.port, DB_DELAY_MS) if DB_DELAY_MS else None
+    c = Cluster(n, lifetime=LIFETIME, auth_latency_ms=AUTH_LATENCY_MS, db_port=relay.port if relay else None)
     if not c.start_all():
         return None
     check(c.login(0) == 200, "%d replicas: login on replica 0" % n)

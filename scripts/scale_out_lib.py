@@ -45,8 +45,10 @@ def free_ports(n):
 
 
 def request(port, method, path, body=None, token=None, timeout=30):
-    """One request on its own connection: (status, body bytes, headers dict)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    """One request on its own connection: (status, body bytes, headers dict). `port` is a
+    port on 127.0.0.1, or a (host, port) pair."""
+    host, port = port if isinstance(port, tuple) else ("127.0.0.1", port)
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
     headers = {}
     if token:
         headers["Authorization"] = "Bearer " + token
@@ -116,11 +118,67 @@ def psql(sql):
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+class DelayRelay:
+    """A TCP relay on 127.0.0.1 in front of `port` on 127.0.0.1 that holds every chunk
+    `delay_ms` before passing it on, each way and in order: a database `2 * delay_ms` away
+    in round trips, whatever the client does."""
+
+    def __init__(self, port, delay_ms):
+        self.target, self.delay = port, delay_ms / 1000.0
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accepting, daemon=True).start()
+
+    def _accepting(self):
+        while True:
+            client, _ = self.listener.accept()
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                client.close()
+                continue
+            for a, b in ((client, upstream), (upstream, client)):
+                self._pump(a, b)
+
+    def _pump(self, a, b):
+        import queue
+        chunks = queue.Queue()
+
+        def reading():
+            while True:
+                try:
+                    data = a.recv(65536)
+                except OSError:
+                    data = b""
+                chunks.put((time.monotonic() + self.delay, data))
+                if not data:
+                    return
+
+        def sending():
+            while True:
+                due, data = chunks.get()
+                wait = due - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                try:
+                    if not data:
+                        b.shutdown(socket.SHUT_WR)
+                        return
+                    b.sendall(data)
+                except OSError:
+                    return
+
+        threading.Thread(target=reading, daemon=True).start()
+        threading.Thread(target=sending, daemon=True).start()
+
+
 class Cluster:
     """`authgate dev` (fake authorization server and API) and REPLICAS `authgate serve`
     processes sharing one session through one new PostgreSQL table."""
 
-    def __init__(self, replicas=3, lifetime=2, auth_latency_ms=50, reuse_grace_ms=0, lease_seconds=None):
+    def __init__(self, replicas=3, lifetime=2, auth_latency_ms=50, reuse_grace_ms=0, lease_seconds=None, db_port=None):
         self.tmp = tempfile.mkdtemp(prefix="authgate-scale-out.")
         scratch.append(self.tmp)
         proxy, admin, self.auth, self.api = free_ports(4)
@@ -141,8 +199,8 @@ class Cluster:
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("AUTHGATE_")}
         self.env["AUTHGATE_STORE_KEY"] = base64.b64encode(secrets.token_bytes(32)).decode()
         self.table = "scale_out_%s" % secrets.token_hex(4)
-        store = {"kind": "postgres", "url": "postgres://%s@%s:%d%s" % (PG_URL.username, PG_URL.hostname, PG_URL.port,
-                                                                      PG_URL.path),
+        store = {"kind": "postgres", "url": "postgres://%s@%s:%d%s" % (PG_URL.username, PG_URL.hostname,
+                                                                      db_port or PG_URL.port, PG_URL.path),
                  "passwordFile": os.path.join(self.tmp, "db-password"), "tlsMode": "disable", "table": self.table}
         if lease_seconds is not None:
             store["leaseSeconds"] = lease_seconds

@@ -41,19 +41,43 @@ extension PostgresTokenStore: RefreshCoordinator {
         }
     }
 
-    /// Reads the row under a row lock and, when the rule says so, takes the lease.
+    /// Reads the row and, when the rule says so, takes the lease: two single statements, two
+    /// round trips (one when the rule says wait or superseded), no transaction. The take is
+    /// a compare-and-set on what was read (the same generation, the lease still free or this
+    /// replica's), so a change in between only makes it read again. A take that lands after
+    /// its caller gave up holds a lease nobody uses, which lapses at its term. A take that
+    /// lost to another replica's answers that replica's lease as the statement saw it, so the
+    /// loser goes on to wait without reading the row again.
     private func takeOrRead(_ account: AccountID, replacing accessToken: String) async throws -> (
         LeaseRule.Decision, TokenRecord?
     ) {
-        let me = replicaID
-        let term = leaseTerms.term
+        while true {
+            let (row, stored) = try await leaseRow(account)
+            let decision = LeaseRule.decide(row, replacing: accessToken, me: replicaID)
+            guard case .take(let fence) = decision else { return (decision, stored) }
+            switch try await take(account, fence: fence) {
+            case nil:
+                return (decision, stored)
+            case let seen?:
+                // Still the same pair (same generation) under another's live lease: wait.
+                let now = LeaseRule.Row(
+                    storedAccessToken: seen.fence == fence ? accessToken : nil, fence: seen.fence, owner: seen.owner,
+                    remaining: seen.remaining)
+                let next = LeaseRule.decide(now, replacing: accessToken, me: replicaID)
+                if case .wait = next { return (next, stored) }
+            }
+        }
+    }
+
+    /// The row as ``LeaseRule`` reads it, and the record it holds.
+    private func leaseRow(_ account: AccountID) async throws -> (LeaseRule.Row?, TokenRecord?) {
         let sealer = self.sealer
-        return try await transaction(account, .tokens) { connection, table, logger in
-            let rows = try await connection.query(
+        return try await run(account, .tokens) { client, table in
+            let rows = try await client.query(
                 """
                 SELECT sealed, generation, lease_owner, EXTRACT(EPOCH FROM (lease_until - clock_timestamp()))::float8
-                FROM \(unescaped: table) WHERE account = \(account.rawValue) FOR UPDATE
-                """, logger: logger)
+                FROM \(unescaped: table) WHERE account = \(account.rawValue)
+                """)
             var row: LeaseRule.Row?
             var stored: TokenRecord?
             for try await (sealed, generation, owner, remaining) in rows.decode((Data?, Int64, String?, Double?).self) {
@@ -62,17 +86,42 @@ extension PostgresTokenStore: RefreshCoordinator {
                     storedAccessToken: stored?.accessToken, fence: UInt64(generation), owner: owner,
                     remaining: remaining.map { .milliseconds(Int64($0 * 1000)) })
             }
-            let decision = LeaseRule.decide(row, replacing: accessToken, me: me)
-            if case .take = decision {
-                let millis = Int64(term / .milliseconds(1))
-                try await connection.query(
-                    """
-                    UPDATE \(unescaped: table) SET lease_owner = \(me),
-                    lease_until = clock_timestamp() + make_interval(secs => \(Double(millis) / 1000))
-                    WHERE account = \(account.rawValue)
-                    """, logger: logger)
+            return (row, stored)
+        }
+    }
+
+    /// Takes the lease at `fence` if the row is still at that generation and nobody else
+    /// holds a live lease (what ``LeaseRule/decide(_:replacing:me:)`` said when it read it):
+    /// `nil` when taken, otherwise the row's generation and lease as the statement's snapshot
+    /// saw them (from before a take that raced it may still show the lease free; the caller
+    /// then reads the row again).
+    private func take(_ account: AccountID, fence: UInt64) async throws -> LeaseRule.Row? {
+        let me = replicaID
+        let seconds = Double(leaseTerms.term / .milliseconds(1)) / 1000
+        let fence = Int64(fence)
+        return try await run(account, .tokens) { client, table in
+            let rows = try await client.query(
+                """
+                WITH u AS (
+                UPDATE \(unescaped: table) SET lease_owner = \(me),
+                lease_until = clock_timestamp() + make_interval(secs => \(seconds))
+                WHERE account = \(account.rawValue) AND generation = \(fence) AND sealed IS NOT NULL
+                AND (lease_owner IS NULL OR lease_owner = \(me) OR lease_until IS NULL OR lease_until <= clock_timestamp())
+                RETURNING 1)
+                SELECT (SELECT count(*) FROM u)::int8, generation, lease_owner,
+                EXTRACT(EPOCH FROM (lease_until - clock_timestamp()))::float8
+                FROM \(unescaped: table) WHERE account = \(account.rawValue)
+                """)
+            var seen: LeaseRule.Row?
+            var taken = false
+            for try await (count, generation, owner, remaining) in rows.decode((Int64, Int64, String?, Double?).self) {
+                taken = count > 0
+                seen = LeaseRule.Row(
+                    storedAccessToken: nil, fence: UInt64(generation), owner: owner,
+                    remaining: remaining.map { .milliseconds(Int64($0 * 1000)) })
             }
-            return (decision, stored)
+            if taken { return nil }
+            return seen ?? LeaseRule.Row(storedAccessToken: nil, fence: 0)
         }
     }
 
@@ -115,39 +164,53 @@ extension PostgresTokenStore: RefreshCoordinator {
     }
 
     /// Stores `record` only if the row's generation is still the lease's fence (no refresh,
-    /// login or logout since), clears the lease, and notifies the other replicas, all in one
-    /// transaction. Otherwise answers what is stored now.
+    /// login or logout since), clears the lease, and notifies the other replicas: one
+    /// statement, one round trip. Otherwise answers what is stored now.
+    ///
+    /// It needs no transaction with a commit point (see ``transaction(_:_:_:)``): the fence
+    /// is what keeps a late commit from replacing anything newer. Should it land after its
+    /// caller was told it failed, it stores the pair the authorization server issued last
+    /// for that generation, which is the one the caller keeps serving and commits again.
     public func commit(_ record: TokenRecord, for account: AccountID, lease: RefreshLease) async throws -> RefreshCommit {
         stopRenewing(account)
         let sealed = Data(try sealer.seal(record, for: account))
         let fence = Int64(lease.fence)
-        let committed = try await write(account, .tokens, kind: "refreshed") { connection, table, logger in
-            try await connection.query(
+        let channel = self.channel
+        let committed = try await run(account, .tokens) { client, table in
+            let rows = try await client.query(
                 """
+                WITH w AS (
                 UPDATE \(unescaped: table) SET sealed = \(sealed), generation = generation + 1, lease_owner = NULL,
                 lease_until = NULL, updated_at = now()
                 WHERE account = \(account.rawValue) AND generation = \(fence) AND sealed IS NOT NULL
-                RETURNING generation
-                """, logger: logger)
+                RETURNING generation)
+                SELECT w.generation FROM w, pg_notify(\(channel), 'refreshed ' || \(account.rawValue) || ' ' || w.generation) AS n
+                """)
+            var generation: Int64?
+            for try await (g) in rows.decode(Int64.self) { generation = g }
+            return generation
         }
         if committed != nil { return .committed }
         return .superseded(try await load(for: account) as TokenRecord?)
     }
 
-    /// Gives `lease` up (the refresh failed) and wakes the replicas waiting for it.
+    /// Gives `lease` up (the refresh failed) and wakes the replicas waiting for it: one
+    /// statement, fenced on the owner and the generation, so a late one changes nothing.
     public func release(_ lease: RefreshLease, for account: AccountID) async {
         stopRenewing(account)
         let fence = Int64(lease.fence)
         let payload = NotificationHub.Change(kind: "released", account: account.rawValue, generation: lease.fence).payload
         let channel = self.channel
         do {
-            try await transaction(account, .tokens) { connection, table, logger in
-                _ = try await connection.query(
+            try await run(account, .tokens) { client, table in
+                _ = try await client.query(
                     """
+                    WITH r AS (
                     UPDATE \(unescaped: table) SET lease_owner = NULL, lease_until = NULL
                     WHERE account = \(account.rawValue) AND lease_owner = \(lease.owner) AND generation = \(fence)
-                    """, logger: logger)
-                _ = try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
+                    RETURNING 1)
+                    SELECT pg_notify(\(channel), \(payload)), (SELECT count(*) FROM r)
+                    """)
             }
         } catch {
             // It lapses on its own within a term.

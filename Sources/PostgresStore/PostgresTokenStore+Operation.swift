@@ -26,9 +26,12 @@ extension PostgresTokenStore {
     /// - passes the ``Deadline/commitPoint()`` last, just before `COMMIT`, and rolls back
     ///   once the caller was answered (this is what guarantees it; the refresh commit is
     ///   also compare-and-set on the generation, the lease's take reads the row under a lock);
-    /// - gives its statements what is left of the bound as `statement_timeout`
-    ///   (`SET LOCAL`), so one left behind stops holding a connection and a row lock about
-    ///   when its caller gave up, rather than whenever the lock goes.
+    /// - runs on a connection whose `statement_timeout` is the operation's bound (a startup
+    ///   parameter of every pooled connection, so it costs no round trip), so one left behind
+    ///   stops holding a connection and a row lock about when its caller gave up, rather
+    ///   than whenever the lock goes.
+    ///
+    /// `BEGIN`, the statement and `COMMIT`: three round trips.
     func transaction<Result: Sendable>(
         _ account: AccountID, _ store: AuthError.Store,
         _ body: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> Result
@@ -36,9 +39,7 @@ extension PostgresTokenStore {
         let logger = self.logger
         return try await bounded(account, store) { client, table, deadline in
             try await client.withTransaction(logger: logger) { connection in
-                let left = Int64(deadline.remaining / .milliseconds(1))
-                guard left >= 1 else { throw Deadline.Expired() }
-                _ = try await connection.query("SELECT set_config('statement_timeout', \(String(left)), true)", logger: logger)
+                guard deadline.remaining > .zero else { throw Deadline.Expired() }
                 let result = try await body(connection, table, logger)
                 try deadline.commitPoint()
                 return result
@@ -80,23 +81,19 @@ extension PostgresTokenStore {
         }
     }
 
-    /// Runs the write `statement` (which returns the row's generation when it changed
-    /// something) in a ``transaction(_:_:_:)`` that also notifies the other replicas (`kind account
-    /// generation`) when it did. Returns the new generation, `nil` when nothing changed.
+    /// Runs the write `statement` in a ``transaction(_:_:_:)``. The statement returns the
+    /// row's generation when it changed something and notifies the other replicas itself
+    /// (`kind account generation`, see ``NotificationHub/Change``): `pg_notify` in the same
+    /// statement, sent by PostgreSQL only if the transaction commits. Returns the new
+    /// generation, `nil` when nothing changed.
     @discardableResult
     func write(
-        _ account: AccountID, _ store: AuthError.Store, kind: String,
+        _ account: AccountID, _ store: AuthError.Store,
         _ statement: @escaping @Sendable (PostgresConnection, String, Logger) async throws -> PostgresRowSequence
     ) async throws -> Int64? {
-        let channel = self.channel
-        return try await transaction(account, store) { connection, table, logger in
+        try await transaction(account, store) { connection, table, logger in
             var generation: Int64?
             for try await (g) in try await statement(connection, table, logger).decode(Int64.self) { generation = g }
-            if let generation {
-                let payload = NotificationHub.Change(kind: kind, account: account.rawValue, generation: UInt64(generation))
-                    .payload
-                _ = try await connection.query("SELECT pg_notify(\(channel), \(payload))", logger: logger)
-            }
             return generation
         }
     }

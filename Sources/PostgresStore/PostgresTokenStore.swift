@@ -32,7 +32,9 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
     public let replicaID: String
     /// The lease's term and the longest wait for another replica's.
     public let leaseTerms: LeaseRule.Terms
-    let client: PostgresClient
+    let pool: RenewablePool
+    /// The pool operations use now (replaced after a silent partition, see ``RenewablePool``).
+    var client: PostgresClient { pool.client }
     let sealer: TokenSealer
     let logger: Logger
     let hub = NotificationHub()
@@ -51,11 +53,11 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
     var channel: String { configuration.table + "_events" }
 
     init(
-        configuration: PostgresStoreConfiguration, client: PostgresClient, listener: PostgresConnection.Configuration,
+        configuration: PostgresStoreConfiguration, pool: RenewablePool, listener: PostgresConnection.Configuration,
         sealer: TokenSealer, logger: Logger, operationTimeout: Duration, replicaID: String, leaseTerms: LeaseRule.Terms
     ) {
         self.configuration = configuration
-        self.client = client
+        self.pool = pool
         self.sealer = sealer
         self.logger = logger
         self.operationTimeout = operationTimeout
@@ -66,14 +68,15 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
         let channel = configuration.table + "_events"
         self.runTask = Task {
             await withTaskGroup(of: Void.self) { group in
-                group.addTask { await client.run() }
-                group.addTask { await Self.listen(on: channel, with: listener, hub: hub, logger: logger) }
+                group.addTask {
+                    await Self.listen(on: channel, with: listener, hub: hub, logger: logger, renewPool: { pool.renew() })
+                }
                 group.addTask {
                     // Whether the database answers, for `/readyz`, even while no session writes.
                     while !Task.isCancelled {
                         try? await Task.sleep(for: .seconds(2))
                         if Task.isCancelled { break }
-                        let ok = await Self.ping(client, timeout: min(operationTimeout, Self.pingTimeout))
+                        let ok = await Self.ping(pool.client, timeout: min(operationTimeout, Self.pingTimeout))
                         reachable.withLock { $0 = ok }
                     }
                 }
@@ -105,7 +108,9 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
             database: configuration.database, tls: tls.client)
         clientConfiguration.options.connectTimeout = .seconds(5)
         clientConfiguration.options.maximumConnections = 8
-        let client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
+        clientConfiguration.options.additionalStartupParameters = connectionSettings(operationTimeout: operationTimeout)
+        let poolConfiguration = clientConfiguration
+        let pool = RenewablePool { PostgresClient(configuration: poolConfiguration, backgroundLogger: logger) }
         logger.info(
             "token store opened",
             metadata: [
@@ -114,8 +119,21 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
             ])
         let me = replicaID ?? "\(ProcessInfo.processInfo.hostName)/\(getpid())/\(UInt32.random(in: 0...UInt32.max))"
         return PostgresTokenStore(
-            configuration: configuration, client: client, listener: listener, sealer: TokenSealer(key: key), logger: logger,
+            configuration: configuration, pool: pool, listener: listener, sealer: TokenSealer(key: key), logger: logger,
             operationTimeout: operationTimeout, replicaID: me, leaseTerms: leaseTerms)
+    }
+
+    /// Settings of every pooled connection, sent with its startup message (no round trip):
+    /// `statement_timeout` is the operation's bound, so a statement left behind by its caller
+    /// stops on the server too; the server's own TCP keepalive and `tcp_user_timeout` end a
+    /// backend whose client vanished behind a silent partition (its row locks, its `LISTEN`)
+    /// within seconds rather than the kernel's minutes.
+    static func connectionSettings(operationTimeout: Duration) -> [(String, String)] {
+        let millis = max(Int64(operationTimeout / .milliseconds(1)), 1)
+        return [
+            ("statement_timeout", "\(millis)"), ("tcp_keepalives_idle", "5"), ("tcp_keepalives_interval", "2"),
+            ("tcp_keepalives_count", "3"), ("tcp_user_timeout", "10000"),
+        ]
     }
 
     static func ping(_ client: PostgresClient, timeout: Duration) async -> Bool {
@@ -131,6 +149,7 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
         hub.finish()
         runTask.cancel()
         await runTask.value
+        await pool.close()
     }
 
     var table: String { configuration.table }
@@ -143,14 +162,17 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
     /// replicas are notified.
     public func save(_ record: TokenRecord, for account: AccountID) async throws {
         let sealed = Data(try sealer.seal(record, for: account))
-        try await write(account, .tokens, kind: "login") { connection, table, logger in
+        let channel = self.channel
+        try await write(account, .tokens) { connection, table, logger in
             try await connection.query(
                 """
+                WITH w AS (
                 INSERT INTO \(unescaped: table) AS t (account, sealed, generation, session_epoch)
                 VALUES (\(account.rawValue), \(sealed), 1, 1)
                 ON CONFLICT (account) DO UPDATE SET sealed = EXCLUDED.sealed, generation = t.generation + 1,
                 session_epoch = t.session_epoch + 1, lease_owner = NULL, lease_until = NULL, updated_at = now()
-                RETURNING generation
+                RETURNING generation)
+                SELECT w.generation FROM w, pg_notify(\(channel), 'login ' || \(account.rawValue) || ' ' || w.generation) AS n
                 """, logger: logger)
         }
     }
@@ -165,13 +187,16 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
     /// and session epoch move on, so no late refresh result can store a pair again; the
     /// other replicas are notified.
     public func delete(for account: AccountID) async throws {
-        try await write(account, .tokens, kind: "logout") { connection, table, logger in
+        let channel = self.channel
+        try await write(account, .tokens) { connection, table, logger in
             try await connection.query(
                 """
+                WITH w AS (
                 UPDATE \(unescaped: table) SET sealed = NULL, generation = generation + 1, session_epoch = session_epoch + 1,
                 lease_owner = NULL, lease_until = NULL, updated_at = now()
                 WHERE account = \(account.rawValue) AND sealed IS NOT NULL
-                RETURNING generation
+                RETURNING generation)
+                SELECT w.generation FROM w, pg_notify(\(channel), 'logout ' || \(account.rawValue) || ' ' || w.generation) AS n
                 """, logger: logger)
         }
     }
@@ -196,12 +221,15 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
         } catch {
             throw AuthError.store(.encodingError, .sessionState, account: account)
         }
-        try await write(account, .sessionState, kind: "state") { connection, table, logger in
+        let channel = self.channel
+        try await write(account, .sessionState) { connection, table, logger in
             try await connection.query(
                 """
+                WITH w AS (
                 INSERT INTO \(unescaped: table) AS t (account, state) VALUES (\(account.rawValue), \(text))
                 ON CONFLICT (account) DO UPDATE SET state = EXCLUDED.state, updated_at = now()
-                RETURNING generation
+                RETURNING generation)
+                SELECT w.generation FROM w, pg_notify(\(channel), 'state ' || \(account.rawValue) || ' ' || w.generation) AS n
                 """, logger: logger)
         }
     }

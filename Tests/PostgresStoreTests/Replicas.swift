@@ -18,12 +18,16 @@ struct Replicas {
     var actors: [AuthActor] = []
     var stores: [PostgresTokenStore] = []
 
-    init(_ count: Int, server configuration: FakeAuthorizationServer.Configuration = .init(), terms: LeaseRule.Terms) async throws
-    {
+    /// - Parameter ports: the port through which replica `i` reaches the database (a
+    ///   ``PostgresRelay``), when not the database's own.
+    init(
+        _ count: Int, server configuration: FakeAuthorizationServer.Configuration = .init(), terms: LeaseRule.Terms,
+        ports: [Int: Int] = [:]
+    ) async throws {
         self.server = FakeAuthorizationServer(configuration: configuration, clock: clock)
         self.terms = terms
         for i in 0..<count {
-            let store = try await openStore(name: "replica-\(i)")
+            let store = try await openStore(name: "replica-\(i)", port: ports[i])
             stores.append(store)
             actors.append(
                 AuthActor(
@@ -38,10 +42,12 @@ struct Replicas {
     }
 
     /// Another store on the same table (a replica without an actor, to hold leases by hand).
-    func openStore(name: String) async throws -> PostgresTokenStore {
+    func openStore(name: String, port: Int? = nil) async throws -> PostgresTokenStore {
         let app = try TestDatabase.app()
+        var url = app
+        if let port { url.port = port }
         return try await PostgresTokenStore.open(
-            try PostgresStoreConfiguration(url: app.storeURL, tlsMode: "disable", table: table), password: app.password, key: key,
+            try PostgresStoreConfiguration(url: url.storeURL, tlsMode: "disable", table: table), password: app.password, key: key,
             logger: Logger(label: name, factory: { _ in SwiftLogNoOpLogHandler() }), replicaID: name, leaseTerms: terms)
     }
 

@@ -59,7 +59,9 @@ extension AuthActor {
     /// a pair refreshed or logged in elsewhere is adopted, a session logged out elsewhere
     /// ends here (one ``AuthEvent/loggedOut(reason:epoch:)``, as
     /// ``LogoutReason/endedElsewhere``), a guest switch is taken over. Nothing is written:
-    /// whoever changed the stores wrote them. Calling it when nothing changed does nothing.
+    /// whoever changed the stores wrote them. Calling it when nothing changed does nothing,
+    /// but for a refresh backoff that only waited for the store (a refresh that could not
+    /// reach it): the store just answered, so that backoff ends.
     ///
     /// Throws ``AuthError`` (``AuthError/Code/storage``) when the stores cannot be read; the
     /// session is left as it was.
@@ -68,6 +70,9 @@ extension AuthActor {
         defer { releaseStoreLock() }
         let (state, record) = try await loadStored()
         let stored = record.flatMap { TokenSyntax.violation(in: $0) == nil ? $0 : nil }
+        // The store answered: a backoff that only waited for it to (a refresh that could not
+        // reach it) is over, whatever the row says.
+        if gate.lastError?.code.domain == .store { gate.recordSuccess() }
         switch (phase, stored) {
         case (.active(let session), let stored?):
             guard stored.accessToken != session.credentials.accessToken else { return }

@@ -1,0 +1,49 @@
+import AuthCore
+import Foundation
+import Logging
+import Testing
+
+@testable import PostgresStore
+
+/// What a refresh costs in database round trips, counted on the wire (a relay in front of
+/// the test PostgreSQL reads the statements the store sends): with the database 300 ms away
+/// each is 300 ms of stall at expiry, so the figure may not grow unnoticed.
+@Suite(TestDatabase.required) struct RoundTripTests {
+    let key = TokenStoreKey.random()
+    let account = AccountID.default
+
+    @Test func aRefreshTakesTheLeaseAndCommitsInAtMostThreeRoundTrips() async throws {
+        let app = try TestDatabase.app()
+        let relay = try PostgresRelay(toPort: app.port)
+        defer { relay.close() }
+        var parts = app
+        parts.port = relay.port
+        let store = try await PostgresTokenStore.open(
+            try PostgresStoreConfiguration(url: parts.storeURL, tlsMode: "disable", table: TestDatabase.uniqueTable()),
+            password: app.password, key: key, logger: Logger(label: "test.store", factory: { _ in SwiftLogNoOpLogHandler() }),
+            // A renewal (every third of the term) is off the refresh's path: none within the test.
+            leaseTerms: .init(term: .seconds(120)))
+        let first = LateWriteTests.record(access: "access-1", refresh: "refresh-1")
+        try await store.save(first, for: account)
+
+        let before = relay.statements.count
+        guard case .granted(let lease) = try await store.acquire(for: account, replacing: first.accessToken) else {
+            Issue.record("no lease")
+            return
+        }
+        let outcome = try await store.commit(
+            LateWriteTests.record(access: "access-2", refresh: "refresh-2"), for: account, lease: lease)
+        let refresh = Array(relay.statements[before...])
+        #expect(outcome == .committed)
+        #expect(refresh.count <= 3, "\(refresh.count) round trips: \(refresh)")
+        print("round trips per refresh (take the lease, commit): \(refresh.count)")
+
+        // A login and a logout: BEGIN, the statement (which notifies), COMMIT.
+        let beforeLogout = relay.statements.count
+        try await store.delete(for: account)
+        let logout = Array(relay.statements[beforeLogout...])
+        #expect(logout.count <= 3, "\(logout.count) round trips: \(logout)")
+        print("round trips per logout: \(logout.count)")
+        await store.close()
+    }
+}
