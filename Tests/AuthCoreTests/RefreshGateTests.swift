@@ -24,6 +24,18 @@ import Testing
         #expect(gate.recordTransientFailure(serverError, at: now) == .seconds(1))
     }
 
+    @Test func anUnusableCredentialFileIsLookedAtAgainWithinTheFirstStep() {
+        var gate = RefreshGate(policy: BackoffPolicy(), window: RefreshWindow(interval: .seconds(1), maximumAttempts: 100))
+        let unusable = AuthError.tokenEndpoint(.clientCredentialsUnusable, .transient)
+        var now = t0
+        for _ in 0..<6 {
+            #expect(gate.admit(at: now) == .proceed)
+            #expect(gate.recordTransientFailure(unusable, at: now) == .seconds(1), "nothing reached the server")
+            now = now + .seconds(1)
+        }
+        #expect(gate.recordTransientFailure(serverError, at: now) == .seconds(2), "a server failure backs off as before")
+    }
+
     @Test func retryAfterOverridesTheExponentialDelay() {
         var gate = RefreshGate(policy: BackoffPolicy(), window: RefreshWindow())
         var limited = AuthError.tokenEndpoint(.rateLimited, .transient, status: 429)

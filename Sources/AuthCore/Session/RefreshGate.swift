@@ -118,9 +118,13 @@ public struct RefreshGate: Sendable, Equatable {
     public mutating func recordTransientFailure(
         _ error: AuthError, at now: MonotonicInstant, randomFraction: Double = 0
     ) -> Duration {
-        consecutiveFailures += 1
+        // A client credential file that cannot serve sent nothing to the server: there is no
+        // server to spare, and the file is looked at again cheaply. Its backoff stays at the
+        // first step, so a renewed file is used within a second, not after minutes of growth.
+        let failures = error.code == .clientCredentialsUnusable ? 1 : consecutiveFailures + 1
+        consecutiveFailures = failures
         let delay = policy.delay(
-            afterConsecutiveFailures: consecutiveFailures, retryAfter: error.retryAfter, randomFraction: randomFraction)
+            afterConsecutiveFailures: failures, retryAfter: error.retryAfter, randomFraction: randomFraction)
         notBefore = now + delay
         lastError = error
         return delay
