@@ -114,7 +114,11 @@ let package = Package(
         ),
         .target(
             name: "AuthGateTesting",
-            dependencies: ["Locking", "AuthCore", "Runtime", "HTTPWire"],
+            dependencies: [
+                "Locking", "AuthCore", "Runtime", "HTTPWire",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: strict
         ),
         .executableTarget(

@@ -130,6 +130,9 @@ extension FakeAuthorizationServer {
     private func authenticateClient(_ request: HTTPRequestValue, _ fields: [String: String])
         -> Result<String?, ResponseBox>
     {
+        if fields["client_assertion_type"] != nil || fields["client_assertion"] != nil {
+            return authenticateAssertion(request, fields)
+        }
         var id = fields["client_id"]
         var secret = fields["client_secret"]
         if let header = request.header("Authorization"), header.lowercased().hasPrefix("basic "),
@@ -145,6 +148,33 @@ extension FakeAuthorizationServer {
             return .failure(ResponseBox(response: oauthError(401, "invalid_client", "client authentication failed")))
         }
         return .success(id)
+    }
+
+    /// RFC 7523 §2.2 / §3: the assertion is the client's only credential; its signature must
+    /// verify with a key registered for the client, and its `jti` is accepted once.
+    private func authenticateAssertion(_ request: HTTPRequestValue, _ fields: [String: String]) -> Result<String?, ResponseBox> {
+        guard fields["client_assertion_type"] == ClientAssertion.type, let assertion = fields["client_assertion"] else {
+            return .failure(ResponseBox(response: oauthError(400, "invalid_request", "client_assertion_type must be jwt-bearer")))
+        }
+        if fields["client_secret"] != nil || request.header("Authorization")?.lowercased().hasPrefix("basic ") == true {
+            return .failure(
+                ResponseBox(response: oauthError(400, "invalid_request", "more than one client authentication method")))
+        }
+        let id = fields["client_id"] ?? JWTClaims(decodingPayloadOf: assertion)?.subject
+        guard let id, let keys = configuration.assertionKeys[id] ?? configuration.clients[id].map({ [.secret($0)] }) else {
+            return .failure(ResponseBox(response: oauthError(401, "invalid_client", "unknown client")))
+        }
+        let endpoint = request.url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.url
+        let verifier = ClientAssertionVerifier(keys: keys, audiences: Set([endpoint] + (configuration.issuer.map { [$0] } ?? [])))
+        switch verifier.verify(assertion, clientID: id, now: clock.wallNow, seen: { assertionIDs.contains($0) }) {
+        case .success(let claims):
+            assertionIDs.insert(claims.jwtID)
+            counters.clientAssertions += 1
+            return .success(id)
+        case .failure(let refusal):
+            counters.assertionRefusals.append(refusal)
+            return .failure(ResponseBox(response: oauthError(401, "invalid_client", refusal.rawValue)))
+        }
     }
 
     // MARK: - SEEDS row 7

@@ -57,6 +57,12 @@ public actor FakeAuthorizationServer: HTTPTransport {
         public var latency: Duration = .zero
         /// Confidential clients: id → secret. Empty: no client authentication required.
         public var clients: [String: String] = ["authgate": "s3cret"]
+        /// Clients that authenticate with `private_key_jwt` (RFC 7523 §2.2): id → the public
+        /// keys registered for it. A client in ``clients`` may also use `client_secret_jwt`.
+        public var assertionKeys: [String: [ClientAssertionVerifier.Key]] = [:]
+        /// The issuer identifier, which an assertion's `aud` may name besides the token
+        /// endpoint's URL.
+        public var issuer: String?
         /// Users for the password grant: name → password.
         public var users: [String: String] = ["alice": "wonderland"]
         /// Whether token answers also carry an OpenID Connect `id_token` (a JWT-shaped
@@ -105,6 +111,10 @@ public actor FakeAuthorizationServer: HTTPTransport {
         public var injectedFailures = 0
         /// Token families ended by a revocation request (RFC 7009).
         public var revocations = 0
+        /// Client assertions accepted.
+        public var clientAssertions = 0
+        /// Client assertions refused, by reason, in order.
+        public var assertionRefusals: [ClientAssertionVerifier.Refusal] = []
 
         /// Successful refreshes.
         public var refreshes: Int { grants["refresh_token", default: 0] }
@@ -154,6 +164,8 @@ public actor FakeAuthorizationServer: HTTPTransport {
     var holding = false
     var held: [CheckedContinuation<Void, Never>] = []
     var random = SystemRandomNumberGenerator()
+    /// Every `jti` of an accepted client assertion: a second use is refused.
+    var assertionIDs: Set<String> = []
 
     /// Creates a server.
     public init(configuration: Configuration = Configuration(), clock: any AuthClock) {
