@@ -23,6 +23,21 @@ import _CryptoExtras
         return (header, claims, Array("\(p[0]).\(p[1])".utf8), signature)
     }
 
+    /// A fresh RSA key of `bits` from `openssl genpkey`: swift-crypto's own RSA key generation
+    /// leaks the public exponent's bignum (LeakSanitizer in the ASan run), and AuthGate only
+    /// ever parses keys.
+    static func rsaKey(bits: Int = 2048) throws -> _RSA.Signing.PrivateKey {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        p.arguments = ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:\(bits)"]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let pem = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        return try _RSA.Signing.PrivateKey(unsafePEMRepresentation: pem)
+    }
+
     static func checkClaims(_ claims: [String: Any]) {
         #expect(claims["iss"] as? String == "client-1")
         #expect(claims["sub"] as? String == "client-1")
@@ -57,7 +72,7 @@ import _CryptoExtras
 
     @Test(arguments: [ClientKey.Algorithm.rs256, .ps256])
     func anRSAAssertionVerifiesWithTheClientsPublicKey(_ algorithm: ClientKey.Algorithm) throws {
-        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let key = try Self.rsaKey()
         let jwt = try assertion(
             .privateKey(path: "/k", algorithm: algorithm, keyID: "key-7"), files: ["/k": key.pemRepresentation])
         let (header, claims, input, signature) = try Self.parts(jwt)
@@ -70,7 +85,7 @@ import _CryptoExtras
     }
 
     @Test func anRSAKeyDefaultsToRS256AndItsThumbprintIsTheKid() throws {
-        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let key = try Self.rsaKey()
         let (header, _, _, _) = try Self.parts(
             try assertion(.privateKey(path: "/k", algorithm: nil, keyID: nil), files: ["/k": key.pemRepresentation]))
         #expect(header["alg"] as? String == "RS256")
@@ -121,7 +136,7 @@ import _CryptoExtras
     }
 
     @Test func weakOrUnsupportedKeysAreRefusedWithoutQuotingThem() throws {
-        let weak = try _RSA.Signing.PrivateKey(unsafeKeySize: .init(bitCount: 1024))
+        let weak = try Self.rsaKey(bits: 1024)
         let p384 = P384.Signing.PrivateKey()
         for (pem, reason) in [
             (weak.pemRepresentation, "is an RSA key of 1024 bits; at least 2048 are needed"),
