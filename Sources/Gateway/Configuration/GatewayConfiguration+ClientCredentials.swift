@@ -72,7 +72,7 @@ extension GatewayConfiguration {
     {
         if let path = a.clientKeyFile {
             let name = "\(field).clientKeyFile"
-            let data = try readCredentialFile(path, field: name)
+            let data = try SecretSources.readBytes(path, field: name)
             let attributes = try? FileManager.default.attributesOfItem(atPath: path)
             if let mode = (attributes?[.posixPermissions] as? NSNumber)?.uint16Value, mode & 0o077 != 0 {
                 throw .invalid(name, "\(path) is readable by others (mode \(String(mode & 0o777, radix: 8))); chmod 600 it")
@@ -88,22 +88,10 @@ extension GatewayConfiguration {
         }
         if let path = a.clientAssertionFile {
             let name = "\(field).clientAssertionFile"
-            let data = try readCredentialFile(path, field: name)
+            let data = try SecretSources.readBytes(path, field: name)
             do { _ = try ClientAssertion.checkedAssertion(data, path: path, now: now) } catch {
                 throw .invalid(name, error.description)
             }
-        }
-    }
-
-    private static func readCredentialFile(_ path: String, field: String) throws(ConfigurationError) -> Data {
-        do {
-            return try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            var isDirectory: ObjCBool = false
-            let reason =
-                !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
-                ? "no such file" : isDirectory.boolValue ? "it is a directory" : "permission denied or unreadable"
-            throw .unreadable(field, path: path, reason: reason, underlying: error)
         }
     }
 

@@ -7,16 +7,7 @@ public enum SecretSources {
     /// The secret in the file at `path`, which the configuration names as `field`: one line
     /// of text, trimmed. Every refusal names the field and the path, never the content.
     public static func readFile(_ path: String, field: String) throws(ConfigurationError) -> String {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            var isDirectory: ObjCBool = false
-            let reason =
-                !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
-                ? "no such file" : isDirectory.boolValue ? "it is a directory" : "permission denied or unreadable"
-            throw .unreadable(field, path: path, reason: reason, underlying: error)
-        }
+        let data = try readBytes(path, field: field)
         guard let text = String(data: data, encoding: .utf8) else {
             throw .at(field, .unreadableFile, "\(path) is not UTF-8 text")
         }
@@ -26,6 +17,20 @@ public enum SecretSources {
             throw .at(field, .unreadableFile, "\(path) holds control characters; it must hold the secret on one line")
         }
         return trimmed
+    }
+
+    /// The bytes of the file at `path`; a file that cannot be read is refused naming `field`
+    /// and why (no such file, a directory, no permission).
+    static func readBytes(_ path: String, field: String) throws(ConfigurationError) -> Data {
+        do {
+            return try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            var isDirectory: ObjCBool = false
+            let reason =
+                !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+                ? "no such file" : isDirectory.boolValue ? "it is a directory" : "permission denied or unreadable"
+            throw .unreadable(field, path: path, reason: reason, underlying: error)
+        }
     }
 
     /// The store key: `AUTHGATE_STORE_KEY` (base64), a systemd credential named
