@@ -69,7 +69,9 @@ import Testing
     }
 
     @Test func theLeaseHolderIsNamedWhileItHoldsTheLeaseAndNoneAfter() async throws {
-        let r = try await Replicas(2, terms: .init(term: .seconds(5)))
+        // A long term, so the remaining one stays well above the floor checked below
+        // however slowly a loaded machine runs the queries in between.
+        let r = try await Replicas(2, terms: .init(term: .seconds(600)))
         let first = try await r.loginEverywhere()
         #expect(try await r.stores[1].leaseHolder(for: .default) == nil, "no refresh in flight")
         let claim = try await r.stores[0].acquire(for: .default, replacing: first.value)
@@ -79,7 +81,7 @@ import Testing
         }
         let holder = try #require(try await r.stores[1].leaseHolder(for: .default), "another replica sees the holder")
         #expect(holder.owner == "replica-0")
-        #expect(holder.remaining > .seconds(3) && holder.remaining <= .seconds(5))
+        #expect(holder.remaining > .seconds(300) && holder.remaining <= .seconds(600))
         #expect(try await r.stores[0].leaseHolder(for: AccountID("nobody")) == nil)
         await r.stores[0].release(lease, for: .default)
         #expect(try await r.stores[1].leaseHolder(for: .default) == nil, "released")
