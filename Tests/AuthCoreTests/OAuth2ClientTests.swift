@@ -65,6 +65,36 @@ func json(_ status: Int, _ text: String, headers: [(name: String, value: String)
         #expect(fields(request) == ["grant_type": "client_credentials", "client_id": "my client", "client_secret": "s3cr:t"])
     }
 
+    @Test(arguments: [ClientAuthentication.tlsClientAuth, .selfSignedTLSClientAuth])
+    func mutualTLSMethodsSendTheClientIDAndShowTheCertificateOnEveryRequest(method: ClientAuthentication) throws {
+        let certificate = ClientCertificate(certificateFile: "/etc/authgate/client.pem", keyFile: "/etc/authgate/client.key")
+        let client = OAuth2Client(
+            configuration: .init(
+                tokenEndpoint: "https://mtls.example.test/token", clientID: "gate", authentication: method,
+                revocationEndpoint: "https://mtls.example.test/revoke", certificate: certificate),
+            transport: ScriptedTransport(), clock: clock)
+        let request = try client.makeRequest(for: .refreshToken("rt"))
+        #expect(request.header("Authorization") == nil, "the certificate is the credential (RFC 8705 §2)")
+        #expect(fields(request) == ["grant_type": "refresh_token", "refresh_token": "rt", "client_id": "gate"])
+        #expect(request.clientCertificate == certificate)
+        let revocation = try #require(try client.makeRevocationRequest(token: "rt", hint: "refresh_token"))
+        #expect(fields(revocation) == ["token": "rt", "token_type_hint": "refresh_token", "client_id": "gate"])
+        #expect(revocation.clientCertificate == certificate)
+    }
+
+    @Test func aCertificateBesideASecretIsShownForTokenBinding() throws {
+        let certificate = ClientCertificate(certificateFile: "/c.pem", keyFile: "/c.key")
+        let request = try OAuth2Client(
+            configuration: .init(
+                tokenEndpoint: "https://id.example.test/token", clientID: "gate", clientSecret: "s", authentication: .basic,
+                certificate: certificate),
+            transport: ScriptedTransport(), clock: clock
+        ).makeRequest(for: .clientCredentials())
+        #expect(request.header("Authorization")?.hasPrefix("Basic ") == true)
+        #expect(request.clientCertificate == certificate, "RFC 8705 §3: the tokens may be bound to it")
+        #expect(try client(ScriptedTransport()).makeRequest(for: .clientCredentials()).clientCertificate == nil)
+    }
+
     @Test func authorizationCodeGrantCarriesTheVerifier() throws {
         let pkce = PKCEPair()
         let request = try client(ScriptedTransport(), authentication: .none).makeRequest(

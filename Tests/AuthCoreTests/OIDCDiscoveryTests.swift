@@ -24,6 +24,18 @@ import Testing
         #expect(d.authorizationEndpoint == issuer + "/auth")
     }
 
+    @Test func mutualTLSAliasesAreReadWhereTheProviderNamesThem() throws {
+        let d = try parse(
+            #"{"issuer":"\#(issuer)","token_endpoint":"\#(issuer)/token","mtls_endpoint_aliases":{"token_endpoint":"https://mtls.example.test/token","revocation_endpoint":"https://mtls.example.test/revoke","userinfo_endpoint":"https://mtls.example.test/me","pushed_authorization_request_endpoint":"https://mtls.example.test/par"}}"#
+        )
+        #expect(d.tokenEndpoint == issuer + "/token", "the plain endpoint stays for clients without a certificate")
+        #expect(d.mutualTLSAliases.tokenEndpoint == "https://mtls.example.test/token")
+        #expect(d.mutualTLSAliases.revocationEndpoint == "https://mtls.example.test/revoke")
+        #expect(d.mutualTLSAliases.userInfoEndpoint == "https://mtls.example.test/me")
+        #expect(d.mutualTLSAliases.introspectionEndpoint == nil)
+        #expect(try parse(#"{"issuer":"\#(issuer)","token_endpoint":"\#(issuer)/t"}"#).mutualTLSAliases == .init())
+    }
+
     @Test func optionalEndpointsMayBeMissingOrNull() throws {
         let d = try parse(#"{"issuer":"\#(issuer)","token_endpoint":"\#(issuer)/token","revocation_endpoint":null}"#)
         #expect(d.revocationEndpoint == nil)
@@ -39,6 +51,14 @@ import Testing
         (
             #"{"issuer":"https://id.example.test/realms/main","token_endpoint":"https://x/t","revocation_endpoint":7}"#,
             "revocation_endpoint is not"
+        ),
+        (
+            #"{"issuer":"https://id.example.test/realms/main","token_endpoint":"https://x/t","mtls_endpoint_aliases":[]}"#,
+            "mtls_endpoint_aliases is not a JSON object"
+        ),
+        (
+            #"{"issuer":"https://id.example.test/realms/main","token_endpoint":"https://x/t","mtls_endpoint_aliases":{"token_endpoint":"x"}}"#,
+            "mtls_endpoint_aliases.token_endpoint is not"
         ),
         (#"[1,2]"#, "not a JSON object"),
         (#"<html>"#, "not valid JSON"),

@@ -48,7 +48,10 @@ import Testing
                 "describe a clientKeyFile"
             ),
             (["clientAuthentication": "client_secret_jwt"], "authorization.clientSecretFile"),
-            (["clientAuthentication": "jwt"], "must be basic, post, none, private_key_jwt or client_secret_jwt"),
+            (
+                ["clientAuthentication": "jwt"],
+                "must be basic, post, none, private_key_jwt, client_secret_jwt, tls_client_auth or"
+            ),
         ] as [([String: String], String)])
     func conflictingOrMissingFieldsAreRefused(fields: [String: String], expected: String) throws {
         let message = try #require(Self.load(fields), "\(fields) was accepted")

@@ -37,6 +37,28 @@ import Testing
         }
     }
 
+    @Test func aClientThatShowsACertificateUsesTheMutualTLSAliases() async throws {
+        let issuer = "https://id.example.test"
+        let document = DocumentTransport(
+            #"{"issuer":"\#(issuer)","token_endpoint":"\#(issuer)/token","revocation_endpoint":"\#(issuer)/revoke","mtls_endpoint_aliases":{"token_endpoint":"https://mtls.example.test/token"}}"#
+        )
+        let discovery = IssuerDiscovery(
+            transport: document, logger: .init(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        var certified = GatewayConfiguration.Authorization(
+            tokenEndpoint: nil, clientID: "gate", clientAuthentication: "tls_client_auth", issuer: issuer)
+        certified.clientCertificateFile = "/c.pem"
+        certified.clientCertificateKeyFile = "/c.key"
+        let withCertificate = try await discovery.resolve(certified, field: "authorization")
+        #expect(withCertificate.tokenEndpoint == "https://mtls.example.test/token")
+        #expect(withCertificate.revocationEndpoint == issuer + "/revoke", "no alias: the plain endpoint")
+        let plain = try await discovery.resolve(
+            .init(tokenEndpoint: nil, clientID: "gate", issuer: issuer), field: "authorization")
+        #expect(plain.tokenEndpoint == issuer + "/token")
+        var explicit = certified
+        explicit.tokenEndpoint = "https://id.example.test/own"
+        #expect(try await discovery.resolve(explicit, field: "authorization").tokenEndpoint == "https://id.example.test/own")
+    }
+
     @Test func anUnreachableProviderIsRetriedThenReportedAsUnavailable() async throws {
         let transport = CountingRefusals()
         let discovery = IssuerDiscovery(
@@ -59,5 +81,14 @@ final class CountingRefusals: HTTPTransport {
     func send(_ request: HTTPRequestValue) async throws -> HTTPResponseValue {
         calls.withLock { $0 += 1 }
         throw AuthError.transport(.connectFailed, "refused")
+    }
+}
+
+/// A transport that answers every request with one discovery document.
+struct DocumentTransport: HTTPTransport {
+    let body: String
+    init(_ body: String) { self.body = body }
+    func send(_ request: HTTPRequestValue) async throws -> HTTPResponseValue {
+        HTTPResponseValue(status: 200, headers: [("Content-Type", "application/json")], body: Array(body.utf8))
     }
 }

@@ -85,4 +85,42 @@ import Testing
         try c2.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
         #expect(try c2.readResponse().status == 400, "nginx refuses a client without a certificate")
     }
+
+    @Test func eachRouteShowsItsOwnCertificateOverConnectionsNeverShared() async throws {
+        let pki = try TestCertificates()
+        let other = try pki.issueClient("other")
+        let nginx = try Nginx(
+            serverBlock: """
+                ssl_client_certificate \(pki.caCert);
+                ssl_verify_client optional;
+                location / { return 200 "client=$ssl_client_s_dn"; }
+                """,
+            tls: (pki.serverCert, pki.serverKey))
+        defer { nginx.stop() }
+        var cfg = UpstreamClientConfiguration()
+        cfg.caFile = pki.caCert
+        let origin = UpstreamBase("https://127.0.0.1:\(nginx.port)")!
+        let proxy = try Proxy(
+            routes: [
+                ProxyRoute(
+                    prefix: "/a", upstream: origin,
+                    clientIdentity: TLSClientIdentity(certificateFile: pki.clientCert, keyFile: pki.clientKey)),
+                ProxyRoute(
+                    prefix: "/b", upstream: origin,
+                    clientIdentity: TLSClientIdentity(certificateFile: other.cert, keyFile: other.key)),
+                ProxyRoute(prefix: "/", upstream: origin),
+            ], client: cfg, loops: 1)
+        defer { proxy.stop() }
+        // One client connection and one loop: every exchange could reuse the same upstream
+        // connection (HTTP/2 would multiplex them) were identities not kept apart.
+        let c = try RawClient(port: proxy.port)
+        for round in 0..<5 {
+            for (path, expected) in [("/a", "client=CN=client"), ("/b", "client=CN=other"), ("/none", "client=")] {
+                try c.send("GET \(path) HTTP/1.1\r\nHost: a\r\n\r\n")
+                let r = try c.readResponse()
+                #expect(r.status == 200)
+                #expect(r.text == expected, "round \(round), \(path)")
+            }
+        }
+    }
 }

@@ -101,9 +101,12 @@ public struct TestCertificates: Sendable {
     public let serverKey: String
     public let clientCert: String
     public let clientKey: String
+    /// Where the files are (the CA's key among them).
+    public let directory: String
 
     public init() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pki-\(UUID().uuidString)").path
+        directory = dir
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         caCert = "\(dir)/ca.pem"
         serverCert = "\(dir)/server.pem"
@@ -122,6 +125,22 @@ public struct TestCertificates: Sendable {
                 "openssl", "x509", "-req", "-in", "\(dir)/\(name).csr", "-CA", caCert, "-CAkey", "\(dir)/ca.key",
                 "-CAcreateserial", "-out", cert, "-days", "1", "-extfile", "\(dir)/san.ext")
         }
+        for key in [serverKey, clientKey] { chmod(key, 0o600) }
+    }
+
+    /// Another client certificate from the same CA, for `CN=commonName`: the paths of the
+    /// certificate and its key (readable by its owner only).
+    public func issueClient(_ commonName: String) throws -> (cert: String, key: String) {
+        let cert = "\(directory)/\(commonName).pem"
+        let key = "\(directory)/\(commonName).key"
+        try run(
+            "openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", "\(directory)/\(commonName).csr",
+            "-subj", "/CN=\(commonName)")
+        try run(
+            "openssl", "x509", "-req", "-in", "\(directory)/\(commonName).csr", "-CA", caCert, "-CAkey",
+            "\(directory)/ca.key", "-CAcreateserial", "-out", cert, "-days", "1")
+        chmod(key, 0o600)
+        return (cert, key)
     }
 }
 

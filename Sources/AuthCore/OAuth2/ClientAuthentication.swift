@@ -11,7 +11,16 @@ public enum ClientAuthentication: String, Sendable, Codable {
     case privateKeyJWT = "private_key_jwt"
     /// A JWT signed with HS256 and the client secret (OpenID Connect Core §9).
     case clientSecretJWT = "client_secret_jwt"
+    /// The client's certificate, issued by a CA the server trusts, shown in the TLS
+    /// handshake; `client_id` in the body (RFC 8705 §2.1).
+    case tlsClientAuth = "tls_client_auth"
+    /// A self-signed certificate the server holds for the client, shown in the TLS
+    /// handshake; `client_id` in the body (RFC 8705 §2.2).
+    case selfSignedTLSClientAuth = "self_signed_tls_client_auth"
 
     /// Whether the client proves itself with a ``ClientAssertion``.
     public var usesAssertion: Bool { self == .privateKeyJWT || self == .clientSecretJWT }
+
+    /// Whether the client proves itself with its TLS certificate (``ClientCertificate``).
+    public var usesCertificate: Bool { self == .tlsClientAuth || self == .selfSignedTLSClientAuth }
 }

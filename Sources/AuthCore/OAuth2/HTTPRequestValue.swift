@@ -8,12 +8,15 @@ public struct HTTPRequestValue: Sendable, CustomStringConvertible {
     public var headers: [(name: String, value: String)]
     /// The body bytes.
     public var body: [UInt8]
+    /// The certificate to show in the TLS handshake (mutual TLS), if any.
+    public var clientCertificate: ClientCertificate?
 
     /// Creates a request.
     public init(
         method: String, url: String, headers: [(name: String, value: String)] = [],
-        body: [UInt8] = []
+        body: [UInt8] = [], clientCertificate: ClientCertificate? = nil
     ) {
+        self.clientCertificate = clientCertificate
         self.method = method
         self.url = url
         self.headers = headers

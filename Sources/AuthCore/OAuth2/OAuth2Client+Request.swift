@@ -51,7 +51,8 @@ extension OAuth2Client {
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
             body = Array(data)
         }
-        return HTTPRequestValue(method: "POST", url: url, headers: headers, body: body)
+        return HTTPRequestValue(
+            method: "POST", url: url, headers: headers, body: body, clientCertificate: configuration.certificate)
     }
 
     /// Adds the client's authentication (RFC 6749 §2.3) to a token or revocation request.
@@ -72,7 +73,8 @@ extension OAuth2Client {
         case .post:
             if let clientID = configuration.clientID { fields.append(("client_id", clientID)) }
             if let secret = configuration.clientSecret { fields.append(("client_secret", secret)) }
-        case .none:
+        case .none, .tlsClientAuth, .selfSignedTLSClientAuth:
+            // The certificate, shown in the handshake, is the credential (RFC 8705 §2).
             if let clientID = configuration.clientID { fields.append(("client_id", clientID)) }
         case .privateKeyJWT, .clientSecretJWT:
             guard let assertion else {
@@ -93,6 +95,8 @@ extension OAuth2Client {
         var fields: [(String, String)] = [("token", token), ("token_type_hint", hint)]
         try authenticate(&headers, &fields, assertion: assertion)
         headers.append(("Content-Type", "application/x-www-form-urlencoded"))
-        return HTTPRequestValue(method: "POST", url: endpoint, headers: headers, body: Array(FormURLEncoding.encode(fields).utf8))
+        return HTTPRequestValue(
+            method: "POST", url: endpoint, headers: headers, body: Array(FormURLEncoding.encode(fields).utf8),
+            clientCertificate: configuration.certificate)
     }
 }

@@ -24,13 +24,19 @@ public struct OAuth2Client: TokenGrantClient {
         public var revocationEndpoint: String?
         /// The assertion of `private_key_jwt` and `client_secret_jwt`.
         public var assertion: ClientAssertion?
+        /// The certificate shown to the token and revocation endpoints: the credential of
+        /// `tls_client_auth` and `self_signed_tls_client_auth`, and with any other method
+        /// what the server binds the tokens to (RFC 8705 §3).
+        public var certificate: ClientCertificate?
 
         /// Creates a configuration.
         public init(
             tokenEndpoint: String, clientID: String? = nil, clientSecret: String? = nil,
             authentication: ClientAuthentication = .basic,
-            mapping: TokenEndpointMapping = .standard, revocationEndpoint: String? = nil, assertion: ClientAssertion? = nil
+            mapping: TokenEndpointMapping = .standard, revocationEndpoint: String? = nil, assertion: ClientAssertion? = nil,
+            certificate: ClientCertificate? = nil
         ) {
+            self.certificate = certificate
             self.revocationEndpoint = revocationEndpoint
             self.assertion = assertion
             self.tokenEndpoint = tokenEndpoint

@@ -20,12 +20,40 @@ public struct OIDCDiscovery: Sendable, Equatable {
     public var userInfoEndpoint: String?
     /// `authorization_endpoint`, when the provider has one.
     public var authorizationEndpoint: String?
+    /// `mtls_endpoint_aliases` (RFC 8705 §5): the endpoints a client that shows a
+    /// certificate uses instead of the ones above, each only when the provider names it.
+    public var mutualTLSAliases: MutualTLSAliases
+
+    /// The endpoints of `mtls_endpoint_aliases`.
+    public struct MutualTLSAliases: Sendable, Equatable {
+        /// `token_endpoint`.
+        public var tokenEndpoint: String?
+        /// `revocation_endpoint`.
+        public var revocationEndpoint: String?
+        /// `introspection_endpoint`.
+        public var introspectionEndpoint: String?
+        /// `userinfo_endpoint`.
+        public var userInfoEndpoint: String?
+
+        /// Creates aliases; none by default.
+        public init(
+            tokenEndpoint: String? = nil, revocationEndpoint: String? = nil, introspectionEndpoint: String? = nil,
+            userInfoEndpoint: String? = nil
+        ) {
+            self.tokenEndpoint = tokenEndpoint
+            self.revocationEndpoint = revocationEndpoint
+            self.introspectionEndpoint = introspectionEndpoint
+            self.userInfoEndpoint = userInfoEndpoint
+        }
+    }
 
     /// Creates a document.
     public init(
         issuer: String, tokenEndpoint: String, revocationEndpoint: String? = nil, introspectionEndpoint: String? = nil,
-        userInfoEndpoint: String? = nil, authorizationEndpoint: String? = nil
+        userInfoEndpoint: String? = nil, authorizationEndpoint: String? = nil,
+        mutualTLSAliases: MutualTLSAliases = MutualTLSAliases()
     ) {
+        self.mutualTLSAliases = mutualTLSAliases
         self.issuer = issuer
         self.tokenEndpoint = tokenEndpoint
         self.revocationEndpoint = revocationEndpoint
@@ -74,22 +102,36 @@ public struct OIDCDiscovery: Sendable, Equatable {
         guard issuer == expectedIssuer else {
             throw Failure("the discovery document names another issuer (\(issuer.prefix(200))) than the one configured")
         }
-        func endpoint(_ key: String, required: Bool) throws(Failure) -> String? {
+        func endpoint(_ key: String, in object: [String: Any], at path: String = "", required: Bool) throws(Failure)
+            -> String?
+        {
             guard let value = object[key], !(value is NSNull) else {
-                if required { throw Failure("the discovery document has no \(key)") }
+                if required { throw Failure("the discovery document has no \(path)\(key)") }
                 return nil
             }
             guard let text = value as? String, isEndpoint(text) else {
-                throw Failure("the discovery document's \(key) is not an http or https URL")
+                throw Failure("the discovery document's \(path)\(key) is not an http or https URL")
             }
             return text
         }
+        var aliases = MutualTLSAliases()
+        if let value = object["mtls_endpoint_aliases"], !(value is NSNull) {
+            guard let members = value as? [String: Any] else {
+                throw Failure("the discovery document's mtls_endpoint_aliases is not a JSON object")
+            }
+            let path = "mtls_endpoint_aliases."
+            aliases.tokenEndpoint = try endpoint("token_endpoint", in: members, at: path, required: false)
+            aliases.revocationEndpoint = try endpoint("revocation_endpoint", in: members, at: path, required: false)
+            aliases.introspectionEndpoint = try endpoint("introspection_endpoint", in: members, at: path, required: false)
+            aliases.userInfoEndpoint = try endpoint("userinfo_endpoint", in: members, at: path, required: false)
+        }
         return OIDCDiscovery(
-            issuer: issuer, tokenEndpoint: try endpoint("token_endpoint", required: true)!,
-            revocationEndpoint: try endpoint("revocation_endpoint", required: false),
-            introspectionEndpoint: try endpoint("introspection_endpoint", required: false),
-            userInfoEndpoint: try endpoint("userinfo_endpoint", required: false),
-            authorizationEndpoint: try endpoint("authorization_endpoint", required: false))
+            issuer: issuer, tokenEndpoint: try endpoint("token_endpoint", in: object, required: true)!,
+            revocationEndpoint: try endpoint("revocation_endpoint", in: object, required: false),
+            introspectionEndpoint: try endpoint("introspection_endpoint", in: object, required: false),
+            userInfoEndpoint: try endpoint("userinfo_endpoint", in: object, required: false),
+            authorizationEndpoint: try endpoint("authorization_endpoint", in: object, required: false),
+            mutualTLSAliases: aliases)
     }
 
     private static func isEndpoint(_ text: String) -> Bool {

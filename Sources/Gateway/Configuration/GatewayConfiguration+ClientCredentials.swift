@@ -3,14 +3,19 @@ public import Foundation
 
 extension GatewayConfiguration {
     /// The client authentication methods `authorization.clientAuthentication` names.
-    static let clientAuthenticationMethods = ["basic", "post", "none", "private_key_jwt", "client_secret_jwt"]
+    static let clientAuthenticationMethods = [
+        "basic", "post", "none", "private_key_jwt", "client_secret_jwt", "tls_client_auth", "self_signed_tls_client_auth",
+    ]
 
     /// The rules between the client authentication fields of `a` (no file is read).
     static func validateClientAuthentication(_ a: Authorization, at field: String) throws(ConfigurationError) {
         let method = a.clientAuthentication ?? "basic"
         guard clientAuthenticationMethods.contains(method) else {
-            throw .invalid("\(field).clientAuthentication", "must be basic, post, none, private_key_jwt or client_secret_jwt")
+            throw .invalid(
+                "\(field).clientAuthentication",
+                "must be basic, post, none, private_key_jwt, client_secret_jwt, tls_client_auth or self_signed_tls_client_auth")
         }
+        try validateCertificatePair(certificate: a.clientCertificateFile, key: a.clientCertificateKeyFile, at: field)
         let keyFields = [
             ("clientKeyFile", a.clientKeyFile), ("clientKeyAlgorithm", a.clientKeyAlgorithm), ("clientKeyID", a.clientKeyID),
             ("clientAssertionFile", a.clientAssertionFile),
@@ -53,6 +58,14 @@ extension GatewayConfiguration {
             if let kid = a.clientKeyID, kid.isEmpty || kid.unicodeScalars.contains(where: { $0.value < 0x20 }) {
                 throw .invalid("\(field).clientKeyID", "must be a non-empty string without control characters")
             }
+        case "tls_client_auth", "self_signed_tls_client_auth":
+            guard a.clientID != nil else { throw .required("\(field).clientID", "is required by \(method)") }
+            guard a.clientCertificateFile != nil else {
+                throw .required("\(field).clientCertificateFile", "is required by \(method) (the client's credential)")
+            }
+            if a.clientSecretFile != nil {
+                throw .conflict("\(field).clientSecretFile", "is not used by \(method): the certificate is the credential")
+            }
         case "client_secret_jwt":
             guard a.clientID != nil else { throw .required("\(field).clientID", "is required by client_secret_jwt") }
             guard a.clientSecretFile != nil else {
@@ -63,10 +76,12 @@ extension GatewayConfiguration {
         }
     }
 
-    /// Reads the key or assertion file `a` names and checks it can be used now: a key file
-    /// readable by its owner only, holding an EC P-256 or RSA (≥ 2,048 bits) key that can
-    /// sign with the configured algorithm; an assertion file holding one compact JWT that
-    /// has not expired. The error names the field and the file, never its contents.
+    /// Reads the key, certificate or assertion files `a` names and checks they can be used
+    /// now: a key file readable by its owner only, holding an EC P-256 or RSA (≥ 2,048 bits)
+    /// key that can sign with the configured algorithm; a certificate valid now with its
+    /// own key (``checkCertificateFiles(certificate:key:at:now:)``); an assertion file
+    /// holding one compact JWT that has not expired. The error names the field and the
+    /// file, never its contents.
     public static func checkClientCredentialFiles(_ a: Authorization, at field: String, now: Date = Date())
         throws(ConfigurationError)
     {
@@ -85,6 +100,9 @@ extension GatewayConfiguration {
             guard key.supports(algorithm) else {
                 throw .conflict("\(field).clientKeyAlgorithm", "\(algorithm.rawValue) cannot be signed with the key in \(path)")
             }
+        }
+        if let certificate = a.clientCertificateFile, let key = a.clientCertificateKeyFile {
+            try checkCertificateFiles(certificate: certificate, key: key, at: field, now: now)
         }
         if let path = a.clientAssertionFile {
             let name = "\(field).clientAssertionFile"
@@ -113,7 +131,7 @@ extension GatewayConfiguration {
             return (method, ClientAssertion(source: source, audience: audience))
         case .clientSecretJWT:
             return (method, ClientAssertion(source: .secret, audience: audience))
-        case .basic, .post, .none:
+        case .basic, .post, .none, .tlsClientAuth, .selfSignedTLSClientAuth:
             return (method, nil)
         }
     }

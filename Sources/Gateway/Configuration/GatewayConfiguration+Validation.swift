@@ -101,6 +101,11 @@ extension GatewayConfiguration {
                 throw .invalid("routes[\(i)].queueTimeoutSeconds", "must be 1…3600")
             }
             if let callers = r.callers { _ = try callers.rule(at: "routes[\(i)].callers") }
+            try Self.validateCertificatePair(
+                certificate: r.clientCertificateFile, key: r.clientCertificateKeyFile, at: "routes[\(i)]")
+            if r.clientCertificateFile != nil && !r.upstream.lowercased().hasPrefix("https://") {
+                throw .conflict("routes[\(i)].clientCertificateFile", "needs an https upstream: only TLS shows a certificate")
+            }
         }
         try Self.validate(authorization, at: "authorization", insecure: insecure)
         try Self.validate(userInfo, at: "userInfo", insecure: insecure)
@@ -197,6 +202,10 @@ extension GatewayConfiguration {
                     "\(field).\(name)", "must be an http or https URL with a host, without spaces, credentials or fragment")
             }
             try requireTLS(url, at: "\(field).\(name)", insecure: insecure)
+            if a.clientCertificateFile != nil && name != "issuer" && !url.lowercased().hasPrefix("https://") {
+                throw .conflict(
+                    "\(field).\(name)", "must be https with \(field).clientCertificateFile: only TLS shows a certificate")
+            }
         }
         if let m = a.mapping {
             try validate(m, at: "\(field).mapping")

@@ -31,6 +31,13 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         public var adaptiveLimit: Bool? = nil
         /// The callers the route serves (default: every caller that reaches the listener).
         public var callers: Callers?
+        /// The PEM certificate shown to an `https` upstream that asks for one (mutual TLS),
+        /// with ``clientCertificateKeyFile``. An authenticated route without one shows its
+        /// session's `authorization.clientCertificateFile`, to which the session's tokens may
+        /// be bound (RFC 8705 §3).
+        public var clientCertificateFile: String? = nil
+        /// The PEM key of ``clientCertificateFile``, readable by its owner only.
+        public var clientCertificateKeyFile: String? = nil
         /// Creates a route; every option left `nil` takes its default.
         public init(
             prefix: String, upstream: String, stripPrefix: Bool? = nil, requiresAuthentication: Bool? = nil,
@@ -60,7 +67,8 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         public var clientID: String?
         /// A file holding the client secret.
         public var clientSecretFile: String?
-        /// `basic`, `post`, `none`, `private_key_jwt` or `client_secret_jwt`.
+        /// `basic`, `post`, `none`, `private_key_jwt`, `client_secret_jwt`, `tls_client_auth`
+        /// or `self_signed_tls_client_auth`.
         public var clientAuthentication: String?
         /// `private_key_jwt`: the PEM file of the key the client signs its assertions with
         /// (EC P-256, or RSA of at least 2,048 bits), readable by the owner only; read for
@@ -76,6 +84,14 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         public var clientAssertionFile: String?
         /// The assertion's `aud`: `tokenEndpoint` (default) or `issuer`, as the server wants.
         public var clientAssertionAudience: String?
+        /// The PEM certificate (and any intermediates) shown to the token endpoint: the
+        /// credential of `tls_client_auth` and `self_signed_tls_client_auth`; with another
+        /// method, what the server may bind the tokens to (RFC 8705 §3). It is shown to the
+        /// session's authenticated routes too. Read at each new connection, so a renewed
+        /// certificate is used without a restart.
+        public var clientCertificateFile: String? = nil
+        /// The PEM key of ``clientCertificateFile``, readable by its owner only.
+        public var clientCertificateKeyFile: String? = nil
         /// A declarative mapping for a non-standard token endpoint.
         public var mapping: TokenEndpointMapping?
         /// The RFC 7009 revocation endpoint: a logout someone asked for revokes the tokens.
@@ -243,7 +259,7 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
                 maxInFlight: $0.maxInFlight, queueTimeout: .seconds($0.queueTimeoutSeconds ?? Route.queueTimeoutDefault),
                 // Checked by `validate()`: a name that stopped resolving since admits nobody.
                 callers: $0.callers.map { (try? $0.rule(at: "callers")) ?? CallerRule(uids: [], gids: [], networks: []) },
-                adaptiveLimit: $0.adaptiveLimit)
+                adaptiveLimit: $0.adaptiveLimit, clientIdentity: upstreamIdentity(of: $0))
         }
     }
 }

@@ -93,6 +93,10 @@ public enum SecretSources {
                 sessionSecrets[s.name] = try readFile(file, field: "sessions[\(i)].authorization.clientSecretFile")
             }
         }
+        for (i, r) in c.routes.enumerated() {
+            guard let certificate = r.clientCertificateFile, let key = r.clientCertificateKeyFile else { continue }
+            try GatewayConfiguration.checkCertificateFiles(certificate: certificate, key: key, at: "routes[\(i)]")
+        }
         return GatewayService.Secrets(
             clientSecret: clientSecret, adminToken: adminToken, storeKey: storeKey, sessionClientSecrets: sessionSecrets)
     }

@@ -19,6 +19,7 @@ public struct ProxyRoute: Sendable, Equatable {
         var queueTimeout: Duration
         var callers: CallerRule?
         var adaptiveLimit: Bool?
+        var clientIdentity: TLSClientIdentity?
     }
 
     /// Never changed once made: a setter puts a changed copy in a new box.
@@ -104,6 +105,13 @@ public struct ProxyRoute: Sendable, Equatable {
         set { change { $0.callers = newValue } }
     }
 
+    /// The certificate shown to an `https` upstream that asks for one (mutual TLS): the
+    /// route's own, or its session's when the session's tokens may be bound to it.
+    public var clientIdentity: TLSClientIdentity? {
+        get { box.settings.clientIdentity }
+        set { change { $0.clientIdentity = newValue } }
+    }
+
     /// The identity of this route's settings, shared by its copies (a request's plan carries
     /// a copy of the table's): a key compared without hashing or reading the prefix.
     var identity: ObjectIdentifier { ObjectIdentifier(box) }
@@ -118,14 +126,15 @@ public struct ProxyRoute: Sendable, Equatable {
         prefix: String, upstream: UpstreamBase, stripPrefix: Bool = false, injectHeaders: HTTPHeaders = HTTPHeaders(),
         requiresAuthentication: Bool = false, forwardClientAuthorization: Bool? = nil, session: String = "default",
         maxInFlight: Int? = nil, queueTimeout: Duration = .seconds(10), callers: CallerRule? = nil,
-        adaptiveLimit: Bool? = nil
+        adaptiveLimit: Bool? = nil, clientIdentity: TLSClientIdentity? = nil
     ) {
         box = Box(
             Settings(
                 prefix: prefix, upstream: upstream, stripPrefix: stripPrefix, injectHeaders: injectHeaders,
                 requiresAuthentication: requiresAuthentication,
                 forwardClientAuthorization: forwardClientAuthorization ?? !requiresAuthentication, session: session,
-                maxInFlight: maxInFlight, queueTimeout: queueTimeout, callers: callers, adaptiveLimit: adaptiveLimit))
+                maxInFlight: maxInFlight, queueTimeout: queueTimeout, callers: callers, adaptiveLimit: adaptiveLimit,
+                clientIdentity: clientIdentity))
     }
 
     /// Whether `path` is under this route's prefix (at a segment boundary).

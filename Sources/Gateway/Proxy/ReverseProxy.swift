@@ -229,7 +229,7 @@ public final class ReverseProxy: HTTPResponder {
         let upstream = UpstreamRequest(
             method: request.head.method,
             destination: .origin(route.upstream.origin, target: route.upstreamTarget(for: target)),
-            headers: headers, body: body, upgrade: request.head.upgrade != nil)
+            headers: headers, body: body, upgrade: request.head.upgrade != nil, clientIdentity: route.clientIdentity)
         let exchange = ProxyExchange(
             writer: writer, decide: decide, tunnelIdleTimeout: s.clientConfiguration.tunnelIdleTimeout, metrics: metrics,
             span: span, completion: completion)

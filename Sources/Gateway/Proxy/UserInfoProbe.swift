@@ -55,13 +55,16 @@ public final class UserInfoProbe: Sendable {
     private let policy: UpstreamRejectionPolicy
     private let rule: ReplayRule
     private let logger: Logger
+    private let certificate: ClientCertificate?
     private let state = Locked(State())
 
-    /// Creates a probe for `session`, asking through `transport`.
+    /// Creates a probe for `session`, asking through `transport`; `certificate` is shown to
+    /// an `https` user-info endpoint (the session's, to which its tokens may be bound).
     public init(
         configuration: Configuration, session: AuthActor, transport: any HTTPTransport, policy: UpstreamRejectionPolicy,
-        rule: ReplayRule = ReplayRule(), logger: Logger
+        rule: ReplayRule = ReplayRule(), logger: Logger, certificate: ClientCertificate? = nil
     ) {
+        self.certificate = certificate
         self.rule = rule
         self.configuration = configuration
         self.session = session
@@ -181,6 +184,7 @@ public final class UserInfoProbe: Sendable {
         let path = AuthenticatedExchange(session: session, policy: policy, rule: rule)
         let transport = self.transport
         let configuration = self.configuration
+        let certificate = configuration.url.lowercased().hasPrefix("https://") ? self.certificate : nil
         do throws(AuthenticatedExchange.Failure) {
             return try await path.run(bodyReplayable: true) { token, attempt -> AuthenticatedExchange.Step<Outcome> in
                 let response: HTTPResponseValue
@@ -188,7 +192,8 @@ public final class UserInfoProbe: Sendable {
                     response = try await transport.send(
                         HTTPRequestValue(
                             method: "GET", url: configuration.url,
-                            headers: [("Authorization", token.authorizationHeaderValue), ("Accept", "application/json")]))
+                            headers: [("Authorization", token.authorizationHeaderValue), ("Accept", "application/json")],
+                            clientCertificate: certificate))
                 } catch {
                     return .done(.retry("no answer"))
                 }

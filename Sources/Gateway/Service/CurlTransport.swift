@@ -21,7 +21,10 @@ public struct CurlTransport: HTTPTransport {
         let trace = TokenEndpointTrace(method: request.method, url: request.url, headers: &headers)
         let upstream = UpstreamRequest(
             method: request.method, url: request.url, headers: headers,
-            body: request.body.isEmpty && request.method == "GET" ? .none : .bytes(request.body))
+            body: request.body.isEmpty && request.method == "GET" ? .none : .bytes(request.body),
+            clientIdentity: request.clientCertificate.map {
+                TLSClientIdentity(certificateFile: $0.certificateFile, keyFile: $0.keyFile)
+            })
         do {
             let r = try await client.send(upstream, maxBodyBytes: maxResponseBytes)
             trace?.end(status: r.status)

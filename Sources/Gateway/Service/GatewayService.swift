@@ -126,7 +126,7 @@ public final class GatewayService: Sendable {
                     tokenEndpoint: authorization.tokenEndpoint ?? "", clientID: authorization.clientID,
                     clientSecret: secrets.clientSecret(for: s.name), authentication: authentication,
                     mapping: authorization.mapping ?? .standard, revocationEndpoint: authorization.revocationEndpoint,
-                    assertion: assertion),
+                    assertion: assertion, certificate: GatewayConfiguration.clientCertificate(authorization)),
                 transport: CurlTransport(client: tokenClient), clock: clock)
             grantClients[s.name] = oauth
             var sessionLogger = logger
@@ -138,7 +138,7 @@ public final class GatewayService: Sendable {
             let userInfo = s.userInfo.map {
                 UserInfoProbe(
                     configuration: $0, session: actor, transport: CurlTransport(client: tokenClient), policy: rejectionPolicy,
-                    rule: replayRule, logger: sessionLogger)
+                    rule: replayRule, logger: sessionLogger, certificate: GatewayConfiguration.clientCertificate(authorization))
             }
             sessions[s.name] = GatewaySession(name: s.name, actor: actor, userInfo: userInfo)
         }

@@ -41,8 +41,14 @@ public struct IssuerDiscovery: Sendable {
         guard let issuer = authorization.issuer else { return authorization }
         let document = try await fetch(issuer: issuer, field: field)
         var resolved = authorization
-        if resolved.tokenEndpoint == nil { resolved.tokenEndpoint = document.tokenEndpoint }
-        if resolved.revocationEndpoint == nil { resolved.revocationEndpoint = document.revocationEndpoint }
+        // A client that shows a certificate uses the provider's mutual-TLS aliases, where it
+        // names them (RFC 8705 §5).
+        let aliases =
+            authorization.clientCertificateFile != nil ? document.mutualTLSAliases : OIDCDiscovery.MutualTLSAliases()
+        if resolved.tokenEndpoint == nil { resolved.tokenEndpoint = aliases.tokenEndpoint ?? document.tokenEndpoint }
+        if resolved.revocationEndpoint == nil {
+            resolved.revocationEndpoint = aliases.revocationEndpoint ?? document.revocationEndpoint
+        }
         do {
             try GatewayConfiguration.validate(resolved, at: field, insecure: allowInsecureHTTP)
         } catch {

@@ -93,8 +93,13 @@ final class CurlTransfer: UpstreamTransfer {
         try easy.set(CURLOPT_HTTP_VERSION, Int(cfg.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1))
         if let ca = cfg.caFile { try easy.set(CURLOPT_CAINFO, ca) }
         if let ca = cfg.caPath { try easy.set(CURLOPT_CAPATH, ca) }
-        if let cert = cfg.clientCertificate { try easy.set(CURLOPT_SSLCERT, cert) }
-        if let key = cfg.clientKey { try easy.set(CURLOPT_SSLKEY, key) }
+        if let identity = request.clientIdentity {
+            try easy.set(CURLOPT_SSLCERT, identity.certificateFile)
+            try easy.set(CURLOPT_SSLKEY, identity.keyFile)
+        } else {
+            if let cert = cfg.clientCertificate { try easy.set(CURLOPT_SSLCERT, cert) }
+            if let key = cfg.clientKey { try easy.set(CURLOPT_SSLKEY, key) }
+        }
         if let socket = cfg.unixSocketPath { try easy.set(CURLOPT_UNIX_SOCKET_PATH, socket) }
         try easy.setCloseSocket(UpstreamClient.closeSocketCallback, user: Unmanaged.passUnretained(client).toOpaque())
         try easy.set(

@@ -89,20 +89,27 @@ public struct UpstreamRequest: Sendable {
     /// HTTP/1.1 client serves it; an exchange libcurl would carry fails with
     /// `upstream-invalid-request`, nothing sent.
     public var upgrade: Bool
+    /// The certificate shown to an `https` upstream in place of the client's
+    /// (``UpstreamClientConfiguration/clientCertificate``); a plain-text request never
+    /// shows one.
+    public var clientIdentity: TLSClientIdentity?
 
     /// Creates a request to the absolute `url`.
     public init(
         method: String, url: String, headers: HTTPHeaders = HTTPHeaders(), body: UpstreamRequestBody = .none,
-        upgrade: Bool = false
+        upgrade: Bool = false, clientIdentity: TLSClientIdentity? = nil
     ) {
-        self.init(method: method, destination: .url(url), headers: headers, body: body, upgrade: upgrade)
+        self.init(
+            method: method, destination: .url(url), headers: headers, body: body, upgrade: upgrade,
+            clientIdentity: clientIdentity)
     }
 
     /// Creates a request to `destination`.
     public init(
         method: String, destination: Destination, headers: HTTPHeaders = HTTPHeaders(), body: UpstreamRequestBody = .none,
-        upgrade: Bool = false
+        upgrade: Bool = false, clientIdentity: TLSClientIdentity? = nil
     ) {
+        self.clientIdentity = clientIdentity
         self.upgrade = upgrade
         self.method = method
         self.destination = destination
