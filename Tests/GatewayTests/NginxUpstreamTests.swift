@@ -123,4 +123,55 @@ import Testing
             }
         }
     }
+
+    @Test func aCertificateRenewedOnDiskIsShownWithoutARestartOverNewConnections() async throws {
+        let pki = try TestCertificates()
+        let renewed = try pki.issueClient("renewed")
+        let nginx = try Nginx(
+            serverBlock: """
+                ssl_client_certificate \(pki.caCert);
+                ssl_verify_client on;
+                keepalive_timeout 300s;
+                location / { return 200 "client=$ssl_client_s_dn"; }
+                """,
+            tls: (pki.serverCert, pki.serverKey))
+        defer { nginx.stop() }
+        let certificate = pki.directory + "/shown.pem"
+        let key = pki.directory + "/shown.key"
+        func install(_ pair: (cert: String, key: String)) throws {
+            // As a secret volume does: new files renamed over the old ones.
+            for (from, to) in [(pair.cert, certificate), (pair.key, key)] {
+                try? FileManager.default.removeItem(atPath: to + ".new")
+                try FileManager.default.copyItem(atPath: from, toPath: to + ".new")
+                #expect(rename(to + ".new", to) == 0)
+            }
+        }
+        try install((pki.clientCert, pki.clientKey))
+        var cfg = UpstreamClientConfiguration()
+        cfg.caFile = pki.caCert
+        let proxy = try Proxy(
+            routes: [
+                ProxyRoute(
+                    prefix: "/", upstream: UpstreamBase("https://127.0.0.1:\(nginx.port)")!,
+                    clientIdentity: TLSClientIdentity(certificateFile: certificate, keyFile: key))
+            ], client: cfg, loops: 1)
+        defer { proxy.stop() }
+        let c = try RawClient(port: proxy.port)
+        func shown() throws -> String {
+            try c.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+            return try c.readResponse().text
+        }
+        #expect(try shown() == "client=CN=client")
+        try install(renewed)
+        // The files are looked at again within a second; the open upstream connection, made
+        // with the old certificate, must not carry the new one's requests.
+        let deadline = ContinuousClock.now + .seconds(20)
+        var seen = try shown()
+        while seen == "client=CN=client", ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            seen = try shown()
+        }
+        #expect(seen == "client=CN=renewed")
+        for _ in 0..<3 { #expect(try shown() == "client=CN=renewed", "never the old certificate again") }
+    }
 }

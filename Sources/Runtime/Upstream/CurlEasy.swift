@@ -41,6 +41,17 @@ final class CurlEasy {
         try check(ag_easy_setopt_string(handle, option, value), option)
     }
 
+    /// Sets a blob option (`CURLOPT_SSLCERT_BLOB`, …); libcurl copies the bytes.
+    func set(_ option: CURLoption, blob bytes: [UInt8]) throws(RuntimeError) {
+        let rc = bytes.withUnsafeBytes { buffer in
+            var blob = curl_blob(
+                data: UnsafeMutableRawPointer(mutating: buffer.baseAddress), len: buffer.count,
+                flags: UInt32(CURL_BLOB_COPY))
+            return ag_easy_setopt_pointer(handle, option, &blob)
+        }
+        try check(rc, option)
+    }
+
     /// Sets a header list; `list` must outlive the transfer.
     func set(_ option: CURLoption, _ list: CurlHeaderList) throws(RuntimeError) {
         try check(ag_easy_setopt_slist(handle, option, list.head), option)

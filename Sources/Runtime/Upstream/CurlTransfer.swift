@@ -94,8 +94,15 @@ final class CurlTransfer: UpstreamTransfer {
         if let ca = cfg.caFile { try easy.set(CURLOPT_CAINFO, ca) }
         if let ca = cfg.caPath { try easy.set(CURLOPT_CAPATH, ca) }
         if let identity = request.clientIdentity {
-            try easy.set(CURLOPT_SSLCERT, identity.certificateFile)
-            try easy.set(CURLOPT_SSLKEY, identity.keyFile)
+            // By content, so that a renewed file is never shown over a connection made with
+            // the old one (``TLSIdentityContents``).
+            if let contents = TLSIdentityContents.shared.contents(of: identity) {
+                try easy.set(CURLOPT_SSLCERT_BLOB, blob: contents.certificate)
+                try easy.set(CURLOPT_SSLKEY_BLOB, blob: contents.key)
+            } else {
+                try easy.set(CURLOPT_SSLCERT, identity.certificateFile)
+                try easy.set(CURLOPT_SSLKEY, identity.keyFile)
+            }
         } else {
             if let cert = cfg.clientCertificate { try easy.set(CURLOPT_SSLCERT, cert) }
             if let key = cfg.clientKey { try easy.set(CURLOPT_SSLKEY, key) }

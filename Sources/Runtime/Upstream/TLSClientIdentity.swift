@@ -1,9 +1,9 @@
 /// The certificate and key an upstream or a token endpoint is shown in a TLS handshake
 /// (mutual TLS, RFC 8705).
 ///
-/// Both are PEM files, read by libcurl at each new connection: a file replaced on disk is
-/// presented from the next connection on. A connection made with one identity is never
-/// reused for a request that names another (libcurl matches connections by certificate).
+/// Both are PEM files, read again when they change (``TLSIdentityContents``): a renewed
+/// certificate is shown from the next request on, over new connections. A connection made
+/// with one certificate is never reused for a request that shows another.
 public struct TLSClientIdentity: Sendable, Hashable {
     /// The PEM certificate, optionally followed by its intermediate certificates.
     public var certificateFile: String
