@@ -176,10 +176,11 @@ func json(_ status: Int, _ text: String, headers: [(name: String, value: String)
 
     /// A refused assertion can be put right on disk without a restart, and the refresh token
     /// may still be good: `invalid_client` keeps the session then; `invalid_grant` does not.
-    @Test func aRefusedAssertionIsTransientButARefusedGrantIsNot() throws {
+    @Test(arguments: [ClientAuthentication.clientSecretJWT, .privateKeyJWT, .tlsClientAuth, .selfSignedTLSClientAuth])
+    func aRefusedAssertionOrCertificateIsTransientButARefusedGrantIsNot(method: ClientAuthentication) throws {
         let client = OAuth2Client(
             configuration: .init(
-                tokenEndpoint: "https://auth.example.test/oauth/token", clientID: "c", authentication: .clientSecretJWT),
+                tokenEndpoint: "https://auth.example.test/oauth/token", clientID: "c", authentication: method),
             transport: ScriptedTransport(), clock: clock)
         for (code, disposition) in [("invalid_client", AuthError.Disposition.transient), ("invalid_grant", .terminal)] {
             let error = #expect(throws: AuthError.self) {

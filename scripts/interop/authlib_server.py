@@ -30,6 +30,15 @@ rfc8414.AuthorizationServerMetadata):
   every verification, so a test rotates the registered key by rewriting it. An assertion
   is accepted only with iss = sub = client id, aud the token endpoint or the issuer, exp at
   most 60 s after iat and a jti never seen; /stats counts them by method and refusal.
+- mutual TLS (RFC 8705): a second listener over TLS (its URL is `mtls_issuer`) asks for
+  a client certificate (issued by the test CA of `mtls.ca`, or self-signed and found in
+  `mtls.trusted`); discovery names its endpoints as `mtls_endpoint_aliases`. The client
+  `authgate-mtls` authenticates with `tls_client_auth` (a CA-issued certificate whose
+  subject DN is CN=authgate-mtls), `authgate-self-signed` with
+  `self_signed_tls_client_auth` (the certificate in the file `mtls.registered`, read at
+  every verification). Every token issued over that listener with a certificate is bound
+  to it: introspection answers `cnf` with its `x5t#S256` (§3); /stats counts the methods,
+  the refusals and the thumbprints bound.
 - discovery at /.well-known/openid-configuration (and
   /.well-known/oauth-authorization-server), checked with Authlib's RFC 8414 model.
 - GET /authorize, non-interactive: the resource owner authenticates with HTTP Basic
@@ -70,6 +79,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENT_ID = "authgate"
 RS_CLIENT_ID = "resource-server"
 JWT_CLIENT_ID = "authgate-jwt"  # authenticates with private_key_jwt only
+MTLS_CLIENT_ID = "authgate-mtls"  # tls_client_auth only, subject CN=authgate-mtls
+SELF_SIGNED_CLIENT_ID = "authgate-self-signed"  # self_signed_tls_client_auth only
 USERNAME = "alice"
 PASSWORD = "wonderland"
 SCOPE = "api"
@@ -86,11 +97,15 @@ def start(dir: str, port: int, access_ttl: int, latency_ms: int = 0, reuse_grace
     """Starts the server as a child process (its own process group), waits for its JSON
     line and returns it. The pid goes to dir/authlib-as.pid; stdout/stderr to dir."""
     os.makedirs(dir, exist_ok=True)
+    sys.path.insert(0, HERE)
+    import mtls
+    mtls.make_pki(os.path.join(dir, "mtls"))
     err = open(os.path.join(dir, "authlib-as.stderr"), "wb")
     cmd = [sys.executable, "-u", os.path.join(HERE, "authlib_server.py"), "--port", str(port),
            "--access-ttl", str(access_ttl), "--latency-ms", str(latency_ms),
            "--reuse-grace-seconds", str(reuse_grace_seconds),
-           "--jwt-client-key-file", os.path.join(dir, "jwt-client-key.pem")]
+           "--jwt-client-key-file", os.path.join(dir, "jwt-client-key.pem"),
+           "--mtls-dir", os.path.join(dir, "mtls")]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
                             start_new_session=True)
     err.close()
@@ -206,6 +221,8 @@ def code(info: dict, verifier: str, timeout: float = 10.0) -> str:
 
 def serve(args) -> None:
     from flask import Flask, Response, jsonify, request
+
+    import mtls
     from werkzeug.serving import WSGIRequestHandler, make_server
 
     from authlib.integrations.flask_oauth2 import AuthorizationServer
@@ -259,6 +276,10 @@ def serve(args) -> None:
         def check_endpoint_auth_method(self, method, endpoint):
             if self.client_id == JWT_CLIENT_ID:
                 return method == "client_assertion_jwt"
+            if self.client_id == MTLS_CLIENT_ID:
+                return method == "tls_client_auth"
+            if self.client_id == SELF_SIGNED_CLIENT_ID:
+                return method == "self_signed_tls_client_auth"
             return method in ("client_secret_basic", "client_secret_post", "client_assertion_jwt")
 
         def check_response_type(self, response_type):
@@ -274,6 +295,10 @@ def serve(args) -> None:
         RS_CLIENT_ID: Client(RS_CLIENT_ID, rs_secret, []),
         JWT_CLIENT_ID: Client(JWT_CLIENT_ID, secrets.token_urlsafe(24),
                               ["password", "client_credentials", "refresh_token"]),
+        MTLS_CLIENT_ID: Client(MTLS_CLIENT_ID, secrets.token_urlsafe(24),
+                               ["password", "client_credentials", "refresh_token"]),
+        SELF_SIGNED_CLIENT_ID: Client(SELF_SIGNED_CLIENT_ID, secrets.token_urlsafe(24),
+                                      ["password", "client_credentials", "refresh_token"]),
     }
 
     class Family:
@@ -309,6 +334,7 @@ def serve(args) -> None:
             self.access_revoked = False
             self.refresh_revoked = False
             self.refresh_spent_at = None  # time.monotonic() of the rotation that spent it
+            self.cnf = None  # {"x5t#S256": …} when issued to a client that showed a certificate
 
     class TokenView(TokenMixin):
         """A token string's view of its record: `kind` is access_token or refresh_token."""
@@ -377,6 +403,9 @@ def serve(args) -> None:
             self.authorizations = 0
             self.client_assertions = {}  # method -> accepted
             self.client_assertions_refused = {}  # reason -> count
+            self.client_certificates = {}  # method -> accepted
+            self.client_certificates_refused = {}  # reason -> count
+            self.bound_thumbprints = {}  # x5t#S256 -> tokens bound to it
 
         def snapshot(self):
             d = dict(self.__dict__)
@@ -385,6 +414,9 @@ def serve(args) -> None:
             d["revocations_by_hint"] = dict(self.revocations_by_hint)
             d["client_assertions"] = dict(self.client_assertions)
             d["client_assertions_refused"] = dict(self.client_assertions_refused)
+            d["client_certificates"] = dict(self.client_certificates)
+            d["client_certificates_refused"] = dict(self.client_certificates_refused)
+            d["bound_thumbprints"] = dict(self.bound_thumbprints)
             d["refresh_times_wall"] = list(self.refresh_times_wall)
             d["refresh_times_monotonic"] = list(self.refresh_times_monotonic)
             d["active_families"] = sum(1 for f in families if f.live())
@@ -422,6 +454,10 @@ def serve(args) -> None:
             family = Family(grant_type, client_id, user)
             families.append(family)
         rec = Record(token, client_id, user, grant_type, family)
+        shown = request.environ.get("SSL_CLIENT_CERT")
+        if shown:
+            rec.cnf = {"x5t#S256": mtls.thumbprint(shown)}
+            stats.bound_thumbprints[rec.cnf["x5t#S256"]] = stats.bound_thumbprints.get(rec.cnf["x5t#S256"], 0) + 1
         family.records.append(rec)
         by_access[rec.access_token] = rec
         if rec.refresh_token:
@@ -433,10 +469,61 @@ def serve(args) -> None:
             stats.refresh_times_monotonic.append(round(time.monotonic(), 4))
         log("token_issued", grant_type=grant_type, family=family.id, generation=len(family.records))
 
-    # Every grant accepts client_secret_basic, client_secret_post and JWT assertions.
-    AUTH_METHODS = ["client_secret_basic", "client_secret_post", "client_assertion_jwt"]
+    # Every grant accepts client_secret_basic, client_secret_post, JWT assertions and
+    # client certificates.
+    AUTH_METHODS = ["client_secret_basic", "client_secret_post", "client_assertion_jwt", "tls_client_auth",
+                    "self_signed_tls_client_auth"]
     # What discovery names (Authlib calls both JWT methods client_assertion_jwt).
-    ADVERTISED_METHODS = ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"]
+    ADVERTISED_METHODS = ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt",
+                          "tls_client_auth", "self_signed_tls_client_auth"]
+
+    def certificate_refused(reason):
+        stats.client_certificates_refused[reason] = stats.client_certificates_refused.get(reason, 0) + 1
+        log("client_certificate_refused", reason=reason)
+        raise _InvalidClient(description=reason)
+
+    def certificate_client(query_client, req, method):
+        """RFC 8705 §2: the client names itself with client_id and proves itself with the
+        certificate of the TLS handshake (checked by the listener against the CA or the
+        trusted directory)."""
+        client_id = req.form.get("client_id")
+        client = query_client(client_id) if client_id else None
+        if client is None or not client.check_endpoint_auth_method(method, "token"):
+            return None
+        if req.form.get("client_secret") or req.headers.get("Authorization"):
+            certificate_refused("a certificate client sent a secret too")
+        shown = request.environ.get("SSL_CLIENT_CERT")
+        if not shown:
+            certificate_refused("no client certificate was shown (use the mtls_endpoint_aliases)")
+        return client, shown
+
+    def tls_client_auth(query_client, req):
+        found = certificate_client(query_client, req, "tls_client_auth")
+        if found is None:
+            return None
+        client, shown = found
+        from cryptography import x509
+        subject = x509.load_pem_x509_certificate(shown.encode()).subject.rfc4514_string()
+        if subject != "CN=" + MTLS_CLIENT_ID:
+            certificate_refused(f"the certificate's subject {subject} is not the one registered")
+        stats.client_certificates["tls_client_auth"] = stats.client_certificates.get("tls_client_auth", 0) + 1
+        return client
+
+    def self_signed_tls_client_auth(query_client, req):
+        found = certificate_client(query_client, req, "self_signed_tls_client_auth")
+        if found is None:
+            return None
+        client, shown = found
+        try:
+            with open(os.path.join(args.mtls_dir, "registered.pem")) as f:
+                registered = mtls.thumbprint(f.read())
+        except (OSError, ValueError, TypeError):
+            certificate_refused("no certificate is registered for the self-signed client")
+        if mtls.thumbprint(shown) != registered:
+            certificate_refused("the certificate is not the one registered")
+        method = "self_signed_tls_client_auth"
+        stats.client_certificates[method] = stats.client_certificates.get(method, 0) + 1
+        return client
 
     from authlib.oauth2.rfc7523 import JWTBearerClientAssertion
     from authlib.oauth2.rfc6749.errors import InvalidClientError as _InvalidClient
@@ -618,6 +705,8 @@ def serve(args) -> None:
             stats.introspections += 1
             if payload.get("active"):
                 stats.introspections_active += 1
+                if token.record.cnf:
+                    payload["cnf"] = dict(token.record.cnf)
             return payload
 
     app = Flask("authlib_interop_as")
@@ -629,6 +718,8 @@ def serve(args) -> None:
     )
     server = AuthorizationServer(app, query_client=query_client, save_token=save_token)
     server.register_client_auth_method(JWTClientAuth.CLIENT_AUTH_METHOD, JWTClientAuth())
+    server.register_client_auth_method("tls_client_auth", tls_client_auth)
+    server.register_client_auth_method("self_signed_tls_client_auth", self_signed_tls_client_auth)
     server.register_grant(PasswordGrant)
     server.register_grant(ClientCredentialsGrant)
     server.register_grant(AuthorizationCodeGrant, [S256Required(required=True)])
@@ -704,7 +795,12 @@ def serve(args) -> None:
             "subject_types_supported": ["public"],
         })
         m.validate()
-        return dict(m)
+        document = dict(m)
+        document["tls_client_certificate_bound_access_tokens"] = True
+        document["mtls_endpoint_aliases"] = {"token_endpoint": mtls_issuer + "/token",
+                                             "revocation_endpoint": mtls_issuer + "/revoke",
+                                             "introspection_endpoint": mtls_issuer + "/introspect"}
+        return document
 
     @app.get("/.well-known/openid-configuration")
     @app.get("/.well-known/oauth-authorization-server")
@@ -748,6 +844,14 @@ def serve(args) -> None:
     httpd.daemon_threads = True
     port = httpd.server_port
     issuer = f"http://127.0.0.1:{port}"
+    pki = {"ca": os.path.join(args.mtls_dir, "ca.pem"), "ca_key": os.path.join(args.mtls_dir, "ca.key"),
+           "server_cert": os.path.join(args.mtls_dir, "server.pem"),
+           "server_key": os.path.join(args.mtls_dir, "server.key"), "trusted": os.path.join(args.mtls_dir, "trusted")}
+    tls_httpd = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler,
+                            ssl_context=mtls.server_context(pki))
+    tls_httpd.daemon_threads = True
+    mtls_issuer = f"https://127.0.0.1:{tls_httpd.server_port}"
+    threading.Thread(target=lambda: tls_httpd.serve_forever(poll_interval=0.2), daemon=True).start()
     info = {
         "kind": "authlib",
         "issuer": issuer,
@@ -761,6 +865,9 @@ def serve(args) -> None:
         "client_secret": client_secret,
         "jwt_client_id": JWT_CLIENT_ID,
         "jwt_client_key_file": args.jwt_client_key_file,
+        "mtls_issuer": mtls_issuer,
+        "mtls": {**pki, "dir": args.mtls_dir, "registered": os.path.join(args.mtls_dir, "registered.pem"),
+                 "client_id": MTLS_CLIENT_ID, "self_signed_client_id": SELF_SIGNED_CLIENT_ID},
         "username": USERNAME,
         "password": PASSWORD,
         "scope": SCOPE,
@@ -791,6 +898,8 @@ def main(argv=None):
     p.add_argument("--latency-ms", type=int, default=0, help="hold each token endpoint answer this long")
     p.add_argument("--jwt-client-key-file", default=None,
                    help="PEM public key of the private_key_jwt client, read at every verification")
+    p.add_argument("--mtls-dir", required=True,
+                   help="the PKI of mtls.make_pki: the TLS listener's certificate, its CA, trusted/")
     p.add_argument("--reuse-grace-seconds", type=float, default=0.0,
                    help="a spent refresh token presented again within this many seconds is accepted")
     serve(p.parse_args(argv))

@@ -23,6 +23,10 @@ delay of --delay-min-ms..--delay-max-ms) runs under a semaphore of --workers slo
 requests queue when more arrive than workers — a realistically slow API. --fast: no
 delay and 1024 workers.
 
+--tls-pki DIR (a PKI of mtls.make_pki): serve TLS, ask for a client certificate, and
+refuse a certificate-bound token (introspection's `cnf.x5t#S256`, RFC 8705 §3) unless
+the connection shows that certificate: 401 invalid_token, counted as `bound_refused`.
+
 GET /stats (no auth): requests, by status, max in flight, max queued, distinct tokens.
 Prints one JSON line {"url", "port", "stats"} on stdout once it listens.
 """
@@ -33,6 +37,7 @@ import argparse
 import base64
 import hashlib
 import http.client
+import os
 import json
 import random
 import signal
@@ -42,6 +47,8 @@ import threading
 import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import mtls
 
 
 class Introspector:
@@ -100,6 +107,8 @@ class Stats:
         self.max_open_connections = 0
         self.tokens = set()
         self.introspection_errors = 0
+        self.bound_accepted = 0
+        self.bound_refused = 0
 
     def snapshot(self):
         with self.lock:
@@ -110,7 +119,8 @@ class Stats:
                     "queued": self.queued, "max_queued": self.max_queued,
                     "connections": self.connections, "open_connections": self.open_connections,
                     "max_open_connections": self.max_open_connections,
-                    "distinct_tokens": len(self.tokens), "introspection_errors": self.introspection_errors}
+                    "distinct_tokens": len(self.tokens), "introspection_errors": self.introspection_errors,
+                    "bound_accepted": self.bound_accepted, "bound_refused": self.bound_refused}
 
 
 def make_handler(introspector, stats, slots, delay_min, delay_max, echo_token):
@@ -217,6 +227,22 @@ def make_handler(introspector, stats, slots, delay_min, delay_max, echo_token):
                              'Bearer realm="interop", error="invalid_token", '
                              'error_description="the access token is not active"')])
                 return
+            bound = (result.get("cnf") or {}).get("x5t#S256")
+            if bound:
+                try:
+                    der = self.connection.getpeercert(binary_form=True)
+                except (AttributeError, ValueError):
+                    der = None
+                if der is None or mtls.thumbprint_der(der) != bound:
+                    with stats.lock:
+                        stats.bound_refused += 1
+                    self._send(401, {"error": "invalid_token", "token_sha256": token_sha},
+                               [("WWW-Authenticate",
+                                 'Bearer realm="interop", error="invalid_token", '
+                                 'error_description="the token is bound to a certificate this connection did not show"')])
+                    return
+                with stats.lock:
+                    stats.bound_accepted += 1
             with stats.lock:
                 stats.tokens.add(token_sha)
             out = {"sub": result.get("sub"), "username": result.get("username"), "client_id": result.get("client_id"),
@@ -251,6 +277,7 @@ def main(argv=None):
     p.add_argument("--workers", type=int, default=8)
     p.add_argument("--fast", action="store_true", help="no delay, 1024 workers")
     p.add_argument("--echo-token", action="store_true", help="TEST ONLY: echo the access token in 200 answers")
+    p.add_argument("--tls-pki", help="serve TLS with the PKI in this directory (mtls.make_pki) and check bound tokens")
     a = p.parse_args(argv)
     url, cid, secret, auth = a.introspection_url, a.client_id, a.client_secret, a.client_auth or "basic"
     if a.as_info:
@@ -273,9 +300,15 @@ def main(argv=None):
                            a.delay_min_ms, a.delay_max_ms, a.echo_token)
     httpd = Server(("127.0.0.1", a.port), handler)
     port = httpd.server_address[1]
+    scheme = "http"
+    if a.tls_pki:
+        pki = {"ca": os.path.join(a.tls_pki, "ca.pem"), "server_cert": os.path.join(a.tls_pki, "server.pem"),
+               "server_key": os.path.join(a.tls_pki, "server.key"), "trusted": os.path.join(a.tls_pki, "trusted")}
+        httpd.socket = mtls.server_context(pki).wrap_socket(httpd.socket, server_side=True)
+        scheme = "https"
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=httpd.shutdown, daemon=True).start())
-    print(json.dumps({"url": f"http://127.0.0.1:{port}", "port": port,
-                      "stats": f"http://127.0.0.1:{port}/stats", "workers": a.workers,
+    print(json.dumps({"url": f"{scheme}://127.0.0.1:{port}", "port": port,
+                      "stats": f"{scheme}://127.0.0.1:{port}/stats", "workers": a.workers,
                       "delay_ms": [a.delay_min_ms, a.delay_max_ms]}), flush=True)
     try:
         httpd.serve_forever(poll_interval=0.2)

@@ -43,6 +43,7 @@ import secrets
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -866,6 +867,152 @@ def sc_client_assertion_file(ctx):
         ag.stop()
 
 
+def certificates(stats, method):
+    return (stats.get("client_certificates") or {}).get(method, 0)
+
+
+def tls_rs(ctx, name):
+    """A resource server over TLS that refuses a certificate-bound token shown without its
+    certificate; returns (its info, a function reading its /stats)."""
+    pki = ctx.info["mtls"]
+    rsp = spawn([sys.executable, "-u", os.path.join(HERE, "resource_server.py"), "--port", "0",
+                 "--as-info", os.path.join(ctx.dir, "as-info.json"), "--tls-pki", pki["dir"],
+                 "--workers", "32", "--delay-min-ms", "0", "--delay-max-ms", "20"],
+                os.path.join(ctx.dir, f"{name}-rs.log"), stdout=subprocess.PIPE)
+    rs = read_json_line(rsp, 15)
+    if rs is None:
+        raise Fail(f"the TLS resource server did not start: {tail(os.path.join(ctx.dir, f'{name}-rs.log'), 3)}")
+    tls = ssl.create_default_context(cafile=pki["ca"])
+
+    def stats():
+        conn = http.client.HTTPSConnection("127.0.0.1", rs["port"], timeout=5, context=tls)
+        try:
+            conn.request("GET", "/stats")
+            return json.loads(conn.getresponse().read())
+        finally:
+            conn.close()
+    return rs, stats
+
+
+def certificate_ag(ctx, name, rs, authz):
+    """An AuthGate that finds its endpoints by discovery (the mutual-TLS aliases, since it
+    shows a certificate), trusts the test CA and routes /api to the TLS resource server."""
+    config = authgate_config(ctx, name, discovery=True)
+    config["authorization"] = {"issuer": ctx.info["issuer"], **authz}
+    config["caFile"] = ctx.info["mtls"]["ca"]
+    config["routes"] = [{"prefix": "/api", "upstream": rs["url"], "requiresAuthentication": True}]
+    ag = AuthGate(ctx.binary, ctx.dir, name, config)
+    ag.start()
+    return ag
+
+
+def sc_tls_client_auth(ctx):
+    if not ctx.info.get("mtls"):
+        raise Skip("this server has no mutual-TLS listener here")
+    import mtls
+    pki = ctx.info["mtls"]
+    work = os.path.join(ctx.dir, "tls-client-auth")
+    os.makedirs(work, exist_ok=True)
+    shown_cert, shown_key = os.path.join(work, "shown.pem"), os.path.join(work, "shown.key")
+    first = mtls.issue(work, "first", pki["client_id"], pki["ca"], pki["ca_key"])
+    mtls.install(*first, shown_cert, shown_key)
+    rs, rs_stats = tls_rs(ctx, "tls-client-auth")
+    ag = certificate_ag(ctx, "tlsauth", rs, {
+        "clientID": pki["client_id"], "clientAuthentication": "tls_client_auth",
+        "clientCertificateFile": shown_cert, "clientCertificateKeyFile": shown_key})
+    try:
+        a0, r0 = ctx.as_stats(), rs_stats()
+        ag.login({"grant_type": "password", "username": ctx.info["username"], "password": ctx.info["password"]})
+        check(ag.get("/api/mtls/1").status == 200, "the API call after login failed")
+        a1 = ctx.as_stats()
+        check(certificates(a1, "tls_client_auth") - certificates(a0, "tls_client_auth") == 1,
+              "the login was not authenticated by the client certificate (through the mtls alias)")
+        with open(first[0]) as f:
+            thumb = mtls.thumbprint(f.read())
+        check((a1.get("bound_thumbprints") or {}).get(thumb, 0) >= 1, "the token was not bound to the certificate")
+        expiry_refresh(ctx, ag, "/api/mtls/2")
+        storm_expiries(ctx, ag, "/api/mtls/storm", expiries=2)
+        r1 = rs_stats()
+        check(r1["bound_accepted"] - r0["bound_accepted"] >= 50, "the API did not see the bound tokens with their certificate")
+        check(r1["bound_refused"] == r0["bound_refused"], "the API saw a bound token without its certificate")
+        # Renewed on disk (same subject, new key): the token endpoint and the API see the new
+        # one from the next connection on; no client sees a 401 meanwhile.
+        second = mtls.issue(work, "second", pki["client_id"], pki["ca"], pki["ca_key"])
+        mtls.install(*second, shown_cert, shown_key)
+        time.sleep(1.5)
+        _, a2 = expiry_refresh(ctx, ag, "/api/mtls/3")
+        with open(second[0]) as f:
+            renewed = mtls.thumbprint(f.read())
+        check((a2.get("bound_thumbprints") or {}).get(renewed, 0) >= 1,
+              "the refresh after the renewal was not bound to the renewed certificate")
+        check(ag.get("/api/mtls/4").status == 200, "the API refused the token bound to the renewed certificate")
+        # A certificate for another subject: refused as invalid_client, the session kept.
+        intruder = mtls.issue(work, "intruder", "intruder", pki["ca"], pki["ca_key"])
+        mtls.install(*intruder, shown_cert, shown_key)
+        f0 = ctx.as_stats()
+        time.sleep(ctx.ttl + 1.5)
+        ag.get("/api/mtls/5")
+        refused = sum((ctx.as_stats().get("client_certificates_refused") or {}).values()) - \
+            sum((f0.get("client_certificates_refused") or {}).values())
+        check(refused >= 1, "the AS did not refuse a certificate for another subject")
+        check(wait_until(lambda: "invalid_client" in tail(ag.log_path, 40), 5),
+              f"AuthGate's log does not name invalid_client: {ag.last_log_line()}")
+        check(ag.session().get("state") == "logged_in", "a refused certificate ended the session")
+        mtls.install(*second, shown_cert, shown_key)
+        check(wait_until(lambda: ag.get("/api/mtls/6").status == 200, 20),
+              "the session did not recover once the right certificate was back")
+        r2 = rs_stats()
+        return (f"tls_client_auth through the discovered mtls alias: login, refresh, 2 expiries x 24 requests "
+                f"all 200 with one refresh each, tokens bound to the certificate and checked by a TLS API "
+                f"({r2['bound_accepted'] - r0['bound_accepted']} bound requests), renewal used without restart, "
+                f"another subject refused (invalid_client) with the session kept until put right")
+    finally:
+        ag.stop()
+
+
+def sc_self_signed_tls_client_auth(ctx):
+    if not ctx.info.get("mtls"):
+        raise Skip("this server has no mutual-TLS listener here")
+    import mtls
+    pki = ctx.info["mtls"]
+    work = os.path.join(ctx.dir, "self-signed")
+    os.makedirs(work, exist_ok=True)
+    shown_cert, shown_key = os.path.join(work, "shown.pem"), os.path.join(work, "shown.key")
+
+    def register(pair):
+        mtls.trust(pki, pair[0])
+        shutil.copy(pair[0], pki["registered"])
+
+    first = mtls.self_signed(work, "first", "authgate self-signed")
+    register(first)
+    mtls.install(*first, shown_cert, shown_key)
+    rs, rs_stats = tls_rs(ctx, "self-signed")
+    ag = certificate_ag(ctx, "selfsigned", rs, {
+        "clientID": pki["self_signed_client_id"], "clientAuthentication": "self_signed_tls_client_auth",
+        "clientCertificateFile": shown_cert, "clientCertificateKeyFile": shown_key})
+    try:
+        a0 = ctx.as_stats()
+        ag.login({"grant_type": "password", "username": ctx.info["username"], "password": ctx.info["password"]})
+        check(ag.get("/api/self/1").status == 200, "the API call after login failed")
+        expiry_refresh(ctx, ag, "/api/self/2")
+        _, a1 = storm_expiries(ctx, ag, "/api/self/storm", expiries=2)
+        sent = certificates(a1, "self_signed_tls_client_auth") - certificates(a0, "self_signed_tls_client_auth")
+        check(sent == 4, f"{sent} certificate authentications for a login and three refreshes, wanted 4")
+        # A new self-signed certificate, registered at the AS and put on disk together.
+        # (Another subject: OpenSSL's trusted directory keeps the first certificate it found
+        # under a subject's hash.)
+        second = mtls.self_signed(work, "second", "authgate self-signed 2")
+        register(second)
+        mtls.install(*second, shown_cert, shown_key)
+        time.sleep(1.5)
+        expiry_refresh(ctx, ag, "/api/self/3")
+        check(rs_stats()["bound_refused"] == 0, "the API saw a bound token without its certificate")
+        return ("self_signed_tls_client_auth: login, refresh, 2 expiries x 24 requests all 200 with one refresh each, "
+                "bound tokens checked by a TLS API, a new registered certificate used without restart")
+    finally:
+        ag.stop()
+
+
 SCENARIOS = [
     ("password", sc_password),
     ("client-credentials", sc_client_credentials),
@@ -881,6 +1028,8 @@ SCENARIOS = [
     ("private-key-jwt", sc_private_key_jwt),
     ("client-secret-jwt", sc_client_secret_jwt),
     ("client-assertion-file", sc_client_assertion_file),
+    ("tls-client-auth", sc_tls_client_auth),
+    ("self-signed-tls-client-auth", sc_self_signed_tls_client_auth),
 ]
 
 

@@ -37,7 +37,10 @@ extension OAuth2Client {
                     oauthError: oauthError, retryAfter: retryAfter)
             }
             if let oauthError {
-                let credentialsMayRecover = oauthError.error == "invalid_client" && configuration.authentication.usesAssertion
+                // A key, assertion or certificate comes from a file that can be put right on
+                // disk: the session keeps its token and tries again.
+                let fromFiles = configuration.authentication.usesAssertion || configuration.authentication.usesCertificate
+                let credentialsMayRecover = oauthError.error == "invalid_client" && fromFiles
                 let terminal =
                     oauthError.isTerminal && [400, 401].contains(response.status) && !credentialsMayRecover
                     || mapping.terminalStatuses.contains(response.status)
