@@ -50,6 +50,22 @@ import Testing
         limiter.release()
     }
 
+    @Test func aRequestThatTimesOutIsToldTheQueuesExpectedWait() async throws {
+        let limiter = try await limiter(limit: 1, latency: 2.5)
+        try await limiter.acquire(.first)
+        // Two replays wait far longer than the test; a third gives up at once.
+        let patient = (0..<2).map { _ in Task { try await limiter.acquire(.replay, timeout: .seconds(3600)) } }
+        while limiter.load.waiting < 2 { await Task.yield() }
+        // Two still waiting when it leaves, and a newcomer: 3 × 2.5 s at one slot.
+        await #expect(throws: InFlightLimiter.Failure.timedOut(retryAfter: 8)) {
+            try await limiter.acquire(.replay, timeout: .milliseconds(20))
+        }
+        for task in patient { task.cancel() }
+        for task in patient { _ = try? await task.value }
+        #expect(limiter.load.waiting == 0)
+        limiter.release()
+    }
+
     @Test func withoutAnyLatencyYetNobodyIsShed() async throws {
         let limiter = InFlightLimiter(limit: 1, timeout: .seconds(30))
         try await limiter.acquire(.first)

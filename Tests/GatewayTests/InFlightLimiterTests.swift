@@ -32,7 +32,9 @@ import Testing
     @Test func aWaiterGivesUpAfterTheTimeoutWithoutTakingASlot() async throws {
         let limiter = InFlightLimiter(limit: 1, timeout: .milliseconds(50))
         try await limiter.acquire(.first)
-        await #expect(throws: InFlightLimiter.Failure.timedOut) { try await limiter.acquire(.first) }
+        await #expect(throws: InFlightLimiter.Failure.timedOut(retryAfter: 1), "no latency known yet: 1 s") {
+            try await limiter.acquire(.first)
+        }
         #expect(limiter.load.waiting == 0)
         limiter.release()
         #expect(limiter.load.inFlight == 0)

@@ -19,8 +19,9 @@ import Locking
 public final class InFlightLimiter: Sendable {
     /// Why ``acquire(_:)`` gave no slot.
     public enum Failure: Error, Equatable {
-        /// The request waited `timeout` without a slot.
-        case timedOut
+        /// The request waited `timeout` without a slot; `retryAfter` (whole seconds, at least
+        /// 1) is the expected wait of a request that joined the queue as it gave up.
+        case timedOut(retryAfter: Int)
         /// The waiting task was cancelled.
         case cancelled
         /// The queue is already longer than the timeout would let the request wait: it was
@@ -127,7 +128,7 @@ public final class InFlightLimiter: Sendable {
         if lane == .first, let retryAfter = expectedWaitBeyond(timeout) { throw .shed(retryAfter: retryAfter) }
         let timer = Task { [weak self, timeout] in
             try? await Task.sleep(for: timeout)
-            if !Task.isCancelled { self?.giveUp(ticket, .timedOut) }
+            if !Task.isCancelled { self?.giveUp(ticket, timedOut: true) }
         }
         defer { timer.cancel() }
         do {
@@ -148,7 +149,7 @@ public final class InFlightLimiter: Sendable {
                     }
                 }
             } onCancel: {
-                giveUp(ticket, .cancelled)
+                giveUp(ticket, timedOut: false)
             }
         } catch let failure as Failure {
             throw failure
@@ -193,19 +194,29 @@ public final class InFlightLimiter: Sendable {
     /// queue's expected wait, that wait in whole seconds (at least 1); else nil.
     private func expectedWaitBeyond(_ timeout: Duration) -> Int? {
         state.withLock { s in
-            guard let latency = s.controller.recentLatency else { return nil }
-            let wait = Double(s.queue.waiting + 1) * latency / Double(s.queue.limit)
+            guard let wait = Self.expectedWait(s) else { return nil }
             let limit = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18
             guard wait > limit else { return nil }
             return max(1, Int(wait.rounded(.up)))
         }
     }
 
-    private func giveUp(_ ticket: UInt64, _ failure: Failure) {
-        let waiter: CheckedContinuation<Int, any Error>? = state.withLock { s in
-            guard s.queue.withdraw(ticket) else { return nil }
-            return s.waiters.removeValue(forKey: ticket)
+    /// The seconds a request that joined the queue now would wait: those waiting, and it,
+    /// at the upstream's recent latency per slot; nil before any latency is known.
+    private static func expectedWait(_ s: State) -> Double? {
+        guard let latency = s.controller.recentLatency else { return nil }
+        return Double(s.queue.waiting + 1) * latency / Double(s.queue.limit)
+    }
+
+    /// Takes `ticket` out of the queue and fails its waiter: timed out (with the queue's
+    /// expected wait as it leaves) or cancelled.
+    private func giveUp(_ ticket: UInt64, timedOut: Bool) {
+        let left: (CheckedContinuation<Int, any Error>, Failure)? = state.withLock { s in
+            guard s.queue.withdraw(ticket), let waiter = s.waiters.removeValue(forKey: ticket) else { return nil }
+            guard timedOut else { return (waiter, .cancelled) }
+            let wait = Self.expectedWait(s).map { max(1, Int($0.rounded(.up))) } ?? 1
+            return (waiter, .timedOut(retryAfter: wait))
         }
-        waiter?.resume(throwing: failure)
+        if let (waiter, failure) = left { waiter.resume(throwing: failure) }
     }
 }

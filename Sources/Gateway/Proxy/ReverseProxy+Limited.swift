@@ -51,9 +51,9 @@ extension ReverseProxy {
             // The client went away while waiting: nobody to answer.
             writer.abort()
             return 499
-        case .timedOut:
+        case .timedOut(let retryAfter):
             metrics.upstreamShed(limiter, reason: "timeout")
-            h.add(name: "Retry-After", value: "1")
+            h.add(name: "Retry-After", value: String(retryAfter))
             writer.respond(problem: GatewayProblem.upstreamBusy, headers: h)
         case .shed(let retryAfter):
             metrics.upstreamShed(limiter, reason: "expected_wait")
