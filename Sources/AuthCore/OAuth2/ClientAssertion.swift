@@ -126,16 +126,5 @@ public struct ClientAssertion: Sendable, Equatable {
     }
 
     /// `text` as a JSON string.
-    private static func json(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    private static func json(_ text: String) -> String { JSONText.string(text) }
 }

@@ -80,21 +80,27 @@ public enum ClientKey {
         }
     }
 
-    /// The public key's JWK thumbprint (RFC 7638, SHA-256), base64url: the default `kid`.
-    public func thumbprint() throws -> String {
-        let json: String
+    /// The public key as a JWK (RFC 7517) with only its required members, in lexicographic
+    /// order and without whitespace: the form RFC 7638 hashes, and the `jwk` header of a DPoP
+    /// proof.
+    public func publicJWK() throws -> String {
         switch self {
         case .p256(let key):
             let point = Array(key.publicKey.x963Representation)
             let x = Base64URL.encode(Array(point[1..<33]))
             let y = Base64URL.encode(Array(point[33..<65]))
-            json = #"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"#
+            return #"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"#
         case .rsa(let key):
             let primitives = try key.publicKey.getKeyPrimitives()
             let n = Base64URL.encode(Array(primitives.modulus))
             let e = Base64URL.encode(Array(primitives.publicExponent))
-            json = #"{"e":"\#(e)","kty":"RSA","n":"\#(n)"}"#
+            return #"{"e":"\#(e)","kty":"RSA","n":"\#(n)"}"#
         }
-        return Base64URL.encode(Array(SHA256.hash(data: Array(json.utf8))))
+    }
+
+    /// The public key's JWK thumbprint (RFC 7638, SHA-256), base64url: the default `kid`,
+    /// and the `jkt` a DPoP-bound token names.
+    public func thumbprint() throws -> String {
+        Base64URL.encode(Array(SHA256.hash(data: Array(try publicJWK().utf8))))
     }
 }

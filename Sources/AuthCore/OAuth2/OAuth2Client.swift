@@ -28,14 +28,18 @@ public struct OAuth2Client: TokenGrantClient {
         /// `tls_client_auth` and `self_signed_tls_client_auth`, and with any other method
         /// what the server binds the tokens to (RFC 8705 §3).
         public var certificate: ClientCertificate?
+        /// The key every token request proves possession of (RFC 9449): the server binds
+        /// the tokens to it (`token_type` `DPoP`).
+        public var dpop: DPoPKey?
 
         /// Creates a configuration.
         public init(
             tokenEndpoint: String, clientID: String? = nil, clientSecret: String? = nil,
             authentication: ClientAuthentication = .basic,
             mapping: TokenEndpointMapping = .standard, revocationEndpoint: String? = nil, assertion: ClientAssertion? = nil,
-            certificate: ClientCertificate? = nil
+            certificate: ClientCertificate? = nil, dpop: DPoPKey? = nil
         ) {
+            self.dpop = dpop
             self.certificate = certificate
             self.revocationEndpoint = revocationEndpoint
             self.assertion = assertion
@@ -57,6 +61,8 @@ public struct OAuth2Client: TokenGrantClient {
     public let configuration: Configuration
     private let transport: any HTTPTransport
     private let clock: any AuthClock
+    /// The nonces the token endpoint asked DPoP proofs to carry.
+    private let nonces = DPoPNonces()
 
     /// Creates a client. The clock resolves `Retry-After` dates.
     public init(configuration: Configuration, transport: any HTTPTransport, clock: any AuthClock) {
@@ -66,21 +72,57 @@ public struct OAuth2Client: TokenGrantClient {
     }
 
     /// Presents `grant` and returns the tokens, or throws ``AuthError`` of the ``AuthError/Code/Domain/tokenEndpoint`` domain.
+    ///
+    /// With DPoP, a server that answers `use_dpop_nonce` with a `DPoP-Nonce` (RFC 9449 §8)
+    /// is asked once more, with a new proof carrying that nonce (and a new assertion, whose
+    /// `jti` a server accepts once); a second such answer is its error.
     public func requestToken(_ grant: Grant) async throws -> TokenResponse {
-        let request = try makeRequest(for: grant, assertion: try currentAssertion())
-        let response: HTTPResponseValue
-        do {
-            response = try await transport.send(request)
-        } catch let error as AuthError where error.code.domain == .transport {
-            throw AuthError.tokenEndpoint(
-                error.requestMayHaveBeenProcessed ? .networkAfterSend : .network,
-                error.requestMayHaveBeenProcessed ? .ambiguous : .transient, underlying: error)
-        } catch is CancellationError {
-            throw CancellationError()
-        } catch {
-            throw AuthError.tokenEndpoint(.network, .transient, message: String(describing: type(of: error)))
+        var askedForNonce = false
+        while true {
+            var request = try makeRequest(for: grant, assertion: try currentAssertion())
+            if let proof = try currentProof(for: request) { request.headers.append(("DPoP", proof)) }
+            let response: HTTPResponseValue
+            do {
+                response = try await transport.send(request)
+            } catch let error as AuthError where error.code.domain == .transport {
+                throw AuthError.tokenEndpoint(
+                    error.requestMayHaveBeenProcessed ? .networkAfterSend : .network,
+                    error.requestMayHaveBeenProcessed ? .ambiguous : .transient, underlying: error)
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                throw AuthError.tokenEndpoint(.network, .transient, message: String(describing: type(of: error)))
+            }
+            if configuration.dpop != nil, let nonce = response.header("DPoP-Nonce") {
+                nonces.remember(nonce, for: request.url)
+                if !askedForNonce, Self.asksForNonce(response) {
+                    askedForNonce = true
+                    continue
+                }
+            }
+            return try parse(response, for: grant, now: clock.wallNow)
         }
-        return try parse(response, for: grant, now: clock.wallNow)
+    }
+
+    /// Whether `response` is RFC 9449 §8's `use_dpop_nonce` error.
+    static func asksForNonce(_ response: HTTPResponseValue) -> Bool {
+        guard response.status == 400 || response.status == 401,
+            let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+        else { return false }
+        return object["error"] as? String == "use_dpop_nonce"
+    }
+
+    /// The DPoP proof for `request` when the client has a DPoP key (its file read now);
+    /// nothing is sent when none can be made: a transient
+    /// ``AuthError/Code/clientCredentialsUnusable`` error, as for an assertion.
+    func currentProof(for request: HTTPRequestValue) throws -> String? {
+        guard let dpop = configuration.dpop else { return nil }
+        do {
+            return try dpop.proof(
+                method: request.method, url: request.url, now: clock.wallNow, nonce: nonces.nonce(for: request.url))
+        } catch {
+            throw AuthError.tokenEndpoint(.clientCredentialsUnusable, .transient, message: error.description)
+        }
     }
 
     /// A fresh client assertion when the client authenticates with one (files are read
