@@ -83,17 +83,22 @@ extension FakeAuthorizationServer {
         case .success(let id): clientID = id
         case .failure(let box): return box.response
         }
+        let jkt: String?
+        switch checkDPoP(request) {
+        case .success(let thumbprint): jkt = thumbprint
+        case .failure(let box): return box.response
+        }
         switch grantType {
         case "password":
             guard let user = fields["username"], let password = fields["password"],
                 configuration.users[user] == password
             else { return oauthError(400, "invalid_grant", "bad resource owner credentials") }
             counters.grants["password", default: 0] += 1
-            return tokenJSON(newFamily(subject: user, clientID: clientID, scope: fields["scope"]))
+            return tokenJSON(newFamily(subject: user, clientID: clientID, scope: fields["scope"], jkt: jkt))
         case "client_credentials":
             guard let clientID else { return oauthError(401, "invalid_client", "client authentication required") }
             counters.grants["client_credentials", default: 0] += 1
-            var issued = newFamily(subject: clientID, clientID: clientID, scope: fields["scope"])
+            var issued = newFamily(subject: clientID, clientID: clientID, scope: fields["scope"], jkt: jkt)
             issued.refreshToken = nil
             return tokenJSON(issued)
         case "authorization_code":
@@ -109,13 +114,13 @@ extension FakeAuthorizationServer {
                 else { return oauthError(400, "invalid_grant", "PKCE verification failed") }
             }
             counters.grants["authorization_code", default: 0] += 1
-            return tokenJSON(newFamily(subject: grant.subject, clientID: clientID, scope: nil))
+            return tokenJSON(newFamily(subject: grant.subject, clientID: clientID, scope: nil, jkt: jkt))
         case "refresh_token":
             counters.refreshAttempts += 1
             guard let token = fields["refresh_token"] else {
                 return oauthError(400, "invalid_request", "refresh_token missing")
             }
-            switch refresh(token) {
+            switch refresh(token, jkt: jkt) {
             case .success(let issued):
                 counters.grants["refresh_token", default: 0] += 1
                 return tokenJSON(issued)
@@ -233,8 +238,29 @@ extension FakeAuthorizationServer {
         return HTTPResponseValue(status: status, headers: headers, body: body)
     }
 
+    /// The DPoP proof of a token request (RFC 9449 §5): none (nil), the thumbprint of a good
+    /// one's key, or the answer refusing it: `use_dpop_nonce` with the nonce when the server
+    /// asks for one the proof lacks, else `invalid_dpop_proof`.
+    private func checkDPoP(_ request: HTTPRequestValue) -> Result<String?, ResponseBox> {
+        guard let proof = request.header("DPoP") else { return .success(nil) }
+        do throws(DPoPVerifier.Refusal) {
+            let jkt = try DPoPVerifier().verify(
+                proof, method: request.method, url: request.url, now: clock.wallNow, nonce: dpopNonce, seen: &dpopIDs)
+            counters.dpopProofs += 1
+            return .success(jkt)
+        } catch {
+            counters.dpopRefusals.append(error)
+            guard error == .nonceNeeded, let nonce = dpopNonce else {
+                return .failure(ResponseBox(response: oauthError(400, "invalid_dpop_proof", error.rawValue)))
+            }
+            var answer = oauthError(400, "use_dpop_nonce", "Authorization server requires nonce in DPoP proof")
+            answer.headers.append(("DPoP-Nonce", nonce))
+            return .failure(ResponseBox(response: answer))
+        }
+    }
+
     private func tokenJSON(_ issued: IssuedTokens) -> HTTPResponseValue {
-        var object: [String: Any] = ["access_token": issued.accessToken, "token_type": "Bearer"]
+        var object: [String: Any] = ["access_token": issued.accessToken, "token_type": issued.tokenType]
         if configuration.sendsExpiresIn { object["expires_in"] = Int(issued.lifetime.components.seconds) }
         if let refresh = issued.refreshToken { object["refresh_token"] = refresh }
         if let scope = issued.scope { object["scope"] = scope }

@@ -8,6 +8,8 @@ extension FakeAuthorizationServer {
         var scope: String?
         var lifetime: Duration
         var idToken: String?
+        /// `DPoP` when the access token is bound to a DPoP key, else `Bearer`.
+        var tokenType = "Bearer"
     }
 
     struct RefreshRefusal: Error {
@@ -15,24 +17,38 @@ extension FakeAuthorizationServer {
     }
 
     /// Starts a token family for `subject` and issues its first pair.
-    func newFamily(subject: String, clientID: String?, scope: String?) -> IssuedTokens {
+    func newFamily(subject: String, clientID: String?, scope: String?, jkt: String? = nil) -> IssuedTokens {
         let id = families.count + 1
         let refresh = "rt_" + randomHex(16)
         issued.refreshTokens.append(refresh)
-        families[id] = Family(subject: subject, clientID: clientID, scope: scope, currentRefreshToken: refresh)
+        families[id] = Family(subject: subject, clientID: clientID, scope: scope, currentRefreshToken: refresh, jkt: jkt)
         refreshIndex[refresh] = id
-        return IssuedTokens(
-            accessToken: issueAccessToken(family: id, subject: subject), refreshToken: refresh,
-            scope: scope, lifetime: configuration.accessTokenLifetime,
-            idToken: issueIDToken(subject: subject, clientID: clientID))
+        return bound(
+            IssuedTokens(
+                accessToken: issueAccessToken(family: id, subject: subject), refreshToken: refresh,
+                scope: scope, lifetime: configuration.accessTokenLifetime,
+                idToken: issueIDToken(subject: subject, clientID: clientID)),
+            to: jkt)
+    }
+
+    /// `tokens` with the access token bound to the DPoP key `jkt`, when there is one.
+    func bound(_ tokens: IssuedTokens, to jkt: String?) -> IssuedTokens {
+        guard let jkt else { return tokens }
+        var tokens = tokens
+        accessBindings[tokens.accessToken] = jkt
+        tokens.tokenType = "DPoP"
+        return tokens
     }
 
     /// The refresh-token grant with rotation, reuse detection and grace window (RFC 9700).
-    func refresh(_ token: String) -> Result<IssuedTokens, RefreshRefusal> {
+    func refresh(_ token: String, jkt: String? = nil) -> Result<IssuedTokens, RefreshRefusal> {
         guard let id = refreshIndex[token], var family = families[id] else {
             return .failure(RefreshRefusal(message: "unknown refresh token"))
         }
         guard !family.revoked else { return .failure(RefreshRefusal(message: "token family revoked")) }
+        if let bound = family.jkt, bound != jkt {
+            return .failure(RefreshRefusal(message: "the refresh token is bound to another DPoP key"))
+        }
         let now = clock.now
         if token != family.currentRefreshToken {
             if let retiredAt = family.retired[token], let grace = configuration.reuseGraceWindow,
@@ -40,11 +56,13 @@ extension FakeAuthorizationServer {
             {
                 counters.graceReuses += 1
                 return .success(
-                    IssuedTokens(
-                        accessToken: issueAccessToken(family: id, subject: family.subject),
-                        refreshToken: family.currentRefreshToken, scope: family.scope,
-                        lifetime: configuration.accessTokenLifetime,
-                        idToken: issueIDToken(subject: family.subject, clientID: family.clientID)))
+                    bound(
+                        IssuedTokens(
+                            accessToken: issueAccessToken(family: id, subject: family.subject),
+                            refreshToken: family.currentRefreshToken, scope: family.scope,
+                            lifetime: configuration.accessTokenLifetime,
+                            idToken: issueIDToken(subject: family.subject, clientID: family.clientID)),
+                        to: jkt))
             }
             if configuration.reuseDetection {
                 counters.reuseDetections += 1
@@ -67,11 +85,13 @@ extension FakeAuthorizationServer {
         }
         families[id] = family
         return .success(
-            IssuedTokens(
-                accessToken: issueAccessToken(family: id, subject: family.subject),
-                refreshToken: configuration.rotatesRefreshTokens ? family.currentRefreshToken : nil,
-                scope: family.scope, lifetime: configuration.accessTokenLifetime,
-                idToken: issueIDToken(subject: family.subject, clientID: family.clientID)))
+            bound(
+                IssuedTokens(
+                    accessToken: issueAccessToken(family: id, subject: family.subject),
+                    refreshToken: configuration.rotatesRefreshTokens ? family.currentRefreshToken : nil,
+                    scope: family.scope, lifetime: configuration.accessTokenLifetime,
+                    idToken: issueIDToken(subject: family.subject, clientID: family.clientID)),
+                to: jkt))
     }
 
     private func issueAccessToken(family: Int, subject: String) -> String {

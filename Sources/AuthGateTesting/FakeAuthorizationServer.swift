@@ -115,6 +115,11 @@ public actor FakeAuthorizationServer: HTTPTransport {
         public var clientAssertions = 0
         /// Client assertions refused, by reason, in order.
         public var assertionRefusals: [ClientAssertionVerifier.Refusal] = []
+        /// DPoP proofs accepted at the token endpoint.
+        public var dpopProofs = 0
+        /// DPoP proofs refused, by reason, in order (``DPoPVerifier/Refusal/nonceNeeded``
+        /// included: the `use_dpop_nonce` answers).
+        public var dpopRefusals: [DPoPVerifier.Refusal] = []
 
         /// Successful refreshes.
         public var refreshes: Int { grants["refresh_token", default: 0] }
@@ -143,6 +148,9 @@ public actor FakeAuthorizationServer: HTTPTransport {
         var revoked = false
         /// Access tokens issued in this family, oldest first.
         var accessTokens: [String] = []
+        /// The thumbprint of the DPoP key the family was issued to (RFC 9449 §5): its refresh
+        /// needs a proof of the same key.
+        var jkt: String?
     }
 
     struct AuthorizationCode {
@@ -166,11 +174,29 @@ public actor FakeAuthorizationServer: HTTPTransport {
     var random = SystemRandomNumberGenerator()
     /// Every `jti` of an accepted client assertion: a second use is refused.
     var assertionIDs: Set<String> = []
+    /// Every `jti` of a DPoP proof seen at the token endpoint.
+    var dpopIDs: Set<String> = []
+    /// The nonce DPoP proofs must carry (RFC 9449 §8), when the server asks for one.
+    var dpopNonce: String?
+    /// The DPoP key thumbprint each bound access token was issued to.
+    var accessBindings: [String: String] = [:]
 
     /// Creates a server.
     public init(configuration: Configuration = Configuration(), clock: any AuthClock) {
         self.configuration = configuration
         self.clock = clock
+    }
+
+    /// Makes DPoP proofs at the token endpoint carry `nonce` (nil: none needed); a proof
+    /// without it is answered `use_dpop_nonce` with the new nonce.
+    public func requireDPoPNonce(_ nonce: String?) {
+        dpopNonce = nonce
+    }
+
+    /// The thumbprint of the DPoP key `accessToken` is bound to, or nil for a bearer token
+    /// (what a resource server reads from introspection's `cnf.jkt`).
+    public func dpopBinding(of accessToken: String) -> String? {
+        accessBindings[accessToken]
     }
 
     /// The counters.

@@ -1,4 +1,5 @@
 import AuthCore
+import Foundation
 import HTTPWire
 import Locking
 public import Runtime
@@ -69,6 +70,11 @@ public struct FakeAuthorizationServerResponder: HTTPResponder {
 ///   one, 401 with a bare `Bearer` challenge when there is none. The status and the realm
 ///   of that answer can be changed (``answerRejectedTokens(status:realm:)``), the way APIs
 ///   that answer 419 or name their own realm do.
+/// A token the authorization server bound to a DPoP key (``FakeAuthorizationServer/dpopBinding(of:)``)
+/// is accepted only as `Authorization: DPoP …` with a proof of that key for this request
+/// (``DPoPVerifier``: method, `http://{Host}{target}`, `ath`, a fresh `jti`, and the nonce
+/// set by ``requireDPoPNonce(_:)``), else 401 with a `DPoP` challenge (`use_dpop_nonce` and
+/// a `DPoP-Nonce` when only the nonce is missing).
 /// Every answer is JSON echoing the method, path, body size and whether a token came.
 public final class FakeResourceServer: HTTPResponder {
     /// The authorization server whose tokens are accepted.
@@ -79,6 +85,7 @@ public final class FakeResourceServer: HTTPResponder {
     private let userInfoStatus = Locked(200)
     private let beforeCheck = Locked<(@Sendable (Int) async -> Void)?>(nil)
     private let authenticatedRequests = Locked(0)
+    private let dpop = Locked((nonce: String?.none, seen: Set<String>()))
 
     /// What the resource server saw.
     public struct Counters: Sendable, Equatable {
@@ -88,6 +95,10 @@ public final class FakeResourceServer: HTTPResponder {
         public var rejected = 0
         /// Requests without any `Authorization`.
         public var anonymous = 0
+        /// Requests with a DPoP-bound token whose proof was good.
+        public var dpopAccepted = 0
+        /// Requests with a DPoP-bound token refused for their proof (or its absence), by reason.
+        public var dpopRefusals: [String] = []
     }
 
     /// Creates the server.
@@ -104,6 +115,11 @@ public final class FakeResourceServer: HTTPResponder {
     /// a slow API's would, and the hook can change the world meanwhile (rotate the token).
     public func beforeCheckingTokens(_ hook: (@Sendable (Int) async -> Void)?) {
         beforeCheck.withLock { $0 = hook }
+    }
+
+    /// Makes DPoP proofs carry `nonce` from now on (nil: none needed).
+    public func requireDPoPNonce(_ nonce: String?) {
+        dpop.withLock { $0.nonce = nonce }
     }
 
     /// Answers `/userinfo` with `status` from now on (default 200).
@@ -138,7 +154,7 @@ public final class FakeResourceServer: HTTPResponder {
             answer(200)
             return
         }
-        guard let auth, auth.hasPrefix("Bearer ") else {
+        guard let auth, auth.hasPrefix("Bearer ") || auth.hasPrefix("DPoP ") else {
             counters.withLock {
                 $0.anonymous += 1
                 $0.rejected += 1
@@ -149,7 +165,10 @@ public final class FakeResourceServer: HTTPResponder {
             answer(status, h)
             return
         }
-        let token = String(auth.dropFirst(7))
+        let scheme = auth.hasPrefix("DPoP ") ? "DPoP" : "Bearer"
+        let token = String(auth.dropFirst(scheme.count + 1))
+        let proof = head.headers[first: "dpop"]
+        let url = "http://\(head.headers[first: "host"] ?? "")\(head.target)"
         tokens.withLock { _ = $0.insert(token) }
         let server = authorization
         let number = authenticatedRequests.withLock { n -> Int in
@@ -160,6 +179,26 @@ public final class FakeResourceServer: HTTPResponder {
         Task(executorPreference: request.loop) { [self] in
             await hook?(number)
             let valid = await server.isValid(accessToken: token)
+            let binding = valid ? await server.dpopBinding(of: token) : nil
+            if valid, binding != nil || scheme == "DPoP" {
+                let refusal = checkProof(proof, scheme: scheme, binding: binding, method: head.method, url: url, token: token)
+                if let refusal {
+                    counters.withLock {
+                        $0.rejected += 1
+                        $0.dpopRefusals.append(refusal.rawValue)
+                    }
+                    var h = HTTPHeaders()
+                    if refusal == .nonceNeeded, let nonce = dpop.withLock({ $0.nonce }) {
+                        h.add(name: "WWW-Authenticate", value: "DPoP error=\"use_dpop_nonce\", algs=\"ES256 PS256\"")
+                        h.add(name: "DPoP-Nonce", value: nonce)
+                    } else {
+                        h.add(name: "WWW-Authenticate", value: "DPoP error=\"invalid_token\", algs=\"ES256 PS256\"")
+                    }
+                    answer(401, h)
+                    return
+                }
+                counters.withLock { $0.dpopAccepted += 1 }
+            }
             if !valid {
                 counters.withLock { $0.rejected += 1 }
                 let (status, realm) = rejection.withLock { $0 }
@@ -178,6 +217,22 @@ public final class FakeResourceServer: HTTPResponder {
             } else {
                 counters.withLock { $0.accepted += 1 }
                 answer(200)
+            }
+        }
+    }
+
+    /// Why the DPoP proof of a request with a token bound to `binding` is refused, or nil.
+    private func checkProof(
+        _ proof: String?, scheme: String, binding: String?, method: String, url: String, token: String
+    ) -> DPoPVerifier.Refusal? {
+        guard let binding, scheme == "DPoP", let proof else { return .malformed }
+        return dpop.withLock { state -> DPoPVerifier.Refusal? in
+            do throws(DPoPVerifier.Refusal) {
+                let jkt = try DPoPVerifier().verify(
+                    proof, method: method, url: url, now: Date(), accessToken: token, nonce: state.nonce, seen: &state.seen)
+                return jkt == binding ? nil : .badKey
+            } catch {
+                return error
             }
         }
     }

@@ -115,4 +115,33 @@ import Testing
         let notJWT = try #require(check(asserted(write("text", "s3cret-value", mode: 0o644))))
         #expect(notJWT.contains("does not hold one compact JWT") && !notJWT.contains("s3cret-value"))
     }
+
+    @Test func theDPoPKeyIsCheckedAsAClientKeyIs() throws {
+        #expect(
+            Self.load(["dpop": ["keyFile": "/k", "algorithm": "RS256"]])?.contains(
+                "authorization.dpop.algorithm must be ES256 or PS256") == true)
+        #expect(Self.load(["dpop": ["keyFile": "/k", "algorithm": "ES256"]]) == nil)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ag-dpop-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let pem = P256.Signing.PrivateKey().pemRepresentation
+        func check(_ mode: Int, algorithm: String? = nil) -> String? {
+            let path = dir + "/key-\(mode).pem"
+            FileManager.default.createFile(atPath: path, contents: Data(pem.utf8), attributes: [.posixPermissions: mode])
+            var a = GatewayConfiguration.Authorization(tokenEndpoint: "https://id.example.com/token", clientID: "gate")
+            a.dpop = .init(keyFile: path, algorithm: algorithm)
+            do {
+                try GatewayConfiguration.checkClientCredentialFiles(a, at: "authorization")
+                return nil
+            } catch {
+                return String(describing: error)
+            }
+        }
+        #expect(check(0o600) == nil)
+        let open = try #require(check(0o644))
+        #expect(open.contains("authorization.dpop.keyFile") && open.contains("readable by others"), "\(open)")
+        let wrong = try #require(check(0o600, algorithm: "PS256"))
+        #expect(wrong.contains("authorization.dpop.algorithm") && wrong.contains("PS256 cannot be signed"), "\(wrong)")
+        #expect(!open.contains(pem.split(separator: "\n")[1]), "no byte of the key")
+    }
 }

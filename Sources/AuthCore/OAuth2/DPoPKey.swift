@@ -3,10 +3,10 @@ internal import Locking
 
 /// The key a session proves possession of with DPoP (RFC 9449): read from a PEM file for
 /// each token request, like a `private_key_jwt` key, and the nonces servers asked for.
-public struct DPoPKey: Sendable, Equatable {
+public struct DPoPKey: Sendable, Hashable {
     /// The PEM file of the key (EC P-256, or RSA of at least 2,048 bits).
     public var path: String
-    /// `ES256`, `PS256` or `RS256`; nil: the key's default (ES256 for EC, RS256 for RSA).
+    /// `ES256`, `PS256` or `RS256`; nil: ES256 for an EC key, PS256 for an RSA key.
     public var algorithm: ClientKey.Algorithm?
 
     /// A key read from `path`.
@@ -27,8 +27,17 @@ public struct DPoPKey: Sendable, Equatable {
             throw DPoPProof.Unusable(description: "the DPoP key file \(path) \(error.description)")
         }
         return try DPoPProof.make(
-            key: key, algorithm: algorithm ?? key.defaultAlgorithm, method: method, url: url, now: now, nonce: nonce,
+            key: key, algorithm: algorithm(for: key), method: method, url: url, now: now, nonce: nonce,
             accessToken: accessToken)
+    }
+
+    /// The algorithm proofs with `key` are signed with.
+    public func algorithm(for key: ClientKey) -> ClientKey.Algorithm {
+        if let algorithm { return algorithm }
+        switch key {
+        case .p256: return .es256
+        case .rsa: return .ps256
+        }
     }
 }
 

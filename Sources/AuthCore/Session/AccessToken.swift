@@ -22,6 +22,12 @@ public struct AccessToken: Sendable, Equatable, CustomStringConvertible,
     /// AuthGate accepts no other token, but a value made by hand may be anything.
     public let isWellFormed: Bool
 
+    /// Whether the token is bound to a DPoP key (`token_type` `DPoP`, RFC 9449 §5): each
+    /// request carrying it needs a proof.
+    public var isDPoP: Bool {
+        tokenType.utf8.count == 4 && tokenType.lowercased() == "dpop"
+    }
+
     /// Creates an access token value.
     public init(value: String, tokenType: String, generation: TokenGeneration, expiresAt: Date?) {
         self.value = value

@@ -75,6 +75,23 @@ extension GatewayConfiguration {
         return ClientCertificate(certificateFile: certificate, keyFile: key)
     }
 
+    /// The DPoP key of `a`, if any.
+    static func dpopKey(_ a: Authorization) -> DPoPKey? {
+        a.dpop.map { DPoPKey(path: $0.keyFile, algorithm: $0.algorithm.flatMap(ClientKey.Algorithm.init(rawValue:))) }
+    }
+
+    /// The signer of the DPoP proofs of route `r`: its session's, for an authenticated route.
+    func dpopSigner(of r: Route) -> DPoPSigner? {
+        guard r.requiresAuthentication ?? true else { return nil }
+        return authorization(of: r).flatMap(Self.dpopKey).map(DPoPSigner.shared(for:))
+    }
+
+    /// The authorization of the session route `r` names.
+    private func authorization(of r: Route) -> Authorization? {
+        let session = r.session ?? Self.defaultSession
+        return session == Self.defaultSession ? authorization : sessions?.first { $0.name == session }?.authorization
+    }
+
     /// What route `r` shows its upstream: its own certificate, else (an authenticated route)
     /// its session's.
     func upstreamIdentity(of r: Route) -> TLSClientIdentity? {
@@ -82,10 +99,7 @@ extension GatewayConfiguration {
             return TLSClientIdentity(certificateFile: certificate, keyFile: key)
         }
         guard r.requiresAuthentication ?? true, r.upstream.lowercased().hasPrefix("https://") else { return nil }
-        let session = r.session ?? Self.defaultSession
-        let authorization =
-            session == Self.defaultSession ? authorization : sessions?.first { $0.name == session }?.authorization
-        return authorization.flatMap(Self.clientCertificate).map {
+        return authorization(of: r).flatMap(Self.clientCertificate).map {
             TLSClientIdentity(certificateFile: $0.certificateFile, keyFile: $0.keyFile)
         }
     }

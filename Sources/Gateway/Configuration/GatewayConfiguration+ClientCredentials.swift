@@ -16,6 +16,9 @@ extension GatewayConfiguration {
                 "must be basic, post, none, private_key_jwt, client_secret_jwt, tls_client_auth or self_signed_tls_client_auth")
         }
         try validateCertificatePair(certificate: a.clientCertificateFile, key: a.clientCertificateKeyFile, at: field)
+        if let algorithm = a.dpop?.algorithm, algorithm != "ES256" && algorithm != "PS256" {
+            throw .invalid("\(field).dpop.algorithm", "must be ES256 or PS256")
+        }
         let keyFields = [
             ("clientKeyFile", a.clientKeyFile), ("clientKeyAlgorithm", a.clientKeyAlgorithm), ("clientKeyID", a.clientKeyID),
             ("clientAssertionFile", a.clientAssertionFile),
@@ -86,19 +89,16 @@ extension GatewayConfiguration {
         throws(ConfigurationError)
     {
         if let path = a.clientKeyFile {
-            let name = "\(field).clientKeyFile"
-            let data = try SecretSources.readBytes(path, field: name)
-            let attributes = try? FileManager.default.attributesOfItem(atPath: path)
-            if let mode = (attributes?[.posixPermissions] as? NSNumber)?.uint16Value, mode & 0o077 != 0 {
-                throw .invalid(name, "\(path) is readable by others (mode \(String(mode & 0o777, radix: 8))); chmod 600 it")
+            try checkSigningKeyFile(path, field: "\(field).clientKeyFile", algorithmField: "\(field).clientKeyAlgorithm") {
+                a.clientKeyAlgorithm.flatMap(ClientKey.Algorithm.init(rawValue:)) ?? $0.defaultAlgorithm
             }
-            let key: ClientKey
-            do { key = try ClientKey(pem: String(decoding: data, as: UTF8.self)) } catch {
-                throw .invalid(name, "\(path) \(error.description)")
-            }
-            let algorithm = a.clientKeyAlgorithm.flatMap(ClientKey.Algorithm.init(rawValue:)) ?? key.defaultAlgorithm
-            guard key.supports(algorithm) else {
-                throw .conflict("\(field).clientKeyAlgorithm", "\(algorithm.rawValue) cannot be signed with the key in \(path)")
+        }
+        if let dpop = a.dpop {
+            let algorithm = dpop.algorithm.flatMap(ClientKey.Algorithm.init(rawValue:))
+            try checkSigningKeyFile(
+                dpop.keyFile, field: "\(field).dpop.keyFile", algorithmField: "\(field).dpop.algorithm"
+            ) { key in
+                DPoPKey(path: dpop.keyFile, algorithm: algorithm).algorithm(for: key)
             }
         }
         if let certificate = a.clientCertificateFile, let key = a.clientCertificateKeyFile {
@@ -110,6 +110,27 @@ extension GatewayConfiguration {
             do { _ = try ClientAssertion.checkedAssertion(data, path: path, now: now) } catch {
                 throw .invalid(name, error.description)
             }
+        }
+    }
+
+    /// Checks the signing key in the file at `path`, which `field` names: readable by its
+    /// owner only, an EC P-256 or RSA (≥ 2,048 bits) key that can sign with the algorithm
+    /// `algorithm` picks for it (`algorithmField` names that setting).
+    static func checkSigningKeyFile(
+        _ path: String, field name: String, algorithmField: String, algorithm: (ClientKey) -> ClientKey.Algorithm
+    ) throws(ConfigurationError) {
+        let data = try SecretSources.readBytes(path, field: name)
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+        if let mode = (attributes?[.posixPermissions] as? NSNumber)?.uint16Value, mode & 0o077 != 0 {
+            throw .invalid(name, "\(path) is readable by others (mode \(String(mode & 0o777, radix: 8))); chmod 600 it")
+        }
+        let key: ClientKey
+        do { key = try ClientKey(pem: String(decoding: data, as: UTF8.self)) } catch {
+            throw .invalid(name, "\(path) \(error.description)")
+        }
+        let chosen = algorithm(key)
+        guard key.supports(chosen) else {
+            throw .conflict(algorithmField, "\(chosen.rawValue) cannot be signed with the key in \(path)")
         }
     }
 

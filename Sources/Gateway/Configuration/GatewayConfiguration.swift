@@ -92,6 +92,9 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         public var clientCertificateFile: String? = nil
         /// The PEM key of ``clientCertificateFile``, readable by its owner only.
         public var clientCertificateKeyFile: String? = nil
+        /// Sender-constrained tokens (RFC 9449): the key every token request and every
+        /// proxied request of the session proves possession of.
+        public var dpop: DPoP? = nil
         /// A declarative mapping for a non-standard token endpoint.
         public var mapping: TokenEndpointMapping?
         /// The RFC 7009 revocation endpoint: a logout someone asked for revokes the tokens.
@@ -115,6 +118,21 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
             self.clientSecretFile = clientSecretFile
             self.clientAuthentication = clientAuthentication
             self.mapping = mapping
+        }
+    }
+
+    /// The DPoP key of a session.
+    public struct DPoP: Sendable, Codable, Equatable {
+        /// The PEM file of the key (EC P-256, or RSA of at least 2,048 bits), readable by its
+        /// owner only.
+        public var keyFile: String
+        /// `ES256` or `PS256` (default: ES256 for an EC key, PS256 for an RSA key).
+        public var algorithm: String?
+
+        /// A key read from `keyFile`.
+        public init(keyFile: String, algorithm: String? = nil) {
+            self.keyFile = keyFile
+            self.algorithm = algorithm
         }
     }
 
@@ -259,7 +277,7 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
                 maxInFlight: $0.maxInFlight, queueTimeout: .seconds($0.queueTimeoutSeconds ?? Route.queueTimeoutDefault),
                 // Checked by `validate()`: a name that stopped resolving since admits nobody.
                 callers: $0.callers.map { (try? $0.rule(at: "callers")) ?? CallerRule(uids: [], gids: [], networks: []) },
-                adaptiveLimit: $0.adaptiveLimit, clientIdentity: upstreamIdentity(of: $0))
+                adaptiveLimit: $0.adaptiveLimit, clientIdentity: upstreamIdentity(of: $0), dpop: dpopSigner(of: $0))
         }
     }
 }

@@ -218,17 +218,26 @@ public final class ReverseProxy: HTTPResponder {
         if route.injectHeaders.count > 0 {
             for (name, value) in route.injectHeaders { headers.replaceOrAdd(name: name, value: value) }
         }
+        let upstreamTarget = route.upstreamTarget(for: target)
         if let token {
             headers.remove(name: "Authorization")
             var value = token.authorizationHeaderValue
             // A token AuthGate accepted is visible ASCII, checked when it came in.
             value.withUTF8 { headers.add(name: "Authorization", value: $0, valueChecked: token.isWellFormed) }
+            // The session's token goes with the session's proof only, never a client's.
+            headers.remove(name: "DPoP")
+            if token.isDPoP, let signer = route.dpop,
+                let proof = signer.proof(
+                    method: request.head.method, url: route.upstream.origin.url(upstreamTarget), accessToken: token.value)
+            {
+                headers.add(name: "DPoP", value: proof)
+            }
         }
         Self.addUpgradeFields(&headers, for: request.head)
         let span = trace?.upstream(&headers, route: route)
         let upstream = UpstreamRequest(
             method: request.head.method,
-            destination: .origin(route.upstream.origin, target: route.upstreamTarget(for: target)),
+            destination: .origin(route.upstream.origin, target: upstreamTarget),
             headers: headers, body: body, upgrade: request.head.upgrade != nil, clientIdentity: route.clientIdentity)
         let exchange = ProxyExchange(
             writer: writer, decide: decide, tunnelIdleTimeout: s.clientConfiguration.tunnelIdleTimeout, metrics: metrics,

@@ -126,7 +126,8 @@ public final class GatewayService: Sendable {
                     tokenEndpoint: authorization.tokenEndpoint ?? "", clientID: authorization.clientID,
                     clientSecret: secrets.clientSecret(for: s.name), authentication: authentication,
                     mapping: authorization.mapping ?? .standard, revocationEndpoint: authorization.revocationEndpoint,
-                    assertion: assertion, certificate: GatewayConfiguration.clientCertificate(authorization)),
+                    assertion: assertion, certificate: GatewayConfiguration.clientCertificate(authorization),
+                    dpop: GatewayConfiguration.dpopKey(authorization)),
                 transport: CurlTransport(client: tokenClient), clock: clock)
             grantClients[s.name] = oauth
             var sessionLogger = logger

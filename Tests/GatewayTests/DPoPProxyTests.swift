@@ -1,0 +1,74 @@
+import AuthCore
+import AuthGateTesting
+import Crypto
+import Foundation
+import Gateway
+import TestSupport
+import Testing
+
+/// A session with a DPoP key (RFC 9449) against an authorization server that binds its tokens
+/// to it and an API that accepts a bound token only with a fresh proof of that key: every
+/// token request and every proxied request carries one, the legacy client none.
+@Suite struct DPoPProxyTests {
+    static func keyFile() -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("dpop-\(UUID().uuidString).pem").path
+        FileManager.default.createFile(
+            atPath: path, contents: Data(P256.Signing.PrivateKey().pemRepresentation.utf8),
+            attributes: [.posixPermissions: 0o600])
+        return path
+    }
+
+    @Test func everyTokenRequestAndEveryProxiedRequestProvesTheKey() async throws {
+        let key = Self.keyFile()
+        defer { try? FileManager.default.removeItem(atPath: key) }
+        try await Stack.run { stack in
+            try await stack.startGateway { $0.authorization.dpop = .init(keyFile: key) }
+            #expect(try await stack.loginAlice().status == 200)
+            #expect(await stack.authorization.statistics.dpopProofs == 1)
+            #expect(try await stack.proxy("GET", "/orders?page=2").status == 200)
+            #expect(stack.api.statistics.dpopAccepted == 1)
+            // The refresh proves the same key (the server refuses another for a bound family).
+            #expect(try await stack.admin("POST", "/auth/refresh").status == 200)
+            #expect(await stack.authorization.statistics.dpopProofs == 2)
+            // Concurrent requests: a proof each (the API refuses a jti seen before).
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for i in 0..<16 { group.addTask { try await stack.proxy("POST", "/items/\(i)", body: "x").status } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses == Array(repeating: 200, count: 16))
+            #expect(stack.api.statistics.dpopAccepted == 17)
+            #expect(stack.api.statistics.dpopRefusals.isEmpty)
+        }
+    }
+
+    @Test func theAuthorizationServersNonceIsFollowedOnce() async throws {
+        let key = Self.keyFile()
+        defer { try? FileManager.default.removeItem(atPath: key) }
+        try await Stack.run { stack in
+            await stack.authorization.requireDPoPNonce("as-nonce-1")
+            try await stack.startGateway { $0.authorization.dpop = .init(keyFile: key) }
+            #expect(try await stack.loginAlice().status == 200)
+            #expect(await stack.authorization.statistics.dpopRefusals == [.nonceNeeded])
+            #expect(await stack.authorization.statistics.dpopProofs == 1)
+            // The nonce is kept: the refresh carries it at once.
+            #expect(try await stack.admin("POST", "/auth/refresh").status == 200)
+            #expect(await stack.authorization.statistics.dpopRefusals == [.nonceNeeded])
+            // A new nonce: one more round trip, never a loop.
+            await stack.authorization.requireDPoPNonce("as-nonce-2")
+            #expect(try await stack.admin("POST", "/auth/refresh").status == 200)
+            #expect(await stack.authorization.statistics.dpopRefusals == [.nonceNeeded, .nonceNeeded])
+        }
+    }
+
+    @Test func aClientsOwnProofNeverGoesUpstreamWithTheSessionsToken() async throws {
+        let key = Self.keyFile()
+        defer { try? FileManager.default.removeItem(atPath: key) }
+        try await Stack.run { stack in
+            try await stack.startGateway { $0.authorization.dpop = .init(keyFile: key) }
+            #expect(try await stack.loginAlice().status == 200)
+            let forged = "eyJ0eXAiOiJkcG9wK2p3dCJ9.e30.c2ln"
+            #expect(try await stack.proxy("GET", "/orders", headers: ["DPoP: \(forged)"]).status == 200)
+            #expect(stack.api.statistics.dpopAccepted == 1, "the API checked the session's proof, not the client's")
+        }
+    }
+}
