@@ -85,7 +85,7 @@ public final class FakeResourceServer: HTTPResponder {
     private let userInfoStatus = Locked(200)
     private let beforeCheck = Locked<(@Sendable (Int) async -> Void)?>(nil)
     private let authenticatedRequests = Locked(0)
-    private let dpop = Locked((nonce: String?.none, seen: Set<String>()))
+    private let dpop = Locked((nonce: String?.none, rotating: false, issued: 0, seen: Set<String>()))
 
     /// What the resource server saw.
     public struct Counters: Sendable, Equatable {
@@ -117,9 +117,13 @@ public final class FakeResourceServer: HTTPResponder {
         beforeCheck.withLock { $0 = hook }
     }
 
-    /// Makes DPoP proofs carry `nonce` from now on (nil: none needed).
-    public func requireDPoPNonce(_ nonce: String?) {
-        dpop.withLock { $0.nonce = nonce }
+    /// Makes DPoP proofs carry `nonce` from now on (nil: none needed); `rotating`: a new
+    /// one after every answer that asks for it, as a server whose nonces last one use does.
+    public func requireDPoPNonce(_ nonce: String?, rotating: Bool = false) {
+        dpop.withLock {
+            $0.nonce = nonce
+            $0.rotating = rotating
+        }
     }
 
     /// Answers `/userinfo` with `status` from now on (default 200).
@@ -188,7 +192,17 @@ public final class FakeResourceServer: HTTPResponder {
                         $0.dpopRefusals.append(refusal.rawValue)
                     }
                     var h = HTTPHeaders()
-                    if refusal == .nonceNeeded, let nonce = dpop.withLock({ $0.nonce }) {
+                    if refusal == .nonceNeeded,
+                        let nonce = dpop.withLock({ d -> String? in
+                            defer {
+                                if d.rotating {
+                                    d.issued += 1
+                                    d.nonce = "rotated-\(d.issued)"
+                                }
+                            }
+                            return d.nonce
+                        })
+                    {
                         h.add(name: "WWW-Authenticate", value: "DPoP error=\"use_dpop_nonce\", algs=\"ES256 PS256\"")
                         h.add(name: "DPoP-Nonce", value: nonce)
                     } else {
@@ -203,7 +217,7 @@ public final class FakeResourceServer: HTTPResponder {
                 counters.withLock { $0.rejected += 1 }
                 let (status, realm) = rejection.withLock { $0 }
                 var h = HTTPHeaders()
-                h.add(name: "WWW-Authenticate", value: "Bearer realm=\(Problem.quote(realm)), error=\"invalid_token\"")
+                h.add(name: "WWW-Authenticate", value: "\(scheme) realm=\(Problem.quote(realm)), error=\"invalid_token\"")
                 answer(status, h)
             } else if path == "/userinfo" {
                 let status = userInfoStatus.withLock { $0 }

@@ -15,6 +15,14 @@ import Testing
                 .classify(status: 401, wwwAuthenticate: []) == .notAboutToken)
     }
 
+    @Test func aDPoPChallengeRejectsTheTokenOnlyForTheTokensErrors() {
+        #expect(policy.classify(status: 401, wwwAuthenticate: [#"DPoP error="invalid_token", algs="ES256""#]) == .tokenRejected)
+        #expect(policy.classify(status: 401, wwwAuthenticate: [#"DPoP algs="ES256""#]) == .tokenRejected)
+        #expect(policy.classify(status: 401, wwwAuthenticate: [#"DPoP error="use_dpop_nonce""#]) == .notAboutToken)
+        #expect(policy.classify(status: 401, wwwAuthenticate: [#"DPoP error="invalid_dpop_proof""#]) == .notAboutToken)
+        #expect(policy.classify(status: 403, wwwAuthenticate: [#"DPoP error="insufficient_scope""#]) == .insufficientScope)
+    }
+
     @Test func forbiddenAndForeignChallengesNeverTriggerARefresh() {
         #expect(policy.classify(status: 403, wwwAuthenticate: []) == .notAboutToken)
         #expect(policy.classify(status: 403, wwwAuthenticate: [#"Bearer error="invalid_token""#]) == .notAboutToken)

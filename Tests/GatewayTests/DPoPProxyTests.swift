@@ -72,3 +72,52 @@ import Testing
         }
     }
 }
+
+/// A resource server that asks DPoP proofs for its nonce (RFC 9449 §9): answered on the
+/// replay path by one resend with the same token, never a refresh.
+@Suite struct DPoPResourceNonceTests {
+    @Test func theAPIsNonceIsFollowedWithTheSameTokenAndKept() async throws {
+        let key = DPoPProxyTests.keyFile()
+        defer { try? FileManager.default.removeItem(atPath: key) }
+        try await Stack.run { stack in
+            stack.api.requireDPoPNonce("rs-nonce-1")
+            try await stack.startGateway { $0.authorization.dpop = .init(keyFile: key) }
+            #expect(try await stack.loginAlice().status == 200)
+            #expect(try await stack.proxy("POST", "/orders", body: "{}").status == 200)
+            #expect(stack.api.statistics.dpopRefusals == [DPoPVerifier.Refusal.nonceNeeded.rawValue])
+            #expect(stack.api.statistics.dpopAccepted == 1)
+            #expect(await stack.authorization.statistics.refreshes == 0, "a nonce is not a rejected token")
+            // Kept: the next request carries it at once.
+            #expect(try await stack.proxy("GET", "/orders").status == 200)
+            #expect(stack.api.statistics.dpopRefusals.count == 1)
+            #expect(stack.api.statistics.dpopAccepted == 2)
+        }
+    }
+
+    @Test func aDPoPTokenTheAPIRejectsIsRefreshedWithTheKeyAndReplayed() async throws {
+        let key = DPoPProxyTests.keyFile()
+        defer { try? FileManager.default.removeItem(atPath: key) }
+        try await Stack.run { stack in
+            try await stack.startGateway { $0.authorization.dpop = .init(keyFile: key) }
+            #expect(try await stack.loginAlice().status == 200)
+            await stack.authorization.revokeAccessTokens()
+            #expect(try await stack.proxy("GET", "/orders").status == 200, "401 DPoP invalid_token → refresh → replay")
+            #expect(await stack.authorization.statistics.refreshes == 1)
+            #expect(await stack.authorization.statistics.dpopProofs == 2, "the refresh proved the same key")
+        }
+    }
+
+    @Test func aNonceThatChangesOnEveryAnswerIsFollowedOncePerRequest() async throws {
+        let key = DPoPProxyTests.keyFile()
+        defer { try? FileManager.default.removeItem(atPath: key) }
+        try await Stack.run { stack in
+            stack.api.requireDPoPNonce("rs-nonce-1", rotating: true)
+            try await stack.startGateway { $0.authorization.dpop = .init(keyFile: key) }
+            #expect(try await stack.loginAlice().status == 200)
+            let r = try await stack.proxy("GET", "/orders")
+            #expect(r.status == 401, "the API's second answer reaches the client")
+            #expect(stack.api.statistics.dpopRefusals.count == 2, "sent twice, never more")
+            #expect(await stack.authorization.statistics.refreshes == 0)
+        }
+    }
+}

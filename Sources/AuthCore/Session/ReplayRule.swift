@@ -32,6 +32,9 @@ public struct ReplayRule: Sendable, Equatable {
         public var replaysSoFar: Int
         /// Whether the request body can be sent again (buffered, or none).
         public var bodyReplayable: Bool
+        /// Whether the request was already sent again because the upstream asked its DPoP
+        /// proof for a nonce (at most once per request).
+        public var nonceResent = false
 
         /// Creates an attempt.
         public init(generation: TokenGeneration, replaysSoFar: Int, bodyReplayable: Bool) {

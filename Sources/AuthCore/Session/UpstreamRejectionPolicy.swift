@@ -95,7 +95,9 @@ public struct UpstreamRejectionPolicy: Sendable, Equatable, Codable {
         let counts = statuses.contains(status)
         guard counts || status == 403 else { return nil }
         let challenges = WWWAuthenticateChallenge.parse(fieldValues: fieldValues)
-        let bearer = challenges.first { $0.isBearer && isOurRealm($0) }
+        // A DPoP challenge (RFC 9449 §7.1) speaks RFC 6750's errors; its own two
+        // (`use_dpop_nonce`, `invalid_dpop_proof`) are about the proof, not the token.
+        let bearer = challenges.first { ($0.isBearer || $0.scheme.lowercased() == "dpop") && isOurRealm($0) }
         guard counts else {
             return bearer?.bearerError == .insufficientScope ? .insufficientScope : .notAboutToken
         }

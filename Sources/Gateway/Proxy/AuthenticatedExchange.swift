@@ -11,6 +11,9 @@ public struct AuthenticatedExchange: Sendable {
         /// The answer was held back: send again with the token ``AuthActor/refresh(after:)``
         /// gives for the attempt's generation.
         case replay
+        /// The answer was held back: the upstream asked the DPoP proof for its nonce. Send
+        /// again with the session's token as it is now (no refresh), once.
+        case resend
         /// No answer came from the upstream (`outcome`: dropped or timed out); `Result` went to
         /// the caller. The same as ``done(_:)`` but for what the in-flight limit learns.
         case failed(Result, AdaptiveLimit.Outcome)
@@ -19,7 +22,7 @@ public struct AuthenticatedExchange: Sendable {
         /// token superseded while the attempt was at the upstream.
         var sampleOutcome: AdaptiveLimit.Outcome {
             switch self {
-            case .done: .answered
+            case .done, .resend: .answered
             case .replay: .superseded
             case .failed(_, let outcome): outcome
             }
@@ -97,9 +100,11 @@ public struct AuthenticatedExchange: Sendable {
 
     /// Sends attempts until one is answered; each replay carries a newer token than the try
     /// before it. With `rejected`, the first try was already sent (with a token taken without
-    /// waiting) and its answer held back: the path goes on from its replay. Throws ``Failure``.
+    /// waiting) and its answer held back: the path goes on from its replay, or, with
+    /// `resending`, from sending it again as it was (the upstream asked for a DPoP nonce).
+    /// Throws ``Failure``.
     public func run<Result: Sendable>(
-        bodyReplayable: Bool, after rejected: ReplayRule.Attempt? = nil,
+        bodyReplayable: Bool, after rejected: ReplayRule.Attempt? = nil, resending: Bool = false,
         send: (AccessToken, ReplayRule.Attempt) async -> Step<Result>
     ) async throws(Failure) -> Result {
         let clock = ContinuousClock()
@@ -146,9 +151,24 @@ public struct AuthenticatedExchange: Sendable {
             }
             return token
         }
+        /// The token a resend carries: the session's as it is now, in a slot of its own.
+        func resendToken() async throws(Failure) -> AccessToken {
+            try await enter(.replay)
+            do {
+                return try await session.token()
+            } catch {
+                limiter?.release()
+                throw .refresh(error)
+            }
+        }
         var token: AccessToken
         var replays = 0
-        if let rejected {
+        var nonceResent = false
+        if let rejected, resending {
+            token = try await resendToken()
+            replays = rejected.replaysSoFar
+            nonceResent = true
+        } else if let rejected {
             token = try await replayToken(after: rejected)
             replays = rejected.replaysSoFar + 1
         } else {
@@ -162,8 +182,9 @@ public struct AuthenticatedExchange: Sendable {
             lap(.token)
         }
         while true {
-            let attempt = ReplayRule.Attempt(
+            var attempt = ReplayRule.Attempt(
                 generation: token.generation, replaysSoFar: replays, bodyReplayable: bodyReplayable)
+            attempt.nonceResent = nonceResent
             let sent = clock.now
             let step = await send(token, attempt)
             if let limiter {
@@ -178,6 +199,9 @@ public struct AuthenticatedExchange: Sendable {
             case .replay:
                 token = try await replayToken(after: attempt)
                 replays += 1
+            case .resend:
+                token = try await resendToken()
+                nonceResent = true
             }
         }
     }

@@ -8,6 +8,9 @@ enum ExchangeOutcome: Sendable {
     case forwarded(status: Int, bytes: Int)
     /// The response was held back (a token rejection to answer with refresh and replay).
     case intercepted
+    /// The response was held back: the upstream asked the DPoP proof for its nonce, and the
+    /// request goes again with the same token (``DPoPNonceRule``).
+    case nonceRequested
     /// No response reached the client from the upstream; a problem document did.
     case failed(RuntimeError)
 }
@@ -18,6 +21,9 @@ enum HeadDecision {
     case forward(HTTPHeaders)
     /// Keep it from the client and discard its body.
     case intercept
+    /// Keep it from the client and discard its body; the request goes again with a proof
+    /// carrying the nonce the upstream asked for.
+    case resendWithNonce
 }
 
 /// Streams one upstream response to one client, with backpressure both ways:
@@ -34,6 +40,7 @@ final class ProxyExchange: UpstreamResponseHandler {
     private let span: RequestTrace.UpstreamTry?
     private var headSent = false
     private var intercepted = false
+    private var resendWithNonce = false
     private var status = 0
     private var bytesOut = 0
     private let tunnelIdleTimeout: Duration
@@ -53,9 +60,16 @@ final class ProxyExchange: UpstreamResponseHandler {
     func upstreamHead(status: Int, headers: consuming HTTPHeaders) {
         self.status = status
         let decision = decide?(status, headers) ?? .forward(HTTPHeaders())
-        if case .intercept = decision {
+        switch decision {
+        case .intercept:
             intercepted = true
             return
+        case .resendWithNonce:
+            intercepted = true
+            resendWithNonce = true
+            return
+        case .forward:
+            break
         }
         // The last use of the upstream's fields: they are edited in place, not copied.
         var out = ForwardedHeaders.clientResponse(consume headers)
@@ -99,7 +113,7 @@ final class ProxyExchange: UpstreamResponseHandler {
     func upstreamFinished(_ error: RuntimeError?) {
         transfer = nil
         if intercepted {
-            finish(.intercepted)
+            finish(resendWithNonce ? .nonceRequested : .intercepted)
             return
         }
         if let error {

@@ -28,14 +28,18 @@ extension ReverseProxy {
         // histogram holds every attempt the limit admitted.
         if slot != nil { observe(.queue, .zero) }
         observe(.token, sent - started)
-        let decide = headDecision(s, attempt, session, route.session)
+        let decide = headDecision(s, attempt, session, route.session, dpop: Self.dpop(route, token))
         facts?.attempt(attempt)
         start(request, route, target, writer, s, token: token, decide: decide, trace: trace) { [self] outcome in
             let ended = ContinuousClock.now
             if let slot { slot.limiter.release(outcome, latency: ended - sent, inFlight: slot.inFlight, at: ended) }
             observe(.upstream, ended - sent)
             facts?.exchanged(outcome)
-            guard case .intercepted = outcome else {
+            let resending: Bool
+            switch outcome {
+            case .intercepted: resending = false
+            case .nonceRequested: resending = true
+            case .forwarded, .failed:
                 metrics.request(kind: "authenticated", status: outcome.status, duration: ended - started)
                 facts?.end(status: outcome.status)
                 trace?.end(status: outcome.status)
@@ -43,7 +47,7 @@ extension ReverseProxy {
             }
             tasks.start(on: request.loop) {
                 let status = await self.authenticated(
-                    request, route, target, writer, session, s, facts, after: attempt, trace: trace)
+                    request, route, target, writer, session, s, facts, after: attempt, resending: resending, trace: trace)
                 metrics.request(kind: "authenticated", status: status, duration: ContinuousClock.now - started)
                 facts?.end(status: status)
                 trace?.end(status: status)
@@ -56,7 +60,7 @@ extension ReverseProxy {
     func authenticated(
         _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
         _ session: AuthActor, _ s: ProxySettings, _ facts: AccessFacts?, after rejected: ReplayRule.Attempt? = nil,
-        trace: RequestTrace? = nil
+        resending: Bool = false, trace: RequestTrace? = nil
     ) async -> Int {
         let metrics = self.metrics
         var path = AuthenticatedExchange(
@@ -66,13 +70,14 @@ extension ReverseProxy {
         path.trace = trace
         let name = route.session
         do throws(AuthenticatedExchange.Failure) {
-            return try await path.run(bodyReplayable: request.bodyIsReplayable, after: rejected) { token, attempt in
+            return try await path.run(bodyReplayable: request.bodyIsReplayable, after: rejected, resending: resending) {
+                token, attempt in
                 if attempt.replaysSoFar > 0 { metrics.replay("replayed", session: name) }
                 facts?.attempt(attempt)
-                let outcome = await exchange(
-                    request, route, target, writer, s, token: token, decide: headDecision(s, attempt, session, name),
-                    trace: trace)
+                let decide = headDecision(s, attempt, session, name, dpop: Self.dpop(route, token))
+                let outcome = await exchange(request, route, target, writer, s, token: token, decide: decide, trace: trace)
                 facts?.exchanged(outcome)
+                if case .nonceRequested = outcome { return .resend }
                 switch outcome.sample {
                 case .superseded: return .replay
                 case .some(let sample) where sample == .dropped || sample == .timedOut:
@@ -98,12 +103,26 @@ extension ReverseProxy {
     ///
     /// The closure holds the settings, the session, the name and the attempt, not a copy of
     /// the request's ``AuthenticatedExchange``: it is made for every authenticated request.
+    ///
+    /// With `dpop` (a DPoP-bound token), a `DPoP-Nonce` the upstream sends is kept for the
+    /// next proofs to its origin, and an answer asking for one (``DPoPNonceRule``) is held
+    /// back for one resend, when the body can go again.
     private func headDecision(
-        _ s: ProxySettings, _ attempt: ReplayRule.Attempt, _ session: AuthActor, _ name: String
+        _ s: ProxySettings, _ attempt: ReplayRule.Attempt, _ session: AuthActor, _ name: String,
+        dpop: (signer: DPoPSigner, origin: String)? = nil
     ) -> @Sendable (Int, HTTPHeaders) -> HeadDecision {
         let metrics = self.metrics
         let tasks = self.tasks
         return { status, headers in
+            if let dpop, let nonce = headers[first: "dpop-nonce"] {
+                dpop.signer.nonces.remember(nonce, for: dpop.origin)
+                if !attempt.nonceResent, attempt.bodyReplayable,
+                    DPoPNonceRule.requestedNonce(status: status, headers: headers) != nil
+                {
+                    metrics.replay("dpop_nonce", session: name)
+                    return .resendWithNonce
+                }
+            }
             let answer = ExchangePlan.Answer(
                 AuthenticatedExchange.verdict(
                     policy: s.rejectionPolicy, rule: s.replayRule, session: session, status: status,
@@ -121,6 +140,12 @@ extension ReverseProxy {
                 return .forward(answer.extraHeaders)
             }
         }
+    }
+
+    /// The signer and origin of the proofs of `route` when `token` is DPoP-bound.
+    private static func dpop(_ route: ProxyRoute, _ token: AccessToken) -> (signer: DPoPSigner, origin: String)? {
+        guard token.isDPoP, let signer = route.dpop else { return nil }
+        return (signer, route.upstream.origin.url("/"))
     }
 
     private func respond(_ error: any Error, _ writer: ResponseWriter) -> Int {

@@ -255,7 +255,7 @@ extension ExchangeOutcome {
     /// AuthGate refused the answer).
     var sample: AdaptiveLimit.Outcome? {
         switch self {
-        case .forwarded: .answered
+        case .forwarded, .nonceRequested: .answered
         case .intercepted: .superseded
         case .failed(let e):
             switch e.code {
@@ -270,7 +270,7 @@ extension ExchangeOutcome {
     var status: Int {
         switch self {
         case .forwarded(let s, _): s
-        case .intercepted: 401
+        case .intercepted, .nonceRequested: 401
         case .failed(let e): e.status
         }
     }

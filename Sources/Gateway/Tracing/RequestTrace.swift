@@ -77,6 +77,9 @@ final class RequestTrace: Sendable {
         case .intercepted:
             span.attributes["http.response.status_code"] = 401
             span.attributes["authgate.token_rejected"] = true
+        case .nonceRequested:
+            span.attributes["http.response.status_code"] = 401
+            span.attributes["authgate.dpop_nonce_requested"] = true
         case .failed(let error):
             span.attributes["error.type"] = error.code.description
             span.setStatus(SpanStatus(code: .error))
