@@ -39,6 +39,12 @@ rfc8414.AuthorizationServerMetadata):
   every verification). Every token issued over that listener with a certificate is bound
   to it: introspection answers `cnf` with its `x5t#S256` (§3); /stats counts the methods,
   the refusals and the thumbprints bound.
+- DPoP (RFC 9449): a token request with a `DPoP` proof (checked by dpop.py with joserfc:
+  signature with its own jwk, typ, htm/htu, iat, a jti never seen) gets tokens of type
+  `DPoP` bound to the proof's key: introspection answers `cnf.jkt`, and a refresh of that
+  family must prove the same key. POST /test/dpop-nonce {"nonce": …} (TEST ONLY) makes
+  proofs carry that nonce (`use_dpop_nonce` with `DPoP-Nonce` otherwise). /stats counts
+  proofs, refusals by reason and bound tokens.
 - discovery at /.well-known/openid-configuration (and
   /.well-known/oauth-authorization-server), checked with Authlib's RFC 8414 model.
 - GET /authorize, non-interactive: the resource owner authenticates with HTTP Basic
@@ -220,8 +226,9 @@ def code(info: dict, verifier: str, timeout: float = 10.0) -> str:
 # --------------------------------------------------------------------------------------
 
 def serve(args) -> None:
-    from flask import Flask, Response, jsonify, request
+    from flask import Flask, Response, g, jsonify, request
 
+    import dpop
     import mtls
     from werkzeug.serving import WSGIRequestHandler, make_server
 
@@ -312,6 +319,7 @@ def serve(args) -> None:
             self.revoked = False
             self.revoked_reason = None
             self.records = []
+            self.jkt = None  # the DPoP key the family is bound to
 
         def current(self):
             return self.records[-1] if self.records else None
@@ -406,6 +414,9 @@ def serve(args) -> None:
             self.client_certificates = {}  # method -> accepted
             self.client_certificates_refused = {}  # reason -> count
             self.bound_thumbprints = {}  # x5t#S256 -> tokens bound to it
+            self.dpop_proofs = 0
+            self.dpop_refused = {}  # reason -> count
+            self.dpop_bound = 0
 
         def snapshot(self):
             d = dict(self.__dict__)
@@ -417,6 +428,7 @@ def serve(args) -> None:
             d["client_certificates"] = dict(self.client_certificates)
             d["client_certificates_refused"] = dict(self.client_certificates_refused)
             d["bound_thumbprints"] = dict(self.bound_thumbprints)
+            d["dpop_refused"] = dict(self.dpop_refused)
             d["refresh_times_wall"] = list(self.refresh_times_wall)
             d["refresh_times_monotonic"] = list(self.refresh_times_monotonic)
             d["active_families"] = sum(1 for f in families if f.live())
@@ -455,8 +467,15 @@ def serve(args) -> None:
             families.append(family)
         rec = Record(token, client_id, user, grant_type, family)
         shown = request.environ.get("SSL_CLIENT_CERT")
+        jkt = getattr(g, "dpop_jkt", None)
+        if jkt:
+            if family.jkt is None:
+                family.jkt = jkt
+            rec.cnf = {"jkt": jkt}
+            token["token_type"] = "DPoP"
+            stats.dpop_bound += 1
         if shown:
-            rec.cnf = {"x5t#S256": mtls.thumbprint(shown)}
+            rec.cnf = {**(rec.cnf or {}), "x5t#S256": mtls.thumbprint(shown)}
             stats.bound_thumbprints[rec.cnf["x5t#S256"]] = stats.bound_thumbprints.get(rec.cnf["x5t#S256"], 0) + 1
         family.records.append(rec)
         by_access[rec.access_token] = rec
@@ -612,6 +631,9 @@ def serve(args) -> None:
             rec = by_refresh.get(refresh_token)
             if rec is None:
                 return None
+            if rec.family.jkt is not None and rec.family.jkt != getattr(g, "dpop_jkt", None):
+                log("refresh_refused", family=rec.family.id, why="not proven with the family's DPoP key")
+                return None
             if rec.family.revoked or rec.refresh_revoked:
                 log("refresh_refused", family=rec.family.id, why="revoked")
                 return None
@@ -727,10 +749,42 @@ def serve(args) -> None:
     server.register_endpoint(Revocation)
     server.register_endpoint(Introspection)
 
+    dpop_state = {"nonce": None, "seen": set()}
+
+    def check_dpop():
+        """The token request's DPoP proof: None when it has none (g.dpop_jkt stays unset),
+        else the answer refusing it, or None with g.dpop_jkt set."""
+        proof = request.headers.get("DPoP")
+        if not proof:
+            return None
+        try:
+            g.dpop_jkt = dpop.verify(proof, "POST", request.base_url, dpop_state["seen"], nonce=dpop_state["nonce"])
+        except dpop.Refused as e:
+            stats.dpop_refused[e.description] = stats.dpop_refused.get(e.description, 0) + 1
+            log("dpop_refused", reason=e.description)
+            answer = jsonify({"error": e.error, "error_description": e.description})
+            answer.status_code = 400
+            if e.error == "use_dpop_nonce":
+                answer.headers["DPoP-Nonce"] = dpop_state["nonce"]
+            answer.headers["Cache-Control"] = "no-store"
+            return answer
+        stats.dpop_proofs += 1
+        return None
+
+    @app.post("/test/dpop-nonce")
+    def set_dpop_nonce():
+        with lock:
+            dpop_state["nonce"] = (request.get_json(force=True) or {}).get("nonce")
+        return jsonify({"nonce": dpop_state["nonce"]})
+
     @app.post("/token")
     def token_endpoint():
         with lock:
             stats.token_requests += 1
+            refused = check_dpop()
+            if refused is not None:
+                stats.token_errors[refused.json["error"]] = stats.token_errors.get(refused.json["error"], 0) + 1
+                return refused
             resp = server.create_token_response()
             if resp.status_code != 200:
                 try:
@@ -797,6 +851,7 @@ def serve(args) -> None:
         m.validate()
         document = dict(m)
         document["tls_client_certificate_bound_access_tokens"] = True
+        document["dpop_signing_alg_values_supported"] = list(dpop.ALGORITHMS)
         document["mtls_endpoint_aliases"] = {"token_endpoint": mtls_issuer + "/token",
                                              "revocation_endpoint": mtls_issuer + "/revoke",
                                              "introspection_endpoint": mtls_issuer + "/introspect"}
@@ -866,6 +921,7 @@ def serve(args) -> None:
         "jwt_client_id": JWT_CLIENT_ID,
         "jwt_client_key_file": args.jwt_client_key_file,
         "mtls_issuer": mtls_issuer,
+        "dpop_nonce": issuer + "/test/dpop-nonce",
         "mtls": {**pki, "dir": args.mtls_dir, "registered": os.path.join(args.mtls_dir, "registered.pem"),
                  "client_id": MTLS_CLIENT_ID, "self_signed_client_id": SELF_SIGNED_CLIENT_ID},
         "username": USERNAME,

@@ -27,6 +27,13 @@ delay and 1024 workers.
 refuse a certificate-bound token (introspection's `cnf.x5t#S256`, RFC 8705 §3) unless
 the connection shows that certificate: 401 invalid_token, counted as `bound_refused`.
 
+A token bound to a DPoP key (introspection's `cnf.jkt`, RFC 9449) is accepted only as
+`Authorization: DPoP …` with a proof of that key for this request (dpop.py: method,
+`http://{Host}{path}`, `ath`, a `jti` never seen, iat within 60 s); else 401 with a `DPoP`
+challenge. --dpop-nonce-seconds N: proofs must carry the current nonce, which changes every
+N seconds (the previous one is still accepted); a proof without it is answered 401
+`DPoP error="use_dpop_nonce"` with the nonce in `DPoP-Nonce`.
+
 GET /stats (no auth): requests, by status, max in flight, max queued, distinct tokens.
 Prints one JSON line {"url", "port", "stats"} on stdout once it listens.
 """
@@ -48,6 +55,7 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import dpop
 import mtls
 
 
@@ -109,6 +117,9 @@ class Stats:
         self.introspection_errors = 0
         self.bound_accepted = 0
         self.bound_refused = 0
+        self.dpop_accepted = 0
+        self.dpop_refused = {}  # reason -> count
+        self.dpop_seen = set()
 
     def snapshot(self):
         with self.lock:
@@ -120,10 +131,19 @@ class Stats:
                     "connections": self.connections, "open_connections": self.open_connections,
                     "max_open_connections": self.max_open_connections,
                     "distinct_tokens": len(self.tokens), "introspection_errors": self.introspection_errors,
-                    "bound_accepted": self.bound_accepted, "bound_refused": self.bound_refused}
+                    "bound_accepted": self.bound_accepted, "bound_refused": self.bound_refused,
+                    "dpop_accepted": self.dpop_accepted, "dpop_refused": dict(self.dpop_refused)}
 
 
-def make_handler(introspector, stats, slots, delay_min, delay_max, echo_token):
+def dpop_nonces(seconds):
+    """The nonces a proof may carry now: the current one first, then the previous one."""
+    if not seconds:
+        return []
+    step = int(time.time() // seconds)
+    return [f"rs-{step}", f"rs-{step - 1}"]
+
+
+def make_handler(introspector, stats, slots, delay_min, delay_max, echo_token, nonce_seconds=0):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "interop-rs/1"
@@ -209,7 +229,7 @@ def make_handler(introspector, stats, slots, delay_min, delay_max, echo_token):
             auth = self.headers.get("Authorization") or ""
             scheme, _, token = auth.partition(" ")
             token = token.strip()
-            if scheme.lower() != "bearer" or not token:
+            if scheme.lower() not in ("bearer", "dpop") or not token:
                 self._send(401, {"error": "no bearer token"},
                            [("WWW-Authenticate", 'Bearer realm="interop"')])
                 return
@@ -227,6 +247,20 @@ def make_handler(introspector, stats, slots, delay_min, delay_max, echo_token):
                              'Bearer realm="interop", error="invalid_token", '
                              'error_description="the access token is not active"')])
                 return
+            jkt = (result.get("cnf") or {}).get("jkt")
+            if jkt or scheme.lower() == "dpop":
+                refusal = self._check_dpop(jkt, scheme, token)
+                if refusal is not None:
+                    error, reason = refusal
+                    with stats.lock:
+                        stats.dpop_refused[reason] = stats.dpop_refused.get(reason, 0) + 1
+                    extra = [("WWW-Authenticate", f'DPoP error="{error}", algs="ES256 PS256 RS256"')]
+                    if error == "use_dpop_nonce":
+                        extra.append(("DPoP-Nonce", dpop_nonces(nonce_seconds)[0]))
+                    self._send(401, {"error": error, "detail": reason, "token_sha256": token_sha}, extra)
+                    return
+                with stats.lock:
+                    stats.dpop_accepted += 1
             bound = (result.get("cnf") or {}).get("x5t#S256")
             if bound:
                 try:
@@ -253,6 +287,35 @@ def make_handler(introspector, stats, slots, delay_min, delay_max, echo_token):
                 out["access_token"] = token
             self._send(200, out)
 
+        def _check_dpop(self, jkt, scheme, token):
+            """None when the request proves the key `jkt` its token is bound to, else
+            (error, reason)."""
+            if not jkt:
+                return "invalid_token", "a DPoP scheme with a token bound to no key"
+            if scheme.lower() != "dpop":
+                return "invalid_token", "a DPoP-bound token sent as a bearer token"
+            proof = self.headers.get("DPoP")
+            if not proof:
+                return "invalid_token", "no DPoP proof"
+            url = f"http://{self.headers.get('Host', '')}{self.path}"
+            nonces = dpop_nonces(nonce_seconds)
+            try:
+                with stats.lock:
+                    seen = stats.dpop_seen
+                    # Any nonce of the window: try the current one, then the previous one.
+                    for i, nonce in enumerate(nonces or [None]):
+                        try:
+                            thumbprint = dpop.verify(proof, self.command, url, seen, access_token=token, nonce=nonce)
+                            break
+                        except dpop.Refused as e:
+                            if e.error != "use_dpop_nonce" or i == len(nonces or [None]) - 1:
+                                raise
+            except dpop.Refused as e:
+                return e.error, e.description
+            if thumbprint != jkt:
+                return "invalid_token", "the proof's key is not the one the token is bound to"
+            return None
+
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _handle
 
     return Handler
@@ -277,6 +340,8 @@ def main(argv=None):
     p.add_argument("--workers", type=int, default=8)
     p.add_argument("--fast", action="store_true", help="no delay, 1024 workers")
     p.add_argument("--echo-token", action="store_true", help="TEST ONLY: echo the access token in 200 answers")
+    p.add_argument("--dpop-nonce-seconds", type=float, default=0,
+                   help="DPoP proofs must carry a nonce that changes this often (0: none)")
     p.add_argument("--tls-pki", help="serve TLS with the PKI in this directory (mtls.make_pki) and check bound tokens")
     a = p.parse_args(argv)
     url, cid, secret, auth = a.introspection_url, a.client_id, a.client_secret, a.client_auth or "basic"
@@ -297,7 +362,7 @@ def main(argv=None):
         a.delay_max_ms = a.delay_min_ms
     stats = Stats()
     handler = make_handler(Introspector(url, cid, secret, auth), stats, threading.BoundedSemaphore(max(1, a.workers)),
-                           a.delay_min_ms, a.delay_max_ms, a.echo_token)
+                           a.delay_min_ms, a.delay_max_ms, a.echo_token, a.dpop_nonce_seconds)
     httpd = Server(("127.0.0.1", a.port), handler)
     port = httpd.server_address[1]
     scheme = "http"

@@ -1013,6 +1013,66 @@ def sc_self_signed_tls_client_auth(ctx):
         ag.stop()
 
 
+def sc_dpop(ctx):
+    if not ctx.info.get("dpop_nonce"):
+        raise Skip("this server issues no DPoP-bound tokens here")
+    from joserfc.jwk import ECKey
+    key = os.path.join(ctx.dir, "dpop-key.pem")
+    public = openssl_key(key, "ec")
+    jkt = ECKey.import_key(public.decode()).thumbprint()
+    # An API whose nonce changes every 4 s, and an AS that wants one too.
+    rsp = spawn([sys.executable, "-u", os.path.join(HERE, "resource_server.py"), "--port", "0",
+                 "--as-info", os.path.join(ctx.dir, "as-info.json"), "--echo-token", "--dpop-nonce-seconds", "4",
+                 "--workers", "32", "--delay-min-ms", "0", "--delay-max-ms", "20"],
+                os.path.join(ctx.dir, "dpop-rs.log"), stdout=subprocess.PIPE)
+    rs = read_json_line(rsp, 15)
+    check(rs is not None, f"the DPoP resource server did not start: {tail(os.path.join(ctx.dir, 'dpop-rs.log'), 3)}")
+
+    def rs_stats():
+        return request("GET", rs["url"] + "/stats", timeout=5).json()
+    r = request("POST", ctx.info["dpop_nonce"], body=json.dumps({"nonce": "as-nonce-1"}),
+                headers={"Content-Type": "application/json"})
+    check(r.status == 200, f"setting the AS's DPoP nonce → {r.status}")
+    config = authgate_config(ctx, "dpop")
+    config["authorization"]["dpop"] = {"keyFile": key}
+    config["routes"] = [{"prefix": "/api", "upstream": rs["url"], "requiresAuthentication": True}]
+    ag = AuthGate(ctx.binary, ctx.dir, "dpop", config)
+    ag.start()
+    try:
+        a0, r0 = ctx.as_stats(), rs_stats()
+        ag.login({"grant_type": "password", "username": ctx.info["username"], "password": ctx.info["password"]})
+        first = ag.get("/api/dpop/1")
+        check(first.status == 200, f"the API call after login → {first.status} {first.body[:300]!r}")
+        token = first.json()["access_token"]
+        bound = (ctx.introspect(token, "access_token").get("cnf") or {}).get("jkt")
+        check(bound == jkt, f"the access token is bound to {bound!r}, not to the key's thumbprint {jkt!r}")
+        bearer = request("GET", rs["url"] + "/api/dpop/2", headers={"Authorization": "Bearer " + token})
+        check(bearer.status == 401, f"the bound token sent as a bearer token → {bearer.status}, wanted 401")
+        r0 = rs_stats()  # from here on, every refusal would be AuthGate's
+        a1 = ctx.as_stats()
+        check(a1["dpop_refused"].get("the proof must carry the server's nonce", 0) -
+              a0["dpop_refused"].get("the proof must carry the server's nonce", 0) == 1,
+              "the AS did not ask for its nonce exactly once")
+        expiry_refresh(ctx, ag, "/api/dpop/3")
+        _, a2 = storm_expiries(ctx, ag, "/api/dpop/storm", expiries=3)
+        r2 = rs_stats()
+        refused = {k: v - r0["dpop_refused"].get(k, 0) for k, v in r2["dpop_refused"].items()}
+        nonce_asks = refused.pop("the proof must carry the server's nonce", 0)
+        refused = {k: v for k, v in refused.items() if v}
+        check(not refused, f"the API refused proofs: {refused}")
+        check(nonce_asks >= 1, "the API's rotating nonce was never asked for")
+        accepted = r2["dpop_accepted"] - r0["dpop_accepted"]
+        proofs = a2["dpop_proofs"] - a0["dpop_proofs"]
+        check(proofs == a2["dpop_bound"] - a0["dpop_bound"], "a token request with a proof got an unbound token")
+        return (f"ES256 key, tokens bound to its thumbprint (cnf.jkt), bearer use refused; login, refresh, "
+                f"3 expiries x 24 requests all 200 with one refresh each; {accepted} proofs accepted by the API, "
+                f"0 refused, {nonce_asks} nonce request(s) followed without a refresh; AS nonce followed once")
+    finally:
+        ag.stop()
+        request("POST", ctx.info["dpop_nonce"], body=json.dumps({"nonce": None}),
+                headers={"Content-Type": "application/json"})
+
+
 SCENARIOS = [
     ("password", sc_password),
     ("client-credentials", sc_client_credentials),
@@ -1030,6 +1090,7 @@ SCENARIOS = [
     ("client-assertion-file", sc_client_assertion_file),
     ("tls-client-auth", sc_tls_client_auth),
     ("self-signed-tls-client-auth", sc_self_signed_tls_client_auth),
+    ("dpop", sc_dpop),
 ]
 
 
