@@ -64,6 +64,22 @@ import Testing
         #expect(near(sim.meanLimit, workers), "mean \(sim.meanLimit)")
     }
 
+    @Test func anUpstreamAnsweringInAMillisecondIsNotThrottledByTheProxysOwnLoad() {
+        // A fast API behind a busy proxy: the answers come later as more are in flight
+        // because the proxy's loop reads them later (0.2 ms alone, 1.5 ms at 64), not
+        // because the API queues them. Throttling it would only queue the requests in the
+        // proxy instead, for no token's sake.
+        var limit = AdaptiveLimit(AdaptiveLimit.Parameters())
+        var now = Duration.zero
+        for _ in 0..<5_000 {
+            let inFlight = min(64, limit.admitted)
+            let latency = Duration.microseconds(200 + 20 * inFlight)
+            now += latency / inFlight
+            _ = limit.record(.init(latency: latency, inFlight: inFlight, outcome: .answered), at: now)
+        }
+        #expect(limit.admitted >= 64, "limit \(limit.admitted): the proxy's own delay read as a queue")
+    }
+
     @Test func aLuckyFastWindowDoesNotPinTheLimitAtOne() {
         // One early window twice as fast as the upstream really is sets a baseline every
         // later window is "over": at one request in flight that cannot be a queue.

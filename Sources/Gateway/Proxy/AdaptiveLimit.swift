@@ -10,8 +10,9 @@
 ///   nothing waits in its own queue (Envoy's min-RTT, without pinning the concurrency to
 ///   measure it: the sawtooth below brings the limit under the upstream's concurrency often
 ///   enough for the baseline to be seen);
-/// - when the mean is more than ``Parameters/tolerance`` above the baseline, requests wait
-///   in the upstream's queue. By Little's law the upstream serves about
+/// - when the mean is more than ``Parameters/tolerance`` above the baseline, and more than
+///   ``Parameters/minimumQueueDelay`` in absolute terms, requests wait in the upstream's
+///   queue. By Little's law the upstream serves about
 ///   `inFlight × baseline / mean` at once; the limit drops to that plus half the tolerance
 ///   (never below half of itself in one window, never below ``Parameters/minimum``);
 /// - a window with a timeout or a dropped exchange backs off by ``Parameters/backoff``, once
@@ -59,13 +60,19 @@ public struct AdaptiveLimit: Sendable, Equatable {
         public var backoff: Double
         /// A sample counts at most this many times the last window's mean latency.
         public var clip: Double
+        /// The least a window's mean must exceed the baseline by to count as a queue, in
+        /// seconds. Below it the rise is AuthGate's own work under load (a loop busy with
+        /// many connections delays every answer it reads), not the upstream's queue; and a
+        /// queue that short holds no token long enough for a rotation to matter.
+        public var minimumQueueDelay: Double
 
         /// The defaults, justified in docs/RUNTIME.md; `maximum` is the fixed cap.
         public init(
             initial: Int = 1, minimum: Int = 1, maximum: Int = 1_000, tolerance: Double = 0.25, windowSamples: Int = 20,
             baselinePeriod: Duration = .seconds(5), growth: Double = 0.1, minimumGrowth: Double = 0.2, backoff: Double = 0.9,
-            clip: Double = 4
+            clip: Double = 4, minimumQueueDelay: Double = 0.005
         ) {
+            self.minimumQueueDelay = minimumQueueDelay
             precondition(minimum >= 1 && maximum >= minimum && windowSamples >= 1 && baselinePeriod > .zero)
             self.initial = min(max(initial, minimum), maximum)
             self.minimum = minimum
@@ -223,7 +230,7 @@ public struct AdaptiveLimit: Sendable, Equatable {
         }
         baseline = base
         let ratio = mean / base
-        if ratio > 1 + p.tolerance {
+        if ratio > 1 + p.tolerance && mean - base > p.minimumQueueDelay {
             let serving = Double(window.inFlight) / Double(window.samples) / ratio
             if serving < 1 {
                 // An upstream serves at least one request at a time: a queue that leaves it
