@@ -149,6 +149,7 @@ let package = Package(
                 "AuthCore",
                 "AuthGateTesting",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Benchmarks/AuthCoreBench",
             swiftSettings: strict

@@ -850,11 +850,12 @@ def serve(args) -> None:
         })
         m.validate()
         document = dict(m)
-        document["tls_client_certificate_bound_access_tokens"] = True
+        document["tls_client_certificate_bound_access_tokens"] = bool(mtls_issuer)
         document["dpop_signing_alg_values_supported"] = list(dpop.ALGORITHMS)
-        document["mtls_endpoint_aliases"] = {"token_endpoint": mtls_issuer + "/token",
-                                             "revocation_endpoint": mtls_issuer + "/revoke",
-                                             "introspection_endpoint": mtls_issuer + "/introspect"}
+        if mtls_issuer:
+            document["mtls_endpoint_aliases"] = {"token_endpoint": mtls_issuer + "/token",
+                                                 "revocation_endpoint": mtls_issuer + "/revoke",
+                                                 "introspection_endpoint": mtls_issuer + "/introspect"}
         return document
 
     @app.get("/.well-known/openid-configuration")
@@ -899,14 +900,17 @@ def serve(args) -> None:
     httpd.daemon_threads = True
     port = httpd.server_port
     issuer = f"http://127.0.0.1:{port}"
-    pki = {"ca": os.path.join(args.mtls_dir, "ca.pem"), "ca_key": os.path.join(args.mtls_dir, "ca.key"),
-           "server_cert": os.path.join(args.mtls_dir, "server.pem"),
-           "server_key": os.path.join(args.mtls_dir, "server.key"), "trusted": os.path.join(args.mtls_dir, "trusted")}
-    tls_httpd = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler,
-                            ssl_context=mtls.server_context(pki))
-    tls_httpd.daemon_threads = True
-    mtls_issuer = f"https://127.0.0.1:{tls_httpd.server_port}"
-    threading.Thread(target=lambda: tls_httpd.serve_forever(poll_interval=0.2), daemon=True).start()
+    mtls_issuer = None
+    if args.mtls_dir:
+        pki = {"ca": os.path.join(args.mtls_dir, "ca.pem"), "ca_key": os.path.join(args.mtls_dir, "ca.key"),
+               "server_cert": os.path.join(args.mtls_dir, "server.pem"),
+               "server_key": os.path.join(args.mtls_dir, "server.key"),
+               "trusted": os.path.join(args.mtls_dir, "trusted")}
+        tls_httpd = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler,
+                                ssl_context=mtls.server_context(pki))
+        tls_httpd.daemon_threads = True
+        mtls_issuer = f"https://127.0.0.1:{tls_httpd.server_port}"
+        threading.Thread(target=lambda: tls_httpd.serve_forever(poll_interval=0.2), daemon=True).start()
     info = {
         "kind": "authlib",
         "issuer": issuer,
@@ -923,7 +927,7 @@ def serve(args) -> None:
         "mtls_issuer": mtls_issuer,
         "dpop_nonce": issuer + "/test/dpop-nonce",
         "mtls": {**pki, "dir": args.mtls_dir, "registered": os.path.join(args.mtls_dir, "registered.pem"),
-                 "client_id": MTLS_CLIENT_ID, "self_signed_client_id": SELF_SIGNED_CLIENT_ID},
+                 "client_id": MTLS_CLIENT_ID, "self_signed_client_id": SELF_SIGNED_CLIENT_ID} if mtls_issuer else None,
         "username": USERNAME,
         "password": PASSWORD,
         "scope": SCOPE,
@@ -954,8 +958,9 @@ def main(argv=None):
     p.add_argument("--latency-ms", type=int, default=0, help="hold each token endpoint answer this long")
     p.add_argument("--jwt-client-key-file", default=None,
                    help="PEM public key of the private_key_jwt client, read at every verification")
-    p.add_argument("--mtls-dir", required=True,
-                   help="the PKI of mtls.make_pki: the TLS listener's certificate, its CA, trusted/")
+    p.add_argument("--mtls-dir", default=None,
+                   help="the PKI of mtls.make_pki: the TLS listener's certificate, its CA, trusted/ "
+                        "(without it, no mutual-TLS listener)")
     p.add_argument("--reuse-grace-seconds", type=float, default=0.0,
                    help="a spent refresh token presented again within this many seconds is accepted")
     serve(p.parse_args(argv))

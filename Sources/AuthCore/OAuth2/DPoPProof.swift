@@ -20,19 +20,34 @@ public enum DPoPProof {
         key: ClientKey, algorithm: ClientKey.Algorithm, method: String, url: String, now: Date, nonce: String? = nil,
         accessToken: String? = nil
     ) throws(Unusable) -> String {
+        try make(
+            key: key, algorithm: algorithm, header: try header(key: key, algorithm: algorithm), method: method, url: url,
+            now: now, nonce: nonce, accessToken: accessToken)
+    }
+
+    /// The base64url header of every proof signed with `key` and `algorithm` (the same for
+    /// all of them: a signer keeps it).
+    public static func header(key: ClientKey, algorithm: ClientKey.Algorithm) throws(Unusable) -> String {
         guard key.supports(algorithm) else {
             throw Unusable(description: "the DPoP key cannot sign \(algorithm.rawValue)")
         }
         let jwk: String
         do { jwk = try key.publicJWK() } catch { throw Unusable(description: "the DPoP key has no usable public key") }
-        let header = #"{"alg":"\#(algorithm.rawValue)","jwk":\#(jwk),"typ":"dpop+jwt"}"#
+        return Base64URL.encode(Array(#"{"alg":"\#(algorithm.rawValue)","jwk":\#(jwk),"typ":"dpop+jwt"}"#.utf8))
+    }
+
+    /// The proof with `header`, made by ``header(key:algorithm:)`` for the same key and algorithm.
+    public static func make(
+        key: ClientKey, algorithm: ClientKey.Algorithm, header: String, method: String, url: String, now: Date,
+        nonce: String? = nil, accessToken: String? = nil
+    ) throws(Unusable) -> String {
         let jti = Base64URL.encode(SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) })
         var claims = ""
         if let accessToken { claims += #""ath":"\#(accessTokenHash(accessToken))","# }
         claims += #""htm":\#(JSONText.string(method)),"htu":\#(JSONText.string(targetURI(url))),"#
         claims += #""iat":\#(Int(now.timeIntervalSince1970)),"jti":"\#(jti)""#
         if let nonce { claims += #","nonce":\#(JSONText.string(nonce))"# }
-        let input = Array((Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array("{\(claims)}".utf8))).utf8)
+        let input = Array((header + "." + Base64URL.encode(Array("{\(claims)}".utf8))).utf8)
         do {
             return String(decoding: input, as: UTF8.self) + "." + Base64URL.encode(try key.sign(input, with: algorithm))
         } catch {

@@ -16,6 +16,9 @@ public final class DPoPSigner: Sendable, Equatable {
 
     private struct Cached {
         var key: ClientKey
+        var algorithm: ClientKey.Algorithm
+        /// The proofs' base64url header, the same for all of them.
+        var header: String
         var stamp: [Int]
         var checked: ContinuousClock.Instant
     }
@@ -43,36 +46,39 @@ public final class DPoPSigner: Sendable, Equatable {
     /// `url`'s server asked for, if any; nil when the key file cannot be used (the request
     /// goes without one, and the API's refusal says so).
     public func proof(method: String, url: String, accessToken: String, now: Date = Date()) -> String? {
-        guard let signingKey = current() else { return nil }
+        guard let c = current() else { return nil }
         return try? DPoPProof.make(
-            key: signingKey, algorithm: key.algorithm(for: signingKey), method: method, url: url, now: now,
+            key: c.key, algorithm: c.algorithm, header: c.header, method: method, url: url, now: now,
             nonce: nonces.nonce(for: url), accessToken: accessToken)
     }
 
-    /// The parsed key, read again when its file changed.
-    func current(now: ContinuousClock.Instant = .now) -> ClientKey? {
-        if let fresh = cache.withLock({ c -> ClientKey? in
+    /// The parsed key and its proofs' header, read again when the file changed.
+    private func current(now: ContinuousClock.Instant = .now) -> Cached? {
+        if let fresh = cache.withLock({ c -> Cached? in
             guard let c, now - c.checked < recheck else { return nil }
-            return c.key
+            return c
         }) {
             return fresh
         }
         let stamp = Self.stamp(key.path)
-        if let unchanged = cache.withLock({ c -> ClientKey? in
-            guard let cached = c, !stamp.isEmpty, cached.stamp == stamp else { return nil }
-            c?.checked = now
-            return cached.key
+        if let unchanged = cache.withLock({ c -> Cached? in
+            guard var cached = c, !stamp.isEmpty, cached.stamp == stamp else { return nil }
+            cached.checked = now
+            c = cached
+            return cached
         }) {
             return unchanged
         }
         guard let pem = try? Data(contentsOf: URL(fileURLWithPath: key.path)),
-            let parsed = try? ClientKey(pem: String(decoding: pem, as: UTF8.self))
+            let parsed = try? ClientKey(pem: String(decoding: pem, as: UTF8.self)),
+            let header = try? DPoPProof.header(key: parsed, algorithm: key.algorithm(for: parsed))
         else {
             cache.withLock { $0 = nil }
             return nil
         }
-        cache.withLock { $0 = Cached(key: parsed, stamp: stamp, checked: now) }
-        return parsed
+        let fresh = Cached(key: parsed, algorithm: key.algorithm(for: parsed), header: header, stamp: stamp, checked: now)
+        cache.withLock { $0 = fresh }
+        return fresh
     }
 
     /// Whether both sign with the same key file and algorithm.
