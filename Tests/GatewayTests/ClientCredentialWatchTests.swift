@@ -7,23 +7,13 @@ import Testing
 /// `/readyz` and the client credential files: a certificate that turns unusable at run time
 /// (expired, its key replaced) makes the process not ready, and ready again once put right.
 @Suite struct ClientCredentialWatchTests {
-    static func configuration(authorization: [String: Any], routes: [[String: Any]]) throws -> GatewayConfiguration {
-        let file: [String: Any] = [
-            "proxy": ["host": "127.0.0.1", "port": 8080], "admin": ["host": "127.0.0.1", "port": 8081],
-            "adminTokenFile": "/run/admin-token", "stateDirectory": "/var/lib/authgate",
-            "authorization": ["tokenEndpoint": "https://id.example.com/token", "clientID": "gate"].merging(authorization) { $1 },
-            "routes": routes,
-        ]
-        return try GatewayConfiguration.load(from: try JSONSerialization.data(withJSONObject: file))
-    }
-
     @Test func certificatesOfSessionsAndRoutesAreWatched() throws {
         let files = try CertificateFiles()
         defer { files.remove() }
         let session = try files.selfSigned("session")
         let route = try files.selfSigned("route")
-        let c = try Self.configuration(
-            authorization: [
+        let c = try ClientCertificateConfigurationTests.configuration(
+            [
                 "clientAuthentication": "tls_client_auth", "clientCertificateFile": session.certificate,
                 "clientCertificateKeyFile": session.key,
             ],
