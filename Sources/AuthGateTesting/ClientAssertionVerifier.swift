@@ -52,9 +52,14 @@ public struct ClientAssertionVerifier: Sendable {
     public var audiences: Set<String>
     /// The longest lifetime accepted from now, in seconds.
     public var maximumLifetime: TimeInterval
+    /// A client assertion (RFC 7523 §3, the default): `iss` and `sub` the client, a `jti`
+    /// required. An authorization grant (RFC 7523 §2.1, `false`): `iss` whoever issued it
+    /// (the caller chose the keys by it), `sub` the subject, `jti` optional.
+    public var isClientAssertion: Bool
 
     /// Creates a verifier.
-    public init(keys: [Key], audiences: Set<String>, maximumLifetime: TimeInterval = 300) {
+    public init(keys: [Key], audiences: Set<String>, maximumLifetime: TimeInterval = 300, isClientAssertion: Bool = true) {
+        self.isClientAssertion = isClientAssertion
         self.keys = keys
         self.audiences = audiences
         self.maximumLifetime = maximumLifetime
@@ -101,8 +106,8 @@ public struct ClientAssertionVerifier: Sendable {
         _ claims: [String: Any], _ header: [String: Any], _ alg: String, _ clientID: String?, _ now: Date,
         _ seen: (String) -> Bool
     ) -> Result<Claims, Refusal> {
-        guard let iss = claims["iss"] as? String, let sub = claims["sub"] as? String, iss == sub,
-            clientID == nil || sub == clientID
+        guard let iss = claims["iss"] as? String, let sub = claims["sub"] as? String, !sub.isEmpty,
+            !isClientAssertion || (iss == sub && (clientID == nil || sub == clientID))
         else { return .failure(.wrongIssuer) }
         let audience: [String] = (claims["aud"] as? String).map { [$0] } ?? (claims["aud"] as? [String]) ?? []
         guard audience.contains(where: audiences.contains) else { return .failure(.wrongAudience) }
@@ -110,8 +115,9 @@ public struct ClientAssertionVerifier: Sendable {
         let expiration = Date(timeIntervalSince1970: exp)
         guard expiration > now else { return .failure(.expired) }
         guard expiration.timeIntervalSince(now) <= maximumLifetime else { return .failure(.lifetimeTooLong) }
-        guard let jti = claims["jti"] as? String, !jti.isEmpty else { return .failure(.missingJWTID) }
-        guard !seen(jti) else { return .failure(.replayed) }
+        let jti = claims["jti"] as? String ?? ""
+        guard !jti.isEmpty || !isClientAssertion else { return .failure(.missingJWTID) }
+        guard jti.isEmpty || !seen(jti) else { return .failure(.replayed) }
         return .success(Claims(subject: sub, jwtID: jti, expiration: expiration, keyID: header["kid"] as? String, algorithm: alg))
     }
 }

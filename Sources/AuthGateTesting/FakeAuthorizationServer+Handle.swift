@@ -20,6 +20,11 @@ extension FakeAuthorizationServer {
         }
     }
 
+    /// The request's URL without its query: the token endpoint, as an `aud` names it.
+    func endpoint(of request: HTTPRequestValue) -> String {
+        request.url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.url
+    }
+
     func path(of request: HTTPRequestValue) -> String {
         URLComponents(string: request.url)?.path ?? request.url
     }
@@ -127,6 +132,10 @@ extension FakeAuthorizationServer {
             case .failure(let reason):
                 return oauthError(400, "invalid_grant", reason.message)
             }
+        case Grant.jwtBearerType:
+            return jwtBearerGrant(fields, clientID: clientID, endpoint: endpoint(of: request))
+        case Grant.tokenExchangeType:
+            return tokenExchange(fields, clientID: clientID, endpoint: endpoint(of: request))
         default:
             return oauthError(400, "unsupported_grant_type", grantType)
         }
@@ -169,7 +178,7 @@ extension FakeAuthorizationServer {
         guard let id, let keys = configuration.assertionKeys[id] ?? configuration.clients[id].map({ [.secret($0)] }) else {
             return .failure(ResponseBox(response: oauthError(401, "invalid_client", "unknown client")))
         }
-        let endpoint = request.url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.url
+        let endpoint = endpoint(of: request)
         let verifier = ClientAssertionVerifier(keys: keys, audiences: Set([endpoint] + (configuration.issuer.map { [$0] } ?? [])))
         switch verifier.verify(assertion, clientID: id, now: clock.wallNow, seen: { assertionIDs.contains($0) }) {
         case .success(let claims):
@@ -259,8 +268,9 @@ extension FakeAuthorizationServer {
         }
     }
 
-    private func tokenJSON(_ issued: IssuedTokens) -> HTTPResponseValue {
+    func tokenJSON(_ issued: IssuedTokens, issuedTokenType: String? = nil) -> HTTPResponseValue {
         var object: [String: Any] = ["access_token": issued.accessToken, "token_type": issued.tokenType]
+        if let issuedTokenType { object["issued_token_type"] = issuedTokenType }
         if configuration.sendsExpiresIn { object["expires_in"] = Int(issued.lifetime.components.seconds) }
         if let refresh = issued.refreshToken { object["refresh_token"] = refresh }
         if let scope = issued.scope { object["scope"] = scope }

@@ -63,6 +63,16 @@ public actor FakeAuthorizationServer: HTTPTransport {
         /// The issuer identifier, which an assertion's `aud` may name besides the token
         /// endpoint's URL.
         public var issuer: String?
+        /// Issuers whose JWTs the JWT bearer grant (RFC 7523 §2.1) and token exchange
+        /// (RFC 8693, subject token type `jwt`) accept: `iss` → the keys their signatures
+        /// verify with. The JWT's `sub` becomes the subject of the issued tokens.
+        public var trustedJWTIssuers: [String: [ClientAssertionVerifier.Key]] = [:]
+        /// The `audience` and `resource` values a token exchange may name; any other is
+        /// `invalid_target` (RFC 8693 §2.2.2). Empty: none may be named.
+        public var exchangeTargets: Set<String> = []
+        /// Whether the JWT bearer grant and token exchange issue a refresh token (servers
+        /// rarely do: the client presents its assertion again).
+        public var grantsIssueRefreshTokens = false
         /// Users for the password grant: name → password.
         public var users: [String: String] = ["alice": "wonderland"]
         /// Whether token answers also carry an OpenID Connect `id_token` (a JWT-shaped
@@ -120,6 +130,12 @@ public actor FakeAuthorizationServer: HTTPTransport {
         /// DPoP proofs refused, by reason, in order (``DPoPVerifier/Refusal/nonceNeeded``
         /// included: the `use_dpop_nonce` answers).
         public var dpopRefusals: [DPoPVerifier.Refusal] = []
+        /// What the JWT bearer grant and token exchange refused, in order (the
+        /// `error_description` of each refusal).
+        public var grantRefusals: [String] = []
+        /// The body fields of the last token exchange request (values of `subject_token`
+        /// replaced by `<redacted>`), for tests of what the client sends.
+        public var lastExchangeFields: [String: String] = [:]
 
         /// Successful refreshes.
         public var refreshes: Int { grants["refresh_token", default: 0] }
@@ -180,6 +196,8 @@ public actor FakeAuthorizationServer: HTTPTransport {
     var dpopNonce: String?
     /// The DPoP key thumbprint each bound access token was issued to.
     var accessBindings: [String: String] = [:]
+    /// Every `jti` of an accepted JWT bearer grant assertion: a second use is refused.
+    var grantAssertionIDs: Set<String> = []
 
     /// Creates a server.
     public init(configuration: Configuration = Configuration(), clock: any AuthClock) {

@@ -65,7 +65,12 @@ struct Status: ParsableCommand {
 struct Login: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Log in (POST /auth/login).")
     @OptionGroup var options: AdminOptions
-    @Option(help: "password, client_credentials, authorization_code or import.") var grant = "password"
+    @Option(
+        help: """
+            password, client_credentials, authorization_code, jwt-bearer (RFC 7523, the assertion from \
+            authorization.jwtBearer.assertionFile), token-exchange (RFC 8693, the subject token from \
+            authorization.tokenExchange.subjectTokenFile) or import.
+            """) var grant = "password"
     @Option(help: "User name (password grant).") var username: String?
     @Option(help: "A file holding the password (password grant).") var passwordFile: String?
     @Option(help: "Authorization code (authorization_code grant).") var code: String?
@@ -74,7 +79,7 @@ struct Login: ParsableCommand {
     @Option(help: "Scope.") var scope: String?
 
     func run() throws {
-        var fields: [String: String] = ["grant_type": grant]
+        var fields: [String: String] = ["grant_type": Self.grantTypes[grant] ?? grant]
         fields["username"] = username
         if let f = passwordFile { fields["password"] = try SecretSources.readFile(f, field: "--password-file") }
         fields["code"] = code
@@ -85,6 +90,12 @@ struct Login: ParsableCommand {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         try options.call("POST", "/auth/login", body: Array(try encoder.encode(fields)))
     }
+
+    /// The short names `--grant` takes for the grants whose `grant_type` is a URN.
+    static let grantTypes = [
+        "jwt-bearer": "urn:ietf:params:oauth:grant-type:jwt-bearer",
+        "token-exchange": "urn:ietf:params:oauth:grant-type:token-exchange",
+    ]
 }
 
 /// `authgate logout`.

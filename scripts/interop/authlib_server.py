@@ -30,6 +30,9 @@ rfc8414.AuthorizationServerMetadata):
   every verification, so a test rotates the registered key by rewriting it. An assertion
   is accepted only with iss = sub = client id, aud the token endpoint or the issuer, exp at
   most 60 s after iat and a jti never seen; /stats counts them by method and refusal.
+- the JWT bearer grant (RFC 7523 §2.1, Authlib's JWTBearerGrant) and token exchange
+  (RFC 8693, written from the RFC): see authlib_grants.py. The workload issuer's public
+  key is read from --workload-key-file at every verification.
 - mutual TLS (RFC 8705): a second listener over TLS (its URL is `mtls_issuer`) asks for
   a client certificate (issued by the test CA of `mtls.ca`, or self-signed and found in
   `mtls.trusted`); discovery names its endpoints as `mtls_endpoint_aliases`. The client
@@ -111,6 +114,7 @@ def start(dir: str, port: int, access_ttl: int, latency_ms: int = 0, reuse_grace
            "--access-ttl", str(access_ttl), "--latency-ms", str(latency_ms),
            "--reuse-grace-seconds", str(reuse_grace_seconds),
            "--jwt-client-key-file", os.path.join(dir, "jwt-client-key.pem"),
+           "--workload-key-file", os.path.join(dir, "workload-key.pem"),
            "--mtls-dir", os.path.join(dir, "mtls")]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
                             start_new_session=True)
@@ -747,6 +751,10 @@ def serve(args) -> None:
     server.register_grant(AuthorizationCodeGrant, [S256Required(required=True)])
     server.register_grant(RefreshTokenGrant)
     server.register_endpoint(Revocation)
+    import authlib_grants  # the JWT bearer grant and token exchange (RFC 7523 §2.1, RFC 8693)
+    authlib_grants.register(server, clients=clients, client_class=Client, user_class=User, stats=stats, log=log,
+                            by_access=by_access, issuer=lambda: issuer, ttl=ttl, auth_methods=AUTH_METHODS,
+                            key_file=args.workload_key_file)
     server.register_endpoint(Introspection)
 
     dpop_state = {"nonce": None, "seen": set()}
@@ -839,7 +847,8 @@ def serve(args) -> None:
             "scopes_supported": [SCOPE],
             "response_types_supported": ["code"],
             "response_modes_supported": ["query"],
-            "grant_types_supported": ["authorization_code", "password", "client_credentials", "refresh_token"],
+            "grant_types_supported": ["authorization_code", "password", "client_credentials", "refresh_token",
+                                      authlib_grants.JWT_BEARER, authlib_grants.TOKEN_EXCHANGE],
             "token_endpoint_auth_methods_supported": ADVERTISED_METHODS,
             "token_endpoint_auth_signing_alg_values_supported": ["ES256", "PS256", "RS256", "HS256"],
             "revocation_endpoint_auth_signing_alg_values_supported": ["ES256", "PS256", "RS256", "HS256"],
@@ -924,6 +933,10 @@ def serve(args) -> None:
         "client_secret": client_secret,
         "jwt_client_id": JWT_CLIENT_ID,
         "jwt_client_key_file": args.jwt_client_key_file,
+        "workload_key_file": args.workload_key_file,
+        "workload_issuer": authlib_grants.WORKLOAD_ISSUER,
+        "exchange_audience": authlib_grants.EXCHANGE_AUDIENCES[0],
+        "exchange_resource": authlib_grants.EXCHANGE_RESOURCES[0],
         "mtls_issuer": mtls_issuer,
         "dpop_nonce": issuer + "/test/dpop-nonce",
         "mtls": {**pki, "dir": args.mtls_dir, "registered": os.path.join(args.mtls_dir, "registered.pem"),
@@ -958,6 +971,8 @@ def main(argv=None):
     p.add_argument("--latency-ms", type=int, default=0, help="hold each token endpoint answer this long")
     p.add_argument("--jwt-client-key-file", default=None,
                    help="PEM public key of the private_key_jwt client, read at every verification")
+    p.add_argument("--workload-key-file", default=None,
+                   help="PEM public key of the workload issuer (JWT bearer, token exchange), read at every verification")
     p.add_argument("--mtls-dir", default=None,
                    help="the PKI of mtls.make_pki: the TLS listener's certificate, its CA, trusted/ "
                         "(without it, no mutual-TLS listener)")

@@ -1071,6 +1071,223 @@ def sc_dpop(ctx):
         ag.stop()
         request("POST", ctx.info["dpop_nonce"], body=json.dumps({"nonce": None}),
                 headers={"Content-Type": "application/json"})
+# --------------------------------------------------------------------------------------
+# Grants that need no person: JWT bearer (RFC 7523 §2.1), token exchange (RFC 8693),
+# authorization.autoLogin.
+# --------------------------------------------------------------------------------------
+
+def workload_token(ctx, path, key_pem, lifetime=300):
+    """A workload JWT (as a projected service-account token) signed with `key_pem`, written
+    to `path` atomically, as a token volume is updated."""
+    import authlib_grants
+    token = authlib_grants.sign(key_pem, authlib_grants.workload_claims(ctx.info["token_endpoint"], lifetime))
+    with open(path + ".new", "w") as f:
+        f.write(token + "\n")
+    os.replace(path + ".new", path)
+    return token
+
+
+def workload_keys(ctx):
+    """A fresh workload issuer key registered at the AS; returns its private PEM."""
+    key = os.path.join(ctx.dir, "workload-signer.pem")
+    public = openssl_key(key, "ec")
+    with open(ctx.info["workload_key_file"], "wb") as f:
+        f.write(public)
+    with open(key, "rb") as f:
+        return f.read()
+
+
+def issued(stats, grant):
+    return ((stats or {}).get("tokens_issued") or {}).get(grant, 0)
+
+
+def renewal_storm(ctx, ag, path, grant, expiries=3, n=24):
+    """`expiries` times: wait out the token, then `n` concurrent requests, all 200, with
+    exactly one new grant per expiry (no refresh token: the grant is presented again)."""
+    a0 = ctx.as_stats()
+    for e in range(expiries):
+        time.sleep(ctx.ttl + 1.5)
+        results = [None] * n
+
+        def one(i):
+            try:
+                results[i] = ag.get(f"{path}/{e}/{i}").status
+            except Exception as x:  # noqa: BLE001
+                results[i] = repr(x)
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        bad = [r for r in results if r != 200]
+        check(not bad, f"expiry {e + 1}: {len(bad)}/{n} requests failed (client 401s included), e.g. {bad[:3]}")
+    a1 = ctx.as_stats()
+    renewed = issued(a1, grant) - issued(a0, grant)
+    check(renewed == expiries, f"AS issued {renewed} tokens by {grant} for {expiries} expiries, wanted one each")
+    check(delta(a0, a1, "refreshes") == 0, "a refresh_token grant was used, though none was issued")
+    return a1
+
+
+def grant_ag(ctx, name, authz):
+    config = authgate_config(ctx, name)
+    config["authorization"].update(authz)
+    ag = AuthGate(ctx.binary, ctx.dir, name, config)
+    ag.start()
+    return ag
+
+
+def refused_since(a0, a1):
+    r0, r1 = (a0.get("grant_refusals") or {}), (a1.get("grant_refusals") or {})
+    return {k: v - r0.get(k, 0) for k, v in r1.items() if v - r0.get(k, 0) > 0}
+
+
+def sc_jwt_bearer(ctx):
+    if not ctx.info.get("workload_key_file"):
+        raise Skip("this server has no JWT bearer grant here")
+    from authlib_grants import JWT_BEARER
+    key = workload_keys(ctx)
+    assertion = os.path.join(ctx.dir, "jwtb-assertion")
+    workload_token(ctx, assertion, key)
+    ag = grant_ag(ctx, "jwtb", {"jwtBearer": {"assertionFile": assertion, "scope": ctx.info["scope"]}})
+    try:
+        a0 = ctx.as_stats()
+        # The command line, as an operator would: `authgate login --grant jwt-bearer`.
+        out = subprocess.run([ctx.binary, "login", "--admin", ag.admin, "--token-file", ctx.admin_token_file,
+                              "--grant", "jwt-bearer"], capture_output=True, text=True, timeout=30)
+        check(out.returncode == 0, f"authgate login --grant jwt-bearer exited {out.returncode}: {out.stdout[:300]}")
+        check(ag.get("/api/jwtb/1").status == 200, "the API call after login failed")
+        check(issued(ctx.as_stats(), JWT_BEARER) - issued(a0, JWT_BEARER) == 1, "the AS did not issue by jwt-bearer")
+        renewal_storm(ctx, ag, "/api/jwtb/storm", JWT_BEARER)
+        # The issuer's key rotates and the token volume with it: the next renewal reads the
+        # new file (the old assertion no longer verifies), with no restart.
+        key = workload_keys(ctx)
+        workload_token(ctx, assertion, key)
+        renewal_storm(ctx, ag, "/api/jwtb/rotated", JWT_BEARER, expiries=1)
+        # Signed by a key the AS does not know: refused with its precise error, logged, and
+        # the session keeps serving while its token lasts.
+        a1 = ctx.as_stats()
+        stranger = os.path.join(ctx.dir, "stranger.pem")
+        openssl_key(stranger, "ec")
+        with open(stranger, "rb") as f:
+            workload_token(ctx, assertion, f.read())
+        time.sleep(ctx.ttl + 1.5)
+        ag.get("/api/jwtb/2")
+        refusals = refused_since(a1, ctx.as_stats())
+        check(refusals, "the AS did not refuse an assertion signed with an unknown key")
+        check(wait_until(lambda: "invalid_grant" in tail(ag.log_path, 40), 5),
+              f"AuthGate's log does not name invalid_grant: {ag.last_log_line()}")
+        check(ag.session().get("state") == "logged_in", "a refused assertion ended the session")
+        # Expired in the file: nothing sent, the reason logged, /readyz says so.
+        workload_token(ctx, assertion, key, lifetime=-10)
+        before = ctx.as_stats()
+        time.sleep(1.5)
+        ag.get("/api/jwtb/3")
+        check(ctx.as_stats().get("token_requests") == before.get("token_requests"),
+              "a token request was sent with an expired assertion")
+        logged = tail(ag.log_path, 40)
+        check("client_credentials_unusable" in logged and "expired" in logged,
+              f"AuthGate's log does not say why: {ag.last_log_line()}")
+        ready = request("GET", ag.admin + "/readyz")
+        check(ready.status == 503 and b"client_credentials_unusable" in ready.body,
+              f"/readyz → {ready.status} {ready.body[:200]!r}")
+        with open(assertion) as f:
+            check(f.read().strip().split(".")[2] not in tail(ag.log_path, 200), "the log quotes the assertion")
+        workload_token(ctx, assertion, key)
+        check(wait_until(lambda: ag.get("/api/jwtb/4").status == 200, 20),
+              "the session did not recover once the file was put right")
+        return (f"login by `authgate login --grant jwt-bearer`, 3 expiries x 24 "
+                f"concurrent requests all 200 with one new grant each, key+file rotated without restart, unknown key "
+                f"refused ({list(refusals)[0]!r}) with the session kept, expired file → nothing sent, "
+                f"client_credentials_unusable; put right → 200")
+    finally:
+        ag.stop()
+
+
+def sc_token_exchange(ctx):
+    if not ctx.info.get("workload_key_file"):
+        raise Skip("this server has no token exchange here")
+    from authlib_grants import TOKEN_EXCHANGE, ACCESS_TOKEN_TYPE
+    key = workload_keys(ctx)
+    subject = os.path.join(ctx.dir, "tx-subject")
+    workload_token(ctx, subject, key)
+    exchange = {"subjectTokenFile": subject, "audience": ctx.info["exchange_audience"],
+                "resource": ctx.info["exchange_resource"], "scope": ctx.info["scope"],
+                "requestedTokenType": ACCESS_TOKEN_TYPE}
+    ag = grant_ag(ctx, "tx", {"tokenExchange": exchange})
+    try:
+        a0 = ctx.as_stats()
+        s = ag.login({"grant_type": TOKEN_EXCHANGE})
+        fields = ctx.as_stats().get("exchange_fields")
+        wanted = ["audience", "grant_type", "requested_token_type", "resource", "scope", "subject_token",
+                  "subject_token_type"]
+        check(fields == wanted, f"the exchange sent {fields}, wanted {wanted}")
+        check(issued(ctx.as_stats(), TOKEN_EXCHANGE) - issued(a0, TOKEN_EXCHANGE) == 1, "no exchange at the AS")
+        check(ag.get("/api/tx/1").status == 200, "the API call after the exchange failed")
+        renewal_storm(ctx, ag, "/api/tx/storm", TOKEN_EXCHANGE)
+        key = workload_keys(ctx)
+        workload_token(ctx, subject, key)
+        renewal_storm(ctx, ag, "/api/tx/rotated", TOKEN_EXCHANGE, expiries=1)
+        # A target the AS does not serve: invalid_target, named in the login's answer.
+        bad = grant_ag(ctx, "tx-bad", {"tokenExchange": {**exchange, "audience": "payroll"}})
+        try:
+            r = bad.admin_call("POST", "/auth/login", {"grant_type": TOKEN_EXCHANGE})
+            check(r.status >= 400 and b"invalid_target" in r.body, f"login to another audience → {r.status} {r.body[:200]!r}")
+        finally:
+            bad.stop()
+        # A subject token signed by a stranger: invalid_request (RFC 8693 §2.2.2), the
+        # session kept while its token lasts.
+        a1 = ctx.as_stats()
+        stranger = os.path.join(ctx.dir, "stranger-tx.pem")
+        openssl_key(stranger, "ec")
+        with open(stranger, "rb") as f:
+            workload_token(ctx, subject, f.read())
+        time.sleep(ctx.ttl + 1.5)
+        ag.get("/api/tx/2")
+        refusals = refused_since(a1, ctx.as_stats())
+        check(any(k.startswith("subject_token") for k in refusals), f"the AS refused {refusals}")
+        check(wait_until(lambda: "invalid_request" in tail(ag.log_path, 40), 5),
+              f"AuthGate's log does not name invalid_request: {ag.last_log_line()}")
+        check(ag.session().get("state") == "logged_in", "a refused subject token ended the session")
+        workload_token(ctx, subject, key)
+        check(wait_until(lambda: ag.get("/api/tx/3").status == 200, 20), "no recovery once the file was put right")
+        return (f"exchange sent every RFC 8693 field {wanted}, answered with issued_token_type; 3 expiries x 24 "
+                f"concurrent requests all 200, exchanged again each time (no refresh token); rotated without restart; "
+                f"invalid_target and a stranger's subject token ({list(refusals)[0]!r}) refused precisely")
+    finally:
+        ag.stop()
+
+
+def sc_auto_login(ctx):
+    if not ctx.info.get("workload_key_file"):
+        raise Skip("this server has no token exchange here")
+    from authlib_grants import TOKEN_EXCHANGE
+    key = workload_keys(ctx)
+    subject = os.path.join(ctx.dir, "auto-subject")
+    workload_token(ctx, subject, key)
+    a0 = ctx.as_stats()
+    # start() returns once /readyz says ready: that is, once the session logged itself in.
+    ag = grant_ag(ctx, "auto", {"tokenExchange": {"subjectTokenFile": subject},
+                                "autoLogin": {"grant": "token-exchange"}})
+    try:
+        check(ag.session().get("state") == "logged_in", "autoLogin did not log in at start")
+        check(issued(ctx.as_stats(), TOKEN_EXCHANGE) - issued(a0, TOKEN_EXCHANGE) == 1, "no exchange at start")
+        check(ag.get("/api/auto/1").status == 200, "the API call with the auto login failed")
+        renewal_storm(ctx, ag, "/api/auto/storm", TOKEN_EXCHANGE, expiries=1)
+        # An operator's logout stays: no new login, /readyz not ready.
+        check(ag.admin_call("POST", "/auth/logout").status in (200, 204), "logout failed")
+        time.sleep(2)
+        check(ag.session().get("state") == "logged_out", "autoLogin logged back in after an operator's logout")
+        ready = request("GET", ag.admin + "/readyz")
+        check(ready.status == 503 and b"not_logged_in" in ready.body, f"/readyz → {ready.status} {ready.body[:200]!r}")
+        # A restart logs in again.
+        ag.stop()
+        ag.start()
+        check(ag.session().get("state") == "logged_in", "autoLogin did not log in after a restart")
+        return ("logged in at start before /readyz said ready, renewed by exchange, stayed out after an operator's "
+                "logout (/readyz not_logged_in), logged in again at restart")
+    finally:
+        ag.stop()
 
 
 SCENARIOS = [
@@ -1091,6 +1308,9 @@ SCENARIOS = [
     ("tls-client-auth", sc_tls_client_auth),
     ("self-signed-tls-client-auth", sc_self_signed_tls_client_auth),
     ("dpop", sc_dpop),
+    ("jwt-bearer", sc_jwt_bearer),
+    ("token-exchange", sc_token_exchange),
+    ("auto-login", sc_auto_login),
 ]
 
 

@@ -107,7 +107,10 @@ public struct ClientAssertion: Sendable, Equatable {
     /// The assertion in `data` (surrounding whitespace dropped) when it is one compact JWT
     /// (three base64url parts, a JSON header naming an algorithm) whose `exp`, if any, has
     /// not passed.
-    public static func checkedAssertion(_ data: Data, path: String, now: Date) throws(Unusable) -> String {
+    /// `what` names the file in errors (`client assertion`, `JWT bearer assertion`, …).
+    public static func checkedAssertion(_ data: Data, path: String, now: Date, what: String = "client assertion")
+        throws(Unusable) -> String
+    {
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
@@ -117,10 +120,10 @@ public struct ClientAssertion: Sendable, Equatable {
             let claimsData = Base64URL.decode(parts[1]),
             let claims = try? JSONSerialization.jsonObject(with: claimsData) as? [String: Any]
         else {
-            throw Unusable(description: "the client assertion file \(path) does not hold one compact JWT")
+            throw Unusable(description: "the \(what) file \(path) does not hold one compact JWT")
         }
         if let exp = claims["exp"] as? Double, exp <= now.timeIntervalSince1970 {
-            throw Unusable(description: "the client assertion in \(path) expired at \(Int(exp)) (it is not being renewed)")
+            throw Unusable(description: "the \(what) in \(path) expired at \(Int(exp)) (it is not being renewed)")
         }
         return text
     }

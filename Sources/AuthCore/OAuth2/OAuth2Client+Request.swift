@@ -2,8 +2,11 @@ internal import Foundation
 
 extension OAuth2Client {
     /// Builds the HTTP request for `grant` (pure; no I/O); `assertion` is the client
-    /// assertion when the client authenticates with one.
-    public func makeRequest(for grant: Grant, assertion: String? = nil) throws -> HTTPRequestValue {
+    /// assertion when the client authenticates with one; `grantToken` the JWT bearer
+    /// assertion or the token exchange's subject token, read from its file by the caller.
+    public func makeRequest(for grant: Grant, assertion: String? = nil, grantToken: String? = nil) throws
+        -> HTTPRequestValue
+    {
         let mapping = configuration.mapping
         var fields: [(String, String)] = []
         var headers: [(name: String, value: String)] = [("Accept", "application/json")]
@@ -30,6 +33,10 @@ extension OAuth2Client {
             if mapping.refreshSendsExpiredAccessToken, let expiredAccessToken {
                 headers.append(("Authorization", "Bearer \(expiredAccessToken)"))
             }
+        case .jwtBearer(let scope):
+            fields += try jwtBearerFields(scope: scope, assertion: grantToken)
+        case .tokenExchange(let scope):
+            fields += try tokenExchangeFields(scope: scope, subjectToken: grantToken)
         }
 
         try authenticate(&headers, &fields, assertion: assertion)

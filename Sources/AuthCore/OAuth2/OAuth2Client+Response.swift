@@ -40,7 +40,11 @@ extension OAuth2Client {
                 // A key, assertion or certificate comes from a file that can be put right on
                 // disk: the session keeps its token and tries again.
                 let fromFiles = configuration.authentication.usesAssertion || configuration.authentication.usesCertificate
-                let credentialsMayRecover = oauthError.error == "invalid_client" && fromFiles
+                // So is the assertion or subject token of a grant read from a file: the
+                // server refusing it (RFC 7523 §3.1 `invalid_grant`, RFC 8693 §2.2.2
+                // `invalid_request`) is put right by the next file.
+                let grantFileRefused = grant.readsFile && ["invalid_grant", "invalid_request"].contains(oauthError.error)
+                let credentialsMayRecover = oauthError.error == "invalid_client" && fromFiles || grantFileRefused
                 let terminal =
                     oauthError.isTerminal && [400, 401].contains(response.status) && !credentialsMayRecover
                     || mapping.terminalStatuses.contains(response.status)
@@ -76,13 +80,31 @@ extension OAuth2Client {
             result.tokenType = JSONPath.string(at: paths.tokenType, in: json) ?? "Bearer"
             result.scope = JSONPath.string(at: paths.scope, in: json)
             result.idToken = JSONPath.string(at: paths.idToken, in: json)
+            result.issuedTokenType = JSONPath.string(at: "issued_token_type", in: json)
         }
+        if case .tokenExchange = grant { try Self.checkExchanged(result, status: response.status) }
         if let field = TokenSyntax.violation(in: result) {
             throw AuthError.tokenEndpoint(
                 .invalidTokenSyntax, .ambiguous, status: response.status,
                 message: "\(TokenSyntax.requirement(for: field)); the response was not used", field: field)
         }
         return result
+    }
+
+    /// RFC 8693 §2.2.1: an exchange's answer names the `issued_token_type`, and a
+    /// `token_type` of `N_A` says the token is not an access token, so it cannot be
+    /// presented to an API. Either fault is ``AuthError/Code/malformedResponse``.
+    static func checkExchanged(_ result: TokenResponse, status: Int) throws {
+        guard let issued = result.issuedTokenType, !issued.isEmpty else {
+            throw AuthError.tokenEndpoint(
+                .malformedResponse, .ambiguous, status: status,
+                message: "the token exchange answer has no issued_token_type (RFC 8693 §2.2.1)")
+        }
+        if result.tokenType.uppercased() == "N_A" {
+            throw AuthError.tokenEndpoint(
+                .malformedResponse, .ambiguous, status: status,
+                message: "the token exchange issued \(issued) with token_type N_A: not an access token an API accepts")
+        }
     }
 
     static func oauthError(in json: Any, paths: TokenEndpointMapping.ResponsePaths)

@@ -31,14 +31,21 @@ public struct OAuth2Client: TokenGrantClient {
         /// The key every token request proves possession of (RFC 9449): the server binds
         /// the tokens to it (`token_type` `DPoP`).
         public var dpop: DPoPKey?
+        /// Where the JWT bearer grant (RFC 7523 §2.1) reads its assertion.
+        public var jwtBearer: JWTBearerGrantSettings?
+        /// Where token exchange (RFC 8693) reads its subject token, and what it asks for.
+        public var tokenExchange: TokenExchangeSettings?
 
         /// Creates a configuration.
         public init(
             tokenEndpoint: String, clientID: String? = nil, clientSecret: String? = nil,
             authentication: ClientAuthentication = .basic,
             mapping: TokenEndpointMapping = .standard, revocationEndpoint: String? = nil, assertion: ClientAssertion? = nil,
-            certificate: ClientCertificate? = nil, dpop: DPoPKey? = nil
+            certificate: ClientCertificate? = nil, dpop: DPoPKey? = nil, jwtBearer: JWTBearerGrantSettings? = nil,
+            tokenExchange: TokenExchangeSettings? = nil
         ) {
+            self.jwtBearer = jwtBearer
+            self.tokenExchange = tokenExchange
             self.dpop = dpop
             self.certificate = certificate
             self.revocationEndpoint = revocationEndpoint
@@ -79,7 +86,8 @@ public struct OAuth2Client: TokenGrantClient {
     public func requestToken(_ grant: Grant) async throws -> TokenResponse {
         var askedForNonce = false
         while true {
-            var request = try makeRequest(for: grant, assertion: try currentAssertion())
+            var request = try makeRequest(
+                for: grant, assertion: try currentAssertion(), grantToken: try currentGrantToken(for: grant))
             if let proof = try currentProof(for: request) { request.headers.append(("DPoP", proof)) }
             let response: HTTPResponseValue
             do {
@@ -139,6 +147,31 @@ public struct OAuth2Client: TokenGrantClient {
         do {
             return try assertion.make(
                 clientID: configuration.clientID ?? "", secret: configuration.clientSecret, now: clock.wallNow)
+        } catch {
+            throw AuthError.tokenEndpoint(.clientCredentialsUnusable, .transient, message: error.description)
+        }
+    }
+
+    /// The assertion (JWT bearer) or subject token (token exchange) `grant` presents, read
+    /// from its file now; nil for the other grants. Nothing is sent when the file cannot be
+    /// used: a transient ``AuthError/Code/clientCredentialsUnusable`` error naming the file,
+    /// so a session keeps its token and tries again once the file is put right.
+    func currentGrantToken(for grant: Grant) throws -> String? {
+        do throws(ClientAssertion.Unusable) {
+            switch grant {
+            case .jwtBearer:
+                guard let settings = configuration.jwtBearer else {
+                    throw ClientAssertion.Unusable(description: "the JWT bearer grant needs an assertion file (jwtBearer)")
+                }
+                return try settings.assertion(now: clock.wallNow)
+            case .tokenExchange:
+                guard let settings = configuration.tokenExchange else {
+                    throw ClientAssertion.Unusable(description: "token exchange needs a subject token file (tokenExchange)")
+                }
+                return try settings.subjectToken(now: clock.wallNow)
+            default:
+                return nil
+            }
         } catch {
             throw AuthError.tokenEndpoint(.clientCredentialsUnusable, .transient, message: error.description)
         }

@@ -24,7 +24,9 @@ public struct OAuthErrorResponse: Sendable, Equatable, CustomStringConvertible {
     /// failing with it must end the session. `temporarily_unavailable` and unknown codes
     /// sent with a 5xx are not terminal.
     public var isTerminal: Bool {
-        OAuthErrorResponse.standardCodes.contains(error)
+        // `invalid_target` (RFC 8693 §2.2.2, RFC 8707): the audience or resource asked for
+        // is not served; asking again the same way cannot succeed.
+        OAuthErrorResponse.standardCodes.contains(error) || error == "invalid_target"
     }
 
     public var description: String {

@@ -15,12 +15,17 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible,
     public var scope: String?
     /// An OpenID Connect ID token, when present.
     public var idToken: String?
+    /// `issued_token_type` (RFC 8693 §2.2.1): what a token exchange issued, such as
+    /// `urn:ietf:params:oauth:token-type:access_token`.
+    public var issuedTokenType: String?
 
     /// Creates a token response.
     public init(
         accessToken: String, tokenType: String = "Bearer", expiresIn: Duration? = nil,
-        refreshToken: String? = nil, scope: String? = nil, idToken: String? = nil
+        refreshToken: String? = nil, scope: String? = nil, idToken: String? = nil,
+        issuedTokenType: String? = nil
     ) {
+        self.issuedTokenType = issuedTokenType
         self.accessToken = accessToken
         self.tokenType = tokenType
         self.expiresIn = expiresIn

@@ -96,8 +96,8 @@ extension AuthActor {
         let grant: Grant
         if let refreshToken = session.credentials.refreshToken {
             grant = .refreshToken(refreshToken, expiredAccessToken: session.credentials.accessToken)
-        } else if session.grantType == Grant.clientCredentials().grantType {
-            grant = .clientCredentials(scope: session.credentials.scope)
+        } else if let renewal = Grant.renewal(grantType: session.grantType, scope: session.credentials.scope) {
+            grant = renewal
         } else {
             throw AuthError(.refreshNotPossible)
         }

@@ -39,8 +39,17 @@ enum AdminJSON {
                 "the authorization server answered with an unusable \(field) (\(TokenSyntax.requirement(for: field))); "
                     + "the login was not completed", [("field", Problem.quote(field))])
         }
+        if e.code == .clientCredentialsUnusable {
+            // A key, assertion or subject token file that cannot be used: nothing was sent.
+            // The message names the file, never its contents.
+            return GatewayProblem.make("login-failed", 401, "the login was not sent: \(e.message)")
+        }
+        // A login is asked for once: a refusal the session would retry at a refresh (a
+        // credential from a file that can be put right) is still the server's answer now.
+        let refused = e.oauthError != nil && [400, 401].contains(e.status ?? 0)
         switch e.disposition {
-        case .terminal:
+        case .terminal,
+            _ where refused:
             let code = e.oauthError?.error ?? "rejected"
             return GatewayProblem.make(
                 "login-rejected", 401, "the authorization server refused the login (\(code))", [("error", Problem.quote(code))])

@@ -7,6 +7,10 @@ import AuthCore
 /// - `{"grant_type":"password","username":…,"password":…,"scope":…}`
 /// - `{"grant_type":"authorization_code","code":…,"redirect_uri":…,"code_verifier":…}`
 /// - `{"grant_type":"client_credentials","scope":…}`
+/// - `{"grant_type":"urn:ietf:params:oauth:grant-type:jwt-bearer","scope":…}` (RFC 7523
+///   §2.1; the assertion is read from `authorization.jwtBearer.assertionFile`)
+/// - `{"grant_type":"urn:ietf:params:oauth:grant-type:token-exchange","scope":…}` (RFC 8693;
+///   the subject token is read from `authorization.tokenExchange.subjectTokenFile`)
 /// - `{"grant_type":"import","access_token":…,"refresh_token":…,"expires_in":…,"token_type":…,"scope":…}`
 ///
 /// Each also takes `subject`. A member the grant does not take is refused (422), not
@@ -27,6 +31,8 @@ enum LoginRequest {
         ("password", ["grant_type", "username", "password", "scope", "subject"], ["username", "password"]),
         ("authorization_code", ["grant_type", "code", "redirect_uri", "code_verifier", "subject"], ["code"]),
         ("client_credentials", ["grant_type", "scope", "subject"], []),
+        (Grant.jwtBearerType, ["grant_type", "scope", "subject"], []),
+        (Grant.tokenExchangeType, ["grant_type", "scope", "subject"], []),
         (
             "import", ["grant_type", "access_token", "refresh_token", "expires_in", "token_type", "scope", "subject"],
             ["access_token"]
@@ -93,6 +99,10 @@ enum LoginRequest {
             )
         case "client_credentials":
             return (.grant(.clientCredentials(scope: strings["scope"])), subject)
+        case Grant.jwtBearerType:
+            return (.grant(.jwtBearer(scope: strings["scope"])), subject)
+        case Grant.tokenExchangeType:
+            return (.grant(.tokenExchange(scope: strings["scope"])), subject)
         case "authorization_code":
             return (
                 .grant(

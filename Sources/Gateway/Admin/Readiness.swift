@@ -22,12 +22,15 @@ public final class Readiness: Sendable {
         public var sharedStore: Bool
         /// A session's client key or assertion file cannot be used now.
         public var clientCredentialsUnusable: Bool
+        /// A session with `autoLogin` is not logged in.
+        public var notLoggedIn: Bool
 
         /// Creates the inputs of one probe.
         public init(
             restored: Bool, writable: Bool, freeBytes: Int?, unsavedCredentials: Bool, userInfoPending: Bool,
-            sharedStore: Bool = false, clientCredentialsUnusable: Bool = false
+            sharedStore: Bool = false, clientCredentialsUnusable: Bool = false, notLoggedIn: Bool = false
         ) {
+            self.notLoggedIn = notLoggedIn
             self.sharedStore = sharedStore
             self.clientCredentialsUnusable = clientCredentialsUnusable
             self.restored = restored
@@ -49,19 +52,23 @@ public final class Readiness: Sendable {
     private let pending: @Sendable () -> String?
     private let sharedStore: Bool
     private let clientCredentialsUsable: @Sendable () -> Bool
+    private let loggedIn: @Sendable () -> Bool
 
     /// Creates a readiness check. Every closure is asked on every probe: `storesWritable`,
     /// `freeBytes` (room left on the state directory's file system), `unsavedCredentials`
     /// (a session holds a rotated pair only in memory) and `pending` (a reason to wait, such
     /// as a user-info call not answered yet). With `sharedStore` the stores are a shared
     /// database and `storesWritable` says whether it answers. `clientCredentialsUsable` says
-    /// whether every session's client key or assertion file can be used now.
+    /// whether every session's client key or assertion file can be used now; `loggedIn`
+    /// whether every session with `autoLogin` is logged in.
     public init(
         storesWritable: @escaping @Sendable () -> Bool, freeBytes: @escaping @Sendable () -> Int? = { nil },
         unsavedCredentials: @escaping @Sendable () -> Bool = { false },
         pending: @escaping @Sendable () -> String? = { nil }, sharedStore: Bool = false,
-        clientCredentialsUsable: @escaping @Sendable () -> Bool = { true }
+        clientCredentialsUsable: @escaping @Sendable () -> Bool = { true },
+        loggedIn: @escaping @Sendable () -> Bool = { true }
     ) {
+        self.loggedIn = loggedIn
         self.sharedStore = sharedStore
         self.clientCredentialsUsable = clientCredentialsUsable
         self.storesWritable = storesWritable
@@ -94,6 +101,9 @@ public final class Readiness: Sendable {
         /// the wrong kind, expired): the session serves its token while it lasts, but cannot
         /// refresh it.
         case clientCredentialsUnusable = "client_credentials_unusable"
+        /// A session with `autoLogin` is not logged in: logging in, backing off after a
+        /// failed login, or left logged out by a logout someone asked for.
+        case notLoggedIn = "not_logged_in"
         /// The user-info call has not answered yet.
         case userInfoPending = "user_info_pending"
     }
@@ -105,6 +115,7 @@ public final class Readiness: Sendable {
         if let free = inputs.freeBytes, free < minimumFreeBytes { return .stateDirectoryFull }
         if inputs.unsavedCredentials { return .credentialsNotSaved }
         if inputs.clientCredentialsUnusable { return .clientCredentialsUnusable }
+        if inputs.notLoggedIn { return .notLoggedIn }
         if inputs.userInfoPending { return .userInfoPending }
         return nil
     }
@@ -114,7 +125,7 @@ public final class Readiness: Sendable {
         Inputs(
             restored: state.withLock { $0.restored }, writable: storesWritable(), freeBytes: freeBytes(),
             unsavedCredentials: unsavedCredentials(), userInfoPending: pending() != nil, sharedStore: sharedStore,
-            clientCredentialsUnusable: !clientCredentialsUsable())
+            clientCredentialsUnusable: !clientCredentialsUsable(), notLoggedIn: !loggedIn())
     }
 
     /// Whether the gateway is ready, and why not.

@@ -104,6 +104,7 @@ extension GatewayConfiguration {
         if let certificate = a.clientCertificateFile, let key = a.clientCertificateKeyFile {
             try checkCertificateFiles(certificate: certificate, key: key, at: field, now: now)
         }
+        try checkLoginGrantFiles(a, at: field, now: now)
         if let path = a.clientAssertionFile {
             let name = "\(field).clientAssertionFile"
             let data = try SecretSources.readBytes(path, field: name)

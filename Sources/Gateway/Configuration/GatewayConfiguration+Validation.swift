@@ -185,6 +185,7 @@ extension GatewayConfiguration {
 
     static func validate(_ a: Authorization, at field: String, insecure: Bool = false) throws(ConfigurationError) {
         try validateClientAuthentication(a, at: field)
+        try validateLoginGrants(a, at: field)
         if let issuer = a.issuer, !OIDCDiscovery.isValidIssuer(issuer) {
             throw .invalid("\(field).issuer", "must be an http or https URL without query or fragment")
         }

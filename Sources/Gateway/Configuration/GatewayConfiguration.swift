@@ -99,6 +99,13 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         public var mapping: TokenEndpointMapping?
         /// The RFC 7009 revocation endpoint: a logout someone asked for revokes the tokens.
         public var revocationEndpoint: String?
+        /// The JWT bearer grant (RFC 7523 §2.1): where its assertion is read from.
+        public var jwtBearer: JWTBearer? = nil
+        /// Token exchange (RFC 8693): where the subject token is read from, and what to ask for.
+        public var tokenExchange: TokenExchange? = nil
+        /// Log in at start, and again whenever the session ends, with a grant that needs no
+        /// person.
+        public var autoLogin: AutoLogin? = nil
         /// Creates the settings of an authorization server.
         public init(
             tokenEndpoint: String?, clientID: String? = nil, clientSecretFile: String? = nil,

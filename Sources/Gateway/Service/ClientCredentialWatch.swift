@@ -17,7 +17,9 @@ final class ClientCredentialWatch: Sendable {
         for (i, s) in (c.sessions ?? []).enumerated() { list.append(("sessions[\(i)].authorization", s.authorization)) }
         var checks: [(field: String, check: @Sendable () throws(ConfigurationError) -> Void)] = []
         for (field, a) in list
-        where a.clientKeyFile != nil || a.clientAssertionFile != nil || a.clientCertificateFile != nil || a.dpop != nil {
+        where a.clientKeyFile != nil || a.clientAssertionFile != nil || a.clientCertificateFile != nil || a.dpop != nil
+            || a.jwtBearer != nil || a.tokenExchange != nil
+        {
             checks.append(
                 (field, { () throws(ConfigurationError) in try GatewayConfiguration.checkClientCredentialFiles(a, at: field) }))
         }

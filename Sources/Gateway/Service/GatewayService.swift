@@ -127,7 +127,8 @@ public final class GatewayService: Sendable {
                     clientSecret: secrets.clientSecret(for: s.name), authentication: authentication,
                     mapping: authorization.mapping ?? .standard, revocationEndpoint: authorization.revocationEndpoint,
                     assertion: assertion, certificate: GatewayConfiguration.clientCertificate(authorization),
-                    dpop: GatewayConfiguration.dpopKey(authorization)),
+                    dpop: GatewayConfiguration.dpopKey(authorization), jwtBearer: authorization.jwtBearerSettings,
+                    tokenExchange: authorization.tokenExchangeSettings),
                 transport: CurlTransport(client: tokenClient), clock: clock)
             grantClients[s.name] = oauth
             var sessionLogger = logger
@@ -147,11 +148,12 @@ public final class GatewayService: Sendable {
         let probes = sessions.values.sorted { $0.name < $1.name }.compactMap(\.userInfo)
         let actors = sessions.values.map(\.actor)
         let credentialWatch = ClientCredentialWatch(c, logger: logger)
+        let autoLogins = Self.autoLogins(c, sessions: sessions, clock: clock, logger: logger)
         let readiness = Readiness(
             storesWritable: stores.isWritable, freeBytes: stores.freeBytes,
             unsavedCredentials: { actors.contains { $0.holdsUnsavedCredentials } },
             pending: { probes.lazy.compactMap(\.notReadyReason).first }, sharedStore: stores.kind == "postgres",
-            clientCredentialsUsable: { credentialWatch.usable() })
+            clientCredentialsUsable: { credentialWatch.usable() }, loggedIn: { autoLogins.allSatisfy { $0.0.isLoggedIn } })
         await restoreSessions(sessions, readiness: readiness, logger: logger)
         stores.follow(Dictionary(uniqueKeysWithValues: sessions.values.map { (AccountID($0.name), $0.actor) }))
         var eventTasks: [Task<Void, Never>] = []
@@ -160,6 +162,7 @@ public final class GatewayService: Sendable {
             let events = s.actor.events.subscribe()
             eventTasks.append(Task { await userInfo.follow(events) })
         }
+        eventTasks += Self.follow(autoLogins)
         let proxyResponder = ReverseProxy(
             routes: c.proxyRoutes, clientConfiguration: upstreamConfig,
             authentication: ProxyAuthentication(
