@@ -24,8 +24,7 @@ public struct UpstreamClientConfiguration: Sendable {
     /// (`CURLOPT_UNIX_SOCKET_PATH`); the URL still gives the path and the `Host` header.
     public var unixSocketPath: String?
     /// Serve `http://` upstreams on the loop's own HTTP/1.1 connections (``HTTP1Pool``)
-    /// rather than through libcurl, which keeps TLS, HTTP/2 and Unix sockets. Off by default
-    /// until a LeakSanitizer finding in the test suite with it on is understood.
+    /// rather than through libcurl, which keeps TLS, HTTP/2 and Unix sockets (default on).
     public var loopHTTP1: Bool
     /// How long a connection spliced after `101 Switching Protocols` (WebSocket) may go with
     /// no byte moving either way before both sides are closed (default 5 minutes).
