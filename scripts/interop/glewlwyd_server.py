@@ -303,8 +303,10 @@ def _start_proxy(d: str, port: int, glewlwyd_port: int, pki: dict) -> int:
 global
     maxconn 1024
     stats socket {n['sock']} mode 600 level admin
+    log stdout format raw local0 info
 defaults
     mode http
+    log global
     timeout connect 5s
     timeout client 60s
     timeout server 60s
@@ -314,6 +316,9 @@ frontend mtls
     http-request set-header {CERT_HEADER} "-----BEGIN CERTIFICATE-----%[ssl_c_der,base64]-----END CERTIFICATE-----" if {{ ssl_c_used }} {{ ssl_c_verify 0 }}
     http-request set-header X-Forwarded-Proto https
     option forwardfor
+    # One line per request: status, path and the SHA-256 of the certificate
+    # shown (empty without one), read by certificate_log().
+    log-format "{_PROXY_LOG_TAG} %ST %HP %[ssl_c_der,sha2(256),hex]"
     default_backend glewlwyd
 backend glewlwyd
     server glewlwyd 127.0.0.1:{glewlwyd_port}
@@ -335,6 +340,28 @@ backend glewlwyd
             return proc.pid
         time.sleep(0.05)
     raise GlewlwydError("haproxy did not listen within 10 s:\n" + _tail(n["log"]))
+
+
+_PROXY_LOG_TAG = "mtls-request"
+
+
+def certificate_log(dir_or_info) -> list:
+    """The requests the TLS proxy passed to glewlwyd: [(status, path, x5t#S256
+    of the client certificate shown, or None)], oldest first."""
+    out = []
+    try:
+        with open(_proxy_paths(_dir_of(dir_or_info))["log"], errors="replace") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) < 3 or parts[0] != _PROXY_LOG_TAG:
+                    continue
+                x5t = None
+                if len(parts) > 3 and parts[3] not in ("", "-"):
+                    x5t = base64.urlsafe_b64encode(bytes.fromhex(parts[3])).rstrip(b"=").decode()
+                out.append((int(parts[1]) if parts[1].isdigit() else 0, parts[2], x5t))
+    except (OSError, ValueError):
+        pass
+    return out
 
 
 def _proxy_command(d: str, command: str) -> str:
@@ -1083,7 +1110,9 @@ def stats(dir_or_info) -> dict:
     - client_assertions_refused / client_certificates_refused {reason: n}:
       the requests of those clients glewlwyd refused, from its log ("Security
       - Authorization invalid for client_id ..."; glewlwyd answers them with
-      an empty 403 and logs no finer reason at INFO).
+      an empty 403 and logs no finer reason at INFO);
+    - bound_thumbprints {x5t#S256: n}: tokens bound to a client certificate
+      (see _bound).
     """
     d = _dir_of(dir_or_info)
     con = _ro(d)
@@ -1140,6 +1169,7 @@ def stats(dir_or_info) -> dict:
         "tokens_by_client": by_client,
         "client_assertions": {m: by_client.get(c, 0) for m, c in _METHOD_CLIENTS["assertion"]},
         "client_certificates": {m: by_client.get(c, 0) for m, c in _METHOD_CLIENTS["certificate"]},
+        "bound_thumbprints": _bound(d),
         "client_assertions_refused": _refused(logc, "assertion"),
         "client_certificates_refused": _refused(logc, "certificate"),
     }
@@ -1151,6 +1181,18 @@ _METHOD_CLIENTS = {
     "certificate": (("tls_client_auth", MTLS_CLIENT_ID),
                     ("self_signed_tls_client_auth", SELF_SIGNED_CLIENT_ID)),
 }
+
+
+def _bound(d: str) -> dict:
+    """x5t#S256 -> tokens glewlwyd issued at its mutual-TLS token endpoint to
+    a request showing that certificate: glewlwyd binds each of them to it
+    (its JWT access token's cnf.x5t#S256), so they are counted from the TLS
+    proxy's log of token responses (200) and the certificate shown."""
+    out: dict = {}
+    for status, path, x5t in certificate_log(d):
+        if status == 200 and x5t and path.rstrip("/").endswith(f"/{PLUGIN_NAME}/mtls/token"):
+            out[x5t] = out.get(x5t, 0) + 1
+    return out
 
 
 def _refused(logc: dict, kind: str) -> dict:
