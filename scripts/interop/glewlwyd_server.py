@@ -843,6 +843,8 @@ def start(dir: str, port: int, access_ttl: int = 4,  # noqa: A002
         # endpoint only.
         "assertion_audiences": ["tokenEndpoint"],
         "mtls": mtls_info,
+        "mtls_unavailable": (None if mtls_info else
+                             f"{HAPROXY_BIN} (the TLS proxy glewlwyd's mutual TLS needs here) is not installed"),
         "api": api,
         "username": USERNAME,
         "password": PASSWORD,

@@ -943,7 +943,7 @@ def certificate_ag(ctx, name, rs, authz):
 
 def sc_tls_client_auth(ctx):
     if not ctx.info.get("mtls"):
-        raise Skip("this server has no mutual-TLS listener here")
+        raise Skip(ctx.info.get("mtls_unavailable") or "this server has no mutual-TLS listener here")
     import mtls
     pki = ctx.info["mtls"]
     work = os.path.join(ctx.dir, "tls-client-auth")
@@ -1010,7 +1010,7 @@ def sc_tls_client_auth(ctx):
 
 def sc_self_signed_tls_client_auth(ctx):
     if not ctx.info.get("mtls"):
-        raise Skip("this server has no mutual-TLS listener here")
+        raise Skip(ctx.info.get("mtls_unavailable") or "this server has no mutual-TLS listener here")
     import mtls
     pki = ctx.info["mtls"]
     work = os.path.join(ctx.dir, "self-signed")
