@@ -22,10 +22,30 @@ code(info, verifier) -> str, stop(dir), and for checks:
 stats(dir_or_info) -> dict (refreshes, reuse detections, revocations... read
 from glewlwyd's sqlite database, read-only, and its log),
 latest_family(dir_or_info) -> dict (the session's refresh-token family),
-revoke_user_refresh_tokens(info) -> int (admin API).
+revoke_user_refresh_tokens(info) -> int (admin API),
+register_client_keys(info, client_id, pems) (admin API: the `pubkey` of the
+private_key_jwt client), register_client_certificate(info, client_id, pem)
+(admin API: the `jwks` of the self_signed_tls_client_auth client, and the
+TLS proxy's trust list).
 
-Stdlib only.  Needs the Debian packages `glewlwyd` (which pulls `sqlite3`)
-and `openssl` (RSA signing key; falls back to HS256 when absent).
+Besides `authgate` (client_secret_basic/post) it creates one client per
+RFC 7523 / RFC 8705 method, each allowed that method only: `authgate-jwt`
+(private_key_jwt, key from register_client_keys), `authgate-hs`
+(client_secret_jwt with authgate's secret), `authgate-mtls` (tls_client_auth,
+subject DN CN=authgate-mtls) and `authgate-self-signed`
+(self_signed_tls_client_auth, certificate from register_client_certificate).
+
+Mutual TLS the way glewlwyd is deployed for it: glewlwyd itself speaks plain
+HTTP on loopback, and HAProxy (when installed) terminates TLS in front of it
+on a second port, asks for a client certificate (`verify optional`, trusting
+the test CA of mtls.make_pki and the registered self-signed certificates),
+and passes a verified certificate to glewlwyd in a header (glewlwyd's
+`client-cert-source: header`), which glewlwyd reads on its `/mtls/` endpoint
+aliases only. HAProxy's pid, log and admin socket are in DIR/haproxy/.
+
+Stdlib only (and mtls.py next to it).  Needs the Debian packages `glewlwyd`
+(which pulls `sqlite3`) and `openssl` (RSA signing key; falls back to HS256
+when absent); `haproxy` for mutual TLS (without it, info has no `mtls`).
 """
 
 from __future__ import annotations
@@ -42,6 +62,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import ssl
 import subprocess
 import sys
 import time
@@ -62,6 +83,15 @@ ADMIN_PASSWORD = "password"  # set by the package's init.sqlite3.sql
 PLUGIN_NAME = "oidc"
 CLIENT_ID = "authgate"
 RS_CLIENT_ID = "resource-server"
+JWT_CLIENT_ID = "authgate-jwt"  # private_key_jwt only
+HS_CLIENT_ID = "authgate-hs"  # client_secret_jwt only
+MTLS_CLIENT_ID = "authgate-mtls"  # tls_client_auth only, subject DN CN=authgate-mtls
+SELF_SIGNED_CLIENT_ID = "authgate-self-signed"  # self_signed_tls_client_auth only
+# The header in which the TLS proxy passes the verified client certificate.
+# Lower case: HAProxy sends header names in lower case, and glewlwyd looks the
+# name up case-sensitively.
+CERT_HEADER = "x-client-cert"
+HAPROXY_BIN = "/usr/sbin/haproxy"
 USERNAME = "alice"
 PASSWORD = "wonderland"
 SCOPE = "api"
@@ -173,7 +203,9 @@ def _read_pid(d: str) -> int | None:
 
 
 def stop(dir: str, timeout: float = 5.0) -> None:  # noqa: A002 - interface name
-    """TERM, then KILL after `timeout` seconds. Never raises."""
+    """TERM, then KILL after `timeout` seconds (glewlwyd and its TLS proxy).
+    Never raises."""
+    _stop_proxy(dir, timeout)
     p = _paths(dir)
     pid = _read_pid(dir)
     if pid is None:
@@ -218,6 +250,180 @@ def _reap(pid: int) -> None:
         pass
     except OSError:
         pass
+
+
+# --------------------------------------------------------------------------
+# The TLS proxy in front of glewlwyd's mutual-TLS endpoints (HAProxy)
+#
+# glewlwyd reads the header as one PEM certificate. nginx 1.22 can pass a
+# client certificate only URL-escaped ($ssl_client_escaped_cert) or folded
+# over several header lines ($ssl_client_cert), and glewlwyd decodes neither
+# (both were tried: an empty 403). HAProxy writes it as glewlwyd wants it: the
+# DER in base64 between the PEM armour lines, on one line.
+
+
+def _proxy_paths(d: str) -> dict:
+    n = os.path.join(os.path.abspath(d), "haproxy")
+    return {"dir": n, "conf": os.path.join(n, "haproxy.cfg"), "pid": os.path.join(n, "master.pid"),
+            "log": os.path.join(n, "haproxy.log"), "crt": os.path.join(n, "server.pem"),
+            "trust": os.path.join(n, "client-trust.pem"), "sock": os.path.join(n, "admin.sock"),
+            "registered": os.path.join(n, "registered.json")}
+
+
+def _trust_pems(d: str, ca: str) -> str:
+    """The proxy's client-certificate issuers: the test CA and every
+    self-signed certificate registered (a self-signed certificate is its own
+    issuer)."""
+    try:
+        with open(_proxy_paths(d)["registered"]) as f:
+            registered = json.load(f)
+    except (OSError, ValueError):
+        registered = {}
+    with open(ca) as f:
+        pems = [f.read()] + list(registered.values())
+    return "".join(p if p.endswith("\n") else p + "\n" for p in pems)
+
+
+def _start_proxy(d: str, port: int, glewlwyd_port: int, pki: dict) -> int:
+    """HAProxy on 127.0.0.1:`port` over TLS, proxying to glewlwyd on loopback.
+    It asks for a client certificate and verifies it against its trust list
+    (`verify optional`: a certificate that fails is refused in the
+    handshake); a verified one is passed in CERT_HEADER, and a header of that
+    name sent by the client is always removed."""
+    n = _proxy_paths(d)
+    os.makedirs(n["dir"], exist_ok=True)
+    with open(n["crt"], "w") as out:
+        for path in (pki["server_cert"], pki["server_key"]):
+            with open(path) as f:
+                out.write(f.read())
+    os.chmod(n["crt"], 0o600)
+    with open(n["trust"], "w") as f:
+        f.write(_trust_pems(d, pki["ca"]))
+    conf = f"""# generated by scripts/interop/glewlwyd_server.py -- loopback only
+global
+    maxconn 1024
+    stats socket {n['sock']} mode 600 level admin
+    log stdout format raw local0 info
+defaults
+    mode http
+    log global
+    timeout connect 5s
+    timeout client 60s
+    timeout server 60s
+frontend mtls
+    bind 127.0.0.1:{port} ssl crt {n['crt']} ca-file {n['trust']} verify optional
+    http-request del-header {CERT_HEADER}
+    http-request set-header {CERT_HEADER} "-----BEGIN CERTIFICATE-----%[ssl_c_der,base64]-----END CERTIFICATE-----" if {{ ssl_c_used }} {{ ssl_c_verify 0 }}
+    http-request set-header X-Forwarded-Proto https
+    option forwardfor
+    # One line per request: status, path and the SHA-256 of the certificate
+    # shown (empty without one), read by certificate_log().
+    log-format "{_PROXY_LOG_TAG} %ST %HP %[ssl_c_der,sha2(256),hex]"
+    default_backend glewlwyd
+backend glewlwyd
+    server glewlwyd 127.0.0.1:{glewlwyd_port}
+"""
+    with open(n["conf"], "w") as f:
+        f.write(conf)
+    with open(n["log"], "wb") as out:
+        proc = subprocess.Popen([HAPROXY_BIN, "-W", "-db", "-f", n["conf"]],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                cwd=n["dir"], start_new_session=True, close_fds=True)
+    with open(n["pid"], "w") as f:
+        f.write(f"{proc.pid}\n")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if not _pid_alive(proc.pid):
+            _reap(proc.pid)
+            raise GlewlwydError("haproxy exited at start:\n" + _tail(n["log"]))
+        if not _port_free(port) and os.path.exists(n["sock"]):
+            return proc.pid
+        time.sleep(0.05)
+    raise GlewlwydError("haproxy did not listen within 10 s:\n" + _tail(n["log"]))
+
+
+_PROXY_LOG_TAG = "mtls-request"
+
+
+def certificate_log(dir_or_info) -> list:
+    """The requests the TLS proxy passed to glewlwyd: [(status, path, x5t#S256
+    of the client certificate shown, or None)], oldest first."""
+    out = []
+    try:
+        with open(_proxy_paths(_dir_of(dir_or_info))["log"], errors="replace") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) < 3 or parts[0] != _PROXY_LOG_TAG:
+                    continue
+                x5t = None
+                if len(parts) > 3 and parts[3] not in ("", "-"):
+                    x5t = base64.urlsafe_b64encode(bytes.fromhex(parts[3])).rstrip(b"=").decode()
+                out.append((int(parts[1]) if parts[1].isdigit() else 0, parts[2], x5t))
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def _proxy_command(d: str, command: str) -> str:
+    """One command on HAProxy's runtime API (its admin socket)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(_proxy_paths(d)["sock"])
+        s.sendall(command.encode() + b"\n")
+        out = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return out.decode(errors="replace")
+            out += chunk
+
+
+def _update_proxy_trust(d: str, ca: str) -> None:
+    """Replaces the proxy's trust list at run time (HAProxy's `set ssl
+    ca-file` + `commit ssl ca-file`, as an operator would, without a reload):
+    the next handshake uses it."""
+    n = _proxy_paths(d)
+    pems = _trust_pems(d, ca)
+    with open(n["trust"] + ".new", "w") as f:
+        f.write(pems)
+    os.replace(n["trust"] + ".new", n["trust"])  # for a restart
+    out = _proxy_command(d, f"set ssl ca-file {n['trust']} <<\n{pems.rstrip()}\n")
+    if "transaction created" not in out.lower() and "transaction updated" not in out.lower():
+        raise GlewlwydError(f"haproxy: set ssl ca-file: {out.strip()}")
+    out = _proxy_command(d, f"commit ssl ca-file {n['trust']}")
+    if "success" not in out.lower():
+        raise GlewlwydError(f"haproxy: commit ssl ca-file: {out.strip()}")
+
+
+def _stop_proxy(d: str, timeout: float = 5.0) -> None:
+    n = _proxy_paths(d)
+    try:
+        with open(n["pid"]) as f:
+            pid = int(f.read().strip())
+        with open(f"/proc/{pid}/comm") as f:
+            if f.read().strip() != "haproxy":
+                pid = None
+    except (OSError, ValueError):
+        pid = None
+    try:
+        if pid is not None and _pid_alive(pid):
+            os.kill(pid, signal.SIGTERM)  # the master stops its worker
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and _pid_alive(pid):
+                _reap(pid)
+                time.sleep(0.05)
+            if _pid_alive(pid):
+                os.killpg(pid, signal.SIGKILL)
+                _reap(pid)
+    except (ProcessLookupError, PermissionError):
+        pass
+    except Exception as e:  # stop must always succeed
+        _log(f"stop haproxy: {e}")
+    finally:
+        try:
+            os.unlink(n["pid"])
+        except OSError:
+            pass
 
 
 def _port_free(port: int) -> bool:
@@ -436,6 +642,22 @@ def _configure(api: str, issuer_port: int, access_ttl: int, refresh_ttl: int,
         # ... and so may a Bearer access token carrying scope `introspect`.
         "introspection-revocation-auth-scope": [INTROSPECT_SCOPE],
         "jwks-show": True,
+        # RFC 7523 client assertions: private_key_jwt verified with the
+        # client's `pubkey` property (PEM), client_secret_jwt with its secret.
+        # glewlwyd checks client assertions with its JWT-request code, which
+        # this switch turns on; it refuses an assertion living longer than
+        # request-maximum-exp.
+        "client-pubkey-parameter": "pubkey",
+        "request-parameter-allow": True,
+        "request-maximum-exp": 300,
+        # RFC 8705: the client certificate comes from the TLS proxy's header,
+        # read on the /mtls/ endpoint aliases only (elsewhere the header is
+        # ignored); self-signed certificates are checked against the client's
+        # `jwks` (x5c).
+        "client-cert-source": "header",
+        "client-cert-header-name": CERT_HEADER,
+        "client-cert-use-endpoint-aliases": True,
+        "client-cert-self-signed-allowed": True,
         "subject-type": "public",
         "scope": [],
         "claims": [],
@@ -463,6 +685,32 @@ def _configure(api: str, issuer_port: int, access_ttl: int, refresh_ttl: int,
                                        "client_secret_post"],
         "scope": [SCOPE],
     }, f"create client {CLIENT_ID}")
+
+    # The database client backend stores only the properties its data-format
+    # names; tls_client_auth_subject_dn is not among the defaults (the SAN
+    # ones are). Added as an operator would, through the admin API.
+    st, _, body = _request(op, "GET", f"{api}/mod/client/database")
+    _expect(st, body, (200,), "read the client backend")
+    backend = json.loads(body)
+    backend["parameters"].setdefault("data-format", {})["tls_client_auth_subject_dn"] = {
+        "multiple": False, "read": True, "write": True}
+    call("PUT", "/mod/client/database",
+         {k: v for k, v in backend.items() if k not in ("readonly",)},
+         "add tls_client_auth_subject_dn to the client backend")
+    call("PUT", "/mod/client/database/reset", None, "reload the client backend")
+
+    for cid, method, extra in (
+            (JWT_CLIENT_ID, "private_key_jwt", {}),
+            (HS_CLIENT_ID, "client_secret_jwt", {"client_secret": client_secret}),
+            (MTLS_CLIENT_ID, "tls_client_auth",
+             {"tls_client_auth_subject_dn": "CN=" + MTLS_CLIENT_ID}),
+            (SELF_SIGNED_CLIENT_ID, "self_signed_tls_client_auth", {})):
+        call("POST", "/client/", {
+            "client_id": cid, "name": cid, "description": "interop: " + method,
+            "confidential": True, "enabled": True, "redirect_uri": [],
+            "authorization_type": ["password", "refresh_token", "delete_token"],
+            "token_endpoint_auth_method": [method], "scope": [SCOPE], **extra,
+        }, f"create client {cid}")
 
     call("POST", "/client/", {
         "client_id": RS_CLIENT_ID, "name": "Resource server",
@@ -531,6 +779,26 @@ def start(dir: str, port: int, access_ttl: int = 4,  # noqa: A002
         oidc = f"{api}/{PLUGIN_NAME}"
         discovery = f"{oidc}/.well-known/openid-configuration"
         doc = _check_discovery(discovery)
+        mtls_info = None
+        if os.access(HAPROXY_BIN, os.X_OK) and shutil.which("openssl"):
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            import mtls
+            pki = mtls.make_pki(os.path.join(p["dir"], "mtls"))
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                tls_port = s.getsockname()[1]
+            _start_proxy(p["dir"], tls_port, port, pki)
+            # glewlwyd builds its discovery document, mtls_endpoint_aliases
+            # included, from its one external_url: here its plain loopback
+            # URL. The aliases as the TLS proxy serves them:
+            tls_oidc = f"https://127.0.0.1:{tls_port}/api/{PLUGIN_NAME}"
+            mtls_info = {**pki, "client_id": MTLS_CLIENT_ID,
+                         "self_signed_client_id": SELF_SIGNED_CLIENT_ID,
+                         "proxy": "haproxy", "proxy_url": f"https://127.0.0.1:{tls_port}",
+                         "discovered_aliases": doc.get("mtls_endpoint_aliases"),
+                         "token_endpoint": tls_oidc + "/mtls/token",
+                         "revocation_endpoint": tls_oidc + "/mtls/revoke",
+                         "introspection_endpoint": tls_oidc + "/mtls/introspect"}
     except BaseException:
         stop(dir)
         raise
@@ -569,6 +837,15 @@ def start(dir: str, port: int, access_ttl: int = 4,  # noqa: A002
         "client_id": CLIENT_ID,
         "client_secret": cfg["client_secret"],
         "token_endpoint_auth_method": "client_secret_basic",
+        "jwt_client_id": JWT_CLIENT_ID,
+        "hs_client_id": HS_CLIENT_ID,
+        # glewlwyd refuses an assertion whose aud is its issuer: the token
+        # endpoint only.
+        "assertion_audiences": ["tokenEndpoint"],
+        "mtls": mtls_info,
+        "mtls_unavailable": (None if mtls_info else
+                             f"{HAPROXY_BIN} (the TLS proxy glewlwyd's mutual TLS needs here) is not installed"),
+        "api": api,
         "username": USERNAME,
         "password": PASSWORD,
         "scope": SCOPE,
@@ -587,6 +864,60 @@ def start(dir: str, port: int, access_ttl: int = 4,  # noqa: A002
     with open(p["info"], "w") as f:
         json.dump(info, f, indent=2)
     return info
+
+
+def register_client_keys(info: dict, client_id: str, public_pems: list) -> None:
+    """Sets the client's `pubkey`, the key glewlwyd verifies its
+    private_key_jwt assertions with (one PEM key per client: the newest of
+    `public_pems`). Through the admin API, as an operator rotating the key
+    would; glewlwyd reads the client at every token request."""
+    _update_client(info, client_id, {"pubkey": public_pems[-1]})
+
+
+def register_client_certificate(info: dict, client_id: str, cert_pem: str) -> None:
+    """Registers the self-signed certificate of a self_signed_tls_client_auth
+    client: glewlwyd's client `jwks` (the key with the certificate as x5c,
+    which glewlwyd compares with the certificate shown) through the admin
+    API, and the TLS proxy's trust list (at run time), replacing the
+    client's previous one in both."""
+    der = ssl.PEM_cert_to_DER_cert(cert_pem)
+    pub = subprocess.run(["openssl", "x509", "-noout", "-pubkey"], input=cert_pem.encode(),
+                         check=True, capture_output=True).stdout
+    spki = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "DER"], input=pub,
+                          check=True, capture_output=True).stdout
+    point = spki[-65:]  # a P-256 SubjectPublicKeyInfo ends with 04 || x || y
+    if point[0] != 4 or b"\x2a\x86\x48\xce\x3d\x03\x01\x07" not in spki:
+        raise GlewlwydError("register_client_certificate: not a P-256 certificate")
+
+    def b64u(b):
+        return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+    jwk = {"kty": "EC", "crv": "P-256", "x": b64u(point[1:33]), "y": b64u(point[33:]),
+           "use": "sig", "kid": b64u(hashlib.sha256(der).digest())[:16],
+           "x5c": [base64.b64encode(der).decode()]}
+    _update_client(info, client_id, {"jwks": {"keys": [jwk]}})
+    d = _dir_of(info)
+    n = _proxy_paths(d)
+    try:
+        with open(n["registered"]) as f:
+            registered = json.load(f)
+    except (OSError, ValueError):
+        registered = {}
+    registered[client_id] = cert_pem
+    with open(n["registered"] + ".new", "w") as f:
+        json.dump(registered, f)
+    os.replace(n["registered"] + ".new", n["registered"])
+    _update_proxy_trust(d, info["mtls"]["ca"])
+
+
+def _update_client(info: dict, client_id: str, changes: dict) -> None:
+    api = info["api"]
+    op = _admin_session(api)
+    st, _, body = _request(op, "GET", f"{api}/client/{client_id}")
+    _expect(st, body, (200,), f"read client {client_id}")
+    client = {k: v for k, v in json.loads(body).items() if k != "source"}
+    client.update(changes)
+    st, _, body = _request(op, "PUT", f"{api}/client/{client_id}", json_body=client)
+    _expect(st, body, (200,), f"update client {client_id} ({', '.join(changes)})")
 
 
 def _version() -> str | None:
@@ -717,12 +1048,19 @@ def _families(con: sqlite3.Connection) -> dict:
     return fams
 
 
+_INVALID_CLIENT = b"Security - Authorization invalid for client_id "
+
+
 def _log_counts(d: str) -> dict:
-    out = {"refresh_revoked": 0, "access_revoked": 0, "invalid_refresh": 0}
+    out = {"refresh_revoked": 0, "access_revoked": 0, "invalid_refresh": 0,
+           "invalid_client": {}}
     try:
         with open(_paths(d)["log"], "rb") as f:
             for line in f:
-                if b"Security - Token invalid at IP Address" in line:
+                if _INVALID_CLIENT in line:
+                    cid = line.split(_INVALID_CLIENT, 1)[1].split(b" ", 1)[0].decode(errors="replace")
+                    out["invalid_client"][cid] = out["invalid_client"].get(cid, 0) + 1
+                elif b"Security - Token invalid at IP Address" in line:
                     out["invalid_refresh"] += 1
                 elif b"Event oidc" in line and b" revoked, origin" in line:
                     if b"Refresh token generated" in line:
@@ -765,7 +1103,18 @@ def stats(dir_or_info) -> dict:
     - harness_disabled_families: families this module disabled through the
       admin API (revoke_user_refresh_tokens);
     - reuse_detections: families disabled by glewlwyd's reuse detection =
-      families_disabled - families revoked (RFC 7009) - harness-disabled.
+      families_disabled - families revoked (RFC 7009) - harness-disabled;
+    - client_assertions / client_certificates {method: n}: token requests
+      authenticated by private_key_jwt, client_secret_jwt, tls_client_auth,
+      self_signed_tls_client_auth: the tokens issued to the client registered
+      with that method as its only token_endpoint_auth_method (glewlwyd
+      records the client of every token, not the method);
+    - client_assertions_refused / client_certificates_refused {reason: n}:
+      the requests of those clients glewlwyd refused, from its log ("Security
+      - Authorization invalid for client_id ..."; glewlwyd answers them with
+      an empty 403 and logs no finer reason at INFO);
+    - bound_thumbprints {x5t#S256: n}: tokens bound to a client certificate
+      (see _bound).
     """
     d = _dir_of(dir_or_info)
     con = _ro(d)
@@ -780,6 +1129,9 @@ def stats(dir_or_info) -> dict:
             "SELECT gpoa_issued_at FROM gpo_access_token WHERE gpoa_plugin_name=? "
             "AND gpoa_authorization_type=? ORDER BY gpoa_id",
             (PLUGIN_NAME, _REFRESH_TYPE))]
+        by_client = dict(con.execute(
+            "SELECT gpoa_client_id, COUNT(*) FROM gpo_access_token WHERE gpoa_plugin_name=? "
+            "GROUP BY gpoa_client_id", (PLUGIN_NAME,)).fetchall())
         access_disabled = con.execute(
             "SELECT COUNT(*) FROM gpo_access_token WHERE gpoa_plugin_name=? "
             "AND gpoa_enabled=0", (PLUGIN_NAME,)).fetchone()[0]
@@ -816,7 +1168,42 @@ def stats(dir_or_info) -> dict:
         "reuse_detections": reuse,
         "token_errors": ({"refused_refresh_token": logc["invalid_refresh"]}
                          if logc["invalid_refresh"] else {}),
+        "tokens_by_client": by_client,
+        "client_assertions": {m: by_client.get(c, 0) for m, c in _METHOD_CLIENTS["assertion"]},
+        "client_certificates": {m: by_client.get(c, 0) for m, c in _METHOD_CLIENTS["certificate"]},
+        "bound_thumbprints": _bound(d),
+        "client_assertions_refused": _refused(logc, "assertion"),
+        "client_certificates_refused": _refused(logc, "certificate"),
     }
+
+
+# method -> the client allowed that method only.
+_METHOD_CLIENTS = {
+    "assertion": (("private_key_jwt", JWT_CLIENT_ID), ("client_secret_jwt", HS_CLIENT_ID)),
+    "certificate": (("tls_client_auth", MTLS_CLIENT_ID),
+                    ("self_signed_tls_client_auth", SELF_SIGNED_CLIENT_ID)),
+}
+
+
+def _bound(d: str) -> dict:
+    """x5t#S256 -> tokens glewlwyd issued at its mutual-TLS token endpoint to
+    a request showing that certificate: glewlwyd binds each of them to it
+    (its JWT access token's cnf.x5t#S256), so they are counted from the TLS
+    proxy's log of token responses (200) and the certificate shown."""
+    out: dict = {}
+    for status, path, x5t in certificate_log(d):
+        if status == 200 and x5t and path.rstrip("/").endswith(f"/{PLUGIN_NAME}/mtls/token"):
+            out[x5t] = out.get(x5t, 0) + 1
+    return out
+
+
+def _refused(logc: dict, kind: str) -> dict:
+    out = {}
+    for method, cid in _METHOD_CLIENTS[kind]:
+        n = logc["invalid_client"].get(cid, 0)
+        if n:
+            out[f"{method}: client {cid} refused (glewlwyd log)"] = n
+    return out
 
 
 def latest_family(dir_or_info, username: str = USERNAME,
