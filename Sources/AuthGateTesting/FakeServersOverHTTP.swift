@@ -205,8 +205,10 @@ public final class FakeResourceServer: HTTPResponder {
                     {
                         h.add(name: "WWW-Authenticate", value: "DPoP error=\"use_dpop_nonce\", algs=\"ES256 PS256\"")
                         h.add(name: "DPoP-Nonce", value: nonce)
-                    } else {
+                    } else if refusal == .badKey {
                         h.add(name: "WWW-Authenticate", value: "DPoP error=\"invalid_token\", algs=\"ES256 PS256\"")
+                    } else {
+                        h.add(name: "WWW-Authenticate", value: "DPoP error=\"invalid_dpop_proof\", algs=\"ES256 PS256\"")
                     }
                     answer(401, h)
                     return

@@ -114,6 +114,9 @@ extension ReverseProxy {
         let metrics = self.metrics
         let tasks = self.tasks
         return { status, headers in
+            if dpop != nil, DPoPNonceRule.refusesProof(status: status, headers: headers) {
+                metrics.replay("dpop_proof_rejected", session: name)
+            }
             if let dpop, let nonce = headers[first: "dpop-nonce"] {
                 dpop.signer.nonces.remember(nonce, for: dpop.origin)
                 if !attempt.nonceResent, attempt.bodyReplayable,

@@ -36,7 +36,8 @@ public final class GatewayMetrics: Sendable {
     /// (nginx's 499): counted in `authgate_requests_abandoned_total`, not as a status class.
     public static let clientGoneStatus = 499
     /// The values of `authgate_replays_total`'s `outcome` label.
-    public static let replayOutcomes = ["replayed", "refresh_failed"] + ReplayRule.PassReason.allCases.map(\.rawValue)
+    public static let replayOutcomes =
+        ["replayed", "refresh_failed"] + ReplayRule.PassReason.allCases.map(\.rawValue) + DPoPNonceRule.outcomes
     /// The values of `authgate_logouts_total`'s `reason` label (``AuthCore/LogoutReason/code``).
     public static let logoutReasons: [String] = [
         LogoutReason.userInitiated, .refreshRejected(code: ""), .expiredWithoutRefreshToken, .replacedByLogin,
