@@ -12,22 +12,11 @@ import Testing
     static func configuration(
         _ authorization: [String: Any], routes: [[String: Any]] = [["prefix": "/", "upstream": "https://api.example.com"]]
     ) throws -> GatewayConfiguration {
-        let file: [String: Any] = [
-            "proxy": ["host": "127.0.0.1", "port": 8080], "admin": ["host": "127.0.0.1", "port": 8081],
-            "adminTokenFile": "/run/admin-token", "stateDirectory": "/var/lib/authgate",
-            "authorization": ["tokenEndpoint": "https://id.example.com/token", "clientID": "gate"].merging(authorization) { $1 },
-            "routes": routes,
-        ]
-        return try GatewayConfiguration.load(from: try JSONSerialization.data(withJSONObject: file))
+        try AuthorizationFixture.configuration(authorization, routes: routes)
     }
 
     static func refusal(_ authorization: [String: Any], routes: [[String: Any]]? = nil) -> String? {
-        do {
-            if let routes { _ = try configuration(authorization, routes: routes) } else { _ = try configuration(authorization) }
-            return nil
-        } catch {
-            return String(describing: error)
-        }
+        AuthorizationFixture.refusal(authorization, routes: routes)
     }
 
     static let pair = ["clientCertificateFile": "/c.pem", "clientCertificateKeyFile": "/c.key"]

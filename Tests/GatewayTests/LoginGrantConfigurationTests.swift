@@ -7,20 +7,7 @@ import Testing
 /// (each refusal naming its field), the files checked at start naming the file and never its
 /// contents, what autoLogin does on each session event, and where `/readyz` puts it.
 @Suite struct LoginGrantConfigurationTests {
-    static func load(_ authorization: [String: Any]) -> String? {
-        let file: [String: Any] = [
-            "proxy": ["host": "127.0.0.1", "port": 8080], "admin": ["host": "127.0.0.1", "port": 8081],
-            "adminTokenFile": "/run/admin-token", "stateDirectory": "/var/lib/authgate",
-            "authorization": ["tokenEndpoint": "https://id.example.com/token", "clientID": "gate"].merging(authorization) { $1 },
-            "routes": [["prefix": "/", "upstream": "https://api.example.com"]],
-        ]
-        do {
-            _ = try GatewayConfiguration.load(from: try JSONSerialization.data(withJSONObject: file))
-            return nil
-        } catch {
-            return String(describing: error)
-        }
-    }
+    static func load(_ authorization: [String: Any]) -> String? { AuthorizationFixture.refusal(authorization) }
 
     @Test(
         arguments: [
