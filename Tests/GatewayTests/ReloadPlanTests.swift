@@ -67,6 +67,31 @@ import Testing
         #expect(plan.rotatedSecrets.isEmpty)
     }
 
+    @Test func theSessionsCredentialsWaitForARestartAndARoutesCertificateIsApplied() throws {
+        var new = Self.configuration()
+        new.authorization.clientCertificateFile = "/run/c.pem"
+        new.authorization.clientCertificateKeyFile = "/run/c.key"
+        new.authorization.dpop = .init(keyFile: "/run/dpop.pem")
+        let plan = try ReloadPlan.decide(
+            running: Self.configuration(), new: new, runningSecrets: Self.secrets(), newSecrets: Self.secrets())
+        #expect(plan.applied.isEmpty)
+        #expect(
+            Set(plan.restartRequired)
+                == ["authorization.clientCertificateFile", "authorization.clientCertificateKeyFile", "authorization.dpop"])
+        // As the process runs after the reload: no route shows the new certificate or signs
+        // with the new key before a restart.
+        let effective = ReloadPlan.effective(running: Self.configuration(), new: new)
+        #expect(effective.proxyRoutes.allSatisfy { $0.clientIdentity == nil && $0.dpop == nil })
+
+        var both = Self.configuration()
+        both.routes[1].clientCertificateFile = "/run/r.pem"
+        both.routes[1].clientCertificateKeyFile = "/run/r.key"
+        let routePlan = try ReloadPlan.decide(
+            running: Self.configuration(), new: both, runningSecrets: Self.secrets(), newSecrets: Self.secrets())
+        #expect(routePlan.restartRequired.isEmpty && !routePlan.applied.isEmpty)
+        #expect(ReloadPlan.effective(running: Self.configuration(), new: both).proxyRoutes[1].clientIdentity != nil)
+    }
+
     @Test func aRouteAddedChangesTheRoutesAsAWhole() throws {
         var new = Self.configuration()
         new.routes.append(.init(prefix: "/new", upstream: "https://new.example.com"))
