@@ -27,10 +27,6 @@ struct HeaderFieldAccumulator {
     private var value = Piece()
     /// Whether the current field's value has begun (the next name finishes the field).
     private(set) var inValue = false
-    /// Whether the last field refused for its name or value was a `Transfer-Encoding` or a
-    /// `Content-Length`: worked out only for a refused field, so kept fields cost nothing.
-    private(set) var refusedFramingField = false
-
     /// Whether a field has begun and is not finished.
     var hasUnfinishedField: Bool { inValue || !name.isEmpty }
 
@@ -82,14 +78,8 @@ struct HeaderFieldAccumulator {
         let inOneRead = name.isBorrowed && value.isBorrowed
         return name.withBytes { n in
             value.withBytes { v in
-                guard FramingRules.isValidFieldName(n) else {
-                    refusedFramingField = Self.isFramingName(n)
-                    return .invalidName
-                }
-                guard FramingRules.isValidFieldValue(v) else {
-                    refusedFramingField = Self.isFramingName(n)
-                    return .invalidValue
-                }
+                guard FramingRules.isValidFieldName(n) else { return .invalidName }
+                guard FramingRules.isValidFieldValue(v) else { return .invalidValue }
                 guard room else { return .tooMany }
                 if inOneRead, let line = Self.line(name: n, value: v) {
                     headers.appendCheckedLine(line, nameCount: n.count)
@@ -117,10 +107,6 @@ struct HeaderFieldAccumulator {
             vb[v.count] == 0x0D, vb[v.count + 1] == 0x0A, v[v.count - 1] != 0x20, v[v.count - 1] != 0x09
         else { return nil }
         return UnsafeBufferPointer(start: nb, count: n.count + v.count + 4)
-    }
-
-    private static func isFramingName(_ n: UnsafeBufferPointer<UInt8>) -> Bool {
-        HTTPHeaders.equalsIgnoringCase(n, "transfer-encoding") || HTTPHeaders.equalsIgnoringCase(n, "content-length")
     }
 
     /// Copies what is borrowed from the input; call before the input goes away.

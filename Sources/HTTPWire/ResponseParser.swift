@@ -26,9 +26,11 @@ public enum ResponseEvent {
 /// Interim (1xx) responses are read and skipped; a response to `HEAD` is read without a
 /// body when ``expectNoBody()`` is called before its head arrives. The body is framed
 /// strictly (``FramingRules/responseFraming(status:headers:answersHEAD:)``): framing fields
-/// a proxy would have to guess at are refused, and `204` and `304` never have a body. Field names and values
-/// that are not valid HTTP are dropped, never passed on (RFC 9110 §5.5); each obs-fold
-/// becomes the spaces that follow it (RFC 9112 §5.2). Chunked bodies get
+/// a proxy would have to guess at are refused, and `204` and `304` never have a body. A field
+/// name that is not a token or a value with a control character refuses the whole response
+/// (RFC 9110 §5.5, as nginx and HAProxy do): a proxy that dropped the field would pass on a
+/// message other than the one sent. Each obs-fold becomes the spaces that follow it
+/// (RFC 9112 §5.2). Chunked bodies get
 /// the strictness http-parser lacks (``ChunkFramingScanner``). Not thread-safe: one
 /// connection owns one.
 public final class ResponseParser {
@@ -41,6 +43,9 @@ public final class ResponseParser {
     /// Field-name and value bytes of the head being read, counted as they arrive.
     private var fieldBytes = 0
     private var headDone = false
+    /// Whether the head's line under way at the end of the last input had a colon: only
+    /// read to tell an invalid name from an invalid value when http-parser refuses a byte.
+    private var lineHasColon = false
     private var noBody = false
     /// Whether the connection may carry another exchange once this response ends, as far as
     /// its framing fields go (``FramingRules/reusableAfterBodiless(status:headers:)``).
@@ -74,9 +79,9 @@ public final class ResponseParser {
 
     private func prepare() {
         parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        // Fields with a name that is not a token or a value with a control character reach
-        // `flushField`, which drops them (as libcurl did) rather than failing the response.
-        parser.pointee.lenient_http_headers = 1
+        // No leniency: http-parser refuses a field with a character HTTP does not allow, and
+        // `flushField` checks each finished field again with the same rules as requests.
+        parser.pointee.lenient_http_headers = 0
     }
 
     deinit {
@@ -90,6 +95,7 @@ public final class ResponseParser {
         prepare()
         headDone = false
         headBytes = 0
+        lineHasColon = false
         noBody = false
         reusable = true
         upgradeExpected = false
@@ -122,6 +128,7 @@ public final class ResponseParser {
         fields.detach()
         if scanningHead {
             headBytes += n
+            if !headDone { lineHasColon = Self.colonOnLastLine(input, before: n) ?? lineHasColon }
         } else if chunkScanner != nil, let e = chunkScanner!.scan(UnsafeRawBufferPointer(rebasing: input[0..<n])) {
             return fail(e, n)
         }
@@ -141,6 +148,9 @@ public final class ResponseParser {
                 return (.end(keepAlive: keepAlive), n)
             }
             return (.needMoreData, n)
+        }
+        if errno == HPE_INVALID_HEADER_TOKEN && violation == nil {
+            return fail(invalidFieldInName(before: n, of: input) ? Self.invalidFieldName : Self.invalidFieldValue, n)
         }
         if errno != HPE_OK { return fail(violation ?? Self.error(for: errno), n) }
         if parser.pointee.upgrade != 0 {
@@ -177,6 +187,24 @@ public final class ResponseParser {
                 : "the upstream closed the connection without a response")
         failed = e
         return .error(e)
+    }
+
+    /// Whether http-parser stopped on a byte of a field's name rather than its value: a
+    /// colon on the line before the byte means a value. When the line began in an earlier
+    /// input, ``lineHasColon`` says.
+    private func invalidFieldInName(before end: Int, of input: UnsafeRawBufferPointer) -> Bool {
+        !(Self.colonOnLastLine(input, before: end) ?? lineHasColon)
+    }
+
+    /// Whether the last line of `input[..<end]` holds a colon, or nil when no line ends in it.
+    private static func colonOnLastLine(_ input: UnsafeRawBufferPointer, before end: Int) -> Bool? {
+        var i = min(end, input.count) - 1
+        while i >= 0 {
+            if input[i] == 0x3A { return true }
+            if input[i] == 0x0A { return false }
+            i -= 1
+        }
+        return nil
     }
 
     private func fail(_ e: WireError, _ n: Int) -> (ResponseEvent, Int) {
@@ -225,20 +253,22 @@ public final class ResponseParser {
         return 0
     }
 
-    /// Finishes a field. One with an invalid name or value is dropped (as libcurl does), not
-    /// a reason to fail the response; too many fields are.
+    /// Finishes a field; an invalid name or value, or one field too many, fails the response.
     private func flushField() -> WireError? {
         switch fields.finishField(maxCount: limits.maxHeaderCount) {
         case nil: return nil
         case .tooMany:
             return WireError(
                 .tooManyHeaders, status: 502, "the upstream response has more than \(limits.maxHeaderCount) header fields")
-        case .invalidName, .invalidValue:
-            // http-parser may have framed the body by a field that is not passed on.
-            guard fields.refusedFramingField else { return nil }
-            return WireError(.conflictingFraming, status: 502, "the upstream's framing field has a value that is not valid")
+        case .invalidName: return Self.invalidFieldName
+        case .invalidValue: return Self.invalidFieldValue
         }
     }
+
+    static let invalidFieldName = WireError(
+        .invalidHeaderName, status: 502, "the upstream sent a header field whose name is not a token")
+    static let invalidFieldValue = WireError(
+        .invalidHeaderValue, status: 502, "the upstream sent a header field value with a character HTTP does not allow")
 
     private func onHeadersComplete() -> Int32 {
         if fields.hasUnfinishedField, let e = flushField() {
@@ -316,6 +346,8 @@ public final class ResponseParser {
             return WireError(.invalidChunk, status: 502, "a chunk size line from the upstream is malformed")
         case HPE_INVALID_VERSION:
             return WireError(.unsupportedVersion, status: 502, "the upstream's HTTP version is malformed or unsupported")
+        case HPE_LF_EXPECTED:
+            return WireError(.bareCarriageReturn, status: 502, "a CR from the upstream is not followed by LF")
         default:
             return WireError(.malformedRequest, status: 502, "the upstream response is not valid HTTP/1.1")
         }

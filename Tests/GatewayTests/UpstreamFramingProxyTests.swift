@@ -42,13 +42,16 @@ import Testing
         }
     }
 
-    /// Every framing a proxy would have to guess at is a 502 on both engines, and the client
-    /// sees nothing of what followed the upstream's head.
+    /// Every framing a proxy would have to guess at, and every field that is not valid HTTP,
+    /// is a 502 on both engines, and the client sees nothing of what followed the upstream's
+    /// head.
     @Test(arguments: [true, false])
     func framingFieldsToGuessAtAreA502OnBothEngines(loopHTTP1: Bool) async throws {
         for fields in [
             "Transfer-Encoding: chunked\r\nContent-Length: 5", "Transfer-Encoding: gzip, chunked", "Transfer-Encoding: identity",
             "Content-Length: 5\r\nContent-Length: 6", "Transfer-Encoding: chunked\u{01}\r\nContent-Length: 5",
+            // Not framing, but a field a proxy would have to drop to pass the rest on.
+            "X-Ctl: a\u{01}b\r\nContent-Length: 5", "Bad Name: x\r\nContent-Length: 5",
         ] {
             let response =
                 "HTTP/1.1 200 OK\r\n\(fields)\r\n\r\n5\r\nhello\r\n0\r\n\r\nHTTP/1.1 200 OK\r\nX-Injected: yes\r\nContent-Length: 0\r\n\r\n"

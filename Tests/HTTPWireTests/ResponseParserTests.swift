@@ -118,8 +118,8 @@ struct ResponseParserTests {
             ("Transfer-Encoding: chunked\r\nContent-Length: 5", "error conflicting-framing"),
             ("Content-Length: 5, 5", "error invalid-content-length"),
             ("Content-Length: 5\r\nContent-Length: 5", "error conflicting-framing"),
-            ("Content-Length: 5\u{01}", "error invalid-content-length"),
-            ("Transfer-Encoding: chunked\u{01}", "error conflicting-framing"),
+            ("Content-Length: 5\u{01}", "error invalid-header-value"),
+            ("Transfer-Encoding: chunked\u{01}", "error invalid-header-value"),
         ]
         for (fields, expected) in cases {
             let got = events("HTTP/1.1 200 OK\r\n\(fields)\r\n\r\n" + smuggled, step: step)
@@ -158,6 +158,29 @@ struct ResponseParserTests {
         #expect(
             events("HTTP/1.1 100 Continue\r\nContent-Length: 3\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", step: step)
                 == ["head 200 Content-Length=2", "body ok", "end keepAlive=true"])
+    }
+
+    /// A field name that is not a token, or a value with a control character, refuses the
+    /// response before its head is given out, in any split: nothing is passed on trimmed.
+    @Test(arguments: [1, 3, 1000])
+    func aFieldThatIsNotValidHTTPRefusesTheResponse(step: Int) {
+        let cases: [(String, String)] = [
+            ("Bad Name: x", "error invalid-header-name"),
+            ("(x): y", "error invalid-header-name"),
+            ("X-Ctl: a\u{01}b", "error invalid-header-value"),
+            ("X-Nul: a\u{00}b", "error invalid-header-value"),
+            ("X-Del: a\u{7f}b", "error invalid-header-value"),
+            ("X-Bare-CR: a\rb", "error bare-carriage-return"),
+        ]
+        for (field, expected) in cases {
+            let got = events("HTTP/1.1 200 OK\r\n\(field)\r\nContent-Length: 2\r\n\r\nok", step: step)
+            #expect(got == [expected], "\(field.debugDescription)")
+        }
+        // Bytes above 0x7F are obs-text, which a value may hold (RFC 9110 §5.5).
+        #expect(
+            events("HTTP/1.1 200 OK\r\nX-Latin: caf\u{e9}\r\nContent-Length: 0\r\n\r\n", step: step) == [
+                "head 200 X-Latin=caf\u{e9},Content-Length=0", "end keepAlive=true",
+            ])
     }
 
     @Test func aResponseCutShortIsAnErrorAtEndOfInput() {

@@ -15,7 +15,8 @@ final class CurlTransfer: UpstreamTransfer {
     private var status = 0
     /// A `Transfer-Encoding` or `Content-Length` of the current head had a value that is not
     /// valid: dropped from the fields, while libcurl may frame the body by it.
-    private var framingFieldDropped = false
+    /// The first field of the head under way that is not valid HTTP: it refuses the response.
+    private var invalidField: WireError?
     private var headers = HTTPHeaders()
     private var headDelivered = false
     private var finished = false
@@ -175,7 +176,7 @@ final class CurlTransfer: UpstreamTransfer {
             // A status line: a new response (after 1xx) starts.
             status = Self.statusCode(line)
             headers = HTTPHeaders()
-            framingFieldDropped = false
+            invalidField = nil
             return count
         }
         guard let first = line.first else {
@@ -184,10 +185,7 @@ final class CurlTransfer: UpstreamTransfer {
                 // whose framing fields disagree in its own way, and the client would be told
                 // the fields (RFC 9112 §6.3). Returning less than `count` ends the transfer.
                 do throws(WireError) {
-                    if framingFieldDropped {
-                        throw WireError(
-                            .conflictingFraming, status: 502, "the upstream's framing field has a value that is not valid")
-                    }
+                    if let invalidField { throw invalidField }
                     _ = try FramingRules.responseFraming(status: status, headers: headers, answersHEAD: request.method == "HEAD")
                 } catch {
                     finish(.upstream(.invalidResponse, "the upstream answer is not valid HTTP: \(error.detail)"))
@@ -208,26 +206,34 @@ final class CurlTransfer: UpstreamTransfer {
             }
             return count
         }
-        guard let colon = line.firstIndex(of: 0x3A) else { return count }
+        guard let colon = line.firstIndex(of: 0x3A) else {
+            if !headDelivered { invalidField = Self.invalidFieldName }
+            return count
+        }
         let nameBytes = UnsafeRawBufferPointer(rebasing: raw[..<colon])
         var lo = colon + 1
         var hi = end
         while lo < hi && (raw[lo] == 0x20 || raw[lo] == 0x09) { lo += 1 }
         while hi > lo && (raw[hi - 1] == 0x20 || raw[hi - 1] == 0x09) { hi -= 1 }
         let valueBytes = UnsafeRawBufferPointer(rebasing: raw[lo..<hi])
-        if FramingRules.isValidFieldName(nameBytes) && FramingRules.isValidFieldValue(valueBytes) {
-            headers.add(name: String(decoding: nameBytes, as: UTF8.self), value: String(decoding: valueBytes, as: UTF8.self))
+        // The loop's client refuses a response with an invalid field (``ResponseParser``);
+        // libcurl passes it on, so the same rule is applied here. Fields after the head are
+        // trailers, which are not passed on.
+        if !FramingRules.isValidFieldName(nameBytes) {
+            if !headDelivered { invalidField = Self.invalidFieldName }
+        } else if !FramingRules.isValidFieldValue(valueBytes) {
+            if !headDelivered { invalidField = Self.invalidFieldValue }
         } else {
-            let name = nameBytes.bindMemory(to: UInt8.self)
-            if HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding") || HTTPHeaders.equalsIgnoringCase(name, "content-length")
-            {
-                framingFieldDropped = true
-            }
+            headers.add(name: String(decoding: nameBytes, as: UTF8.self), value: String(decoding: valueBytes, as: UTF8.self))
         }
         return count
     }
 
     private static let httpSlash: [UInt8] = Array("HTTP/".utf8)
+    private static let invalidFieldName = WireError(
+        .invalidHeaderName, status: 502, "the upstream sent a header field whose name is not a token")
+    private static let invalidFieldValue = WireError(
+        .invalidHeaderValue, status: 502, "the upstream sent a header field value with a character HTTP does not allow")
 
     /// The three-digit code after the first space of a status line, or 0.
     static func statusCode(_ line: Slice<UnsafeRawBufferPointer>) -> Int {
