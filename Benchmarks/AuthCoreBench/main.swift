@@ -99,15 +99,15 @@ func storm(waiters: Int) async throws {
             + "refreshes at the server: \(refreshes), distinct tokens handed out: \(tokens.count)")
 }
 
-/// A DPoP proof per proxied request: the whole proof as the proxy makes it (key kept parsed,
-/// file checked at most once a second), beside the ES256 signature alone.
+/// A DPoP proof per proxied request: the whole proof as the proxy makes it (the session's
+/// key kept parsed, its header encoded once), beside the ES256 signature alone.
 func dpopProofs(iterations: Int) throws {
     let key = P256.Signing.PrivateKey()
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("bench-dpop-\(UUID().uuidString).pem").path
     FileManager.default.createFile(
         atPath: path, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
     defer { try? FileManager.default.removeItem(atPath: path) }
-    let signer = DPoPSigner(key: DPoPKey(path: path))
+    let signer = try DPoPSessionKey(file: DPoPKey(path: path))
     let token = String(repeating: "a", count: 600)
     var bytes = 0
     for _ in 0..<1_000 {

@@ -85,7 +85,8 @@ public final class FakeResourceServer: HTTPResponder {
     private let userInfoStatus = Locked(200)
     private let beforeCheck = Locked<(@Sendable (Int) async -> Void)?>(nil)
     private let authenticatedRequests = Locked(0)
-    private let dpop = Locked((nonce: String?.none, rotating: false, issued: 0, seen: Set<String>()))
+    private let dpop = Locked(
+        (nonce: String?.none, rotating: false, issued: 0, seen: Set<String>(), clockOffset: Double(0)))
 
     /// What the resource server saw.
     public struct Counters: Sendable, Equatable {
@@ -124,6 +125,13 @@ public final class FakeResourceServer: HTTPResponder {
             $0.nonce = nonce
             $0.rotating = rotating
         }
+    }
+
+    /// Checks the `iat` of DPoP proofs against a clock `offset` away from the real one, as a
+    /// server whose clock is off does: beyond the verifier's window, every proof is refused
+    /// (`invalid_dpop_proof`).
+    public func skewDPoPClock(by offset: Double) {
+        dpop.withLock { $0.clockOffset = offset }
     }
 
     /// Answers `/userinfo` with `status` from now on (default 200).
@@ -245,7 +253,8 @@ public final class FakeResourceServer: HTTPResponder {
         return dpop.withLock { state -> DPoPVerifier.Refusal? in
             do throws(DPoPVerifier.Refusal) {
                 let jkt = try DPoPVerifier().verify(
-                    proof, method: method, url: url, now: Date(), accessToken: token, nonce: state.nonce, seen: &state.seen)
+                    proof, method: method, url: url, now: Date() + state.clockOffset, accessToken: token, nonce: state.nonce,
+                    seen: &state.seen)
                 return jkt == binding ? nil : .badKey
             } catch {
                 return error

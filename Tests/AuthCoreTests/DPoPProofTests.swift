@@ -79,11 +79,9 @@ import Testing
         }
     }
 
-    func client(_ transport: Sequence, keyFile: String) -> OAuth2Client {
+    func client(_ transport: Sequence) -> OAuth2Client {
         OAuth2Client(
-            configuration: .init(
-                tokenEndpoint: "https://id.example.test/token", clientID: "gate", authentication: .none,
-                dpop: DPoPKey(path: keyFile)),
+            configuration: .init(tokenEndpoint: "https://id.example.test/token", clientID: "gate", authentication: .none),
             transport: transport, clock: TestClock(wallStart: now))
     }
 
@@ -105,7 +103,8 @@ import Testing
         let path = try keyFile()
         defer { try? FileManager.default.removeItem(atPath: path) }
         let transport = Sequence([Self.nonceError, Self.tokens])
-        let response = try await client(transport, keyFile: path).requestToken(.refreshToken("rt0"))
+        let response = try await client(transport).requestToken(
+            .refreshToken("rt0"), dpop: try DPoPSessionKey(file: DPoPKey(path: path)))
         #expect(response.tokenType == "DPoP")
         let requests = await transport.requests
         #expect(requests.count == 2)
@@ -122,18 +121,14 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: path) }
         let transport = Sequence([Self.nonceError, Self.nonceError, Self.tokens])
         await #expect(throws: AuthError.self) {
-            _ = try await client(transport, keyFile: path).requestToken(.refreshToken("rt0"))
+            _ = try await client(transport).requestToken(
+                .refreshToken("rt0"), dpop: try DPoPSessionKey(file: DPoPKey(path: path)))
         }
         #expect(await transport.requests.count == 2)
     }
 
-    @Test func anUnreadableKeySendsNothingAndKeepsTheSession() async throws {
-        let transport = Sequence([Self.tokens])
-        let error = await #expect(throws: AuthError.self) {
-            _ = try await client(transport, keyFile: "/nonexistent/dpop.pem").requestToken(.refreshToken("rt0"))
-        }
-        #expect(error?.code == .clientCredentialsUnusable)
-        #expect(error?.disposition == .transient)
-        #expect(await transport.requests.isEmpty)
+    @Test func anUnreadableKeyFileIsNamedNeverRead() {
+        let error = #expect(throws: DPoPProof.Unusable.self) { try DPoPSessionKey(file: DPoPKey(path: "/nonexistent/dpop.pem")) }
+        #expect(error?.description == "the DPoP key file /nonexistent/dpop.pem cannot be read")
     }
 }

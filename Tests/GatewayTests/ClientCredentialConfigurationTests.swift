@@ -108,6 +108,14 @@ import Testing
             Self.load(["dpop": ["keyFile": "/k", "algorithm": "RS256"]])?.contains(
                 "authorization.dpop.algorithm must be ES256 or PS256") == true)
         #expect(Self.load(["dpop": ["keyFile": "/k", "algorithm": "ES256"]]) == nil)
+        #expect(Self.load(["dpop": ["generate": true]]) == nil)
+        #expect(Self.load(["dpop": ["generate": true, "algorithm": "PS256"]]) == nil)
+        #expect(
+            Self.load(["dpop": [:] as [String: Any]])?.contains("authorization.dpop needs keyFile, or generate: true") == true)
+        #expect(Self.load(["dpop": ["generate": false]])?.contains("authorization.dpop needs keyFile") == true)
+        #expect(
+            Self.load(["dpop": ["keyFile": "/k", "generate": true]])?.contains(
+                "authorization.dpop.generate cannot be true beside authorization.dpop.keyFile") == true)
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ag-dpop-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -12,8 +12,9 @@ import Testing
 @Suite(TestDatabase.required) struct SharedSessionTests {
     let key = TokenStoreKey.random()
 
-    func replica(table: String, server: FakeAuthorizationServer, clock: TestClock) async throws -> (AuthActor, PostgresTokenStore)
-    {
+    func replica(
+        table: String, server: FakeAuthorizationServer, clock: TestClock, dpop: DPoPKeySource? = nil
+    ) async throws -> (AuthActor, PostgresTokenStore) {
         let app = try TestDatabase.app()
         let store = try await PostgresTokenStore.open(
             try PostgresStoreConfiguration(url: app.storeURL, tlsMode: "disable", table: table), password: app.password,
@@ -23,9 +24,42 @@ import Testing
                 configuration: .init(
                     tokenEndpoint: "https://auth.example.test/oauth/token", clientID: "authgate", clientSecret: "s3cret"),
                 transport: server, clock: clock),
-            tokenStore: store, stateStore: store, clock: clock, configuration: .init(skew: .seconds(30), jitter: .zero),
+            tokenStore: store, stateStore: store, clock: clock,
+            configuration: .init(skew: .seconds(30), jitter: .zero, dpop: dpop),
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), refreshCoordinator: store)
         return (actor, store)
+    }
+
+    /// A generated DPoP key is kept sealed in the row with the tokens bound to it: another
+    /// replica restores it, proves it, and refreshes the bound family with it (the server
+    /// refuses a proof of any other key); a logout takes it away with the tokens.
+    @Test func aGeneratedDPoPKeyIsSharedSealedByTheReplicasAndEndsWithTheSession() async throws {
+        let clock = TestClock()
+        let server = FakeAuthorizationServer(clock: clock)
+        let table = TestDatabase.uniqueTable()
+        let (a, storeA) = try await replica(table: table, server: server, clock: clock, dpop: .generated(.es256))
+        let (b, storeB) = try await replica(table: table, server: server, clock: clock, dpop: .generated(.es256))
+        try await a.restore()
+        let token = try await a.login(.password(username: "alice", password: "wonderland"))
+        let key = try #require(token.dpopKey)
+        #expect(token.isDPoP)
+        #expect(await server.dpopBinding(of: token.value) == key.thumbprint)
+        #expect(try await b.restore().dpopThumbprint == key.thumbprint)
+        #expect(try await b.token().dpopKey == key)
+        let rows = try await TestDatabase.rawRows(table).joined()
+        let pemHex = Array("PRIVATE KEY".utf8).map { String(format: "%02x", $0) }.joined()
+        #expect(!rows.isEmpty && !rows.contains("PRIVATE KEY") && !rows.contains(pemHex), "the key is sealed with the tokens")
+        clock.advance(by: .seconds(3600))
+        let refreshed = try await b.token()
+        #expect(refreshed.value != token.value && refreshed.dpopKey == key)
+        #expect(await server.dpopBinding(of: refreshed.value) == key.thumbprint)
+        #expect(await server.statistics.dpopRefusals.isEmpty)
+        try await b.logout()
+        let (c, storeC) = try await replica(table: table, server: server, clock: clock, dpop: .generated(.es256))
+        #expect(try await c.restore().isLoggedIn == false)
+        let next = try await c.login(.password(username: "alice", password: "wonderland"))
+        #expect(next.dpopKey != nil && next.dpopKey != key, "a new session proves a new key")
+        for s in [storeA, storeB, storeC] { await s.close() }
     }
 
     @Test func aLoginOnOneReplicaIsRestoredByAnotherAndALogoutEndsItForBoth() async throws {

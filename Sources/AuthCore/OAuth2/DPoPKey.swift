@@ -1,10 +1,10 @@
 public import Foundation
 internal import Locking
 
-/// The key a session proves possession of with DPoP (RFC 9449): read from a PEM file for
-/// each token request, like a `private_key_jwt` key, and the nonces servers asked for.
+/// A DPoP key file (RFC 9449): a PEM file holding an EC P-256 key, or an RSA key of at
+/// least 2,048 bits, and the algorithm its proofs are signed with.
 public struct DPoPKey: Sendable, Hashable {
-    /// The PEM file of the key (EC P-256, or RSA of at least 2,048 bits).
+    /// The PEM file of the key.
     public var path: String
     /// `ES256`, `PS256` or `RS256`; nil: ES256 for an EC key, PS256 for an RSA key.
     public var algorithm: ClientKey.Algorithm?
@@ -15,22 +15,6 @@ public struct DPoPKey: Sendable, Hashable {
         self.algorithm = algorithm
     }
 
-    /// A proof of `method` to `url` at `now`; `read` reads the file (injected for tests).
-    public func proof(
-        method: String, url: String, now: Date, nonce: String?, accessToken: String? = nil,
-        read: (String) throws -> Data = { try Data(contentsOf: URL(fileURLWithPath: $0)) }
-    ) throws(DPoPProof.Unusable) -> String {
-        let pem: Data
-        do { pem = try read(path) } catch { throw DPoPProof.Unusable(description: "the DPoP key file \(path) cannot be read") }
-        let key: ClientKey
-        do { key = try ClientKey(pem: String(decoding: pem, as: UTF8.self)) } catch {
-            throw DPoPProof.Unusable(description: "the DPoP key file \(path) \(error.description)")
-        }
-        return try DPoPProof.make(
-            key: key, algorithm: algorithm(for: key), method: method, url: url, now: now, nonce: nonce,
-            accessToken: accessToken)
-    }
-
     /// The algorithm proofs with `key` are signed with.
     public func algorithm(for key: ClientKey) -> ClientKey.Algorithm {
         if let algorithm { return algorithm }
@@ -38,6 +22,55 @@ public struct DPoPKey: Sendable, Hashable {
         case .p256: return .es256
         case .rsa: return .ps256
         }
+    }
+}
+
+/// Where a session's DPoP key comes from.
+public enum DPoPKeySource: Sendable, Hashable {
+    /// A key file: read when a session begins; a session whose tokens are bound to another
+    /// key than the file's ends (``LogoutReason/keyChanged``).
+    case file(DPoPKey)
+    /// A key generated when a session begins, kept sealed with its tokens, forgotten when
+    /// it ends.
+    case generated(ClientKey.Algorithm)
+
+    /// A key for a session beginning now: the file's, read now, or a new one.
+    public func keyForNewSession() throws(DPoPProof.Unusable) -> DPoPSessionKey {
+        switch self {
+        case .file(let file): try DPoPSessionKey(file: file)
+        case .generated(let algorithm): try DPoPSessionKey.generate(algorithm: algorithm)
+        }
+    }
+
+    /// The key of tokens stored with `binding`, or why they cannot be used with this source:
+    /// ``Mismatch/keyChanged`` when the file now holds another key, or the store holds no
+    /// generated key; ``Mismatch/unreadable`` when the key file cannot be read now (the
+    /// session may keep its tokens and try again).
+    ///
+    /// Tokens stored without a binding (before bindings were kept) take the file's key.
+    public func key(for binding: DPoPBinding?) -> Result<DPoPSessionKey, Mismatch> {
+        switch self {
+        case .file(let file):
+            guard let key = try? DPoPSessionKey(file: file) else { return .failure(.unreadable) }
+            if let binding, binding.thumbprint != key.thumbprint || binding.generatedKey != nil {
+                return .failure(.keyChanged)
+            }
+            return .success(key)
+        case .generated(let algorithm):
+            guard let pem = binding?.generatedKey,
+                let key = try? DPoPSessionKey(pem: pem, algorithm: algorithm, generated: true),
+                key.thumbprint == binding?.thumbprint
+            else { return .failure(.keyChanged) }
+            return .success(key)
+        }
+    }
+
+    /// Why stored tokens cannot be used with the configured key.
+    public enum Mismatch: Error, Sendable, Equatable {
+        /// They are bound to another key than the one configured now.
+        case keyChanged
+        /// The key file cannot be read now.
+        case unreadable
     }
 }
 

@@ -28,9 +28,6 @@ public struct OAuth2Client: TokenGrantClient {
         /// `tls_client_auth` and `self_signed_tls_client_auth`, and with any other method
         /// what the server binds the tokens to (RFC 8705 §3).
         public var certificate: ClientCertificate?
-        /// The key every token request proves possession of (RFC 9449): the server binds
-        /// the tokens to it (`token_type` `DPoP`).
-        public var dpop: DPoPKey?
         /// Where the JWT bearer grant (RFC 7523 §2.1) reads its assertion.
         public var jwtBearer: JWTBearerGrantSettings?
         /// Where token exchange (RFC 8693) reads its subject token, and what it asks for.
@@ -41,12 +38,11 @@ public struct OAuth2Client: TokenGrantClient {
             tokenEndpoint: String, clientID: String? = nil, clientSecret: String? = nil,
             authentication: ClientAuthentication = .basic,
             mapping: TokenEndpointMapping = .standard, revocationEndpoint: String? = nil, assertion: ClientAssertion? = nil,
-            certificate: ClientCertificate? = nil, dpop: DPoPKey? = nil, jwtBearer: JWTBearerGrantSettings? = nil,
+            certificate: ClientCertificate? = nil, jwtBearer: JWTBearerGrantSettings? = nil,
             tokenExchange: TokenExchangeSettings? = nil
         ) {
             self.jwtBearer = jwtBearer
             self.tokenExchange = tokenExchange
-            self.dpop = dpop
             self.certificate = certificate
             self.revocationEndpoint = revocationEndpoint
             self.assertion = assertion
@@ -68,8 +64,6 @@ public struct OAuth2Client: TokenGrantClient {
     public let configuration: Configuration
     private let transport: any HTTPTransport
     private let clock: any AuthClock
-    /// The nonces the token endpoint asked DPoP proofs to carry.
-    private let nonces = DPoPNonces()
 
     /// Creates a client. The clock resolves `Retry-After` dates.
     public init(configuration: Configuration, transport: any HTTPTransport, clock: any AuthClock) {
@@ -84,11 +78,23 @@ public struct OAuth2Client: TokenGrantClient {
     /// is asked once more, with a new proof carrying that nonce (and a new assertion, whose
     /// `jti` a server accepts once); a second such answer is its error.
     public func requestToken(_ grant: Grant) async throws -> TokenResponse {
+        try await requestToken(grant, dpop: nil)
+    }
+
+    /// Presents `grant` with a proof of `dpop` (RFC 9449 §5), the key the session's tokens
+    /// are to be bound to; the server's nonces are kept with the key.
+    public func requestToken(_ grant: Grant, dpop: DPoPSessionKey?) async throws -> TokenResponse {
         var askedForNonce = false
         while true {
             var request = try makeRequest(
                 for: grant, assertion: try currentAssertion(), grantToken: try currentGrantToken(for: grant))
-            if let proof = try currentProof(for: request) { request.headers.append(("DPoP", proof)) }
+            if let dpop {
+                guard let proof = dpop.proof(method: request.method, url: request.url, now: clock.wallNow) else {
+                    throw AuthError.tokenEndpoint(
+                        .clientCredentialsUnusable, .transient, message: "the DPoP key could not sign a proof")
+                }
+                request.headers.append(("DPoP", proof))
+            }
             let response: HTTPResponseValue
             do {
                 response = try await transport.send(request)
@@ -101,8 +107,8 @@ public struct OAuth2Client: TokenGrantClient {
             } catch {
                 throw AuthError.tokenEndpoint(.network, .transient, message: String(describing: type(of: error)))
             }
-            if configuration.dpop != nil, let nonce = response.header("DPoP-Nonce") {
-                nonces.remember(nonce, for: request.url)
+            if let dpop, let nonce = response.header("DPoP-Nonce") {
+                dpop.nonces.remember(nonce, for: request.url)
                 if !askedForNonce, Self.asksForNonce(response) {
                     askedForNonce = true
                     continue
@@ -118,19 +124,6 @@ public struct OAuth2Client: TokenGrantClient {
             let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
         else { return false }
         return object["error"] as? String == "use_dpop_nonce"
-    }
-
-    /// The DPoP proof for `request` when the client has a DPoP key (its file read now);
-    /// nothing is sent when none can be made: a transient
-    /// ``AuthError/Code/clientCredentialsUnusable`` error, as for an assertion.
-    func currentProof(for request: HTTPRequestValue) throws -> String? {
-        guard let dpop = configuration.dpop else { return nil }
-        do {
-            return try dpop.proof(
-                method: request.method, url: request.url, now: clock.wallNow, nonce: nonces.nonce(for: request.url))
-        } catch {
-            throw AuthError.tokenEndpoint(.clientCredentialsUnusable, .transient, message: error.description)
-        }
     }
 
     /// A fresh client assertion when the client authenticates with one (files are read

@@ -4,6 +4,9 @@
 public protocol TokenGrantClient: Sendable {
     /// Presents `grant` to the token endpoint. Throws ``AuthError`` of the ``AuthError/Code/Domain/tokenEndpoint`` domain.
     func requestToken(_ grant: Grant) async throws -> TokenResponse
+    /// Presents `grant` with a DPoP proof of `dpop` (RFC 9449 §5), when given: the key the
+    /// tokens are to be bound to.
+    func requestToken(_ grant: Grant, dpop: DPoPSessionKey?) async throws -> TokenResponse
     /// Revokes a session's tokens at the server (RFC 7009). Throws ``AuthError`` of the ``AuthError/Code/Domain/tokenEndpoint`` domain.
     func revoke(refreshToken: String?, accessToken: String) async throws
     /// Whether ``revoke(refreshToken:accessToken:)`` reaches a server (a revocation
@@ -12,6 +15,11 @@ public protocol TokenGrantClient: Sendable {
 }
 
 extension TokenGrantClient {
+    /// The default, for clients that know nothing of DPoP: the grant alone.
+    public func requestToken(_ grant: Grant, dpop: DPoPSessionKey?) async throws -> TokenResponse {
+        try await requestToken(grant)
+    }
+
     /// Revokes the session's tokens at the server (RFC 7009), if the client can; the
     /// default does nothing.
     public func revoke(refreshToken: String?, accessToken: String) async throws {}

@@ -21,6 +21,9 @@ public struct AccessToken: Sendable, Equatable, CustomStringConvertible,
     /// can go into a header line unchecked. Decided once with the token, not per request;
     /// AuthGate accepts no other token, but a value made by hand may be anything.
     public let isWellFormed: Bool
+    /// The DPoP key the token is bound to, when the session has one: every request carrying
+    /// a DPoP token (``isDPoP``) goes with a proof signed by it.
+    public let dpopKey: DPoPSessionKey?
 
     /// Whether the token is bound to a DPoP key (`token_type` `DPoP`, RFC 9449 §5): each
     /// request carrying it needs a proof.
@@ -29,8 +32,11 @@ public struct AccessToken: Sendable, Equatable, CustomStringConvertible,
     }
 
     /// Creates an access token value.
-    public init(value: String, tokenType: String, generation: TokenGeneration, expiresAt: Date?) {
+    public init(
+        value: String, tokenType: String, generation: TokenGeneration, expiresAt: Date?, dpopKey: DPoPSessionKey? = nil
+    ) {
         self.value = value
+        self.dpopKey = dpopKey
         self.tokenType = tokenType
         self.generation = generation
         self.expiresAt = expiresAt
@@ -40,10 +46,10 @@ public struct AccessToken: Sendable, Equatable, CustomStringConvertible,
     }
 
     /// Creates the access token of `credentials`.
-    public init(_ credentials: Credentials) {
+    public init(_ credentials: Credentials, dpopKey: DPoPSessionKey? = nil) {
         self.init(
             value: credentials.accessToken, tokenType: credentials.tokenType,
-            generation: credentials.generation, expiresAt: credentials.expiresAt)
+            generation: credentials.generation, expiresAt: credentials.expiresAt, dpopKey: dpopKey)
     }
 
     /// A description with the token redacted.

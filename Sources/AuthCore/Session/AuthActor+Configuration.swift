@@ -1,5 +1,5 @@
 extension AuthActor {
-    /// Timing of refreshes.
+    /// Timing of refreshes, and the session's DPoP key.
     public struct Configuration: Sendable {
         /// Refresh when the token expires within this much time.
         public var skew: Duration
@@ -15,13 +15,17 @@ extension AuthActor {
         /// left, instead of ``skew`` before expiry (`0.5`: at half-life). Jitter then only
         /// delays the refresh, by at most a tenth of the lifetime.
         public var leadFraction: Double?
+        /// Where the key every token request proves comes from (RFC 9449), when the session
+        /// uses DPoP: its tokens are bound to the key of the session that obtained them.
+        public var dpop: DPoPKeySource?
 
         /// Creates a configuration.
         public init(
             skew: Duration = .seconds(30), jitter: Duration = .seconds(5),
             refreshWindow: RefreshWindow = RefreshWindow(), backoff: BackoffPolicy = BackoffPolicy(),
-            leadFraction: Double? = nil
+            leadFraction: Double? = nil, dpop: DPoPKeySource? = nil
         ) {
+            self.dpop = dpop
             self.leadFraction = leadFraction
             self.skew = skew
             self.jitter = jitter

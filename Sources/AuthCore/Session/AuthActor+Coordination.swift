@@ -23,9 +23,17 @@ extension AuthActor {
             _ = try? await endSessionLocked(reason: .endedElsewhere, persist: false)
             return
         }
+        guard case .success(let dpop) = dpopKey(for: stored.dpop, current: session.dpopKey) else {
+            // Bound to a key this process cannot prove (another key file than the replica
+            // that stored them): unusable here, whatever the store says.
+            logger.notice("the stored tokens are bound to a DPoP key this process does not hold; ending the session here")
+            _ = try? await endSessionLocked(reason: .keyChanged, persist: false)
+            return
+        }
         let credentials = takeOver(stored)
         let generation = credentials.generation
-        let adopted = makeSession(credentials, grantType: stored.grantType ?? session.grantType)
+        let adopted = makeSession(
+            credentials, grantType: stored.grantType ?? session.grantType, dpopKey: dpop, storedDPoP: stored.dpop)
         phase = .active(adopted)
         gate.recordSuccess()
         needsPersist = false
@@ -84,11 +92,15 @@ extension AuthActor {
         case (.loggedOut, let stored?):
             // A login elsewhere: installed once its state says so (it is written second).
             guard let state, state.isLoggedIn else { return }
+            guard case .success(let dpop) = dpopKey(for: stored.dpop) else {
+                logger.notice("a session logged in elsewhere is bound to a DPoP key this process does not hold; not adopted")
+                return
+            }
             let credentials = takeOver(stored)
             let generation = credentials.generation
             epoch += 1
             sessionState = state
-            phase = .active(makeSession(credentials, grantType: stored.grantType))
+            phase = .active(makeSession(credentials, grantType: stored.grantType, dpopKey: dpop, storedDPoP: stored.dpop))
             gate.reset()
             needsPersist = false
             pendingLease = nil

@@ -8,6 +8,14 @@ extension AuthActor {
         var grantType: String?
         /// When the token was obtained, on the monotonic clock (for the loop guard).
         var obtainedAt: MonotonicInstant
+        /// The DPoP key the tokens are bound to; nil without DPoP, or while a key file that
+        /// could not be read at restore is waited for (``storedDPoP`` then says which key).
+        var dpopKey: DPoPSessionKey?
+        /// The binding the store held for the tokens when their key could not be had.
+        var storedDPoP: DPoPBinding?
+
+        /// What the store keeps of the DPoP key with the tokens.
+        var dpopBinding: DPoPBinding? { dpopKey?.binding ?? storedDPoP }
 
         /// Whether `token()` must refresh at `now`.
         func isDue(at now: MonotonicInstant) -> Bool {

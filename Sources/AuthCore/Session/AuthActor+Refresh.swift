@@ -141,6 +141,9 @@ extension AuthActor {
         let account = self.account
         let replacing = session.credentials.accessToken
         refreshTask = Task {
+            // Tokens bound to a key the file no longer holds cannot be refreshed with it.
+            if await self.checkDPoPKey() { return }
+            let dpop = await self.sessionDPoPKey
             // Across replicas: take the lease on the pair, or adopt what another committed.
             let lease: RefreshLease
             do {
@@ -158,7 +161,7 @@ extension AuthActor {
             let result: Result<TokenResponse, any Error>
             do {
                 let response = try await RefreshTaskMarker.$actor.withValue(marker) {
-                    try await client.requestToken(grant)
+                    try await client.requestToken(grant, dpop: dpop)
                 }
                 result = .success(response)
             } catch {

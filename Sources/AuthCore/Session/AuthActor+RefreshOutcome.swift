@@ -63,7 +63,7 @@ extension AuthActor {
         var persisted = true
         do {
             let outcome = try await coordinator.commit(
-                TokenRecord(credentials, grantType: session.grantType), for: account, lease: lease)
+                TokenRecord(credentials, grantType: session.grantType, dpop: session.dpopBinding), for: account, lease: lease)
             if case .superseded(let stored) = outcome {
                 // Another replica's pair (or its logout) won: this result is never used.
                 logger.notice(
@@ -89,7 +89,9 @@ extension AuthActor {
         }
         // The store lock keeps logout and login out while we awaited; re-check anyway.
         guard inFlight?.id == flightID, epoch == flightEpoch, case .active = phase else { return }
-        let newSession = makeSession(credentials, grantType: session.grantType, obtainedAt: obtainedAt)
+        let newSession = makeSession(
+            credentials, grantType: session.grantType, dpopKey: session.dpopKey, storedDPoP: session.storedDPoP,
+            obtainedAt: obtainedAt)
         phase = .active(newSession)
         gate.recordSuccess()
         countRefresh("success")

@@ -40,8 +40,15 @@ extension AuthActor {
             let credentials = record.credentials(now: clock.now, wallNow: clock.wallNow)
             lastGeneration = max(lastGeneration, credentials.generation)
             epoch += 1
-            phase = .active(makeSession(credentials, grantType: record.grantType))
+            let dpop = dpopKey(for: record.dpop)
+            phase = .active(
+                makeSession(credentials, grantType: record.grantType, dpopKey: try? dpop.get(), storedDPoP: record.dpop))
             logger.info("session restored", metadata: ["auth.generation": "\(credentials.generation)"])
+            if case .failure(.keyChanged) = dpop {
+                // Tokens bound to a key no proof can be made with any more end here, once.
+                logger.notice("the stored tokens are bound to another DPoP key than the configured one; logging out")
+                _ = try? await endSessionLocked(reason: .keyChanged)
+            }
         case (true, nil):
             sessionState.isLoggedIn = false
             sessionState.updatedAt = clock.wallNow

@@ -13,14 +13,17 @@ extension AuthActor {
     public func login(_ grant: Grant, subject: String? = nil) async throws -> AccessToken {
         let response: TokenResponse
         let requestedAt = (clock.now, clock.wallNow)
+        // A new session proves a key of its own: the key file's now, or a new one.
+        let dpop = try keyForNewSession()
         do {
-            response = try await client.requestToken(grant)
+            response = try await client.requestToken(grant, dpop: dpop)
         } catch let error as AuthError where error.code.domain == .tokenEndpoint {
             throw AuthError.loginFailed(error)
         }
         var subject = subject
         if subject == nil, case .password(let username, _, _) = grant { subject = username }
-        return try await install(response, grantType: grant.grantType, subject: subject, requestedAt: requestedAt)
+        return try await install(
+            response, grantType: grant.grantType, subject: subject, requestedAt: requestedAt, dpop: dpop)
     }
 
     /// Logs in with tokens obtained elsewhere (no network). Tokens that break their syntax
@@ -32,14 +35,20 @@ extension AuthActor {
                 .tokenEndpoint(
                     .invalidTokenSyntax, .terminal, message: TokenSyntax.requirement(for: field), field: field))
         }
-        return try await install(response, grantType: nil, subject: subject)
+        // Imported tokens were bound (if at all) to the configured key file's key.
+        let dpop: DPoPSessionKey?
+        switch dpopKey(for: nil) {
+        case .success(let key): dpop = key
+        case .failure: dpop = nil
+        }
+        return try await install(response, grantType: nil, subject: subject, dpop: dpop)
     }
 
     /// Installs a new session; `requestedAt` (when the token request left) is where the
     /// lifetime counts from, as for a refresh.
     private func install(
         _ response: TokenResponse, grantType: String?, subject: String?,
-        requestedAt: (MonotonicInstant, Date)? = nil
+        requestedAt: (MonotonicInstant, Date)? = nil, dpop: DPoPSessionKey?
     ) async throws -> AccessToken {
         await acquireStoreLock()
         defer { releaseStoreLock() }
@@ -54,7 +63,7 @@ extension AuthActor {
         let subject =
             subject ?? JWTClaims(decodingPayloadOf: response.idToken ?? response.accessToken)?.subject
         do {
-            try await tokenStore.save(TokenRecord(credentials, grantType: grantType), for: account)
+            try await tokenStore.save(TokenRecord(credentials, grantType: grantType, dpop: dpop?.binding), for: account)
         } catch {
             throw AuthError.storage(error)
         }
@@ -69,8 +78,9 @@ extension AuthActor {
         }
         lastGeneration = generation
         epoch += 1
+        if let dpop, dpop === nextDPoPKey { nextDPoPKey = nil }
         sessionState = newState
-        let session = makeSession(credentials, grantType: grantType, obtainedAt: obtainedAt)
+        let session = makeSession(credentials, grantType: grantType, dpopKey: dpop, obtainedAt: obtainedAt)
         phase = .active(session)
         gate.reset()
         needsPersist = false

@@ -39,6 +39,7 @@ extension AuthActor {
             status.isLoggedIn = true
             status.generation = session.credentials.generation
             status.expiresAt = session.credentials.expiresAt
+            status.dpopThumbprint = session.dpopBinding?.thumbprint
         case .loggedOut(let reason):
             status.logoutReason = reason
         }
@@ -83,9 +84,10 @@ extension AuthActor {
 
     /// The session for `credentials` obtained at `obtainedAt` (monotonic). Without it (restore),
     /// the instant is derived from the credentials' wall-clock `issuedAt`.
-    func makeSession(_ credentials: Credentials, grantType: String?, obtainedAt: MonotonicInstant? = nil)
-        -> ActiveSession
-    {
+    func makeSession(
+        _ credentials: Credentials, grantType: String?, dpopKey: DPoPSessionKey?, storedDPoP: DPoPBinding? = nil,
+        obtainedAt: MonotonicInstant? = nil
+    ) -> ActiveSession {
         let now = clock.now
         var refreshAt: MonotonicInstant?
         if let deadline = credentials.deadline {
@@ -94,8 +96,9 @@ extension AuthActor {
         }
         let age = Duration.interval(max(0, clock.wallNow.timeIntervalSince(credentials.issuedAt)))
         return ActiveSession(
-            credentials: credentials, token: AccessToken(credentials), refreshAt: refreshAt,
-            grantType: grantType, obtainedAt: min(obtainedAt ?? now - age, now))
+            credentials: credentials, token: AccessToken(credentials, dpopKey: dpopKey), refreshAt: refreshAt,
+            grantType: grantType, obtainedAt: min(obtainedAt ?? now - age, now), dpopKey: dpopKey,
+            storedDPoP: dpopKey == nil ? storedDPoP : nil)
     }
 
     /// How long before expiry a token of `lifetime` (what is left of it) is refreshed.

@@ -36,7 +36,8 @@ public actor AuthActor {
     let coordinator: any RefreshCoordinator
     let stateStore: any SessionStateStore
     let clock: any AuthClock
-    let configuration: Configuration
+    /// Timing of refreshes, and the session's DPoP key.
+    public nonisolated let configuration: Configuration
     let logger: Logger
     let randomFraction: @Sendable () -> Double
     private let executor: (any SerialExecutor)?
@@ -72,6 +73,8 @@ public actor AuthActor {
     var revokingEpochs: Set<UInt64> = []
     /// The task of the latest refresh (``finishBackgroundWork()`` waits for it).
     var refreshTask: Task<Void, Never>?
+    /// A generated DPoP key announced for the next login (``nextSessionDPoPThumbprint()``).
+    var nextDPoPKey: DPoPSessionKey?
 
     /// Where the session's instruments are made (a gateway's own registry, or the
     /// process-wide `MetricsSystem`).

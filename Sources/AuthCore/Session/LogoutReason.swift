@@ -16,6 +16,10 @@ public enum LogoutReason: Sendable, Equatable, CustomStringConvertible {
     /// Another process that shares the token store ended the session (a logout, a refused
     /// refresh, … there); this process followed without writing the store.
     case endedElsewhere
+    /// The session's tokens are bound to a DPoP key other than the one configured now (the
+    /// key file changed, or the store holds no generated key for them): no proof could
+    /// carry them any more.
+    case keyChanged
 
     /// A stable code for logs, metrics and problem documents.
     public var code: String {
@@ -27,6 +31,7 @@ public enum LogoutReason: Sendable, Equatable, CustomStringConvertible {
         case .tokensMissing: "tokens_missing"
         case .userInfoRejected: "user_info_rejected"
         case .endedElsewhere: "ended_elsewhere"
+        case .keyChanged: "key_changed"
         }
     }
 

@@ -20,6 +20,9 @@ public struct SessionStatus: Sendable, Equatable {
     public var epoch: UInt64
     /// Why the last session ended, while logged out (`nil` when it never existed here).
     public var logoutReason: LogoutReason?
+    /// The JWK thumbprint (RFC 7638) of the DPoP key the session's tokens are bound to,
+    /// while logged in with DPoP.
+    public var dpopThumbprint: String?
 
     /// Creates a status.
     public init(

@@ -13,13 +13,17 @@ public struct TokenRecord: TokenSetCarrier, Sendable, Equatable, Codable, Custom
     /// The grant that started the session (`client_credentials` sessions are renewed by
     /// running that grant again).
     public var grantType: String?
+    /// The DPoP key the tokens are bound to: its thumbprint, and the key itself when it was
+    /// generated (sealed with the tokens, like them).
+    public var dpop: DPoPBinding?
 
     /// Creates a record.
     public init(
         accessToken: String, refreshToken: String?, tokenType: String = "Bearer",
         scope: String? = nil, idToken: String? = nil, expiresAt: Date?, issuedAt: Date,
-        generation: TokenGeneration, grantType: String? = nil
+        generation: TokenGeneration, grantType: String? = nil, dpop: DPoPBinding? = nil
     ) {
+        self.dpop = dpop
         self.tokens = TokenSet(
             accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType, scope: scope, idToken: idToken,
             expiresAt: expiresAt, issuedAt: issuedAt, generation: generation)
@@ -27,9 +31,10 @@ public struct TokenRecord: TokenSetCarrier, Sendable, Equatable, Codable, Custom
     }
 
     /// The record of `credentials`.
-    public init(_ credentials: Credentials, grantType: String?) {
+    public init(_ credentials: Credentials, grantType: String?, dpop: DPoPBinding? = nil) {
         self.tokens = credentials.tokens
         self.grantType = grantType
+        self.dpop = dpop
     }
 
     /// Credentials for this record, with the monotonic deadline derived from the wall-clock
@@ -41,12 +46,15 @@ public struct TokenRecord: TokenSetCarrier, Sendable, Equatable, Codable, Custom
 
     private enum CodingKeys: String, CodingKey {
         case grantType
+        case dpop
     }
 
     /// Reads the flat form the stores write: the ``TokenSet`` fields and `grantType` side by side.
     public init(from decoder: any Decoder) throws {
         tokens = try TokenSet(from: decoder)
-        grantType = try decoder.container(keyedBy: CodingKeys.self).decodeIfPresent(String.self, forKey: .grantType)
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        grantType = try container.decodeIfPresent(String.self, forKey: .grantType)
+        dpop = try container.decodeIfPresent(DPoPBinding.self, forKey: .dpop)
     }
 
     /// Writes the flat form: the ``TokenSet`` fields and `grantType` side by side.
@@ -54,6 +62,7 @@ public struct TokenRecord: TokenSetCarrier, Sendable, Equatable, Codable, Custom
         try tokens.encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(grantType, forKey: .grantType)
+        try container.encodeIfPresent(dpop, forKey: .dpop)
     }
 
     /// A description with every token redacted.

@@ -70,7 +70,9 @@ public final class AdminAPI: HTTPResponder {
     func sessionDocument(_ session: GatewaySession, withStore: Bool = false) async -> SessionDocument {
         let status = await session.actor.status
         let store = withStore ? await store.document(for: AccountID(session.name)) : nil
-        return SessionDocument(status, registration: session.userInfo?.registration, store: store)
+        // Logged out, the key the next login proves: what an authorization request names.
+        let next = status.isLoggedIn ? nil : await session.actor.nextSessionDPoPThumbprint()
+        return SessionDocument(status, registration: session.userInfo?.registration, store: store, dpopJKT: next)
     }
 
     /// The session named by the checked `query` (default `default`), or nil after answering

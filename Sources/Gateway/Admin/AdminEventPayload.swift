@@ -15,6 +15,7 @@ struct AdminEventPayload: Decodable, Sendable, Equatable {
         var epoch: UInt64?
         var registration: String?
         var store: StoreDocument?
+        var dpopJKT: String?
 
         /// The member names ``SessionDocument`` writes.
         typealias CodingKeys = SessionDocument.CodingKeys

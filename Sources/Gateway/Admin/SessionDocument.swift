@@ -23,9 +23,16 @@ struct SessionDocument: Encodable, Sendable, Equatable {
     /// The store keeping the session and who is refreshing it (only in `GET /auth/session`
     /// and `GET /auth/sessions`, not in events).
     var store: StoreDocument?
+    /// The JWK thumbprint of the session's DPoP key (RFC 9449): the key its tokens are bound
+    /// to, or, logged out, the key its next login proves (an authorization request's
+    /// `dpop_jkt`). Only for a session with DPoP.
+    var dpopJKT: String?
 
     /// The document of `status`; `registration` is shown only while logged in.
-    init(_ status: SessionStatus, registration: UserInfoProbe.Registration? = nil, store: StoreDocument? = nil) {
+    init(
+        _ status: SessionStatus, registration: UserInfoProbe.Registration? = nil, store: StoreDocument? = nil,
+        dpopJKT: String? = nil
+    ) {
         account = status.account.rawValue
         state = status.isLoggedIn ? "logged_in" : (status.isGuest ? "guest" : "logged_out")
         subject = status.subject
@@ -36,6 +43,7 @@ struct SessionDocument: Encodable, Sendable, Equatable {
         epoch = status.epoch
         self.registration = status.isLoggedIn ? registration?.rawValue : nil
         self.store = store
+        self.dpopJKT = status.dpopThumbprint ?? dpopJKT
     }
 
     /// The member names, shared with the reader (``AdminEventPayload``).
@@ -46,6 +54,7 @@ struct SessionDocument: Encodable, Sendable, Equatable {
         case lastLogin = "last_login"
         case guest, epoch
         case registration, store
+        case dpopJKT = "dpop_jkt"
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -60,6 +69,7 @@ struct SessionDocument: Encodable, Sendable, Equatable {
         try c.encode(epoch, forKey: .epoch)
         try c.encodeIfPresent(registration, forKey: .registration)
         try c.encodeIfPresent(store, forKey: .store)
+        try c.encodeIfPresent(dpopJKT, forKey: .dpopJKT)
     }
 }
 

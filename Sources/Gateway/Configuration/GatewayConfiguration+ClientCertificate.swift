@@ -75,15 +75,12 @@ extension GatewayConfiguration {
         return ClientCertificate(certificateFile: certificate, keyFile: key)
     }
 
-    /// The DPoP key of `a`, if any.
-    static func dpopKey(_ a: Authorization) -> DPoPKey? {
-        a.dpop.map { DPoPKey(path: $0.keyFile, algorithm: $0.algorithm.flatMap(ClientKey.Algorithm.init(rawValue:))) }
-    }
-
-    /// The signer of the DPoP proofs of route `r`: its session's, for an authenticated route.
-    func dpopSigner(of r: Route) -> DPoPSigner? {
-        guard r.requiresAuthentication ?? true else { return nil }
-        return authorization(of: r).flatMap(Self.dpopKey).map(DPoPSigner.shared(for:))
+    /// Where the DPoP key of `a` comes from, if it uses DPoP.
+    static func dpopKeySource(_ a: Authorization) -> DPoPKeySource? {
+        guard let dpop = a.dpop else { return nil }
+        let algorithm = dpop.algorithm.flatMap(ClientKey.Algorithm.init(rawValue:))
+        if let path = dpop.keyFile { return .file(DPoPKey(path: path, algorithm: algorithm)) }
+        return .generated(algorithm ?? .es256)
     }
 
     /// The authorization of the session route `r` names.

@@ -19,6 +19,13 @@ extension GatewayConfiguration {
         if let algorithm = a.dpop?.algorithm, algorithm != "ES256" && algorithm != "PS256" {
             throw .invalid("\(field).dpop.algorithm", "must be ES256 or PS256")
         }
+        if let dpop = a.dpop {
+            switch (dpop.keyFile, dpop.generate ?? false) {
+            case (nil, false): throw .invalid("\(field).dpop", "needs keyFile, or generate: true")
+            case (.some, true): throw .conflict("\(field).dpop.generate", "cannot be true beside \(field).dpop.keyFile")
+            default: break
+            }
+        }
         let keyFields = [
             ("clientKeyFile", a.clientKeyFile), ("clientKeyAlgorithm", a.clientKeyAlgorithm), ("clientKeyID", a.clientKeyID),
             ("clientAssertionFile", a.clientAssertionFile),
@@ -93,12 +100,10 @@ extension GatewayConfiguration {
                 a.clientKeyAlgorithm.flatMap(ClientKey.Algorithm.init(rawValue:)) ?? $0.defaultAlgorithm
             }
         }
-        if let dpop = a.dpop {
+        if let dpop = a.dpop, let path = dpop.keyFile {
             let algorithm = dpop.algorithm.flatMap(ClientKey.Algorithm.init(rawValue:))
-            try checkSigningKeyFile(
-                dpop.keyFile, field: "\(field).dpop.keyFile", algorithmField: "\(field).dpop.algorithm"
-            ) { key in
-                DPoPKey(path: dpop.keyFile, algorithm: algorithm).algorithm(for: key)
+            try checkSigningKeyFile(path, field: "\(field).dpop.keyFile", algorithmField: "\(field).dpop.algorithm") { key in
+                DPoPKey(path: path, algorithm: algorithm).algorithm(for: key)
             }
         }
         if let certificate = a.clientCertificateFile, let key = a.clientCertificateKeyFile {

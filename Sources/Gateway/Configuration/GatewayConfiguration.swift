@@ -131,14 +131,21 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     /// The DPoP key of a session.
     public struct DPoP: Sendable, Codable, Equatable {
         /// The PEM file of the key (EC P-256, or RSA of at least 2,048 bits), readable by its
-        /// owner only.
-        public var keyFile: String
-        /// `ES256` or `PS256` (default: ES256 for an EC key, PS256 for an RSA key).
+        /// owner only. A session whose tokens are bound to another key than the file holds
+        /// ends (`key_changed`). Exactly one of `keyFile` and `generate`.
+        public var keyFile: String?
+        /// `true`: a key is generated when a session begins and kept sealed with its tokens
+        /// (in the file or PostgreSQL store, so a restart or another replica proves the same
+        /// key); a logout forgets it.
+        public var generate: Bool?
+        /// `ES256` or `PS256` (default: ES256 for an EC key, PS256 for an RSA key; ES256 for
+        /// a generated key).
         public var algorithm: String?
 
-        /// A key read from `keyFile`.
-        public init(keyFile: String, algorithm: String? = nil) {
+        /// A key read from `keyFile`, or generated with `generate: true`.
+        public init(keyFile: String? = nil, generate: Bool? = nil, algorithm: String? = nil) {
             self.keyFile = keyFile
+            self.generate = generate
             self.algorithm = algorithm
         }
     }
@@ -284,7 +291,7 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
                 maxInFlight: $0.maxInFlight, queueTimeout: .seconds($0.queueTimeoutSeconds ?? Route.queueTimeoutDefault),
                 // Checked by `validate()`: a name that stopped resolving since admits nobody.
                 callers: $0.callers.map { (try? $0.rule(at: "callers")) ?? CallerRule(uids: [], gids: [], networks: []) },
-                adaptiveLimit: $0.adaptiveLimit, clientIdentity: upstreamIdentity(of: $0), dpop: dpopSigner(of: $0))
+                adaptiveLimit: $0.adaptiveLimit, clientIdentity: upstreamIdentity(of: $0))
         }
     }
 }

@@ -21,7 +21,6 @@ public struct ProxyRoute: Sendable, Equatable {
         var callers: CallerRule?
         var adaptiveLimit: Bool?
         var clientIdentity: TLSClientIdentity?
-        var dpop: DPoPSigner?
     }
 
     /// Never changed once made: a setter puts a changed copy in a new box.
@@ -114,13 +113,6 @@ public struct ProxyRoute: Sendable, Equatable {
         set { change { $0.clientIdentity = newValue } }
     }
 
-    /// The signer of the DPoP proof each request with a DPoP-bound token carries (RFC 9449
-    /// §7): its session's.
-    public var dpop: DPoPSigner? {
-        get { box.settings.dpop }
-        set { change { $0.dpop = newValue } }
-    }
-
     /// The identity of this route's settings, shared by its copies (a request's plan carries
     /// a copy of the table's): a key compared without hashing or reading the prefix.
     var identity: ObjectIdentifier { ObjectIdentifier(box) }
@@ -135,7 +127,7 @@ public struct ProxyRoute: Sendable, Equatable {
         prefix: String, upstream: UpstreamBase, stripPrefix: Bool = false, injectHeaders: HTTPHeaders = HTTPHeaders(),
         requiresAuthentication: Bool = false, forwardClientAuthorization: Bool? = nil, session: String = "default",
         maxInFlight: Int? = nil, queueTimeout: Duration = .seconds(10), callers: CallerRule? = nil,
-        adaptiveLimit: Bool? = nil, clientIdentity: TLSClientIdentity? = nil, dpop: DPoPSigner? = nil
+        adaptiveLimit: Bool? = nil, clientIdentity: TLSClientIdentity? = nil
     ) {
         box = Box(
             Settings(
@@ -143,7 +135,7 @@ public struct ProxyRoute: Sendable, Equatable {
                 requiresAuthentication: requiresAuthentication,
                 forwardClientAuthorization: forwardClientAuthorization ?? !requiresAuthentication, session: session,
                 maxInFlight: maxInFlight, queueTimeout: queueTimeout, callers: callers, adaptiveLimit: adaptiveLimit,
-                clientIdentity: clientIdentity, dpop: dpop))
+                clientIdentity: clientIdentity))
     }
 
     /// Whether `path` is under this route's prefix (at a segment boundary).

@@ -109,7 +109,7 @@ extension ReverseProxy {
     /// back for one resend, when the body can go again.
     private func headDecision(
         _ s: ProxySettings, _ attempt: ReplayRule.Attempt, _ session: AuthActor, _ name: String,
-        dpop: (signer: DPoPSigner, origin: String)? = nil
+        dpop: (key: DPoPSessionKey, origin: String)? = nil
     ) -> @Sendable (Int, HTTPHeaders) -> HeadDecision {
         let metrics = self.metrics
         let tasks = self.tasks
@@ -118,7 +118,7 @@ extension ReverseProxy {
                 metrics.replay("dpop_proof_rejected", session: name)
             }
             if let dpop, let nonce = headers[first: "dpop-nonce"] {
-                dpop.signer.nonces.remember(nonce, for: dpop.origin)
+                dpop.key.nonces.remember(nonce, for: dpop.origin)
                 if !attempt.nonceResent, attempt.bodyReplayable,
                     DPoPNonceRule.requestedNonce(status: status, headers: headers) != nil
                 {
@@ -145,10 +145,10 @@ extension ReverseProxy {
         }
     }
 
-    /// The signer and origin of the proofs of `route` when `token` is DPoP-bound.
-    private static func dpop(_ route: ProxyRoute, _ token: AccessToken) -> (signer: DPoPSigner, origin: String)? {
-        guard token.isDPoP, let signer = route.dpop else { return nil }
-        return (signer, route.upstream.origin.url("/"))
+    /// The key and origin of the proofs of `route` when `token` is DPoP-bound.
+    private static func dpop(_ route: ProxyRoute, _ token: AccessToken) -> (key: DPoPSessionKey, origin: String)? {
+        guard token.isDPoP, let key = token.dpopKey else { return nil }
+        return (key, route.upstream.origin.url("/"))
     }
 
     private func respond(_ error: any Error, _ writer: ResponseWriter) -> Int {

@@ -226,8 +226,8 @@ public final class ReverseProxy: HTTPResponder {
             value.withUTF8 { headers.add(name: "Authorization", value: $0, valueChecked: token.isWellFormed) }
             // The session's token goes with the session's proof only, never a client's.
             headers.remove(name: "DPoP")
-            if token.isDPoP, let signer = route.dpop,
-                let proof = signer.proof(
+            if token.isDPoP, let key = token.dpopKey,
+                let proof = key.proof(
                     method: request.head.method, url: route.upstream.origin.url(upstreamTarget), accessToken: token.value)
             {
                 headers.add(name: "DPoP", value: proof)

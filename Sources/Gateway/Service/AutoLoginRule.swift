@@ -39,7 +39,7 @@ public enum AutoLoginRule {
             switch reason {
             case .userInitiated: return .pause
             case .replacedByLogin, .endedElsewhere: return .none
-            case .refreshRejected, .expiredWithoutRefreshToken, .tokensMissing, .userInfoRejected: return .logIn
+            case .refreshRejected, .expiredWithoutRefreshToken, .tokensMissing, .userInfoRejected, .keyChanged: return .logIn
             }
         case .refreshed, .refreshFailed:
             return .none

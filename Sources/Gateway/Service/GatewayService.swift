@@ -127,15 +127,17 @@ public final class GatewayService: Sendable {
                     clientSecret: secrets.clientSecret(for: s.name), authentication: authentication,
                     mapping: authorization.mapping ?? .standard, revocationEndpoint: authorization.revocationEndpoint,
                     assertion: assertion, certificate: GatewayConfiguration.clientCertificate(authorization),
-                    dpop: GatewayConfiguration.dpopKey(authorization), jwtBearer: authorization.jwtBearerSettings,
+                    jwtBearer: authorization.jwtBearerSettings,
                     tokenExchange: authorization.tokenExchangeSettings),
                 transport: CurlTransport(client: tokenClient), clock: clock)
             grantClients[s.name] = oauth
             var sessionLogger = logger
             sessionLogger[metadataKey: "auth.session"] = "\(s.name)"
+            var actorConfig = sessionConfig
+            actorConfig.dpop = GatewayConfiguration.dpopKeySource(authorization)
             let actor = AuthActor(
                 account: AccountID(s.name), client: oauth, tokenStore: tokenStore, stateStore: stateStore, clock: clock,
-                configuration: sessionConfig, logger: sessionLogger, executor: home, metricsFactory: metrics.factory,
+                configuration: actorConfig, logger: sessionLogger, executor: home, metricsFactory: metrics.factory,
                 refreshCoordinator: stores.coordinator)
             let userInfo = s.userInfo.map {
                 UserInfoProbe(
@@ -148,12 +150,20 @@ public final class GatewayService: Sendable {
         let probes = sessions.values.sorted { $0.name < $1.name }.compactMap(\.userInfo)
         let actors = sessions.values.map(\.actor)
         let credentialWatch = ClientCredentialWatch(c, logger: logger)
+        // Sessions proving a key file's key: each readiness probe also checks that the file
+        // still holds the key their tokens are bound to (a changed key ends the session).
+        let keyFileSessions = actors.filter {
+            if case .file = $0.configuration.dpop { return true } else { return false }
+        }
         let autoLogins = Self.autoLogins(c, sessions: sessions, clock: clock, logger: logger)
         let readiness = Readiness(
             storesWritable: stores.isWritable, freeBytes: stores.freeBytes,
             unsavedCredentials: { actors.contains { $0.holdsUnsavedCredentials } },
             pending: { probes.lazy.compactMap(\.notReadyReason).first }, sharedStore: stores.kind == "postgres",
-            clientCredentialsUsable: { credentialWatch.usable() }, loggedIn: { autoLogins.allSatisfy { $0.0.isLoggedIn } })
+            clientCredentialsUsable: {
+                if !keyFileSessions.isEmpty { Task { for actor in keyFileSessions { await actor.checkDPoPKey() } } }
+                return credentialWatch.usable()
+            }, loggedIn: { autoLogins.allSatisfy { $0.0.isLoggedIn } })
         await restoreSessions(sessions, readiness: readiness, logger: logger)
         stores.follow(Dictionary(uniqueKeysWithValues: sessions.values.map { (AccountID($0.name), $0.actor) }))
         var eventTasks: [Task<Void, Never>] = []

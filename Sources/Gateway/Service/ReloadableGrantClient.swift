@@ -40,6 +40,11 @@ public final class ReloadableGrantClient: TokenGrantClient {
         try await current.requestToken(grant)
     }
 
+    /// Presents `grant` with the current client and a proof of `dpop`.
+    public func requestToken(_ grant: Grant, dpop: DPoPSessionKey?) async throws -> TokenResponse {
+        try await current.requestToken(grant, dpop: dpop)
+    }
+
     /// Revokes with the current client.
     public func revoke(refreshToken: String?, accessToken: String) async throws {
         try await current.revoke(refreshToken: refreshToken, accessToken: accessToken)
