@@ -1058,6 +1058,20 @@ def sc_self_signed_tls_client_auth(ctx):
         ag.stop()
 
 
+def dpop_resource_server(ctx, name, nonce_seconds=None):
+    """A resource server that checks DPoP proofs with joserfc (and asks for a nonce that
+    changes every `nonce_seconds`, when given); its URL and a function reading its counters."""
+    args = [sys.executable, "-u", os.path.join(HERE, "resource_server.py"), "--port", "0",
+            "--as-info", os.path.join(ctx.dir, "as-info.json"), "--echo-token",
+            "--workers", "32", "--delay-min-ms", "0", "--delay-max-ms", "20"]
+    if nonce_seconds:
+        args += ["--dpop-nonce-seconds", str(nonce_seconds)]
+    rsp = spawn(args, os.path.join(ctx.dir, f"{name}.log"), stdout=subprocess.PIPE)
+    rs = read_json_line(rsp, 15)
+    check(rs is not None, f"the DPoP resource server did not start: {tail(os.path.join(ctx.dir, name + '.log'), 3)}")
+    return rs, lambda: request("GET", rs["url"] + "/stats", timeout=5).json()
+
+
 def sc_dpop(ctx):
     if not ctx.info.get("dpop_nonce"):
         raise Skip("this server issues no DPoP-bound tokens here")
@@ -1066,15 +1080,7 @@ def sc_dpop(ctx):
     public = openssl_key(key, "ec")
     jkt = ECKey.import_key(public.decode()).thumbprint()
     # An API whose nonce changes every 4 s, and an AS that wants one too.
-    rsp = spawn([sys.executable, "-u", os.path.join(HERE, "resource_server.py"), "--port", "0",
-                 "--as-info", os.path.join(ctx.dir, "as-info.json"), "--echo-token", "--dpop-nonce-seconds", "4",
-                 "--workers", "32", "--delay-min-ms", "0", "--delay-max-ms", "20"],
-                os.path.join(ctx.dir, "dpop-rs.log"), stdout=subprocess.PIPE)
-    rs = read_json_line(rsp, 15)
-    check(rs is not None, f"the DPoP resource server did not start: {tail(os.path.join(ctx.dir, 'dpop-rs.log'), 3)}")
-
-    def rs_stats():
-        return request("GET", rs["url"] + "/stats", timeout=5).json()
+    rs, rs_stats = dpop_resource_server(ctx, "dpop-rs", nonce_seconds=4)
     r = request("POST", ctx.info["dpop_nonce"], body=json.dumps({"nonce": "as-nonce-1"}),
                 headers={"Content-Type": "application/json"})
     check(r.status == 200, f"setting the AS's DPoP nonce → {r.status}")
@@ -1116,6 +1122,90 @@ def sc_dpop(ctx):
         ag.stop()
         request("POST", ctx.info["dpop_nonce"], body=json.dumps({"nonce": None}),
                 headers={"Content-Type": "application/json"})
+def sc_dpop_key_life(ctx):
+    """A generated key sealed with the tokens survives a restart and ends with the session;
+    a key file that changes under a session ends it (key_changed), and the next login proves
+    the new key."""
+    if not ctx.info.get("dpop_nonce"):
+        raise Skip("this server issues no DPoP-bound tokens here")
+    from joserfc.jwk import ECKey
+    rs, rs_stats = dpop_resource_server(ctx, "dpop-life-rs")
+    password = {"grant_type": "password", "username": ctx.info["username"], "password": ctx.info["password"]}
+
+    def bound(ag, path):
+        r = ag.get(path)
+        check(r.status == 200, f"{path} → {r.status} {r.body[:300]!r}")
+        return (ctx.introspect(r.json()["access_token"], "access_token").get("cnf") or {}).get("jkt")
+
+    config = authgate_config(ctx, "dpop-generated")
+    config["authorization"]["dpop"] = {"generate": True}
+    config["routes"] = [{"prefix": "/api", "upstream": rs["url"], "requiresAuthentication": True}]
+    ag = AuthGate(ctx.binary, ctx.dir, "dpop-generated", config)
+    ag.start()
+    try:
+        announced = ag.session().get("dpop_jkt")
+        check(announced, "GET /auth/session names no dpop_jkt before the login")
+        ag.login(password)
+        check(bound(ag, "/api/gen/1") == announced, "the tokens are not bound to the announced key")
+        state = open_state_files(config["stateDirectory"])
+        check(b"PRIVATE KEY" not in state, "the generated key is readable in the state directory")
+        ag.stop()
+        ag.start()
+        r0 = rs_stats()
+        check(bound(ag, "/api/gen/2") == announced, "after a restart the tokens are proved with another key")
+        expiry_refresh(ctx, ag, "/api/gen/3")
+        check(bound(ag, "/api/gen/4") == announced, "the refreshed tokens are bound to another key")
+        refused = {k: v - r0["dpop_refused"].get(k, 0) for k, v in rs_stats()["dpop_refused"].items()}
+        check(not any(refused.values()), f"the API refused proofs after the restart: {refused}")
+        r = ag.admin_call("POST", "/auth/logout")
+        check(r.status == 200, f"logout → {r.status}")
+        ag.login(password)
+        second = bound(ag, "/api/gen/5")
+        check(second and second != announced, "the session after a logout proves the same key")
+    finally:
+        ag.stop()
+
+    key = os.path.join(ctx.dir, "dpop-life-key.pem")
+    first = ECKey.import_key(openssl_key(key, "ec").decode()).thumbprint()
+    config = authgate_config(ctx, "dpop-key-file")
+    config["authorization"]["dpop"] = {"keyFile": key}
+    config["routes"] = [{"prefix": "/api", "upstream": rs["url"], "requiresAuthentication": True}]
+    ag = AuthGate(ctx.binary, ctx.dir, "dpop-key-file", config)
+    ag.start()
+    try:
+        ag.login(password)
+        check(bound(ag, "/api/file/1") == first, "the tokens are not bound to the key file's key")
+        os.replace(key, key + ".old")
+        renewed = ECKey.import_key(openssl_key(key, "ec").decode()).thumbprint()
+        a0 = ctx.as_stats()
+        time.sleep(ctx.ttl + 1.5)
+        r = ag.get("/api/file/2")
+        check(r.status == 401 and "key_changed" in r.body.decode(errors="replace"),
+              f"after the key file changed and the token expired → {r.status} {r.body[:300]!r}, wanted 401 key_changed")
+        check(delta(a0, ctx.as_stats(), "refreshes") == 0, "a refresh was sent with a key the tokens are not bound to")
+        s = ag.session()
+        check(s.get("state") == "logged_out" and s.get("dpop_jkt") == renewed,
+              f"after key_changed: state {s.get('state')!r}, next key {s.get('dpop_jkt')!r}")
+        ag.login(password)
+        check(bound(ag, "/api/file/3") == renewed, "the next login does not prove the new key")
+    finally:
+        ag.stop()
+    return ("generated key: announced as dpop_jkt, bound (cnf.jkt), sealed in the store, proved again after a "
+            "restart and a refresh, a new key after a logout; key file replaced: the session ends key_changed at "
+            "expiry without a refresh, and the next login proves the new key")
+
+
+def open_state_files(directory):
+    """The bytes of every file in `directory`, concatenated."""
+    out = b""
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                out += f.read()
+    return out
+
+
 # --------------------------------------------------------------------------------------
 # Grants that need no person: JWT bearer (RFC 7523 §2.1), token exchange (RFC 8693),
 # authorization.autoLogin.
@@ -1353,6 +1443,7 @@ SCENARIOS = [
     ("tls-client-auth", sc_tls_client_auth),
     ("self-signed-tls-client-auth", sc_self_signed_tls_client_auth),
     ("dpop", sc_dpop),
+    ("dpop-key-life", sc_dpop_key_life),
     ("jwt-bearer", sc_jwt_bearer),
     ("token-exchange", sc_token_exchange),
     ("auto-login", sc_auto_login),
