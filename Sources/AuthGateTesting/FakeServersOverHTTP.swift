@@ -217,6 +217,8 @@ public final class FakeResourceServer: HTTPResponder {
                         h.add(name: "WWW-Authenticate", value: "DPoP error=\"invalid_token\", algs=\"ES256 PS256\"")
                     } else {
                         h.add(name: "WWW-Authenticate", value: "DPoP error=\"invalid_dpop_proof\", algs=\"ES256 PS256\"")
+                        // The time on its own clock, as a server that keeps one sends.
+                        h.add(name: "Date", value: HTTPDate.format(Date() + dpop.withLock { $0.clockOffset }))
                     }
                     answer(401, h)
                     return

@@ -1,4 +1,5 @@
 import AuthCore
+import AuthGateTesting
 import Crypto
 import Foundation
 import Testing
@@ -57,5 +58,41 @@ struct DPoPKeySourceTests {
         #expect(old.dpop == nil, "a record written before bindings reads as unbound")
         #expect(!"\(key.binding)".contains("PRIVATE") && !"\(key)".contains("PRIVATE"))
         #expect("\(key.binding)".contains(key.thumbprint))
+    }
+}
+
+/// A clock far from the servers' is told apart from a bad proof by the `Date` of the answer
+/// refusing it.
+struct ClockSkewWatchTests {
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    @Test func anOffsetBeyondTheThresholdIsKeptUntilAProofIsAccepted() {
+        let watch = ClockSkewWatch()
+        #expect(watch.proofRefused(serverDate: HTTPDate.format(now + 20), now: now) == nil, "within the threshold")
+        #expect(!watch.isSkewed)
+        #expect(watch.proofRefused(serverDate: "not a date", now: now) == nil)
+        #expect(watch.proofRefused(serverDate: nil, now: now) == nil)
+        #expect(watch.proofRefused(serverDate: HTTPDate.format(now - 600), now: now) == .seconds(-600))
+        #expect(watch.isSkewed && watch.skew == .seconds(-600))
+        watch.proofAccepted()
+        #expect(!watch.isSkewed && watch.skew == nil)
+        watch.proofRefused(offset: .seconds(45))
+        #expect(watch.skew == .seconds(45))
+    }
+
+    @Test func aTokenEndpointRefusingAProofTellsItsClock() async throws {
+        let key = try DPoPSessionKey.generate(algorithm: .es256)
+        let refusal = HTTPResponseValue(
+            status: 400,
+            headers: [("Content-Type", "application/json"), ("Date", HTTPDate.format(now + 600))],
+            body: Array(#"{"error":"invalid_dpop_proof","error_description":"iat out of range"}"#.utf8))
+        let transport = DPoPProofTests.Sequence([refusal])
+        let client = OAuth2Client(
+            configuration: .init(tokenEndpoint: "https://id.example.test/token", clientID: "gate", authentication: .none),
+            transport: transport, clock: TestClock(wallStart: now))
+        let error = await #expect(throws: AuthError.self) { try await client.requestToken(.refreshToken("rt"), dpop: key) }
+        #expect(error?.oauthError?.error == "invalid_dpop_proof")
+        #expect(error?.disposition == .transient, "the session keeps its tokens while the clock is put right")
+        #expect(error?.serverClockOffset == .seconds(600))
     }
 }

@@ -107,7 +107,7 @@ import Testing
         }
     }
 
-    @Test func aProofTheAPIRefusesReachesTheClientOnceAndIsCounted() async throws {
+    @Test func aProofTheAPIRefusesIsAnsweredWithItsCauseCountedAndMarksTheClockSkewed() async throws {
         let key = DPoPProxyTests.keyFile()
         defer { try? FileManager.default.removeItem(atPath: key) }
         try await Stack.run { stack in
@@ -116,11 +116,21 @@ import Testing
             #expect(try await stack.proxy("GET", "/orders").status == 200)
             // The API's clock is ten minutes ahead: it refuses every proof as stale.
             stack.api.skewDPoPClock(by: 600)
-            let status = try await stack.proxy("GET", "/orders").status
-            #expect(status == 401)
+            let refused = try await stack.proxy("GET", "/orders")
+            #expect(refused.status == 502)
+            #expect(refused.header("content-type") == "application/problem+json")
+            #expect(
+                refused.text.contains("dpop-proof-rejected") && refused.text.contains("ahead of AuthGate's"), "\(refused.text)")
+            #expect(stack.api.statistics.dpopRefusals.count == 1, "sent once: neither resent nor replayed")
             #expect(await stack.authorization.statistics.refreshes == 0, "a refused proof is not a rejected token")
             let metrics = try await stack.admin("GET", "/metrics").text
             #expect(metrics.contains(#"authgate_replays_total{session="default",outcome="dpop_proof_rejected"} 1"#))
+            let probe = try await stack.admin("GET", "/readyz", token: nil)
+            #expect(probe.status == 503 && probe.text.contains("clock_skewed"), "\(probe.text)")
+            // The clocks agree again: the next accepted proof makes the gateway ready.
+            stack.api.skewDPoPClock(by: 0)
+            #expect(try await stack.proxy("GET", "/orders").status == 200)
+            #expect(try await stack.admin("GET", "/readyz", token: nil).status == 200)
         }
     }
 

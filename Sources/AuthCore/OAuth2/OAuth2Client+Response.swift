@@ -48,9 +48,13 @@ extension OAuth2Client {
                 let terminal =
                     oauthError.isTerminal && [400, 401].contains(response.status) && !credentialsMayRecover
                     || mapping.terminalStatuses.contains(response.status)
-                throw AuthError.tokenEndpoint(
+                var error = AuthError.tokenEndpoint(
                     .oauthError, terminal ? .terminal : .transient,
                     status: response.status, oauthError: oauthError, retryAfter: retryAfter)
+                if oauthError.error == "invalid_dpop_proof" {
+                    error.serverClockOffset = ClockSkewWatch.offset(serverDate: response.header("Date"), now: now)
+                }
+                throw error
             }
             let terminal = mapping.terminalStatuses.contains(response.status)
             throw AuthError.tokenEndpoint(

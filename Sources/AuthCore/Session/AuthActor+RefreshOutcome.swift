@@ -17,6 +17,7 @@ extension AuthActor {
         }
         switch result {
         case .success(let response):
+            if configuration.dpop != nil { clockSkew.proofAccepted() }
             await commitRefresh(response, flightID: flightID, epoch: flightEpoch, lease: lease)
         case .failure(let error as AuthError) where error.code.domain == .store:
             // The lease could not be had (the shared store did not answer): tokens kept.
@@ -25,6 +26,7 @@ extension AuthActor {
             let endpointError =
                 (error as? AuthError).flatMap { $0.code.domain == .tokenEndpoint ? $0 : nil }
                 ?? AuthError.tokenEndpoint(.network, .transient, message: String(describing: type(of: error)))
+            if let offset = endpointError.serverClockOffset { clockSkew.proofRefused(offset: offset) }
             switch endpointError.disposition ?? .transient {
             case .terminal:
                 countRefresh("terminal")

@@ -18,8 +18,10 @@ extension AuthActor {
         do {
             response = try await client.requestToken(grant, dpop: dpop)
         } catch let error as AuthError where error.code.domain == .tokenEndpoint {
+            if let offset = error.serverClockOffset { clockSkew.proofRefused(offset: offset) }
             throw AuthError.loginFailed(error)
         }
+        if dpop != nil { clockSkew.proofAccepted() }
         var subject = subject
         if subject == nil, case .password(let username, _, _) = grant { subject = username }
         return try await install(

@@ -75,6 +75,9 @@ public actor AuthActor {
     var refreshTask: Task<Void, Never>?
     /// A generated DPoP key announced for the next login (``nextSessionDPoPThumbprint()``).
     var nextDPoPKey: DPoPSessionKey?
+    /// Whether a server refusing this session's DPoP proofs has a clock far from ours: the
+    /// token endpoint's answers are read here, the APIs' by the proxy.
+    public nonisolated let clockSkew = ClockSkewWatch()
 
     /// Where the session's instruments are made (a gateway's own registry, or the
     /// process-wide `MetricsSystem`).

@@ -65,6 +65,9 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
     public var operation: String?
     /// The `errno` of a failed system call.
     public var errno: Int32?
+    /// How far the token endpoint's clock (its answer's `Date`) was from this one when it
+    /// refused a DPoP proof (`invalid_dpop_proof`); positive: the server's is ahead.
+    public var serverClockOffset: Duration?
 
     /// Creates an error with `code`; prefer the static factories, which fill in the context.
     public init(_ code: Code, message: String = "", underlying: (any Error)? = nil) {

@@ -1,3 +1,4 @@
+import AuthCore
 import Locking
 
 /// What `/readyz` reports: ready once the session was restored from the stores, the stores
@@ -24,12 +25,16 @@ public final class Readiness: Sendable {
         public var clientCredentialsUnusable: Bool
         /// A session with `autoLogin` is not logged in.
         public var notLoggedIn: Bool
+        /// A server refusing a DPoP proof has a clock far from this machine's.
+        public var clockSkewed: Bool
 
         /// Creates the inputs of one probe.
         public init(
             restored: Bool, writable: Bool, freeBytes: Int?, unsavedCredentials: Bool, userInfoPending: Bool,
-            sharedStore: Bool = false, clientCredentialsUnusable: Bool = false, notLoggedIn: Bool = false
+            sharedStore: Bool = false, clientCredentialsUnusable: Bool = false, notLoggedIn: Bool = false,
+            clockSkewed: Bool = false
         ) {
+            self.clockSkewed = clockSkewed
             self.notLoggedIn = notLoggedIn
             self.sharedStore = sharedStore
             self.clientCredentialsUnusable = clientCredentialsUnusable
@@ -53,6 +58,7 @@ public final class Readiness: Sendable {
     private let sharedStore: Bool
     private let clientCredentialsUsable: @Sendable () -> Bool
     private let loggedIn: @Sendable () -> Bool
+    private let clockSkewed: @Sendable () -> Bool
 
     /// Creates a readiness check. Every closure is asked on every probe: `storesWritable`,
     /// `freeBytes` (room left on the state directory's file system), `unsavedCredentials`
@@ -60,14 +66,16 @@ public final class Readiness: Sendable {
     /// as a user-info call not answered yet). With `sharedStore` the stores are a shared
     /// database and `storesWritable` says whether it answers. `clientCredentialsUsable` says
     /// whether every session's client key or assertion file can be used now; `loggedIn`
-    /// whether every session with `autoLogin` is logged in.
+    /// whether every session with `autoLogin` is logged in; `clockSkewed` whether a server
+    /// refusing a DPoP proof has a clock far from this machine's (``AuthCore/ClockSkewWatch``).
     public init(
         storesWritable: @escaping @Sendable () -> Bool, freeBytes: @escaping @Sendable () -> Int? = { nil },
         unsavedCredentials: @escaping @Sendable () -> Bool = { false },
         pending: @escaping @Sendable () -> String? = { nil }, sharedStore: Bool = false,
         clientCredentialsUsable: @escaping @Sendable () -> Bool = { true },
-        loggedIn: @escaping @Sendable () -> Bool = { true }
+        loggedIn: @escaping @Sendable () -> Bool = { true }, clockSkewed: @escaping @Sendable () -> Bool = { false }
     ) {
+        self.clockSkewed = clockSkewed
         self.loggedIn = loggedIn
         self.sharedStore = sharedStore
         self.clientCredentialsUsable = clientCredentialsUsable
@@ -101,6 +109,10 @@ public final class Readiness: Sendable {
         /// the wrong kind, expired): the session serves its token while it lasts, but cannot
         /// refresh it.
         case clientCredentialsUnusable = "client_credentials_unusable"
+        /// A server refused a DPoP proof, and the `Date` of its answer is more than
+        /// ``AuthCore/ClockSkewWatch/threshold`` from this machine's clock: every proof will be
+        /// refused until the clocks agree (set by the next proof a server accepts).
+        case clockSkewed = "clock_skewed"
         /// A session with `autoLogin` is not logged in: logging in, backing off after a
         /// failed login, or left logged out by a logout someone asked for.
         case notLoggedIn = "not_logged_in"
@@ -115,6 +127,7 @@ public final class Readiness: Sendable {
         if let free = inputs.freeBytes, free < minimumFreeBytes { return .stateDirectoryFull }
         if inputs.unsavedCredentials { return .credentialsNotSaved }
         if inputs.clientCredentialsUnusable { return .clientCredentialsUnusable }
+        if inputs.clockSkewed { return .clockSkewed }
         if inputs.notLoggedIn { return .notLoggedIn }
         if inputs.userInfoPending { return .userInfoPending }
         return nil
@@ -125,7 +138,7 @@ public final class Readiness: Sendable {
         Inputs(
             restored: state.withLock { $0.restored }, writable: storesWritable(), freeBytes: freeBytes(),
             unsavedCredentials: unsavedCredentials(), userInfoPending: pending() != nil, sharedStore: sharedStore,
-            clientCredentialsUnusable: !clientCredentialsUsable(), notLoggedIn: !loggedIn())
+            clientCredentialsUnusable: !clientCredentialsUsable(), notLoggedIn: !loggedIn(), clockSkewed: clockSkewed())
     }
 
     /// Whether the gateway is ready, and why not.

@@ -7,9 +7,23 @@ public import HTTPWire
 /// token rejection, so no refresh and no replay counted.
 public enum DPoPNonceRule {
     /// The `authgate_replays_total` outcomes of DPoP: a resend for the upstream's nonce, and
-    /// an answer refusing the proof itself (`invalid_dpop_proof`: the key file unusable, or
-    /// the clock too far from the upstream's), which goes to the client as it is.
+    /// an answer refusing the proof itself (`invalid_dpop_proof`: most often a clock too far
+    /// from the upstream's), which the client gets as ``proofRejected(skew:)``.
     public static let outcomes = ["dpop_nonce", "dpop_proof_rejected"]
+
+    /// What the client gets when the upstream refused the proof AuthGate made: 502
+    /// `dpop-proof-rejected`, since neither the client nor a refresh can put it right. The
+    /// detail says how far the upstream's clock is from AuthGate's when its `Date` says so.
+    public static func proofRejected(skew: Duration?) -> Problem {
+        var detail = "the upstream refused the DPoP proof made for the session's token (invalid_dpop_proof)"
+        if let skew {
+            let seconds = Int(skew.components.seconds)
+            detail += "; its clock is \(abs(seconds)) s \(seconds > 0 ? "ahead of" : "behind") AuthGate's"
+        }
+        return Problem(
+            type: "https://authgate.dev/problems/dpop-proof-rejected", title: Problem.title(forStatus: 502), status: 502,
+            detail: detail)
+    }
 
     /// Whether `headers` with `status` refuse the request's DPoP proof (RFC 9449 §7.1).
     public static func refusesProof(status: Int, headers: HTTPHeaders) -> Bool {

@@ -24,6 +24,8 @@ enum HeadDecision {
     /// Keep it from the client and discard its body; the request goes again with a proof
     /// carrying the nonce the upstream asked for.
     case resendWithNonce
+    /// Keep it from the client and discard its body; the client gets this problem instead.
+    case answer(Problem)
 }
 
 /// Streams one upstream response to one client, with backpressure both ways:
@@ -41,6 +43,7 @@ final class ProxyExchange: UpstreamResponseHandler {
     private var headSent = false
     private var intercepted = false
     private var resendWithNonce = false
+    private var replacement: Problem?
     private var status = 0
     private var bytesOut = 0
     private let tunnelIdleTimeout: Duration
@@ -67,6 +70,10 @@ final class ProxyExchange: UpstreamResponseHandler {
         case .resendWithNonce:
             intercepted = true
             resendWithNonce = true
+            return
+        case .answer(let problem):
+            intercepted = true
+            replacement = problem
             return
         case .forward:
             break
@@ -112,6 +119,11 @@ final class ProxyExchange: UpstreamResponseHandler {
 
     func upstreamFinished(_ error: RuntimeError?) {
         transfer = nil
+        if let replacement {
+            writer.respond(problem: replacement)
+            finish(.forwarded(status: replacement.status, bytes: 0))
+            return
+        }
         if intercepted {
             finish(resendWithNonce ? .nonceRequested : .intercepted)
             return

@@ -114,8 +114,13 @@ extension ReverseProxy {
         let metrics = self.metrics
         let tasks = self.tasks
         return { status, headers in
-            if dpop != nil, DPoPNonceRule.refusesProof(status: status, headers: headers) {
-                metrics.replay("dpop_proof_rejected", session: name)
+            if dpop != nil {
+                if DPoPNonceRule.refusesProof(status: status, headers: headers) {
+                    metrics.replay("dpop_proof_rejected", session: name)
+                    session.clockSkew.proofRefused(serverDate: headers[first: "date"])
+                    return .answer(DPoPNonceRule.proofRejected(skew: session.clockSkew.skew))
+                }
+                if status < 400 { session.clockSkew.proofAccepted() }
             }
             if let dpop, let nonce = headers[first: "dpop-nonce"] {
                 dpop.key.nonces.remember(nonce, for: dpop.origin)

@@ -163,7 +163,8 @@ public final class GatewayService: Sendable {
             clientCredentialsUsable: {
                 if !keyFileSessions.isEmpty { Task { for actor in keyFileSessions { await actor.checkDPoPKey() } } }
                 return credentialWatch.usable()
-            }, loggedIn: { autoLogins.allSatisfy { $0.0.isLoggedIn } })
+            }, loggedIn: { autoLogins.allSatisfy { $0.0.isLoggedIn } },
+            clockSkewed: { actors.contains { $0.clockSkew.isSkewed } })
         await restoreSessions(sessions, readiness: readiness, logger: logger)
         stores.follow(Dictionary(uniqueKeysWithValues: sessions.values.map { (AccountID($0.name), $0.actor) }))
         var eventTasks: [Task<Void, Never>] = []
