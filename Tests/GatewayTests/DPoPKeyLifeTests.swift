@@ -130,3 +130,30 @@ import Testing
         }
     }
 }
+
+/// The user-info call carries the session's token like a proxied request, so a DPoP-bound
+/// token goes with a proof of its key there too (and with the API's nonce, once asked).
+@Suite struct DPoPUserInfoTests {
+    @Test func theUserInfoCallProvesTheKeyAndFollowsTheNonce() async throws {
+        let key = DPoPProxyTests.keyFile()
+        defer { try? FileManager.default.removeItem(atPath: key) }
+        try await Stack.run { stack in
+            stack.api.requireDPoPNonce("rs-nonce")
+            let url = "http://127.0.0.1:\(stack.apiServer.port)/userinfo"
+            try await stack.startGateway {
+                $0.authorization.dpop = .init(keyFile: key)
+                $0.userInfo = UserInfoProbe.Configuration(url: url, maxRetrySeconds: 1)
+            }
+            #expect(try await stack.loginAlice().status == 200)
+            #expect(
+                try await eventually {
+                    Stack.json(try await stack.admin("GET", "/auth/session"))["registration"] as? String == "signed_up"
+                })
+            let session = Stack.json(try await stack.admin("GET", "/auth/session"))
+            #expect(session["state"] as? String == "logged_in", "the call's refusal never ended the session")
+            #expect(stack.api.statistics.dpopAccepted == 1)
+            #expect(stack.api.statistics.dpopRefusals == ["the DPoP proof must carry the server's current nonce"])
+            #expect(await stack.authorization.statistics.refreshes == 0)
+        }
+    }
+}

@@ -1,4 +1,5 @@
 public import AuthCore
+import HTTPWire
 import Locking
 public import Logging
 
@@ -187,15 +188,33 @@ public final class UserInfoProbe: Sendable {
         let certificate = configuration.url.lowercased().hasPrefix("https://") ? self.certificate : nil
         do throws(AuthenticatedExchange.Failure) {
             return try await path.run(bodyReplayable: true) { token, attempt -> AuthenticatedExchange.Step<Outcome> in
+                var headers = [("Authorization", token.authorizationHeaderValue), ("Accept", "application/json")]
+                // A DPoP-bound token goes with a proof of its key (RFC 9449 §7), as on a route.
+                let dpop = token.isDPoP ? token.dpopKey : nil
+                if let dpop,
+                    let proof = dpop.proof(method: "GET", url: configuration.url, accessToken: token.value)
+                {
+                    headers.append(("DPoP", proof))
+                }
                 let response: HTTPResponseValue
                 do {
                     response = try await transport.send(
-                        HTTPRequestValue(
-                            method: "GET", url: configuration.url,
-                            headers: [("Authorization", token.authorizationHeaderValue), ("Accept", "application/json")],
-                            clientCertificate: certificate))
+                        HTTPRequestValue(method: "GET", url: configuration.url, headers: headers, clientCertificate: certificate))
                 } catch {
                     return .done(.retry("no answer"))
+                }
+                if let dpop {
+                    let fields = HTTPHeaders(response.headers)
+                    if let nonce = DPoPNonceRule.requestedNonce(status: response.status, headers: fields) {
+                        dpop.nonces.remember(nonce, for: configuration.url)
+                        if !attempt.nonceResent { return .resend }
+                    } else if let nonce = fields[first: "dpop-nonce"] {
+                        dpop.nonces.remember(nonce, for: configuration.url)
+                    }
+                    if DPoPNonceRule.refusesProof(status: response.status, headers: fields) {
+                        session.clockSkew.proofRefused(serverDate: fields[first: "date"])
+                        return .done(.retry("the DPoP proof was refused"))
+                    }
                 }
                 if (200..<300).contains(response.status) { return .done(.answered(.signedUp)) }
                 if (configuration.needsSignUpStatuses ?? [404]).contains(response.status) {
