@@ -17,7 +17,7 @@ internal import PostgresNIO
 ///   and checks that the role may read and write the table.
 /// - Every operation is bounded by ``operationTimeout``: a database that does not answer is
 ///   an ``AuthCore/AuthError/Code/unavailable`` error, never a request that hangs.
-public final class PostgresTokenStore: TokenStore, SessionStateStore {
+public final class PostgresTokenStore: SessionRowStore {
     /// The settings it was opened with.
     public let configuration: PostgresStoreConfiguration
     /// How long one operation may take before it fails as unavailable.
@@ -211,6 +211,25 @@ public final class PostgresTokenStore: TokenStore, SessionStateStore {
         } catch {
             throw AuthError.store(.corrupt, .sessionState, account: account, message: "state did not decode")
         }
+    }
+
+    /// `account`'s session state and tokens, in one statement.
+    public func loadSession(for account: AccountID) async throws -> (state: SessionState?, record: TokenRecord?) {
+        let (text, sealed) = try await run(account, .tokens) { client, table -> (String?, Data?) in
+            let rows = try await client.query(
+                "SELECT state, sealed FROM \(unescaped: table) WHERE account = \(account.rawValue)")
+            for try await (state, sealed) in rows.decode((String?, Data?).self) { return (state, sealed) }
+            return (nil, nil)
+        }
+        var state: SessionState?
+        if let text {
+            do {
+                state = try Self.stateDecoder.decode(SessionState.self, from: Data(text.utf8))
+            } catch {
+                throw AuthError.store(.corrupt, .sessionState, account: account, message: "state did not decode")
+            }
+        }
+        return (state, try sealed.map { try sealer.open(Array($0), for: account) })
     }
 
     /// Replaces `account`'s session state.

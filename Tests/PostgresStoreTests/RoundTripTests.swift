@@ -1,4 +1,5 @@
 import AuthCore
+import AuthGateTesting
 import Foundation
 import Logging
 import Testing
@@ -44,6 +45,37 @@ import Testing
         let logout = Array(relay.statements[beforeLogout...])
         #expect(logout.count <= 3, "\(logout.count) round trips: \(logout)")
         print("round trips per logout: \(logout.count)")
+        await store.close()
+    }
+
+    /// Following another replica's change (a notification, or a restore) reads the session's
+    /// state and tokens back in one statement: the wait of the requests on the other replicas
+    /// at expiry, and a logout's propagation, each lose a round trip.
+    @Test func aReplicaReadsTheSessionBackInOneRoundTrip() async throws {
+        let app = try TestDatabase.app()
+        let relay = try PostgresRelay(toPort: app.port)
+        defer { relay.close() }
+        var parts = app
+        parts.port = relay.port
+        let store = try await PostgresTokenStore.open(
+            try PostgresStoreConfiguration(url: parts.storeURL, tlsMode: "disable", table: TestDatabase.uniqueTable()),
+            password: app.password, key: key, logger: Logger(label: "test.store", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let clock = TestClock()
+        let server = FakeAuthorizationServer(clock: clock)
+        let actor = AuthActor(
+            client: OAuth2Client(
+                configuration: .init(
+                    tokenEndpoint: "https://auth.example.test/oauth/token", clientID: "authgate", clientSecret: "s3cret"),
+                transport: server, clock: clock),
+            tokenStore: store, stateStore: store, clock: clock, configuration: .init(),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), refreshCoordinator: store)
+        try await actor.restore()
+        try await actor.login(.password(username: "alice", password: "wonderland"))
+        let before = relay.statements.count
+        try await actor.synchronize()
+        let read = Array(relay.statements[before...])
+        #expect(read.count == 1, "\(read.count) round trips: \(read)")
+        print("round trips to read the session back (synchronize): \(read.count)")
         await store.close()
     }
 }

@@ -69,11 +69,16 @@ extension AuthActor {
         return status
     }
 
-    /// What the stores hold for this session: the session state, then the token record.
-    /// Throws ``AuthError/Code/storage`` (the store's error underneath) when either cannot
-    /// be read.
+    /// What the stores hold for this session: the session state, then the token record (in
+    /// one read when one ``SessionRowStore`` keeps both). Throws ``AuthError/Code/storage``
+    /// (the store's error underneath) when either cannot be read.
     func loadStored() async throws -> (state: SessionState?, record: TokenRecord?) {
         do {
+            if let row = tokenStore as? any SessionRowStore, let states = stateStore as? any SessionRowStore,
+                row === states
+            {
+                return try await row.loadSession(for: account)
+            }
             let state = try await stateStore.load(for: account)
             let record = try await tokenStore.load(for: account)
             return (state, record)
