@@ -10,6 +10,8 @@ extension FakeAuthorizationServer {
         switch configuration.profile {
         case .standard:
             if path(of: request).hasSuffix("/revoke") { return handleRevocation(request) }
+            if path(of: request).hasSuffix("/device_authorization") { return deviceAuthorization(request) }
+            if path(of: request).hasSuffix("/device") { return deviceVerification(request) }
             guard path(of: request).hasSuffix("/token") else { return HTTPResponseValue(status: 404) }
             return handleStandard(request)
         case .headerToken:
@@ -136,12 +138,14 @@ extension FakeAuthorizationServer {
             return jwtBearerGrant(fields, clientID: clientID, endpoint: endpoint(of: request))
         case Grant.tokenExchangeType:
             return tokenExchange(fields, clientID: clientID, endpoint: endpoint(of: request))
+        case Grant.deviceCodeType:
+            return deviceCodeGrant(fields, clientID: clientID, jkt: jkt)
         default:
             return oauthError(400, "unsupported_grant_type", grantType)
         }
     }
 
-    private func authenticateClient(_ request: HTTPRequestValue, _ fields: [String: String])
+    func authenticateClient(_ request: HTTPRequestValue, _ fields: [String: String])
         -> Result<String?, ResponseBox>
     {
         if fields["client_assertion_type"] != nil || fields["client_assertion"] != nil {

@@ -35,6 +35,8 @@ public struct OAuth2Client: TokenGrantClient {
         public var jwtBearer: JWTBearerGrantSettings?
         /// Where token exchange (RFC 8693) reads its subject token, and what it asks for.
         public var tokenExchange: TokenExchangeSettings?
+        /// The device authorization endpoint (RFC 8628 §3.1), for device logins.
+        public var deviceAuthorizationEndpoint: String?
 
         /// Creates a configuration.
         public init(
@@ -42,8 +44,9 @@ public struct OAuth2Client: TokenGrantClient {
             authentication: ClientAuthentication = .basic,
             mapping: TokenEndpointMapping = .standard, revocationEndpoint: String? = nil, assertion: ClientAssertion? = nil,
             certificate: ClientCertificate? = nil, dpop: DPoPKey? = nil, jwtBearer: JWTBearerGrantSettings? = nil,
-            tokenExchange: TokenExchangeSettings? = nil
+            tokenExchange: TokenExchangeSettings? = nil, deviceAuthorizationEndpoint: String? = nil
         ) {
+            self.deviceAuthorizationEndpoint = deviceAuthorizationEndpoint
             self.jwtBearer = jwtBearer
             self.tokenExchange = tokenExchange
             self.dpop = dpop
@@ -67,7 +70,7 @@ public struct OAuth2Client: TokenGrantClient {
     /// The configuration.
     public let configuration: Configuration
     private let transport: any HTTPTransport
-    private let clock: any AuthClock
+    let clock: any AuthClock
     /// The nonces the token endpoint asked DPoP proofs to carry.
     private let nonces = DPoPNonces()
 
@@ -89,20 +92,9 @@ public struct OAuth2Client: TokenGrantClient {
             var request = try makeRequest(
                 for: grant, assertion: try currentAssertion(), grantToken: try currentGrantToken(for: grant))
             if let proof = try currentProof(for: request) { request.headers.append(("DPoP", proof)) }
-            let response: HTTPResponseValue
-            do {
-                response = try await transport.send(request)
-            } catch let error as AuthError where error.code.domain == .transport {
-                throw AuthError.tokenEndpoint(
-                    error.requestMayHaveBeenProcessed ? .networkAfterSend : .network,
-                    error.requestMayHaveBeenProcessed ? .ambiguous : .transient, underlying: error)
-            } catch is CancellationError {
-                throw CancellationError()
-            } catch {
-                throw AuthError.tokenEndpoint(.network, .transient, message: String(describing: type(of: error)))
-            }
+            let response = try await send(request)
             if configuration.dpop != nil, let nonce = response.header("DPoP-Nonce") {
-                nonces.remember(nonce, for: request.url)
+                rememberNonce(nonce, for: request.url)
                 if !askedForNonce, Self.asksForNonce(response) {
                     askedForNonce = true
                     continue
@@ -110,6 +102,27 @@ public struct OAuth2Client: TokenGrantClient {
             }
             return try parse(response, for: grant, now: clock.wallNow)
         }
+    }
+
+    /// Sends `request`; a transport failure becomes a token endpoint error (ambiguous when
+    /// the server may have acted on the request).
+    func send(_ request: HTTPRequestValue) async throws -> HTTPResponseValue {
+        do {
+            return try await transport.send(request)
+        } catch let error as AuthError where error.code.domain == .transport {
+            throw AuthError.tokenEndpoint(
+                error.requestMayHaveBeenProcessed ? .networkAfterSend : .network,
+                error.requestMayHaveBeenProcessed ? .ambiguous : .transient, underlying: error)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw AuthError.tokenEndpoint(.network, .transient, message: String(describing: type(of: error)))
+        }
+    }
+
+    /// Keeps the DPoP nonce a server sent for `url`.
+    func rememberNonce(_ nonce: String, for url: String) {
+        nonces.remember(nonce, for: url)
     }
 
     /// Whether `response` is RFC 9449 §8's `use_dpop_nonce` error.

@@ -20,13 +20,17 @@ public struct SessionStatus: Sendable, Equatable {
     public var epoch: UInt64
     /// Why the last session ended, while logged out (`nil` when it never existed here).
     public var logoutReason: LogoutReason?
+    /// A device login waiting for a person (RFC 8628), if one is.
+    public var deviceAuthorization: DeviceAuthorizationStatus?
 
     /// Creates a status.
     public init(
         account: AccountID, isLoggedIn: Bool, subject: String? = nil,
         generation: TokenGeneration? = nil, expiresAt: Date? = nil, lastLogin: Date? = nil,
-        isGuest: Bool = false, epoch: UInt64 = 0, logoutReason: LogoutReason? = nil
+        isGuest: Bool = false, epoch: UInt64 = 0, logoutReason: LogoutReason? = nil,
+        deviceAuthorization: DeviceAuthorizationStatus? = nil
     ) {
+        self.deviceAuthorization = deviceAuthorization
         self.account = account
         self.isLoggedIn = isLoggedIn
         self.subject = subject

@@ -15,6 +15,7 @@ struct AdminEventPayload: Decodable, Sendable, Equatable {
         var epoch: UInt64?
         var registration: String?
         var store: StoreDocument?
+        var deviceAuthorization: DeviceAuthorizationDocument?
 
         /// The member names ``SessionDocument`` writes.
         typealias CodingKeys = SessionDocument.CodingKeys
@@ -31,6 +32,7 @@ struct AdminEventPayload: Decodable, Sendable, Equatable {
     var reason: String?
     var detail: String?
     var epoch: UInt64?
+    var deviceAuthorization: DeviceAuthorizationDocument?
 
     /// The member names ``EventDocument`` writes.
     typealias CodingKeys = EventDocument.CodingKeys

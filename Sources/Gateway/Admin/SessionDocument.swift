@@ -23,6 +23,8 @@ struct SessionDocument: Encodable, Sendable, Equatable {
     /// The store keeping the session and who is refreshing it (only in `GET /auth/session`
     /// and `GET /auth/sessions`, not in events).
     var store: StoreDocument?
+    /// A device login waiting for a person, while one is.
+    var deviceAuthorization: DeviceAuthorizationDocument?
 
     /// The document of `status`; `registration` is shown only while logged in.
     init(_ status: SessionStatus, registration: UserInfoProbe.Registration? = nil, store: StoreDocument? = nil) {
@@ -36,6 +38,7 @@ struct SessionDocument: Encodable, Sendable, Equatable {
         epoch = status.epoch
         self.registration = status.isLoggedIn ? registration?.rawValue : nil
         self.store = store
+        deviceAuthorization = status.deviceAuthorization.map { DeviceAuthorizationDocument($0) }
     }
 
     /// The member names, shared with the reader (``AdminEventPayload``).
@@ -46,6 +49,7 @@ struct SessionDocument: Encodable, Sendable, Equatable {
         case lastLogin = "last_login"
         case guest, epoch
         case registration, store
+        case deviceAuthorization = "device_authorization"
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -60,6 +64,7 @@ struct SessionDocument: Encodable, Sendable, Equatable {
         try c.encode(epoch, forKey: .epoch)
         try c.encodeIfPresent(registration, forKey: .registration)
         try c.encodeIfPresent(store, forKey: .store)
+        try c.encodeIfPresent(deviceAuthorization, forKey: .deviceAuthorization)
     }
 }
 
