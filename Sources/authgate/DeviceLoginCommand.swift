@@ -33,13 +33,14 @@ enum DeviceLoginCommand {
                 print(text)
                 return 1
             }
-            print(instructions)
+            // Unbuffered: whoever reads a pipe must see the code now, not when the login ends.
+            _ = writeLine(instructions)
             let waiting = Task {
                 while let message = await iterator.next() {
                     switch DeviceLoginWatch.verdict(event: message.event, data: message.data) {
                     case .waiting: continue
                     case .loggedIn(let summary):
-                        print("logged in" + (summary.isEmpty ? "" : ": \(summary)"))
+                        _ = writeLine("logged in" + (summary.isEmpty ? "" : ": \(summary)"))
                         return Int32(0)
                     case .failed(let reason):
                         FileHandle.standardError.write(Data("authgate login: the device login ended: \(reason)\n".utf8))
