@@ -183,7 +183,12 @@ extension FakeAuthorizationServer {
             return .failure(ResponseBox(response: oauthError(401, "invalid_client", "unknown client")))
         }
         let endpoint = endpoint(of: request)
-        let verifier = ClientAssertionVerifier(keys: keys, audiences: Set([endpoint] + (configuration.issuer.map { [$0] } ?? [])))
+        // OpenID Connect Core §9: the audience is the token endpoint, at whichever endpoint
+        // the client authenticates (revocation, device authorization); the endpoint itself
+        // and the issuer are accepted too.
+        let tokenEndpoint = String(endpoint[..<(endpoint.lastIndex(of: "/") ?? endpoint.endIndex)]) + "/token"
+        let verifier = ClientAssertionVerifier(
+            keys: keys, audiences: Set([endpoint, tokenEndpoint] + (configuration.issuer.map { [$0] } ?? [])))
         switch verifier.verify(assertion, clientID: id, now: clock.wallNow, seen: { assertionIDs.contains($0) }) {
         case .success(let claims):
             assertionIDs.insert(claims.jwtID)

@@ -1,5 +1,6 @@
 import AuthCore
 import AuthGateTesting
+import Crypto
 import Foundation
 import Locking
 import Logging
@@ -54,6 +55,39 @@ import Testing
             configuration: .init(tokenEndpoint: Harness.tokenEndpoint), transport: FakeAuthorizationServer(clock: TestClock()),
             clock: TestClock())
         #expect(throws: AuthError.self) { try none.makeDeviceAuthorizationRequest(scope: nil) }
+    }
+
+    @Test func aDeviceLoginAuthenticatesWithAPrivateKeyJWTAndBindsItsTokensWithDPoP() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ag-device-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let clientKey = P256.Signing.PrivateKey()
+        let dpopKey = P256.Signing.PrivateKey()
+        for (name, key) in [("client.pem", clientKey), ("dpop.pem", dpopKey)] {
+            FileManager.default.createFile(
+                atPath: dir + "/" + name, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
+        }
+        var server = FakeAuthorizationServer.Configuration()
+        server.assertionKeys = ["gate": [.p256(clientKey.publicKey)]]
+        let h = Harness(
+            server: server,
+            client: .init(
+                tokenEndpoint: Harness.tokenEndpoint, clientID: "gate", authentication: .privateKeyJWT,
+                assertion: ClientAssertion(
+                    source: .privateKey(path: dir + "/client.pem", algorithm: nil, keyID: nil), audience: Harness.tokenEndpoint),
+                dpop: DPoPKey(path: dir + "/dpop.pem"), deviceAuthorizationEndpoint: Self.deviceEndpoint))
+        let request = try h.client.makeDeviceAuthorizationRequest(scope: nil, assertion: "a.b.c")
+        #expect(String(decoding: request.body, as: UTF8.self).contains("client_assertion=a.b.c"))
+        let status = try await h.actor.startDeviceLogin()
+        await h.server.approveDevice(userCode: status.userCode)
+        await tick(h, .seconds(5))
+        #expect(await eventually { await h.actor.status.isLoggedIn })
+        let stats = await h.server.statistics
+        #expect(stats.clientAssertions == 2, "one assertion at the device endpoint, one at the token endpoint")
+        #expect(stats.assertionRefusals.isEmpty)
+        let token = try await h.actor.token()
+        #expect(token.tokenType == "DPoP")
+        #expect(await h.server.dpopBinding(of: token.value) != nil, "the tokens are bound to the DPoP key")
     }
 
     @Test func aDeviceAuthorizationAnswerWithoutItsRequiredMembersIsRefusedNamingTheMember() throws {

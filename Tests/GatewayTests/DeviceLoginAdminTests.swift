@@ -157,8 +157,12 @@ import Testing
             }
             #expect(try await eventually { await !stack.authorization.pendingUserCodes.isEmpty })
             let userCode = try #require(await stack.authorization.pendingUserCodes.first)
-            let session = Stack.json(try await stack.admin("GET", "/auth/session"))
-            #expect((session["device_authorization"] as? [String: Any])?["user_code"] as? String == userCode)
+            // The server issued the code; the session shows it once the answer is in.
+            #expect(
+                try await eventually {
+                    let session = Stack.json(try await stack.admin("GET", "/auth/session"))
+                    return (session["device_authorization"] as? [String: Any])?["user_code"] as? String == userCode
+                })
             #expect(stack.logs.all.contains(userCode))
             let notReady = try await stack.admin("GET", "/readyz", token: nil)
             #expect(notReady.status == 503 && notReady.text.contains("not_logged_in"))

@@ -40,6 +40,12 @@ import Testing
                 + #""type":"device_login_ended"}"#)
     }
 
+    @Test func theStatusCommandShowsAWaitingDeviceLogin() throws {
+        let status = SessionStatus(account: .default, isLoggedIn: false, deviceAuthorization: Self.pending)
+        let summary = SessionSummary.format(try text(SessionDocument(status)), now: Date(timeIntervalSince1970: 0))
+        #expect(summary?.contains("device login waiting: enter BCDF-GHJK at https://id.example.com/device") == true)
+    }
+
     @Test func theCommandLineReadsWhereToGoAndHowTheLoginEnded() throws {
         let accepted = try text(DeviceAuthorizationDocument(Self.pending, now: Date(timeIntervalSince1970: 0)))
         let instructions = try #require(DeviceLoginWatch.instructions(accepted))
