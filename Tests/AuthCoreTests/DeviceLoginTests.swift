@@ -222,6 +222,25 @@ import Testing
         _ = try await h.actor.startDeviceLogin()
     }
 
+    @Test func aLogoutWhileTheDeviceAuthorizationRequestIsInFlightCancelsTheLogin() async throws {
+        var server = FakeAuthorizationServer.Configuration()
+        server.latency = .seconds(1)
+        let h = Harness(
+            server: server,
+            client: .init(
+                tokenEndpoint: Harness.tokenEndpoint, clientID: "authgate", clientSecret: "s3cret",
+                deviceAuthorizationEndpoint: Self.deviceEndpoint))
+        let started = Task { try await h.actor.startDeviceLogin() }
+        _ = await eventually("the request is in flight") { h.clock.sleeperCount > 0 }
+        try await h.actor.logout(reason: .userInitiated)
+        h.clock.advance(by: .seconds(1))
+        let error = await #expect(throws: AuthError.self) { try await started.value }
+        #expect(error?.code == .sessionEnded)
+        #expect(await h.actor.status.deviceAuthorization == nil)
+        h.clock.advance(by: .seconds(60))
+        #expect(await h.server.statistics.devicePolls == 0, "nothing polls for the cancelled login")
+    }
+
     @Test func anotherLoginReplacesAPendingDeviceLogin() async throws {
         let h = harness()
         let log = EventLog(h.actor.events)

@@ -21,8 +21,10 @@ extension AuthActor {
     /// Throws ``AuthError/deviceLoginPending`` when a device login is already waiting (one
     /// at a time: a second would invalidate the code someone may be typing), and
     /// ``AuthError/Code/loginFailed`` with the endpoint's error when the device
-    /// authorization request fails. A logout someone asked for, or another login, cancels
-    /// the pending login. The device code is never logged, published or returned.
+    /// authorization request fails, and ``AuthError/Code/sessionEnded`` (a logout someone
+    /// asked for) when a logout cancelled it while that request was in flight. A logout
+    /// someone asked for, or another login, cancels the pending login. The device code is
+    /// never logged, published or returned.
     public func startDeviceLogin(scope: String? = nil, subject: String? = nil) async throws -> DeviceAuthorizationStatus {
         guard deviceFlow == nil else { throw AuthError.deviceLoginPending }
         nextDeviceFlowID += 1
@@ -38,10 +40,8 @@ extension AuthActor {
             }
             throw error
         }
-        // A logout while the request was in flight cancelled this login.
-        guard deviceFlow?.id == id else {
-            throw AuthError.loginFailed(.tokenEndpoint(.oauthError, .terminal, message: "cancelled"))
-        }
+        // A logout someone asked for while the request was in flight cancelled this login.
+        guard deviceFlow?.id == id else { throw AuthError.sessionEnded(.userInitiated) }
         let startedAt = clock.now
         let status = authorization.status(expiresAt: clock.wallNow.addingTimeInterval(authorization.expiresIn.timeInterval))
         let polling = DevicePolling(interval: authorization.interval, expiresIn: authorization.expiresIn, startedAt: startedAt)
