@@ -10,6 +10,8 @@ extension FakeAuthorizationServer {
         switch configuration.profile {
         case .standard:
             if path(of: request).hasSuffix("/revoke") { return handleRevocation(request) }
+            if path(of: request).hasSuffix("/device_authorization") { return deviceAuthorization(request) }
+            if path(of: request).hasSuffix("/device") { return deviceVerification(request) }
             guard path(of: request).hasSuffix("/token") else { return HTTPResponseValue(status: 404) }
             return handleStandard(request)
         case .headerToken:
@@ -136,12 +138,14 @@ extension FakeAuthorizationServer {
             return jwtBearerGrant(fields, clientID: clientID, endpoint: endpoint(of: request))
         case Grant.tokenExchangeType:
             return tokenExchange(fields, clientID: clientID, endpoint: endpoint(of: request))
+        case Grant.deviceCodeType:
+            return deviceCodeGrant(fields, clientID: clientID, jkt: jkt)
         default:
             return oauthError(400, "unsupported_grant_type", grantType)
         }
     }
 
-    private func authenticateClient(_ request: HTTPRequestValue, _ fields: [String: String])
+    func authenticateClient(_ request: HTTPRequestValue, _ fields: [String: String])
         -> Result<String?, ResponseBox>
     {
         if fields["client_assertion_type"] != nil || fields["client_assertion"] != nil {
@@ -179,7 +183,12 @@ extension FakeAuthorizationServer {
             return .failure(ResponseBox(response: oauthError(401, "invalid_client", "unknown client")))
         }
         let endpoint = endpoint(of: request)
-        let verifier = ClientAssertionVerifier(keys: keys, audiences: Set([endpoint] + (configuration.issuer.map { [$0] } ?? [])))
+        // OpenID Connect Core §9: the audience is the token endpoint, at whichever endpoint
+        // the client authenticates (revocation, device authorization); the endpoint itself
+        // and the issuer are accepted too.
+        let tokenEndpoint = String(endpoint[..<(endpoint.lastIndex(of: "/") ?? endpoint.endIndex)]) + "/token"
+        let verifier = ClientAssertionVerifier(
+            keys: keys, audiences: Set([endpoint, tokenEndpoint] + (configuration.issuer.map { [$0] } ?? [])))
         switch verifier.verify(assertion, clientID: id, now: clock.wallNow, seen: { assertionIDs.contains($0) }) {
         case .success(let claims):
             assertionIDs.insert(claims.jwtID)

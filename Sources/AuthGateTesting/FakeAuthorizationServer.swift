@@ -78,6 +78,15 @@ public actor FakeAuthorizationServer: HTTPTransport {
         /// Whether token answers also carry an OpenID Connect `id_token` (a JWT-shaped
         /// string naming the subject and the client), as an OpenID provider's do.
         public var issuesIDTokens = false
+        /// How long a device code and its user code live (RFC 8628 §3.2 `expires_in`).
+        public var deviceCodeLifetime: Duration = .seconds(600)
+        /// The polling interval a device authorization names (§3.2 `interval`); a poll
+        /// sooner than this after the previous one is answered `slow_down`, and the
+        /// interval of that code grows by 5 s (§3.5).
+        public var deviceInterval: Duration = .seconds(5)
+        /// The interval the device authorization answer names, when it differs from the one
+        /// enforced (nil: the same): a server that asks for less than it then accepts.
+        public var deviceIntervalAdvertised: Duration?
 
         /// Creates the default configuration.
         public init() {}
@@ -137,6 +146,12 @@ public actor FakeAuthorizationServer: HTTPTransport {
         /// replaced by `<redacted>`), for tests of what the client sends.
         public var lastExchangeFields: [String: String] = [:]
 
+        /// Device authorization requests answered (RFC 8628 §3.2).
+        public var deviceAuthorizations = 0
+        /// Device access token requests (polls), whatever their answer.
+        public var devicePolls = 0
+        /// Polls answered `slow_down`.
+        public var slowDowns = 0
         /// Successful refreshes.
         public var refreshes: Int { grants["refresh_token", default: 0] }
     }
@@ -151,8 +166,11 @@ public actor FakeAuthorizationServer: HTTPTransport {
         /// ID tokens (with ``Configuration/issuesIDTokens``).
         public var idTokens: [String] = []
 
+        /// Device codes (RFC 8628), secrets as much as a refresh token is.
+        public var deviceCodes: [String] = []
+
         /// All of them.
-        public var all: [String] { accessTokens + refreshTokens + idTokens }
+        public var all: [String] { accessTokens + refreshTokens + idTokens + deviceCodes }
     }
 
     struct Family {
@@ -198,6 +216,8 @@ public actor FakeAuthorizationServer: HTTPTransport {
     var accessBindings: [String: String] = [:]
     /// Every `jti` of an accepted JWT bearer grant assertion: a second use is refused.
     var grantAssertionIDs: Set<String> = []
+    /// The device authorizations issued (RFC 8628), by device code.
+    var devices: [String: DeviceGrant] = [:]
 
     /// Creates a server.
     public init(configuration: Configuration = Configuration(), clock: any AuthClock) {

@@ -69,8 +69,10 @@ struct Login: ParsableCommand {
         help: """
             password, client_credentials, authorization_code, jwt-bearer (RFC 7523, the assertion from \
             authorization.jwtBearer.assertionFile), token-exchange (RFC 8693, the subject token from \
-            authorization.tokenExchange.subjectTokenFile) or import.
+            authorization.tokenExchange.subjectTokenFile), device (RFC 8628: prints the code to enter and \
+            where, and waits until the login completes or fails) or import.
             """) var grant = "password"
+    @Flag(help: "Log in with the device grant: the same as --grant device.") var device = false
     @Option(help: "User name (password grant).") var username: String?
     @Option(help: "A file holding the password (password grant).") var passwordFile: String?
     @Option(help: "Authorization code (authorization_code grant).") var code: String?
@@ -79,6 +81,7 @@ struct Login: ParsableCommand {
     @Option(help: "Scope.") var scope: String?
 
     func run() throws {
+        let grant = device ? "device" : grant
         var fields: [String: String] = ["grant_type": Self.grantTypes[grant] ?? grant]
         fields["username"] = username
         if let f = passwordFile { fields["password"] = try SecretSources.readFile(f, field: "--password-file") }
@@ -88,13 +91,19 @@ struct Login: ParsableCommand {
         fields["scope"] = scope
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        try options.call("POST", "/auth/login", body: Array(try encoder.encode(fields)))
+        let body = Array(try encoder.encode(fields))
+        if grant == "device" {
+            try DeviceLoginCommand.run(options, body: body)
+            return
+        }
+        try options.call("POST", "/auth/login", body: body)
     }
 
     /// The short names `--grant` takes for the grants whose `grant_type` is a URN.
     static let grantTypes = [
         "jwt-bearer": "urn:ietf:params:oauth:grant-type:jwt-bearer",
         "token-exchange": "urn:ietf:params:oauth:grant-type:token-exchange",
+        "device": "urn:ietf:params:oauth:grant-type:device_code",
     ]
 }
 

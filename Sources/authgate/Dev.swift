@@ -63,6 +63,7 @@ struct Dev: ParsableCommand {
                 .init(prefix: "/", upstream: api, requiresAuthentication: true),
             ],
             stateDirectory: stateDir, keyFile: "\(stateDir)/store.key", createKey: true, loops: loops)
+        config.authorization.deviceAuthorizationEndpoint = "\(authorization)/oauth/device_authorization"
         if let metricsPort { config.metrics = .init(host: "127.0.0.1", port: metricsPort) }
         config.refreshSkewSeconds = refreshSkew
         config.refreshJitterSeconds = 0
@@ -109,6 +110,8 @@ struct Dev: ParsableCommand {
               curl -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/auth/session     # with --user-info: "registration"
               curl -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/metrics\(m.map { "\n              curl http://127.0.0.1:\($0)/metrics                     # the same, no token: for Prometheus" } ?? "")
               curl -X POST -H "Authorization: Bearer $AG" http://127.0.0.1:\(a)/auth/logout
+              AUTHGATE_ADMIN_TOKEN=$AG authgate login --grant device --admin http://127.0.0.1:\(a)   # prints a user code, waits
+              curl -d user_code=CODE -d decision=approve http://127.0.0.1:\(authPort)/oauth/device   # approve it, as a person would
               curl http://127.0.0.1:\(authPort)/stats           # what the fake authorization server saw
 
             """)

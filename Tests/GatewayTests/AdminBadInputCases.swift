@@ -152,16 +152,20 @@ enum AdminBadInputCases {
         ]
         for g in [
             "magic", "refresh_token", "PASSWORD", "password ", "password\\u0000", "",
-            "urn:ietf:params:oauth:grant-type:device_code", "urn:ietf:params:oauth:grant-type:saml2-bearer",
+            "device_code", "urn:ietf:params:oauth:grant-type:saml2-bearer",
         ] {
             cases.append(
                 AdminBadInput(
                     "grant_type \(g)", json: #"{"grant_type":"\#(g)","username":"a","password":"\#(password)"}"#, status: 422,
                     code: "unsupported-grant-type", names: "grant_type"))
         }
-        for g in ["urn:ietf:params:oauth:grant-type:jwt-bearer", "urn:ietf:params:oauth:grant-type:token-exchange"] {
-            // The assertion and subject token come from files; a body carrying one is refused.
-            for member in ["assertion", "subject_token", "username"] {
+        for g in [
+            "urn:ietf:params:oauth:grant-type:jwt-bearer", "urn:ietf:params:oauth:grant-type:token-exchange",
+            "urn:ietf:params:oauth:grant-type:device_code",
+        ] {
+            // The assertion and subject token come from files, the device code from the
+            // server; a body carrying one is refused.
+            for member in ["assertion", "subject_token", "device_code", "username"] {
                 cases.append(
                     AdminBadInput(
                         "grant_type \(g) with \(member)", json: #"{"grant_type":"\#(g)","\#(member)":"\#(password)"}"#,

@@ -14,6 +14,12 @@ import Testing
             (#"{"autoLogin":{"grant":"password"}}"#, "authorization.autoLogin.grant"),
             (#"{"autoLogin":{"grant":"jwt-bearer"}}"#, "authorization.jwtBearer is required"),
             (#"{"autoLogin":{"grant":"token-exchange"}}"#, "authorization.tokenExchange is required"),
+            (#"{"autoLogin":{"grant":"device"}}"#, "authorization.deviceAuthorizationEndpoint is required"),
+            (
+                #"{"deviceAuthorizationEndpoint":"http://10.0.0.1/device"}"#,
+                "authorization.deviceAuthorizationEndpoint must be https"
+            ),
+            (#"{"deviceAuthorizationEndpoint":"device"}"#, "authorization.deviceAuthorizationEndpoint must be"),
             (#"{"jwtBearer":{"assertionFile":"/t","assertion":"x"}}"#, "authorization.jwtBearer.assertion"),
             (#"{"jwtBearer":{}}"#, "authorization.jwtBearer.assertionFile"),
             (
@@ -52,6 +58,11 @@ import Testing
                 "autoLogin": ["grant": "token-exchange", "scope": "a"],
             ]) == nil)
         #expect(Self.load(["autoLogin": ["grant": "client_credentials"]]) == nil)
+        #expect(
+            Self.load([
+                "deviceAuthorizationEndpoint": "https://id.example.com/device", "autoLogin": ["grant": "device", "scope": "a"],
+            ]) == nil)
+        #expect(Self.load(["deviceAuthorizationEndpoint": "http://127.0.0.1:9/device"]) == nil, "loopback may be http")
     }
 
     @Test func grantFilesAreCheckedAtStartNamingTheFieldNotTheContents() throws {
@@ -110,6 +121,17 @@ import Testing
         #expect(AutoLoginRule.decide(.loggedOut(reason: .replacedByLogin, epoch: 2)) == .none)
         #expect(AutoLoginRule.decide(.loggedOut(reason: .endedElsewhere, epoch: 2)) == .none)
         #expect(AutoLoginRule.decide(.refreshed(generation: TokenGeneration(3), persisted: true)) == .none)
+    }
+
+    @Test func autoLoginStartsAnotherDeviceLoginWhenOneEndsUnapprovedButNotWhenCancelledOrReplaced() {
+        let pending = DeviceAuthorizationStatus(
+            userCode: "BCDF-GHJK", verificationURI: "https://id.example.com/device", expiresAt: Date(), interval: .seconds(5))
+        #expect(AutoLoginRule.decide(.deviceAuthorization(pending)) == .none)
+        for end in [DeviceLoginEnd.expired, .denied, .rejected(code: "invalid_grant"), .storeFailed] {
+            #expect(AutoLoginRule.decide(.deviceLoginEnded(end)) == .logIn, "\(end)")
+        }
+        #expect(AutoLoginRule.decide(.deviceLoginEnded(.cancelled)) == .none)
+        #expect(AutoLoginRule.decide(.deviceLoginEnded(.replaced)) == .none)
     }
 
     @Test func notLoggedInComesAfterUnusableCredentialsAndBeforeAPendingUserInfoCall() {

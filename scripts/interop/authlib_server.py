@@ -756,6 +756,9 @@ def serve(args) -> None:
                             by_access=by_access, issuer=lambda: issuer, ttl=ttl, auth_methods=AUTH_METHODS,
                             key_file=args.workload_key_file)
     server.register_endpoint(Introspection)
+    import authlib_device  # the device authorization grant (RFC 8628)
+    authlib_device.register(app, server, clients=clients, users=users, stats=stats, log=log, lock=lock,
+                            issuer=lambda: issuer, ttl=ttl, auth_methods=AUTH_METHODS)
 
     dpop_state = {"nonce": None, "seen": set()}
 
@@ -843,12 +846,14 @@ def serve(args) -> None:
             "token_endpoint": issuer + "/token",
             "revocation_endpoint": issuer + "/revoke",
             "introspection_endpoint": issuer + "/introspect",
+            "device_authorization_endpoint": issuer + "/device_authorization",
             "jwks_uri": issuer + "/jwks",
             "scopes_supported": [SCOPE],
             "response_types_supported": ["code"],
             "response_modes_supported": ["query"],
             "grant_types_supported": ["authorization_code", "password", "client_credentials", "refresh_token",
-                                      authlib_grants.JWT_BEARER, authlib_grants.TOKEN_EXCHANGE],
+                                      authlib_grants.JWT_BEARER, authlib_grants.TOKEN_EXCHANGE,
+                                      authlib_device.DEVICE_CODE],
             "token_endpoint_auth_methods_supported": ADVERTISED_METHODS,
             "token_endpoint_auth_signing_alg_values_supported": ["ES256", "PS256", "RS256", "HS256"],
             "revocation_endpoint_auth_signing_alg_values_supported": ["ES256", "PS256", "RS256", "HS256"],
@@ -939,6 +944,9 @@ def serve(args) -> None:
         "exchange_resource": authlib_grants.EXCHANGE_RESOURCES[0],
         "mtls_issuer": mtls_issuer,
         "dpop_nonce": issuer + "/test/dpop-nonce",
+        "device_authorization_endpoint": issuer + "/device_authorization",
+        "device_decision": issuer + "/test/device",
+        "device_settings": issuer + "/test/device/settings",
         "mtls": {**pki, "dir": args.mtls_dir, "registered": os.path.join(args.mtls_dir, "registered.pem"),
                  "client_id": MTLS_CLIENT_ID, "self_signed_client_id": SELF_SIGNED_CLIENT_ID} if mtls_issuer else None,
         "username": USERNAME,

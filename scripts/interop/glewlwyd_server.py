@@ -633,7 +633,7 @@ def _configure(api: str, issuer_port: int, access_ttl: int, refresh_ttl: int,
         "auth-type-password-enabled": True,
         "auth-type-client-enabled": True,
         "auth-type-refresh-enabled": True,
-        "auth-type-device-enabled": False,
+        "auth-type-device-enabled": True,  # RFC 8628
         "pkce-allowed": True,
         "pkce-method-plain-allowed": False,
         "introspection-revocation-allowed": True,
@@ -680,7 +680,7 @@ def _configure(api: str, issuer_port: int, access_ttl: int, refresh_ttl: int,
         "client_secret": client_secret, "confidential": True, "enabled": True,
         "redirect_uri": [REDIRECT_URI],
         "authorization_type": ["code", "password", "client_credentials",
-                               "refresh_token", "delete_token"],
+                               "refresh_token", "delete_token", "device_authorization"],
         "token_endpoint_auth_method": ["client_secret_basic",
                                        "client_secret_post"],
         "scope": [SCOPE],
@@ -985,6 +985,27 @@ def code(info: dict, verifier: str, scope: str | None = None,
     if not codes:
         raise GlewlwydError(f"no code in redirect: {loc}")
     return codes[0]
+
+
+def approve_device(info: dict, user_code: str, scope: str | None = None) -> None:
+    """Approve the device login waiting with `user_code` as `alice` would at glewlwyd's
+    verification page: log in through its auth API, grant the client the scope, then open
+    the device page with the code (glewlwyd answers 302 with `prompt=deviceComplete`)."""
+    scope = scope or info["scope"]
+    api = info["base_url"].rstrip("/") + "/api"
+    jar = http.cookiejar.CookieJar()
+    op = _opener(jar)
+    st, _, body = _request(op, "POST", f"{api}/auth/", json_body={
+        "username": info["username"], "password": info["password"]})
+    _expect(st, body, (200,), "user login")
+    st, _, body = _request(op, "PUT", f"{api}/auth/grant/{info['client_id']}",
+                           json_body={"scope": " ".join(scope.split())})
+    _expect(st, body, (200,), "grant consent")
+    q = urllib.parse.urlencode({"code": user_code, "g_continue": ""})
+    st, hdrs, body = _request(op, "GET", f"{api}/{PLUGIN_NAME}/device?{q}")
+    loc = hdrs.get("Location") if hdrs is not None else None
+    if st not in (301, 302, 303, 307) or not loc or "deviceComplete" not in loc:
+        raise GlewlwydError(f"device verification: HTTP {st}, Location={loc!r}: {body[:300]!r}")
 
 
 # --------------------------------------------------------------------------

@@ -38,6 +38,7 @@ import hashlib
 import http.client
 import importlib
 import json
+import re
 import os
 import secrets
 import shutil
@@ -1425,6 +1426,137 @@ def sc_auto_login(ctx):
         ag.stop()
 
 
+def device_login(ag, scope=None):
+    """POST /auth/login with the device grant: the 202 answer's document."""
+    body = {"grant_type": DEVICE_CODE_GRANT}
+    if scope:
+        body["scope"] = scope
+    r = ag.admin_call("POST", "/auth/login", body)
+    check(r.status == 202, f"device login → {r.status} {r.body[:300]!r}")
+    return r.json() or {}
+
+
+def device_decision(ctx, user_code, approve=True):
+    if hasattr(ctx.mod, "approve_device"):
+        # glewlwyd: its own verification page, with a user session and consent.
+        check(approve, "declining is not driven at this server")
+        ctx.mod.approve_device(ctx.info, user_code)
+        return
+    r = request("POST", ctx.info["device_decision"], body=json.dumps(
+        {"user_code": user_code, "username": ctx.info["username"], "password": ctx.info["password"],
+         "approve": approve}), headers={"Content-Type": "application/json"})
+    check(r.status == 200, f"the decision on {user_code} → {r.status} {r.body[:200]!r}")
+
+
+def device_settings(ctx, **settings):
+    if not ctx.info.get("device_settings"):
+        return
+    request("POST", ctx.info["device_settings"], body=json.dumps(settings), headers={"Content-Type": "application/json"})
+
+
+DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+
+
+def read_line(stream, timeout):
+    """One line of a child's output, or "" when none comes within `timeout` seconds."""
+    import select
+    ready, _, _ = select.select([stream], [], [], timeout)
+    return stream.readline() if ready else ""
+
+
+def sc_device_code(ctx):
+    # Authlib: a decision route and counters; glewlwyd: its own verification page (a user
+    # session through its auth API, consent, then the device page), and no poll counters.
+    full = bool(ctx.info.get("device_decision"))
+    if not full and not hasattr(ctx.mod, "approve_device"):
+        raise Skip("this server's device verification is not driven here")
+    config = authgate_config(ctx, "device", discovery=True)
+    ag = AuthGate(ctx.binary, ctx.dir, "device", config)
+    ag.start()
+    cli = None
+    try:
+        a0 = ctx.as_stats()
+        # The command line, as a person at a headless box would: it prints where to go and the
+        # code, and waits.
+        cli = subprocess.Popen([ctx.binary, "login", "--admin", ag.admin, "--token-file", ctx.admin_token_file,
+                                "--grant", "device", "--scope", ctx.info["scope"]],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = read_line(cli.stdout, 20)
+        m = re.search(r"enter the code (\S+)", first)
+        check(m is not None, f"authgate login --grant device printed {first!r}")
+        user_code = m.group(1)
+        pending = ag.session().get("device_authorization") or {}
+        check(pending.get("user_code") == user_code, f"the session shows {pending!r}")
+        check(pending.get("verification_uri") == ctx.info["issuer"] + "/device",
+              f"verification_uri {pending.get('verification_uri')!r}")
+        second = ag.admin_call("POST", "/auth/login", {"grant_type": DEVICE_CODE_GRANT})
+        check(second.status == 409 and (second.json() or {}).get("user_code") == user_code,
+              f"a second device login → {second.status} {second.body[:200]!r}")
+        if full:
+            check(wait_until(lambda: (ctx.as_stats().get("device_polls") or {}).get("authorization_pending", 0) >= 1,
+                             15), "AuthGate never polled")
+        device_decision(ctx, user_code)
+        out, err = cli.communicate(timeout=30)
+        check(cli.returncode == 0, f"authgate login --grant device exited {cli.returncode}: {out[-300:]!r} {err[-300:]!r}")
+        check("logged in" in out, f"the command said {out[-200:]!r}")
+        check(ag.session().get("state") == "logged_in", "the session is not logged in after the approval")
+        check(ag.get("/api/device/1").status == 200, "the API call after the device login failed")
+        if not full:
+            expiry_refresh(ctx, ag, "/api/device/2")
+            logged = open(ag.log_path, errors="replace").read()
+            check("device_code" not in logged.replace("grant-type:device_code", ""), "the log names a device_code")
+            return (f"discovered endpoint; `authgate login --grant device` printed {user_code}, a second login 409, "
+                    f"approved at the server's own verification page (user session, consent), exit 0, API 200, "
+                    f"refresh at expiry (declining, expiry and poll counters are checked at Authlib)")
+        a1 = ctx.as_stats()
+        polls = {k: v - (a0.get("device_polls") or {}).get(k, 0) for k, v in (a1.get("device_polls") or {}).items()}
+        check(polls.get("issued") == 1, f"polls by answer {polls}")
+        check(polls.get("slow_down", 0) == 0, f"AuthGate polled sooner than the interval: {polls}")
+        check(a1.get("device_fields") == ["device_code", "grant_type"],
+              f"the device token request carried {a1.get('device_fields')} (client authenticated with Basic)")
+        expiry_refresh(ctx, ag, "/api/device/2")
+
+        # Declined: the waiting login ends with access_denied; the session it would have
+        # replaced keeps serving.
+        declined = device_login(ag)
+        device_decision(ctx, declined["user_code"], approve=False)
+        check(wait_until(lambda: "device_authorization" not in ag.session(), 15), "the declined login still waits")
+        check(wait_until(lambda: "access_denied" in tail(ag.log_path, 40), 5), "the log does not say access_denied")
+        check(ag.get("/api/device/3").status == 200, "a declined device login ended the session")
+
+        # Expired: codes living 3 s with a 2 s interval end after one poll, nothing approved.
+        device_settings(ctx, expires_in=3, interval=2)
+        expired = device_login(ag)
+        check(expired.get("expires_in") == 3, f"expires_in {expired.get('expires_in')!r}")
+        check(wait_until(lambda: "device_authorization" not in ag.session(), 15), "the expired login still waits")
+        check("expired_token" in tail(ag.log_path, 40), "the log does not say expired_token")
+        device_settings(ctx, expires_in=600, interval=2)
+
+        # A logout cancels the waiting login: an approval after it logs nobody in.
+        cancelled = device_login(ag)
+        check(ag.admin_call("POST", "/auth/logout").status == 200, "logout failed")
+        check("device_authorization" not in ag.session(), "the logout left the device login waiting")
+        device_decision(ctx, cancelled["user_code"])
+        issued_before = (ctx.as_stats().get("device_polls") or {}).get("issued", 0)
+        time.sleep(3)
+        check((ctx.as_stats().get("device_polls") or {}).get("issued", 0) == issued_before,
+              "AuthGate polled after the logout")
+        check(ag.session().get("state") == "logged_out", "an approval after the logout logged the session in")
+
+        logged = open(ag.log_path, errors="replace").read()
+        for code in ctx.as_stats().get("device_codes") or []:
+            check(code not in logged, "AuthGate's log holds a device code")
+        return (f"discovered endpoint; `authgate login --grant device` printed {user_code}, a second login 409, "
+                f"approved after {polls.get('authorization_pending', 0)} pending poll(s) with no slow_down, exit 0, "
+                f"API 200, refresh at expiry; declined → access_denied with the session kept; 3 s codes → "
+                f"expired_token; logout cancelled a waiting login; no device code in the log")
+    finally:
+        if cli is not None and cli.poll() is None:
+            cli.kill()
+        device_settings(ctx, expires_in=600, interval=2)
+        ag.stop()
+
+
 SCENARIOS = [
     ("password", sc_password),
     ("client-credentials", sc_client_credentials),
@@ -1447,6 +1579,7 @@ SCENARIOS = [
     ("jwt-bearer", sc_jwt_bearer),
     ("token-exchange", sc_token_exchange),
     ("auto-login", sc_auto_login),
+    ("device-code", sc_device_code),
 ]
 
 

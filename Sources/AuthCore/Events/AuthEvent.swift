@@ -12,6 +12,11 @@ public enum AuthEvent: Sendable, Equatable {
     case refreshFailed(code: String, retryAfter: Duration)
     /// The session ended. Sent exactly once per session epoch.
     case loggedOut(reason: LogoutReason, epoch: UInt64)
+    /// A device login (RFC 8628) is waiting for a person: the user code and where to enter
+    /// it. It ends with ``loggedIn(_:)``, or with ``deviceLoginEnded(_:)``.
+    case deviceAuthorization(DeviceAuthorizationStatus)
+    /// A device login ended without logging in.
+    case deviceLoginEnded(DeviceLoginEnd)
 
     /// The event name (used as the SSE `event:` field).
     public var name: String {
@@ -22,6 +27,8 @@ public enum AuthEvent: Sendable, Equatable {
         case .refreshed: "refreshed"
         case .refreshFailed: "refresh_failed"
         case .loggedOut: "logged_out"
+        case .deviceAuthorization: "device_authorization"
+        case .deviceLoginEnded: "device_login_ended"
         }
     }
 }

@@ -17,11 +17,16 @@ public enum Grant: Sendable, Equatable, CustomStringConvertible {
     /// Token exchange (RFC 8693), with the subject token the client's
     /// ``TokenExchangeSettings`` read from their file; `scope` nil: the settings' scope.
     case tokenExchange(scope: String? = nil)
+    /// The device authorization grant's token request (RFC 8628 §3.4): the `device_code`
+    /// the device authorization endpoint issued. The code is a secret: never printed.
+    case deviceCode(String)
 
     /// `urn:ietf:params:oauth:grant-type:jwt-bearer`.
     public static let jwtBearerType = "urn:ietf:params:oauth:grant-type:jwt-bearer"
     /// `urn:ietf:params:oauth:grant-type:token-exchange`.
     public static let tokenExchangeType = "urn:ietf:params:oauth:grant-type:token-exchange"
+    /// `urn:ietf:params:oauth:grant-type:device_code`.
+    public static let deviceCodeType = "urn:ietf:params:oauth:grant-type:device_code"
 
     /// The `grant_type` value.
     public var grantType: String {
@@ -32,13 +37,15 @@ public enum Grant: Sendable, Equatable, CustomStringConvertible {
         case .refreshToken: "refresh_token"
         case .jwtBearer: Self.jwtBearerType
         case .tokenExchange: Self.tokenExchangeType
+        case .deviceCode: Self.deviceCodeType
         }
     }
 
     /// The grant that renews a session logged in with `grantType` when it holds no refresh
     /// token: the same grant again for those that need no person (client credentials, a
     /// JWT bearer assertion, a token exchange), asking for the `scope` granted; nil for the
-    /// others, which cannot be repeated without someone.
+    /// others, which cannot be repeated without someone (a device login needs a person to
+    /// approve it again).
     public static func renewal(grantType: String?, scope: String?) -> Grant? {
         switch grantType {
         case "client_credentials": .clientCredentials(scope: scope)

@@ -37,6 +37,8 @@ extension OAuth2Client {
             fields += try jwtBearerFields(scope: scope, assertion: grantToken)
         case .tokenExchange(let scope):
             fields += try tokenExchangeFields(scope: scope, subjectToken: grantToken)
+        case .deviceCode(let deviceCode):
+            fields.append(("device_code", deviceCode))
         }
 
         try authenticate(&headers, &fields, assertion: assertion)

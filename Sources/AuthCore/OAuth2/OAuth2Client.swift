@@ -32,6 +32,8 @@ public struct OAuth2Client: TokenGrantClient {
         public var jwtBearer: JWTBearerGrantSettings?
         /// Where token exchange (RFC 8693) reads its subject token, and what it asks for.
         public var tokenExchange: TokenExchangeSettings?
+        /// The device authorization endpoint (RFC 8628 §3.1), for device logins.
+        public var deviceAuthorizationEndpoint: String?
 
         /// Creates a configuration.
         public init(
@@ -39,8 +41,9 @@ public struct OAuth2Client: TokenGrantClient {
             authentication: ClientAuthentication = .basic,
             mapping: TokenEndpointMapping = .standard, revocationEndpoint: String? = nil, assertion: ClientAssertion? = nil,
             certificate: ClientCertificate? = nil, jwtBearer: JWTBearerGrantSettings? = nil,
-            tokenExchange: TokenExchangeSettings? = nil
+            tokenExchange: TokenExchangeSettings? = nil, deviceAuthorizationEndpoint: String? = nil
         ) {
+            self.deviceAuthorizationEndpoint = deviceAuthorizationEndpoint
             self.jwtBearer = jwtBearer
             self.tokenExchange = tokenExchange
             self.certificate = certificate
@@ -63,7 +66,7 @@ public struct OAuth2Client: TokenGrantClient {
     /// The configuration.
     public let configuration: Configuration
     private let transport: any HTTPTransport
-    private let clock: any AuthClock
+    let clock: any AuthClock
 
     /// Creates a client. The clock resolves `Retry-After` dates.
     public init(configuration: Configuration, transport: any HTTPTransport, clock: any AuthClock) {
@@ -88,25 +91,8 @@ public struct OAuth2Client: TokenGrantClient {
         while true {
             var request = try makeRequest(
                 for: grant, assertion: try currentAssertion(), grantToken: try currentGrantToken(for: grant))
-            if let dpop {
-                guard let proof = dpop.proof(method: request.method, url: request.url, now: clock.wallNow) else {
-                    throw AuthError.tokenEndpoint(
-                        .clientCredentialsUnusable, .transient, message: "the DPoP key could not sign a proof")
-                }
-                request.headers.append(("DPoP", proof))
-            }
-            let response: HTTPResponseValue
-            do {
-                response = try await transport.send(request)
-            } catch let error as AuthError where error.code.domain == .transport {
-                throw AuthError.tokenEndpoint(
-                    error.requestMayHaveBeenProcessed ? .networkAfterSend : .network,
-                    error.requestMayHaveBeenProcessed ? .ambiguous : .transient, underlying: error)
-            } catch is CancellationError {
-                throw CancellationError()
-            } catch {
-                throw AuthError.tokenEndpoint(.network, .transient, message: String(describing: type(of: error)))
-            }
+            if let proof = try proof(of: dpop, for: request) { request.headers.append(("DPoP", proof)) }
+            let response = try await send(request)
             if let dpop, let nonce = response.header("DPoP-Nonce") {
                 dpop.nonces.remember(nonce, for: request.url)
                 if !askedForNonce, Self.asksForNonce(response) {
@@ -116,6 +102,33 @@ public struct OAuth2Client: TokenGrantClient {
             }
             return try parse(response, for: grant, now: clock.wallNow)
         }
+    }
+
+    /// Sends `request`; a transport failure becomes a token endpoint error (ambiguous when
+    /// the server may have acted on the request).
+    func send(_ request: HTTPRequestValue) async throws -> HTTPResponseValue {
+        do {
+            return try await transport.send(request)
+        } catch let error as AuthError where error.code.domain == .transport {
+            throw AuthError.tokenEndpoint(
+                error.requestMayHaveBeenProcessed ? .networkAfterSend : .network,
+                error.requestMayHaveBeenProcessed ? .ambiguous : .transient, underlying: error)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw AuthError.tokenEndpoint(.network, .transient, message: String(describing: type(of: error)))
+        }
+    }
+
+    /// The proof of `dpop` for `request`, with the nonce its server asked for; nil without
+    /// a key. A key that cannot sign sends nothing: a transient
+    /// ``AuthError/Code/clientCredentialsUnusable`` error, as for an assertion.
+    func proof(of dpop: DPoPSessionKey?, for request: HTTPRequestValue) throws -> String? {
+        guard let dpop else { return nil }
+        guard let proof = dpop.proof(method: request.method, url: request.url, now: clock.wallNow) else {
+            throw AuthError.tokenEndpoint(.clientCredentialsUnusable, .transient, message: "the DPoP key could not sign a proof")
+        }
+        return proof
     }
 
     /// Whether `response` is RFC 9449 §8's `use_dpop_nonce` error.

@@ -20,6 +20,8 @@ public struct OIDCDiscovery: Sendable, Equatable {
     public var userInfoEndpoint: String?
     /// `authorization_endpoint`, when the provider has one.
     public var authorizationEndpoint: String?
+    /// `device_authorization_endpoint` (RFC 8628 §4), when the provider has one.
+    public var deviceAuthorizationEndpoint: String?
     /// `mtls_endpoint_aliases` (RFC 8705 §5): the endpoints a client that shows a
     /// certificate uses instead of the ones above, each only when the provider names it.
     public var mutualTLSAliases: MutualTLSAliases
@@ -34,6 +36,8 @@ public struct OIDCDiscovery: Sendable, Equatable {
         public var introspectionEndpoint: String?
         /// `userinfo_endpoint`.
         public var userInfoEndpoint: String?
+        /// `device_authorization_endpoint`.
+        public var deviceAuthorizationEndpoint: String?
 
         /// Creates aliases; none by default.
         public init(
@@ -124,14 +128,18 @@ public struct OIDCDiscovery: Sendable, Equatable {
             aliases.revocationEndpoint = try endpoint("revocation_endpoint", in: members, at: path, required: false)
             aliases.introspectionEndpoint = try endpoint("introspection_endpoint", in: members, at: path, required: false)
             aliases.userInfoEndpoint = try endpoint("userinfo_endpoint", in: members, at: path, required: false)
+            aliases.deviceAuthorizationEndpoint = try endpoint(
+                "device_authorization_endpoint", in: members, at: path, required: false)
         }
-        return OIDCDiscovery(
+        var document = OIDCDiscovery(
             issuer: issuer, tokenEndpoint: try endpoint("token_endpoint", in: object, required: true)!,
             revocationEndpoint: try endpoint("revocation_endpoint", in: object, required: false),
             introspectionEndpoint: try endpoint("introspection_endpoint", in: object, required: false),
             userInfoEndpoint: try endpoint("userinfo_endpoint", in: object, required: false),
             authorizationEndpoint: try endpoint("authorization_endpoint", in: object, required: false),
             mutualTLSAliases: aliases)
+        document.deviceAuthorizationEndpoint = try endpoint("device_authorization_endpoint", in: object, required: false)
+        return document
     }
 
     private static func isEndpoint(_ text: String) -> Bool {

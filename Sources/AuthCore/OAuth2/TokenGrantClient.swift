@@ -12,6 +12,9 @@ public protocol TokenGrantClient: Sendable {
     /// Whether ``revoke(refreshToken:accessToken:)`` reaches a server (a revocation
     /// endpoint is configured).
     var canRevoke: Bool { get }
+    /// Asks the device authorization endpoint for a device code and a user code (RFC 8628
+    /// §3.1). Throws ``AuthError`` of the ``AuthError/Code/Domain/tokenEndpoint`` domain.
+    func requestDeviceAuthorization(scope: String?) async throws -> DeviceAuthorization
 }
 
 extension TokenGrantClient {
@@ -26,4 +29,11 @@ extension TokenGrantClient {
 
     /// The default: no revocation.
     public var canRevoke: Bool { false }
+
+    /// The default: no device authorization endpoint
+    /// (``AuthError/Code/invalidConfiguration``).
+    public func requestDeviceAuthorization(scope: String?) async throws -> DeviceAuthorization {
+        throw AuthError.tokenEndpoint(
+            .invalidConfiguration, .terminal, message: "no device authorization endpoint is configured")
+    }
 }

@@ -14,7 +14,12 @@ extension AuthActor {
     /// revocation that fails is logged and never undoes or delays the logout. Other
     /// endings (a refused refresh, a replacing login) revoke nothing, so an outage never
     /// costs a working session (REFERENCES.md item 8).
+    ///
+    /// A logout someone asked for also cancels a device login waiting for approval
+    /// (``DeviceLoginEnd/cancelled``), whether or not a session was logged in: the operator
+    /// wants the session out, however it was about to come in.
     public func logout(reason: LogoutReason = .userInitiated) async throws {
+        if reason == .userInitiated { cancelDeviceLogin() }
         var ended: Credentials?
         defer {
             if reason == .userInitiated, let ended {

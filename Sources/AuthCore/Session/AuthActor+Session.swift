@@ -48,12 +48,18 @@ extension AuthActor {
 
     /// Installs a new session; `requestedAt` (when the token request left) is where the
     /// lifetime counts from, as for a refresh.
-    private func install(
+    ///
+    /// `deviceFlowID` names the device login whose tokens these are: when that login has
+    /// been cancelled or replaced meanwhile (checked under the store lock, so a logout that
+    /// cancelled it is never undone), nothing is installed and `CancellationError` is
+    /// thrown. Any other login ends a pending device login (``DeviceLoginEnd/replaced``).
+    func install(
         _ response: TokenResponse, grantType: String?, subject: String?,
-        requestedAt: (MonotonicInstant, Date)? = nil, dpop: DPoPSessionKey?
+        requestedAt: (MonotonicInstant, Date)? = nil, dpop: DPoPSessionKey?, deviceFlowID: UInt64? = nil
     ) async throws -> AccessToken {
         await acquireStoreLock()
         defer { releaseStoreLock() }
+        if let deviceFlowID, deviceFlow?.id != deviceFlowID { throw CancellationError() }
         if case .active = phase {
             _ = try? await endSessionLocked(reason: .replacedByLogin)
         }
@@ -87,6 +93,13 @@ extension AuthActor {
         gate.reset()
         needsPersist = false
         logger.info("logged in", metadata: ["auth.generation": "\(generation)", "auth.epoch": "\(epoch)"])
+        if let flow = deviceFlow {
+            deviceFlow = nil
+            if flow.id != deviceFlowID {
+                flow.task?.cancel()
+                endedDeviceLogin(.replaced)
+            }
+        }
         events.publish(.loggedIn(status), status: status)
         return session.token
     }

@@ -43,6 +43,7 @@ extension AuthActor {
         case .loggedOut(let reason):
             status.logoutReason = reason
         }
+        status.deviceAuthorization = deviceFlow?.status
         return status
     }
 

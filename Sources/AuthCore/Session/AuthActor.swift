@@ -1,5 +1,5 @@
 public import CoreMetrics
-internal import Foundation
+public import Foundation
 internal import Locking
 public import Logging
 internal import Metrics
@@ -78,6 +78,9 @@ public actor AuthActor {
     /// Whether a server refusing this session's DPoP proofs has a clock far from ours: the
     /// token endpoint's answers are read here, the APIs' by the proxy.
     public nonisolated let clockSkew = ClockSkewWatch()
+    /// The device login waiting for a person, if any (``startDeviceLogin(scope:subject:)``).
+    var deviceFlow: DeviceFlow?
+    var nextDeviceFlowID: UInt64 = 0
 
     /// Where the session's instruments are made (a gateway's own registry, or the
     /// process-wide `MetricsSystem`).
@@ -166,6 +169,10 @@ public actor AuthActor {
     /// The current instant on the session's monotonic clock (to compare with
     /// ``tokenSnapshot``).
     public nonisolated var now: MonotonicInstant { clock.now }
+
+    /// The current wall-clock time of the session's clock (to compare with the dates of
+    /// ``status``).
+    public nonisolated var wallNow: Date { clock.wallNow }
 
     private func publishSnapshot() {
         let value: (TokenSnapshot, AccessToken)? =

@@ -52,6 +52,9 @@ extension AuthError {
         public static let loginFailed = Code(.auth, "login_failed")
         /// A store failed; the store's error is ``AuthError/underlying``.
         public static let storage = Code(.auth, "storage")
+        /// A device login (RFC 8628) is already waiting for a person: finish it, or cancel
+        /// it with a logout, before starting another.
+        public static let deviceLoginPending = Code(.auth, "device_login_pending")
 
         // MARK: token_endpoint
 

@@ -4,6 +4,9 @@ extension AuthError {
     /// No session.
     public static let loginRequired = AuthError(.loginRequired)
 
+    /// A device login is already waiting for a person.
+    public static let deviceLoginPending = AuthError(.deviceLoginPending)
+
     /// The session ended (`reason`) while the caller waited.
     public static func sessionEnded(_ reason: LogoutReason) -> AuthError {
         var error = AuthError(.sessionEnded)

@@ -23,13 +23,17 @@ public struct SessionStatus: Sendable, Equatable {
     /// The JWK thumbprint (RFC 7638) of the DPoP key the session's tokens are bound to,
     /// while logged in with DPoP.
     public var dpopThumbprint: String?
+    /// A device login waiting for a person (RFC 8628), if one is.
+    public var deviceAuthorization: DeviceAuthorizationStatus?
 
     /// Creates a status.
     public init(
         account: AccountID, isLoggedIn: Bool, subject: String? = nil,
         generation: TokenGeneration? = nil, expiresAt: Date? = nil, lastLogin: Date? = nil,
-        isGuest: Bool = false, epoch: UInt64 = 0, logoutReason: LogoutReason? = nil
+        isGuest: Bool = false, epoch: UInt64 = 0, logoutReason: LogoutReason? = nil,
+        deviceAuthorization: DeviceAuthorizationStatus? = nil
     ) {
+        self.deviceAuthorization = deviceAuthorization
         self.account = account
         self.isLoggedIn = isLoggedIn
         self.subject = subject

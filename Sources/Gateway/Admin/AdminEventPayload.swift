@@ -16,6 +16,7 @@ struct AdminEventPayload: Decodable, Sendable, Equatable {
         var registration: String?
         var store: StoreDocument?
         var dpopJKT: String?
+        var deviceAuthorization: DeviceAuthorizationDocument?
 
         /// The member names ``SessionDocument`` writes.
         typealias CodingKeys = SessionDocument.CodingKeys
@@ -32,6 +33,7 @@ struct AdminEventPayload: Decodable, Sendable, Equatable {
     var reason: String?
     var detail: String?
     var epoch: UInt64?
+    var deviceAuthorization: DeviceAuthorizationDocument?
 
     /// The member names ``EventDocument`` writes.
     typealias CodingKeys = EventDocument.CodingKeys

@@ -18,6 +18,7 @@ struct EventDocument: Encodable, Sendable {
         case id, type, at, session, generation, persisted, code
         case retryAfterSeconds = "retry_after_seconds"
         case reason, detail, epoch
+        case deviceAuthorization = "device_authorization"
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -38,6 +39,11 @@ struct EventDocument: Encodable, Sendable {
             try c.encode(reason.code, forKey: .reason)
             try c.encode(reason.description, forKey: .detail)
             try c.encode(epoch, forKey: .epoch)
+        case .deviceAuthorization(let s):
+            try c.encode(DeviceAuthorizationDocument(s), forKey: .deviceAuthorization)
+        case .deviceLoginEnded(let end):
+            try c.encode(end.code, forKey: .reason)
+            try c.encode(end.description, forKey: .detail)
         }
     }
 }

@@ -31,6 +31,14 @@ public enum EventLine {
             line += ": \(p.reason ?? "unknown")"
             if let detail = p.detail, detail != p.reason { line += " (\(detail))" }
             if let epoch = p.epoch { line += ", epoch \(epoch)" }
+        case "device_authorization":
+            if let d = p.deviceAuthorization {
+                line += ": enter \(d.userCode) at \(d.verificationURI)"
+                if let e = d.expiresAt { line += ", expires \(e)" }
+            }
+        case "device_login_ended":
+            line += ": \(p.reason ?? "unknown")"
+            if let detail = p.detail, detail != p.reason { line += " (\(detail))" }
         default:
             line += ": \(data)"
         }

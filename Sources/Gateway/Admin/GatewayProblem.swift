@@ -92,6 +92,13 @@ public enum GatewayProblem {
             return (make("refresh-not-possible", 401, "the token expired and the session cannot renew it; log in again"), headers)
         case .loginFailed:
             return (make("login-failed", 401, "the login was refused"), headers)
+        case .deviceLoginPending:
+            return (
+                make(
+                    "device-login-pending", 409,
+                    "a device login is already waiting for approval; finish it, or cancel it with POST /auth/logout"),
+                headers
+            )
         case .refreshReentered:
             return (make("refresh-reentered", 500, "the token request itself asked for a token; check the transport"), headers)
         default:

@@ -11,6 +11,8 @@ import AuthCore
 ///   §2.1; the assertion is read from `authorization.jwtBearer.assertionFile`)
 /// - `{"grant_type":"urn:ietf:params:oauth:grant-type:token-exchange","scope":…}` (RFC 8693;
 ///   the subject token is read from `authorization.tokenExchange.subjectTokenFile`)
+/// - `{"grant_type":"urn:ietf:params:oauth:grant-type:device_code","scope":…}` (RFC 8628;
+///   answered `202` with the user code while the login waits for a person)
 /// - `{"grant_type":"import","access_token":…,"refresh_token":…,"expires_in":…,"token_type":…,"scope":…}`
 ///
 /// Each also takes `subject`. A member the grant does not take is refused (422), not
@@ -18,6 +20,8 @@ import AuthCore
 enum LoginRequest {
     case grant(Grant)
     case imported(TokenResponse)
+    /// A device login (RFC 8628) asking for `scope`.
+    case device(scope: String?)
 
     /// The longest `expires_in` an import may claim (2^31 − 1 s, about 68 years): beyond it
     /// the expiry is no longer a four-digit-year date.
@@ -33,6 +37,7 @@ enum LoginRequest {
         ("client_credentials", ["grant_type", "scope", "subject"], []),
         (Grant.jwtBearerType, ["grant_type", "scope", "subject"], []),
         (Grant.tokenExchangeType, ["grant_type", "scope", "subject"], []),
+        (Grant.deviceCodeType, ["grant_type", "scope", "subject"], []),
         (
             "import", ["grant_type", "access_token", "refresh_token", "expires_in", "token_type", "scope", "subject"],
             ["access_token"]
@@ -103,6 +108,8 @@ enum LoginRequest {
             return (.grant(.jwtBearer(scope: strings["scope"])), subject)
         case Grant.tokenExchangeType:
             return (.grant(.tokenExchange(scope: strings["scope"])), subject)
+        case Grant.deviceCodeType:
+            return (.device(scope: strings["scope"]), subject)
         case "authorization_code":
             return (
                 .grant(

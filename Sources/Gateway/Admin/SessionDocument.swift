@@ -27,6 +27,8 @@ struct SessionDocument: Encodable, Sendable, Equatable {
     /// to, or, logged out, the key its next login proves (an authorization request's
     /// `dpop_jkt`). Only for a session with DPoP.
     var dpopJKT: String?
+    /// A device login waiting for a person, while one is.
+    var deviceAuthorization: DeviceAuthorizationDocument?
 
     /// The document of `status`; `registration` is shown only while logged in.
     init(
@@ -44,6 +46,7 @@ struct SessionDocument: Encodable, Sendable, Equatable {
         self.registration = status.isLoggedIn ? registration?.rawValue : nil
         self.store = store
         self.dpopJKT = status.dpopThumbprint ?? dpopJKT
+        deviceAuthorization = status.deviceAuthorization.map { DeviceAuthorizationDocument($0) }
     }
 
     /// The member names, shared with the reader (``AdminEventPayload``).
@@ -55,6 +58,7 @@ struct SessionDocument: Encodable, Sendable, Equatable {
         case guest, epoch
         case registration, store
         case dpopJKT = "dpop_jkt"
+        case deviceAuthorization = "device_authorization"
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -70,6 +74,7 @@ struct SessionDocument: Encodable, Sendable, Equatable {
         try c.encodeIfPresent(registration, forKey: .registration)
         try c.encodeIfPresent(store, forKey: .store)
         try c.encodeIfPresent(dpopJKT, forKey: .dpopJKT)
+        try c.encodeIfPresent(deviceAuthorization, forKey: .deviceAuthorization)
     }
 }
 

@@ -35,6 +35,10 @@ public enum SessionSummary {
             lines.append("  token:      \(token)")
             if let r = s.registration { lines.append("  user info:  \(r)") }
         }
+        if let d = s.deviceAuthorization {
+            lines.append("  device login waiting: enter \(d.userCode) at \(d.verificationURI)")
+            if let e = d.expiresAt { lines.append("    code expires \(e)") }
+        }
         if let l = s.lastLogin { lines.append("  last login: \(l)") }
         if let epoch = s.epoch { lines.append("  epoch:      \(epoch)") }
         if let store = s.store { lines.append("  store:      \(store.summary)") }

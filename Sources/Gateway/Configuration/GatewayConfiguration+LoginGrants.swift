@@ -48,8 +48,12 @@ extension GatewayConfiguration.Authorization {
 
     /// `authorization.autoLogin`: the session logs itself in at start and again whenever it
     /// ends, except after a logout someone asked for.
+    ///
+    /// With `device`, a device login (RFC 8628) starts at start and whenever the session
+    /// ends; its user code and verification URI are logged (info) and shown by
+    /// `GET /auth/session` and the events, and a new one starts when it expires unapproved.
     public struct AutoLogin: Sendable, Codable, Equatable {
-        /// `client_credentials`, `jwt-bearer` or `token-exchange`.
+        /// `client_credentials`, `jwt-bearer`, `token-exchange` or `device`.
         public var grant: String
         /// The `scope` to ask for (default: the grant's own `scope`, if any).
         public var scope: String?
@@ -61,9 +65,17 @@ extension GatewayConfiguration.Authorization {
         }
 
         /// The grants `grant` may name.
-        public static let grants = ["client_credentials", "jwt-bearer", "token-exchange"]
+        public static let grants = ["client_credentials", "jwt-bearer", "token-exchange", "device"]
 
-        /// The grant to present, once `grant` is valid.
+        /// Whether the grant is a device login, started rather than presented.
+        public var isDevice: Bool { grant == "device" }
+
+        /// How to log in, once `grant` is valid: a grant to present, or a device login to start.
+        public var method: SessionAutoLogin.Method {
+            isDevice ? .device(scope: scope) : .grant(loginGrant)
+        }
+
+        /// The grant to present, once `grant` is valid (not `device`).
         public var loginGrant: Grant {
             switch grant {
             case "jwt-bearer": .jwtBearer(scope: scope)
@@ -105,7 +117,7 @@ extension GatewayConfiguration {
         }
         guard let auto = a.autoLogin else { return }
         guard Authorization.AutoLogin.grants.contains(auto.grant) else {
-            throw .invalid("\(field).autoLogin.grant", "must be client_credentials, jwt-bearer or token-exchange")
+            throw .invalid("\(field).autoLogin.grant", "must be client_credentials, jwt-bearer, token-exchange or device")
         }
         switch auto.grant {
         case "jwt-bearer" where a.jwtBearer == nil:
@@ -114,6 +126,11 @@ extension GatewayConfiguration {
             throw .required("\(field).tokenExchange", "is required by \(field).autoLogin.grant token-exchange")
         case "client_credentials" where a.clientID == nil:
             throw .required("\(field).clientID", "is required by \(field).autoLogin.grant client_credentials")
+        case "device" where a.deviceAuthorizationEndpoint == nil && a.issuer == nil:
+            throw .required(
+                "\(field).deviceAuthorizationEndpoint", "is required by \(field).autoLogin.grant device (or set \(field).issuer)")
+        case "device" where a.clientID == nil:
+            throw .required("\(field).clientID", "is required by \(field).autoLogin.grant device")
         default:
             break
         }

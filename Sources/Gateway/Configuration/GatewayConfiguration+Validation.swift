@@ -194,6 +194,7 @@ extension GatewayConfiguration {
         }
         let urls = [
             ("issuer", a.issuer), ("tokenEndpoint", a.tokenEndpoint), ("revocationEndpoint", a.revocationEndpoint),
+            ("deviceAuthorizationEndpoint", a.deviceAuthorizationEndpoint),
             ("mapping.refreshURL", a.mapping?.refreshURL),
         ]
         for (name, url) in urls {

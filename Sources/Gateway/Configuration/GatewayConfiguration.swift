@@ -58,8 +58,8 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
 
     /// The authorization server.
     public struct Authorization: Sendable, Codable, Equatable {
-        /// The OpenID Connect issuer: at start, `tokenEndpoint` and `revocationEndpoint`
-        /// that are not set here are read from `{issuer}/.well-known/openid-configuration`.
+        /// The OpenID Connect issuer: at start, `tokenEndpoint`, `revocationEndpoint` and
+        /// `deviceAuthorizationEndpoint` that are not set here are read from `{issuer}/.well-known/openid-configuration`.
         public var issuer: String?
         /// The token endpoint; required unless `issuer` is set.
         public var tokenEndpoint: String?
@@ -99,6 +99,9 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
         public var mapping: TokenEndpointMapping?
         /// The RFC 7009 revocation endpoint: a logout someone asked for revokes the tokens.
         public var revocationEndpoint: String?
+        /// The device authorization endpoint (RFC 8628 §3.1), for device logins; read from
+        /// the issuer's `device_authorization_endpoint` when not set.
+        public var deviceAuthorizationEndpoint: String? = nil
         /// The JWT bearer grant (RFC 7523 §2.1): where its assertion is read from.
         public var jwtBearer: JWTBearer? = nil
         /// Token exchange (RFC 8693): where the subject token is read from, and what to ask for.

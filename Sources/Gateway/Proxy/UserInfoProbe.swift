@@ -91,7 +91,7 @@ public final class UserInfoProbe: Sendable {
                 if s.isLoggedIn { start(epoch: s.epoch) } else { stop() }
             case .loggedOut:
                 stop()
-            case .refreshed, .refreshFailed:
+            case .refreshed, .refreshFailed, .deviceAuthorization, .deviceLoginEnded:
                 break
             }
         }

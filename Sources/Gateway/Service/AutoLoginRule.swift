@@ -15,6 +15,9 @@ public import AuthCore
 /// - Any other ending (a refused refresh, a revoked token, an expiry without a way to
 ///   renew, a user-info rejection, tokens missing at restore): log in again, with backoff.
 /// - A login, from any source: logged in, stop trying.
+/// - With the device grant: a device login that expired, was declined or refused starts a
+///   new one (a new user code, logged); one that a logout cancelled or a login replaced
+///   does not.
 public enum AutoLoginRule {
     /// What to do.
     public enum Action: Sendable, Equatable {
@@ -41,8 +44,15 @@ public enum AutoLoginRule {
             case .replacedByLogin, .endedElsewhere: return .none
             case .refreshRejected, .expiredWithoutRefreshToken, .tokensMissing, .userInfoRejected, .keyChanged: return .logIn
             }
-        case .refreshed, .refreshFailed:
+        case .refreshed, .refreshFailed, .deviceAuthorization:
             return .none
+        case .deviceLoginEnded(let end):
+            // A device login nobody approved in time, or declined, starts again (a new user
+            // code); one cancelled by a logout or replaced by a login does not.
+            switch end {
+            case .expired, .denied, .rejected, .storeFailed: return .logIn
+            case .cancelled, .replaced: return .none
+            }
         }
     }
 }

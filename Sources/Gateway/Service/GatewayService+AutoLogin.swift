@@ -10,7 +10,7 @@ extension GatewayService {
             guard let settings = s.authorization.autoLogin, let actor = sessions[s.name]?.actor else { return nil }
             var sessionLogger = logger
             sessionLogger[metadataKey: "auth.session"] = "\(s.name)"
-            return (SessionAutoLogin(grant: settings.loginGrant, session: actor, clock: clock, logger: sessionLogger), actor)
+            return (SessionAutoLogin(method: settings.method, session: actor, clock: clock, logger: sessionLogger), actor)
         }
     }
 

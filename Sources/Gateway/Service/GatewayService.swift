@@ -127,8 +127,8 @@ public final class GatewayService: Sendable {
                     clientSecret: secrets.clientSecret(for: s.name), authentication: authentication,
                     mapping: authorization.mapping ?? .standard, revocationEndpoint: authorization.revocationEndpoint,
                     assertion: assertion, certificate: GatewayConfiguration.clientCertificate(authorization),
-                    jwtBearer: authorization.jwtBearerSettings,
-                    tokenExchange: authorization.tokenExchangeSettings),
+                    jwtBearer: authorization.jwtBearerSettings, tokenExchange: authorization.tokenExchangeSettings,
+                    deviceAuthorizationEndpoint: authorization.deviceAuthorizationEndpoint),
                 transport: CurlTransport(client: tokenClient), clock: clock)
             grantClients[s.name] = oauth
             var sessionLogger = logger
@@ -144,7 +144,9 @@ public final class GatewayService: Sendable {
                     configuration: $0, session: actor, transport: CurlTransport(client: tokenClient), policy: rejectionPolicy,
                     rule: replayRule, logger: sessionLogger, certificate: GatewayConfiguration.clientCertificate(authorization))
             }
-            sessions[s.name] = GatewaySession(name: s.name, actor: actor, userInfo: userInfo)
+            sessions[s.name] = GatewaySession(
+                name: s.name, actor: actor, userInfo: userInfo,
+                deviceLogin: authorization.deviceAuthorizationEndpoint != nil)
         }
         let directory = c.stateDirectory
         let probes = sessions.values.sorted { $0.name < $1.name }.compactMap(\.userInfo)

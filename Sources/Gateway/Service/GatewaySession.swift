@@ -9,9 +9,13 @@ public struct GatewaySession: Sendable {
     public let actor: AuthActor
     /// The session's user-info call, if configured.
     public let userInfo: UserInfoProbe?
+    /// Whether the session can log in with the device grant (RFC 8628): it has a device
+    /// authorization endpoint.
+    public let deviceLogin: Bool
 
     /// Creates a session.
-    public init(name: String, actor: AuthActor, userInfo: UserInfoProbe? = nil) {
+    public init(name: String, actor: AuthActor, userInfo: UserInfoProbe? = nil, deviceLogin: Bool = false) {
+        self.deviceLogin = deviceLogin
         self.name = name
         self.actor = actor
         self.userInfo = userInfo

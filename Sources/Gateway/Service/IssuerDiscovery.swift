@@ -49,6 +49,9 @@ public struct IssuerDiscovery: Sendable {
         if resolved.revocationEndpoint == nil {
             resolved.revocationEndpoint = aliases.revocationEndpoint ?? document.revocationEndpoint
         }
+        if resolved.deviceAuthorizationEndpoint == nil {
+            resolved.deviceAuthorizationEndpoint = aliases.deviceAuthorizationEndpoint ?? document.deviceAuthorizationEndpoint
+        }
         do {
             try GatewayConfiguration.validate(resolved, at: field, insecure: allowInsecureHTTP)
         } catch {
@@ -59,6 +62,7 @@ public struct IssuerDiscovery: Sendable {
             metadata: [
                 "auth.issuer": "\(issuer)", "auth.token_endpoint": "\(resolved.tokenEndpoint ?? "")",
                 "auth.revocation_endpoint": "\(resolved.revocationEndpoint ?? "none")",
+                "auth.device_authorization_endpoint": "\(resolved.deviceAuthorizationEndpoint ?? "none")",
             ])
         return resolved
     }

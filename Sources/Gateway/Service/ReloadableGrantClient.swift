@@ -50,6 +50,11 @@ public final class ReloadableGrantClient: TokenGrantClient {
         try await current.revoke(refreshToken: refreshToken, accessToken: accessToken)
     }
 
+    /// Asks for a device code with the current client.
+    public func requestDeviceAuthorization(scope: String?) async throws -> DeviceAuthorization {
+        try await current.requestDeviceAuthorization(scope: scope)
+    }
+
     /// Whether a revocation endpoint is configured.
     public var canRevoke: Bool { current.canRevoke }
 }

@@ -1,0 +1,117 @@
+internal import Foundation
+internal import Logging
+
+extension AuthActor {
+    /// A device login waiting for a person; the device code stays inside the polling task.
+    struct DeviceFlow {
+        let id: UInt64
+        /// Nil while the device authorization request is in flight.
+        var status: DeviceAuthorizationStatus?
+        var task: Task<Void, Never>?
+    }
+
+    /// Starts a device login (RFC 8628): asks the device authorization endpoint for a user
+    /// code, publishes ``AuthEvent/deviceAuthorization(_:)`` and returns what a person needs
+    /// (the user code and where to enter it). The token endpoint is then polled in the
+    /// background, as ``DevicePolling`` decides; an approval logs the session in as any
+    /// login does (tokens stored, ``AuthEvent/loggedIn(_:)``), and any other ending
+    /// publishes ``AuthEvent/deviceLoginEnded(_:)``. The session, if logged in, keeps
+    /// serving until the approval replaces it.
+    ///
+    /// Throws ``AuthError/deviceLoginPending`` when a device login is already waiting (one
+    /// at a time: a second would invalidate the code someone may be typing), and
+    /// ``AuthError/Code/loginFailed`` with the endpoint's error when the device
+    /// authorization request fails, and ``AuthError/Code/sessionEnded`` (a logout someone
+    /// asked for) when a logout cancelled it while that request was in flight. A logout
+    /// someone asked for, or another login, cancels the pending login. The device code is
+    /// never logged, published or returned.
+    public func startDeviceLogin(scope: String? = nil, subject: String? = nil) async throws -> DeviceAuthorizationStatus {
+        guard deviceFlow == nil else { throw AuthError.deviceLoginPending }
+        // The session the approval begins proves its own key, from the first poll on.
+        let dpop = try keyForNewSession()
+        nextDeviceFlowID += 1
+        let id = nextDeviceFlowID
+        deviceFlow = DeviceFlow(id: id)
+        let authorization: DeviceAuthorization
+        do {
+            authorization = try await client.requestDeviceAuthorization(scope: scope)
+        } catch {
+            if deviceFlow?.id == id { deviceFlow = nil }
+            if let endpoint = error as? AuthError, endpoint.code.domain == .tokenEndpoint {
+                throw AuthError.loginFailed(endpoint)
+            }
+            throw error
+        }
+        // A logout someone asked for while the request was in flight cancelled this login.
+        guard deviceFlow?.id == id else { throw AuthError.sessionEnded(.userInitiated) }
+        let startedAt = clock.now
+        let status = authorization.status(expiresAt: clock.wallNow.addingTimeInterval(authorization.expiresIn.timeInterval))
+        let polling = DevicePolling(interval: authorization.interval, expiresIn: authorization.expiresIn, startedAt: startedAt)
+        deviceFlow?.status = status
+        deviceFlow?.task = Task {
+            await self.pollDevice(id, authorization.deviceCode, polling, subject: subject, dpop: dpop)
+        }
+        logger.info(
+            "device login waiting for approval",
+            metadata: [
+                "auth.device.user_code": "\(status.userCode)", "auth.device.verification_uri": "\(status.verificationURI)",
+                "auth.device.expires_in": "\(authorization.expiresIn)", "auth.device.interval": "\(authorization.interval)",
+            ])
+        events.publish(.deviceAuthorization(status), status: self.status)
+        return status
+    }
+
+    /// Cancels the device login waiting for a person, if any
+    /// (``DeviceLoginEnd/cancelled``). A poll in flight is dropped when it returns, even
+    /// with tokens.
+    public func cancelDeviceLogin() {
+        guard let flow = deviceFlow else { return }
+        deviceFlow = nil
+        flow.task?.cancel()
+        if flow.status != nil { endedDeviceLogin(.cancelled) }
+    }
+
+    /// Publishes and logs the end of a device login that did not log in.
+    func endedDeviceLogin(_ end: DeviceLoginEnd) {
+        logger.notice("device login ended", metadata: ["auth.device.end": "\(end.code)", "auth.device.detail": "\(end)"])
+        events.publish(.deviceLoginEnded(end), status: status)
+    }
+
+    /// Polls the token endpoint with `deviceCode` until ``DevicePolling`` says stop, while
+    /// the device login `id` is still the pending one.
+    private func pollDevice(
+        _ id: UInt64, _ deviceCode: String, _ polling: DevicePolling, subject: String?, dpop: DPoPSessionKey?
+    ) async {
+        var polling = polling
+        var action = polling.start(now: clock.now)
+        while case .poll(let wait) = action {
+            do { try await clock.sleep(for: wait) } catch { return }
+            guard deviceFlow?.id == id, !Task.isCancelled else { return }
+            let requestedAt = (clock.now, clock.wallNow)
+            do {
+                let response = try await client.requestToken(.deviceCode(deviceCode), dpop: dpop)
+                _ = try await install(
+                    response, grantType: Grant.deviceCodeType, subject: subject, requestedAt: requestedAt, dpop: dpop,
+                    deviceFlowID: id)
+                return
+            } catch is CancellationError {
+                return
+            } catch let error as AuthError where error.code.domain == .tokenEndpoint {
+                action = polling.next(after: DevicePolling.outcome(of: error), now: clock.now)
+                if case .poll = action, case .unavailable = DevicePolling.outcome(of: error) {
+                    logger.notice(
+                        "device login poll failed; polling again", metadata: ["auth.error": "\(error)"])
+                }
+            } catch {
+                // The tokens were issued, and could not be stored.
+                logger.error("device login approved, but the tokens could not be stored", metadata: ["error": "\(error)"])
+                action = .fail(.storeFailed)
+            }
+            guard deviceFlow?.id == id else { return }
+            if deviceFlow?.status?.interval != polling.interval { deviceFlow?.status?.interval = polling.interval }
+        }
+        guard deviceFlow?.id == id, case .fail(let end) = action else { return }
+        deviceFlow = nil
+        endedDeviceLogin(end)
+    }
+}

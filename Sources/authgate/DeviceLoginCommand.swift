@@ -1,0 +1,64 @@
+import ArgumentParser
+import Foundation
+import Gateway
+
+/// `authgate login --grant device`: starts a device login (RFC 8628) through the admin API,
+/// prints where to go and the code to enter, and waits for the session's events until the
+/// login completes (exit 0) or ends without logging in (exit 1, with the reason). The
+/// events are followed from before the login starts, so none is missed.
+enum DeviceLoginCommand {
+    static func run(_ options: AdminOptions, body: [UInt8]) throws {
+        let endpoint = try options.endpoint()
+        let token = try options.token()
+        let eventsPath = try options.addressed("/auth/events")
+        let loginPath = try options.addressed("/auth/login")
+        let code: Int32 = try runBlocking {
+            let (messages, continuation) = AsyncStream.makeStream(of: EventStreamParser.Message.self)
+            let stream = AdminEventStream(endpoint: endpoint, token: token)
+            let follow = Task {
+                try await stream.follow(path: eventsPath) {
+                    continuation.yield($0)
+                } notice: { text in
+                    FileHandle.standardError.write(Data("authgate login: \(text)\n".utf8))
+                }
+                continuation.finish()
+            }
+            defer { follow.cancel() }
+            var iterator = messages.makeAsyncIterator()
+            // The state now: every event after it comes after the login starts.
+            guard await iterator.next() != nil else { return 1 }
+            let response = try await AdminClient(endpoint: endpoint, token: token).send("POST", loginPath, json: body)
+            let text = String(decoding: response.body, as: UTF8.self)
+            guard response.status == 202, let (instructions, expiresIn) = DeviceLoginWatch.instructions(text) else {
+                print(text)
+                return 1
+            }
+            // Unbuffered: whoever reads a pipe must see the code now, not when the login ends.
+            _ = writeLine(instructions)
+            let waiting = Task {
+                while let message = await iterator.next() {
+                    switch DeviceLoginWatch.verdict(event: message.event, data: message.data) {
+                    case .waiting: continue
+                    case .loggedIn(let summary):
+                        _ = writeLine("logged in" + (summary.isEmpty ? "" : ": \(summary)"))
+                        return Int32(0)
+                    case .failed(let reason):
+                        FileHandle.standardError.write(Data("authgate login: the device login ended: \(reason)\n".utf8))
+                        return Int32(1)
+                    }
+                }
+                return Int32(1)
+            }
+            // The gateway ends the login at the codes' expiry; past it and a margin, stop
+            // waiting for a gateway that no longer answers.
+            let deadline = Task {
+                try? await Task.sleep(for: .seconds(expiresIn + 30))
+                waiting.cancel()
+                continuation.finish()
+            }
+            defer { deadline.cancel() }
+            return await waiting.value
+        }
+        if code != 0 { throw ExitCode(code) }
+    }
+}
