@@ -2,12 +2,13 @@ public import Crypto
 internal import Foundation
 public import _CryptoExtras
 
-/// A private key the client signs its assertions with (`private_key_jwt`, RFC 7523 §2.2),
-/// read from a PEM file: an EC P-256 key (ES256) or an RSA key of at least 2,048 bits
-/// (PS256 or RS256). Made for one signature and dropped: the file is read for each.
-// Unchecked: swift-crypto's keys are immutable values over BoringSSL key objects whose
-// signing operations BoringSSL makes safe to run from several threads at once; they are only
-// not declared Sendable.
+// Unchecked Sendable: swift-crypto's keys are immutable values over BoringSSL key objects
+// whose signing operations BoringSSL makes safe to run from several threads at once; they
+// are only not declared Sendable.
+
+/// A private key the client signs with: its assertions (`private_key_jwt`, RFC 7523 §2.2)
+/// and DPoP proofs (RFC 9449). An EC P-256 key (ES256) or an RSA key of at least 2,048 bits
+/// (PS256 or RS256), read from a PEM file or generated.
 public enum ClientKey: @unchecked Sendable {
     /// An EC key on P-256.
     case p256(P256.Signing.PrivateKey)
