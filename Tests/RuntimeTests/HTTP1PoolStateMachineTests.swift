@@ -113,4 +113,55 @@ struct HTTP1PoolStateMachineTests {
         #expect(Self.text(m.released(c)) == ["park c0", "ended"])
         #expect(m.waitingCount == 0)
     }
+
+    /// A burst opens `maxConnecting` connections; each connect that completes lets one more
+    /// open, for the first waiting exchange.
+    @Test func aBurstOpensConnectionsAtThePaceTheyConnect() {
+        var m = Machine(maxConnections: 8, maxConnecting: 2)
+        let e = (0..<5).map(Ex.init)
+        #expect(Self.text(m.start(e[0])) == "open for e0")
+        #expect(Self.text(m.start(e[1])) == "open for e1")
+        for i in 2..<5 { #expect(Self.text(m.start(e[i])) == "wait") }
+        #expect(m.connectingCount == 2 && m.openCount == 2 && m.waitingCount == 3)
+        #expect(Self.text(m.connectFinished()) == "open for e2")
+        #expect(Self.text(m.connectFinished()) == "open for e3")
+        #expect(m.connectingCount == 2 && m.openCount == 4 && m.waitingCount == 1)
+        // A connection that frees up serves the next waiting exchange: nothing more opens.
+        #expect(Self.text(m.released(Conn(0))) == ["run e4 on c0"])
+        #expect(Self.text(m.connectFinished()) == "wait")
+        #expect(Self.text(m.connectFinished()) == "wait")
+        #expect(m.connectingCount == 0 && m.openCount == 4 && m.waitingCount == 0)
+    }
+
+    /// A failed connect frees its connecting slot once: the close that follows opens nothing
+    /// more while the connect opened for the next exchange is still under way.
+    @Test func aFailedConnectOpensOneConnectionForTheNextExchangeNotTwo() {
+        var m = Machine(maxConnections: 4, maxConnecting: 1)
+        let c0 = Conn(0)
+        #expect(Self.text(m.start(Ex(0))) == "open for e0")
+        #expect(Self.text(m.start(Ex(1))) == "wait")
+        #expect(Self.text(m.start(Ex(2))) == "wait")
+        #expect(Self.text(m.connectFinished()) == "open for e1", "c0 failed to connect")
+        #expect(Self.text(m.closed(c0)) == ["ended"], "e2 waits for e1's connect")
+        #expect(m.openCount == 1 && m.connectingCount == 1 && m.waitingCount == 1)
+        #expect(Self.text(m.connectFinished()) == "open for e2")
+    }
+
+    /// The limit of open connections holds whatever the pace allows.
+    @Test func thePaceNeverOpensBeyondTheLimit() {
+        var m = Machine(maxConnections: 2, maxConnecting: 8)
+        #expect(Self.text(m.start(Ex(0))) == "open for e0")
+        #expect(Self.text(m.start(Ex(1))) == "open for e1")
+        #expect(Self.text(m.start(Ex(2))) == "wait")
+        #expect(Self.text(m.connectFinished()) == "wait")
+        #expect(m.openCount == 2 && m.waitingCount == 1)
+    }
+
+    @Test func noConnectOpensAnythingAfterShutdown() {
+        var m = Machine(maxConnections: 4, maxConnecting: 1)
+        _ = m.start(Ex(0))
+        _ = m.start(Ex(1))
+        _ = m.shutDown(open: [])
+        #expect(Self.text(m.connectFinished()) == "wait")
+    }
 }

@@ -10,6 +10,10 @@ public struct UpstreamClientConfiguration: Sendable {
     public var idleTimeout: Duration
     /// Connections per upstream host, pooled and reused (`CURLMOPT_MAX_HOST_CONNECTIONS`).
     public var maxConnectionsPerHost: Int
+    /// The most connections to one origin still connecting at once, per event loop, on
+    /// the loop's own HTTP/1.1 client: a burst opens this many and reuses or opens more as
+    /// they connect, so an API with a short listen backlog drops no connection attempt.
+    public var maxConnectingPerHost: Int = 4
     /// A PEM bundle of trusted CAs; nil uses the system's.
     public var caFile: String?
     /// A directory of trusted CAs.

@@ -27,6 +27,9 @@ final class HTTP1Connection {
     private let loop: EventLoop
     /// The current response's parser.
     let parser = ResponseParser()
+    /// Whether the pool still counts this connection as connecting (until its connect
+    /// completes or fails, or it closes first).
+    var awaitingConnect = true
     /// The connection's decisions.
     var machine: StateMachine
     /// The exchange being served, if any.
@@ -89,12 +92,14 @@ final class HTTP1Connection {
                 let address = try result.get()
                 try address.withSockaddr { sa throws(RuntimeError) in
                     try tcp.connect(to: sa) { [self] status in
+                        pool.connectFinished(self)
                         let live = self.exchange.map { !$0.isFinished } ?? false
                         execute(machine.connected(status: status, exchangeLive: live))
                     }
                 }
             } catch {
                 connectError = error
+                pool.connectFinished(self)
                 execute(machine.connectFailed(error.systemCode ?? UV_ECONNREFUSED.rawValue))
             }
         }

@@ -1,8 +1,15 @@
 extension HTTP1Pool {
     /// The decisions of one origin's pool, as a value: which connection serves an exchange
-    /// (the most recently idle one, else a new one while fewer than the limit are open, else
-    /// it waits in order), what a freed or closed connection does next, and shutdown. It
-    /// touches no socket: each event returns the actions ``HTTP1Pool`` runs, in order.
+    /// (the most recently idle one, else a new one while fewer than the limit are open and
+    /// fewer than `maxConnecting` are still connecting, else it waits in order), what a
+    /// freed, connected or closed connection does next, and shutdown. It touches no socket:
+    /// each event returns the actions ``HTTP1Pool`` runs, in order.
+    ///
+    /// Connections are opened at the pace they connect: a burst of exchanges opens
+    /// `maxConnecting` at once and the others wait for the first of a connection that frees
+    /// up or a connect that completes. An API with a short listen backlog then never sees
+    /// more connection attempts at once than it can queue (a dropped SYN costs the request
+    /// a retransmit: 1 s, then 3, 7, 15).
     ///
     /// Generic over the connection and exchange types so that it is tested with plain
     /// objects; it only keeps and compares references.
@@ -25,6 +32,14 @@ extension HTTP1Pool {
 
         /// The most connections open at once.
         let maxConnections: Int
+        /// The most connections still connecting at once.
+        let maxConnecting: Int
+        /// Connections opened and not yet connected (nor failed).
+        private(set) var connectingCount = 0 {
+            didSet { peakConnectingCount = max(peakConnectingCount, connectingCount) }
+        }
+        /// The most connections that were connecting at once, for tests.
+        private(set) var peakConnectingCount = 0
         /// Idle connections, most recently idle last.
         private(set) var idle: [Connection] = []
         /// Exchanges waiting for a connection, in order, from `waitingHead` on.
@@ -34,8 +49,9 @@ extension HTTP1Pool {
         private(set) var openCount = 0
         private(set) var shuttingDown = false
 
-        init(maxConnections: Int) {
+        init(maxConnections: Int, maxConnecting: Int = .max) {
             self.maxConnections = maxConnections
+            self.maxConnecting = max(1, maxConnecting)
         }
 
         /// Busy connections: open and not idle.
@@ -50,17 +66,37 @@ extension HTTP1Pool {
         /// An exchange wants a connection.
         mutating func start(_ exchange: Exchange) -> Action? {
             if let connection = idle.popLast() { return .run(exchange, on: connection) }
-            if openCount < maxConnections {
+            if canOpen {
                 openCount += 1
+                connectingCount += 1
                 return .open(for: exchange)
             }
             waiting.append(exchange)
             return nil
         }
 
+        /// Whether a new connection may be opened now.
+        private var canOpen: Bool { openCount < maxConnections && connectingCount < maxConnecting && !shuttingDown }
+
         /// Opening a connection failed before it counted (no socket): the slot is free again.
         mutating func openFailed() {
             openCount -= 1
+            connectingCount -= 1
+        }
+
+        /// A connection opened by ``Action/open(for:)`` connected, or failed to: another
+        /// may connect now, for the first waiting exchange.
+        mutating func connectFinished() -> Action? {
+            connectingCount -= 1
+            return openForWaiting()
+        }
+
+        /// A new connection for the first waiting exchange, when one may be opened.
+        private mutating func openForWaiting() -> Action? {
+            guard canOpen, let next = nextWaiting() else { return nil }
+            openCount += 1
+            connectingCount += 1
+            return .open(for: next)
         }
 
         /// `connection` finished an exchange and can take another: it runs the next waiting
@@ -76,11 +112,7 @@ extension HTTP1Pool {
         mutating func closed(_ connection: Connection) -> (Action?, Action) {
             openCount -= 1
             if let i = idle.firstIndex(where: { $0 === connection }) { idle.remove(at: i) }
-            if !shuttingDown, let next = nextWaiting() {
-                openCount += 1
-                return (.open(for: next), .exchangeEnded)
-            }
-            return (nil, .exchangeEnded)
+            return (openForWaiting(), .exchangeEnded)
         }
 
         /// A waiting exchange was cancelled.

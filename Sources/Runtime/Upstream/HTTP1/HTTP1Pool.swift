@@ -23,7 +23,9 @@ final class HTTP1Pool {
     init(client: UpstreamClient, origin: HTTP1Origin) {
         self.client = client
         self.origin = origin
-        machine = StateMachine(maxConnections: client.configuration.maxConnectionsPerHost)
+        machine = StateMachine(
+            maxConnections: client.configuration.maxConnectionsPerHost,
+            maxConnecting: client.configuration.maxConnectingPerHost)
         gauges = client.configuration.connectionGauges?.counters(for: "http://\(origin.authority)")
     }
 
@@ -34,6 +36,9 @@ final class HTTP1Pool {
 
     /// Idle connections, for tests.
     var idleCount: Int { machine.idle.count }
+
+    /// The most connections that were connecting at once, for tests.
+    var peakConnectingCount: Int { machine.peakConnectingCount }
 
     /// Whether nothing is under way: no exchange waiting and every open connection idle.
     var isQuiet: Bool { machine.isQuiet }
@@ -57,8 +62,17 @@ final class HTTP1Pool {
         if let then { execute(then) }
     }
 
+    /// A connection opened for an exchange connected, or failed to (its first call only).
+    func connectFinished(_ connection: HTTP1Connection) {
+        guard connection.awaitingConnect else { return }
+        connection.awaitingConnect = false
+        if let action = machine.connectFinished() { execute(action) }
+    }
+
     /// A connection closed.
     func closed(_ connection: HTTP1Connection) {
+        // One closed before its connect completed (a shutdown) leaves the connecting count.
+        connectFinished(connection)
         connections[ObjectIdentifier(connection)] = nil
         let (first, then) = machine.closed(connection)
         if let first { execute(first) }
