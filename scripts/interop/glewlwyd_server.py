@@ -26,7 +26,8 @@ revoke_user_refresh_tokens(info) -> int (admin API),
 register_client_keys(info, client_id, pems) (admin API: the `pubkey` of the
 private_key_jwt client), register_client_certificate(info, client_id, pem)
 (admin API: the `jwks` of the self_signed_tls_client_auth client, and the
-TLS proxy's trust list).
+TLS proxy's trust list), dpop_nonce(info) -> dict (the client's current DPoP
+nonce, from its database).
 
 Besides `authgate` (client_secret_basic/post) it creates one client per
 RFC 7523 / RFC 8705 method, each allowed that method only: `authgate-jwt`
@@ -97,6 +98,8 @@ PASSWORD = "wonderland"
 SCOPE = "api"
 INTROSPECT_SCOPE = "introspect"
 REDIRECT_URI = "http://127.0.0.1/callback"
+DPOP_IAT_SECONDS = 60
+DPOP_NONCE_USES = 2
 
 HTTP_TIMEOUT = 10.0
 START_TIMEOUT = 20.0
@@ -658,6 +661,21 @@ def _configure(api: str, issuer_port: int, access_ttl: int, refresh_ttl: int,
         "client-cert-header-name": CERT_HEADER,
         "client-cert-use-endpoint-aliases": True,
         "client-cert-self-signed-allowed": True,
+        # DPoP (RFC 9449): a token request with a proof gets tokens bound to
+        # its key (the JWT access token's cnf.jkt, the refresh token's
+        # row); the proof's iat may be DPOP_IAT_SECONDS old and not in the
+        # future. glewlwyd checks a proof sent at its token endpoint whatever
+        # oauth-dpop-allowed says; the switch names the algorithms in its
+        # discovery document and allows dpop_jkt at /auth. Nonces are one per
+        # client: the first proof without the current one is answered
+        # use_dpop_nonce; a nonce serves DPOP_NONCE_USES + 1 accepted proofs,
+        # and the token response to the last one brings the next nonce in its
+        # DPoP-Nonce header (the old one is refused from then on).
+        "oauth-dpop-allowed": True,
+        "oauth-dpop-iat-duration": DPOP_IAT_SECONDS,
+        "oauth-dpop-iat-gap-duration": 0,
+        "oauth-dpop-nonce-mandatory": True,
+        "oauth-dpop-nonce-counter": DPOP_NONCE_USES,
         "subject-type": "public",
         "scope": [],
         "claims": [],
@@ -845,6 +863,8 @@ def start(dir: str, port: int, access_ttl: int = 4,  # noqa: A002
         "mtls": mtls_info,
         "mtls_unavailable": (None if mtls_info else
                              f"{HAPROXY_BIN} (the TLS proxy glewlwyd's mutual TLS needs here) is not installed"),
+        "dpop": {"iat_seconds": DPOP_IAT_SECONDS, "nonce_uses": DPOP_NONCE_USES,
+                 "algorithms": doc.get("dpop_signing_alg_values_supported")},
         "api": api,
         "username": USERNAME,
         "password": PASSWORD,
@@ -1074,7 +1094,7 @@ _INVALID_CLIENT = b"Security - Authorization invalid for client_id "
 
 def _log_counts(d: str) -> dict:
     out = {"refresh_revoked": 0, "access_revoked": 0, "invalid_refresh": 0,
-           "invalid_client": {}}
+           "invalid_client": {}, "dpop_invalid": 0, "dpop_jti_reused": 0}
     try:
         with open(_paths(d)["log"], "rb") as f:
             for line in f:
@@ -1083,6 +1103,10 @@ def _log_counts(d: str) -> dict:
                     out["invalid_client"][cid] = out["invalid_client"].get(cid, 0) + 1
                 elif b"Security - Token invalid at IP Address" in line:
                     out["invalid_refresh"] += 1
+                elif b"Security - DPoP invalid at IP Address" in line:
+                    out["dpop_invalid"] += 1
+                elif b"jti already used for client" in line:  # DPoP (CIBA is off)
+                    out["dpop_jti_reused"] += 1
                 elif b"Event oidc" in line and b" revoked, origin" in line:
                     if b"Refresh token generated" in line:
                         out["refresh_revoked"] += 1
@@ -1135,7 +1159,13 @@ def stats(dir_or_info) -> dict:
       - Authorization invalid for client_id ..."; glewlwyd answers them with
       an empty 403 and logs no finer reason at INFO);
     - bound_thumbprints {x5t#S256: n}: tokens bound to a client certificate
-      (see _bound).
+      (see _bound);
+    - dpop_proofs / dpop_proof_keys {jkt: n}: DPoP proofs the token endpoint
+      accepted (dpop_userinfo_proofs: its /userinfo, with `ath`);
+      dpop_bound / dpop_bound_keys {jkt: n}: refresh tokens bound
+      to a DPoP key (one per login and refresh); dpop_refused: proofs refused
+      as invalid, dpop_jti_reused: proofs refused for a jti seen before
+      (both from its log; see _dpop).
     """
     d = _dir_of(dir_or_info)
     con = _ro(d)
@@ -1157,6 +1187,7 @@ def stats(dir_or_info) -> dict:
             "SELECT COUNT(*) FROM gpo_access_token WHERE gpoa_plugin_name=? "
             "AND gpoa_enabled=0", (PLUGIN_NAME,)).fetchone()[0]
         fams = _families(con)
+        dpop = _dpop(con)
     finally:
         con.close()
     logc = _log_counts(d)
@@ -1195,7 +1226,44 @@ def stats(dir_or_info) -> dict:
         "bound_thumbprints": _bound(d),
         "client_assertions_refused": _refused(logc, "assertion"),
         "client_certificates_refused": _refused(logc, "certificate"),
+        **dpop,
+        "dpop_refused": ({"invalid_dpop_proof (glewlwyd log)": logc["dpop_invalid"]}
+                         if logc["dpop_invalid"] else {}),
+        "dpop_jti_reused": logc["dpop_jti_reused"],
     }
+
+
+def _dpop(con: sqlite3.Connection) -> dict:
+    """DPoP at the token endpoint: glewlwyd stores the jti of every proof it
+    accepted (gpo_dpop, with its key's thumbprint) and the key a refresh
+    token is bound to (gpor_dpop_jkt; one row per login and per refresh
+    under rotation). A refused proof leaves no row; one refused for its
+    signature, claims or key is logged ("Security - DPoP invalid"), one
+    without the current nonce is not (DEBUG only)."""
+    proofs = dict(con.execute(
+        "SELECT gpod_jkt, COUNT(*) FROM gpo_dpop WHERE gpod_plugin_name=? "
+        "AND gpod_htu LIKE '%/token' GROUP BY gpod_jkt", (PLUGIN_NAME,)).fetchall())
+    bound = dict(con.execute(
+        "SELECT gpor_dpop_jkt, COUNT(*) FROM gpo_refresh_token WHERE gpor_plugin_name=? "
+        "AND gpor_dpop_jkt IS NOT NULL GROUP BY gpor_dpop_jkt", (PLUGIN_NAME,)).fetchall())
+    userinfo = con.execute(
+        "SELECT COUNT(*) FROM gpo_dpop WHERE gpod_plugin_name=? AND gpod_htu LIKE '%/userinfo'",
+        (PLUGIN_NAME,)).fetchone()[0]
+    return {"dpop_proofs": sum(proofs.values()), "dpop_proof_keys": proofs, "dpop_userinfo_proofs": userinfo,
+            "dpop_bound": sum(bound.values()), "dpop_bound_keys": bound}
+
+
+def dpop_nonce(dir_or_info, client_id: str = CLIENT_ID) -> dict | None:
+    """The client's current DPoP nonce at glewlwyd and how many more
+    accepted proofs it lasts: {nonce, uses_left}; None before its first
+    proof."""
+    con = _ro(_dir_of(dir_or_info))
+    try:
+        row = con.execute("SELECT gpodcn_nonce, gpodcn_counter FROM gpo_dpop_client_nonce "
+                          "WHERE gpodcn_client_id=?", (client_id,)).fetchone()
+    finally:
+        con.close()
+    return None if row is None else {"nonce": row[0], "uses_left": row[1]}
 
 
 # method -> the client allowed that method only.

@@ -25,8 +25,10 @@ Adding a server kind: put a module next to this file with start/code/stop and ad
 line to KINDS. The checks that count what the authorization server did need its
 counters: either a `stats` URL in the info dict (GET → JSON) or a `stats(info) -> dict`
 function in the module (glewlwyd: read from its database). Keys used: refreshes,
-reuse_detections, revocations, token_requests, tokens_issued. Without them those
-scenarios SKIP.
+reuse_detections, revocations, token_requests, tokens_issued (and for DPoP dpop_proofs,
+dpop_bound, dpop_refused). Without them those scenarios SKIP. A server that binds tokens
+to a DPoP key says so in its info: `dpop_nonce` (Authlib's debug endpoint setting its
+nonce) or `dpop` (glewlwyd: its settings; its module's dpop_nonce(info) reads its nonce).
 """
 
 from __future__ import annotations
@@ -1073,65 +1075,121 @@ def dpop_resource_server(ctx, name, nonce_seconds=None):
     return rs, lambda: request("GET", rs["url"] + "/stats", timeout=5).json()
 
 
-def sc_dpop(ctx):
-    if not ctx.info.get("dpop_nonce"):
+NONCE_REFUSAL = "the proof must carry the server's nonce"
+
+
+def dpop_as(ctx):
+    """Raises Skip unless the AS binds tokens to a DPoP key here: Authlib's test server (its
+    nonce set through a debug endpoint) or glewlwyd (its own nonces, one per client)."""
+    if not ctx.info.get("dpop_nonce") and not ctx.info.get("dpop"):
         raise Skip("this server issues no DPoP-bound tokens here")
+
+
+def set_as_nonce(ctx, nonce):
+    """Makes Authlib's token endpoint want `nonce` (None: none); glewlwyd makes its own."""
+    if ctx.info.get("dpop_nonce"):
+        r = request("POST", ctx.info["dpop_nonce"], body=json.dumps({"nonce": nonce}),
+                    headers={"Content-Type": "application/json"})
+        check(r.status == 200, f"setting the AS's DPoP nonce → {r.status}")
+
+
+def jwt_cnf_jkt(token):
+    """The `cnf.jkt` of an access token that is a JWT (glewlwyd's), or None (opaque)."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        return (json.loads(base64.urlsafe_b64decode(parts[1] + "==")).get("cnf") or {}).get("jkt")
+    except ValueError:
+        return None
+
+
+def as_proofs_refused(a0, a1):
+    """The AS's proof refusals between two counters, by reason, but for nonce requests."""
+    refused = {k: v - (a0.get("dpop_refused") or {}).get(k, 0) for k, v in (a1.get("dpop_refused") or {}).items()}
+    refused = {k: v for k, v in refused.items() if v and k != NONCE_REFUSAL}
+    reused = delta(a0, a1, "dpop_jti_reused")
+    if reused:
+        refused["jti used before"] = reused
+    return refused
+
+
+def sc_dpop(ctx):
+    dpop_as(ctx)
     from joserfc.jwk import ECKey
     key = os.path.join(ctx.dir, "dpop-key.pem")
     public = openssl_key(key, "ec")
     jkt = ECKey.import_key(public.decode()).thumbprint()
     # An API whose nonce changes every 4 s, and an AS that wants one too.
     rs, rs_stats = dpop_resource_server(ctx, "dpop-rs", nonce_seconds=4)
-    r = request("POST", ctx.info["dpop_nonce"], body=json.dumps({"nonce": "as-nonce-1"}),
-                headers={"Content-Type": "application/json"})
-    check(r.status == 200, f"setting the AS's DPoP nonce → {r.status}")
+    set_as_nonce(ctx, "as-nonce-1")
     config = authgate_config(ctx, "dpop")
     config["authorization"]["dpop"] = {"keyFile": key}
     config["routes"] = [{"prefix": "/api", "upstream": rs["url"], "requiresAuthentication": True}]
+    if ctx.info.get("userinfo_endpoint"):  # glewlwyd's checks the proof too (ath, its nonce)
+        config["userInfo"] = {"url": ctx.info["userinfo_endpoint"]}
     ag = AuthGate(ctx.binary, ctx.dir, "dpop", config)
     ag.start()
     try:
         a0, r0 = ctx.as_stats(), rs_stats()
-        ag.login({"grant_type": "password", "username": ctx.info["username"], "password": ctx.info["password"]})
+        ag.login(password_grant(ctx))
+        if "userInfo" in config:
+            check(wait_until(lambda: ag.session().get("registration") == "signed_up", 10),
+                  f"the user-info call with a proof did not succeed: {ag.session().get('registration')!r}")
+            check(delta(a0, ctx.as_stats(), "dpop_userinfo_proofs") == 1, "the AS did not check the user-info proof")
         first = ag.get("/api/dpop/1")
         check(first.status == 200, f"the API call after login → {first.status} {first.body[:300]!r}")
         token = first.json()["access_token"]
         bound = (ctx.introspect(token, "access_token").get("cnf") or {}).get("jkt")
         check(bound == jkt, f"the access token is bound to {bound!r}, not to the key's thumbprint {jkt!r}")
+        check(jwt_cnf_jkt(token) in (None, jkt), f"the access token's own cnf.jkt is {jwt_cnf_jkt(token)!r}")
         bearer = request("GET", rs["url"] + "/api/dpop/2", headers={"Authorization": "Bearer " + token})
         check(bearer.status == 401, f"the bound token sent as a bearer token → {bearer.status}, wanted 401")
         r0 = rs_stats()  # from here on, every refusal would be AuthGate's
         a1 = ctx.as_stats()
-        check(a1["dpop_refused"].get("the proof must carry the server's nonce", 0) -
-              a0["dpop_refused"].get("the proof must carry the server's nonce", 0) == 1,
-              "the AS did not ask for its nonce exactly once")
+        if ctx.info.get("dpop_nonce"):
+            asks = a1["dpop_refused"].get(NONCE_REFUSAL, 0) - a0["dpop_refused"].get(NONCE_REFUSAL, 0)
+            check(asks == 1, f"the AS asked for its nonce {asks} times, wanted once")
+            as_nonce = "AS nonce followed once"
+        else:  # glewlwyd refuses a proof without its nonce; it logs no count of them
+            n0 = ctx.mod.dpop_nonce(ctx.info)
+            check(n0 is not None, "the AS made no DPoP nonce for the client")
         expiry_refresh(ctx, ag, "/api/dpop/3")
         _, a2 = storm_expiries(ctx, ag, "/api/dpop/storm", expiries=3)
         r2 = rs_stats()
         refused = {k: v - r0["dpop_refused"].get(k, 0) for k, v in r2["dpop_refused"].items()}
-        nonce_asks = refused.pop("the proof must carry the server's nonce", 0)
+        nonce_asks = refused.pop(NONCE_REFUSAL, 0)
         refused = {k: v for k, v in refused.items() if v}
         check(not refused, f"the API refused proofs: {refused}")
         check(nonce_asks >= 1, "the API's rotating nonce was never asked for")
+        check(not as_proofs_refused(a0, a2), f"the AS refused proofs: {as_proofs_refused(a0, a2)}")
         accepted = r2["dpop_accepted"] - r0["dpop_accepted"]
         proofs = a2["dpop_proofs"] - a0["dpop_proofs"]
         check(proofs == a2["dpop_bound"] - a0["dpop_bound"], "a token request with a proof got an unbound token")
+        if not ctx.info.get("dpop_nonce"):
+            keys = {k: v - (a0.get("dpop_bound_keys") or {}).get(k, 0) for k, v in a2["dpop_bound_keys"].items()}
+            check({k for k, v in keys.items() if v} == {jkt}, f"refresh tokens bound to other keys: {keys}")
+            n1 = ctx.mod.dpop_nonce(ctx.info)
+            check(n1["nonce"] != n0["nonce"], f"the AS's nonce did not change in {proofs} proofs")
+            as_nonce = (f"{proofs} proofs accepted by the AS under its nonce, which changed every "
+                        f"{ctx.info['dpop']['nonce_uses'] + 1}, with no proof refused")
         return (f"ES256 key, tokens bound to its thumbprint (cnf.jkt), bearer use refused; login, refresh, "
                 f"3 expiries x 24 requests all 200 with one refresh each; {accepted} proofs accepted by the API, "
-                f"0 refused, {nonce_asks} nonce request(s) followed without a refresh; AS nonce followed once")
+                f"0 refused, {nonce_asks} nonce request(s) followed without a refresh; {as_nonce}"
+                + ("; user-info call proved to the AS" if "userInfo" in config else ""))
     finally:
         ag.stop()
-        request("POST", ctx.info["dpop_nonce"], body=json.dumps({"nonce": None}),
-                headers={"Content-Type": "application/json"})
+        set_as_nonce(ctx, None)
+
+
 def sc_dpop_key_life(ctx):
     """A generated key sealed with the tokens survives a restart and ends with the session;
     a key file that changes under a session ends it (key_changed), and the next login proves
     the new key."""
-    if not ctx.info.get("dpop_nonce"):
-        raise Skip("this server issues no DPoP-bound tokens here")
+    dpop_as(ctx)
     from joserfc.jwk import ECKey
     rs, rs_stats = dpop_resource_server(ctx, "dpop-life-rs")
-    password = {"grant_type": "password", "username": ctx.info["username"], "password": ctx.info["password"]}
+    password = password_grant(ctx)
 
     def bound(ag, path):
         r = ag.get(path)
