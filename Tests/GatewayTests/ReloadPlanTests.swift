@@ -67,6 +67,26 @@ import Testing
         #expect(plan.rotatedSecrets.isEmpty)
     }
 
+    /// The grants that need no person, autoLogin and the device endpoint are the session's
+    /// identity: a reload names them for a restart and leaves them at their running values.
+    @Test func theLoginGrantBlocksWaitForARestart() throws {
+        var new = Self.configuration()
+        new.authorization.jwtBearer = .init(assertionFile: "/run/token")
+        new.authorization.tokenExchange = .init(subjectTokenFile: "/run/subject")
+        new.authorization.autoLogin = .init(grant: "jwt-bearer")
+        new.authorization.deviceAuthorizationEndpoint = "https://id.example.com/device"
+        let plan = try ReloadPlan.decide(
+            running: Self.configuration(), new: new, runningSecrets: Self.secrets(), newSecrets: Self.secrets())
+        #expect(plan.applied.isEmpty)
+        #expect(
+            Set(plan.restartRequired) == [
+                "authorization.jwtBearer", "authorization.tokenExchange", "authorization.autoLogin",
+                "authorization.deviceAuthorizationEndpoint",
+            ], "\(plan.restartRequired)")
+        let effective = ReloadPlan.effective(running: Self.configuration(), new: new)
+        #expect(effective.authorization == Self.configuration().authorization)
+    }
+
     @Test func theSessionsCredentialsWaitForARestartAndARoutesCertificateIsApplied() throws {
         var new = Self.configuration()
         new.authorization.clientCertificateFile = "/run/c.pem"
