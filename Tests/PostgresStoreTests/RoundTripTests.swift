@@ -13,17 +13,22 @@ import Testing
     let key = TokenStoreKey.random()
     let account = AccountID.default
 
-    @Test func aRefreshTakesTheLeaseAndCommitsInAtMostThreeRoundTrips() async throws {
+    /// A store on a table of its own that reaches the database through `relay`.
+    func store(through relay: PostgresRelay) async throws -> PostgresTokenStore {
         let app = try TestDatabase.app()
-        let relay = try PostgresRelay(toPort: app.port)
-        defer { relay.close() }
         var parts = app
         parts.port = relay.port
-        let store = try await PostgresTokenStore.open(
+        return try await PostgresTokenStore.open(
             try PostgresStoreConfiguration(url: parts.storeURL, tlsMode: "disable", table: TestDatabase.uniqueTable()),
             password: app.password, key: key, logger: Logger(label: "test.store", factory: { _ in SwiftLogNoOpLogHandler() }),
             // A renewal (every third of the term) is off the refresh's path: none within the test.
             leaseTerms: .init(term: .seconds(120)))
+    }
+
+    @Test func aRefreshTakesTheLeaseAndCommitsInAtMostThreeRoundTrips() async throws {
+        let relay = try PostgresRelay(toPort: try TestDatabase.app().port)
+        defer { relay.close() }
+        let store = try await store(through: relay)
         let first = LateWriteTests.record(access: "access-1", refresh: "refresh-1")
         try await store.save(first, for: account)
 
@@ -52,14 +57,9 @@ import Testing
     /// state and tokens back in one statement: the wait of the requests on the other replicas
     /// at expiry, and a logout's propagation, each lose a round trip.
     @Test func aReplicaReadsTheSessionBackInOneRoundTrip() async throws {
-        let app = try TestDatabase.app()
-        let relay = try PostgresRelay(toPort: app.port)
+        let relay = try PostgresRelay(toPort: try TestDatabase.app().port)
         defer { relay.close() }
-        var parts = app
-        parts.port = relay.port
-        let store = try await PostgresTokenStore.open(
-            try PostgresStoreConfiguration(url: parts.storeURL, tlsMode: "disable", table: TestDatabase.uniqueTable()),
-            password: app.password, key: key, logger: Logger(label: "test.store", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let store = try await store(through: relay)
         let clock = TestClock()
         let server = FakeAuthorizationServer(clock: clock)
         let actor = AuthActor(
