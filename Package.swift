@@ -176,6 +176,7 @@ let package = Package(
                 "AuthCore",
                 "AuthGateTesting",
                 "PostgresStore",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

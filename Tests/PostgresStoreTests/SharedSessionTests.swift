@@ -1,5 +1,6 @@
 import AuthCore
 import AuthGateTesting
+import Crypto
 import Foundation
 import Logging
 import Testing
@@ -13,7 +14,8 @@ import Testing
     let key = TokenStoreKey.random()
 
     func replica(
-        table: String, server: FakeAuthorizationServer, clock: TestClock, dpop: DPoPKeySource? = nil
+        table: String, server: FakeAuthorizationServer, clock: TestClock, dpop: DPoPKeySource? = nil,
+        client: OAuth2Client.Configuration? = nil
     ) async throws -> (AuthActor, PostgresTokenStore) {
         let app = try TestDatabase.app()
         let store = try await PostgresTokenStore.open(
@@ -21,8 +23,8 @@ import Testing
             key: key, logger: Logger(label: "test.store"))
         let actor = AuthActor(
             client: OAuth2Client(
-                configuration: .init(
-                    tokenEndpoint: "https://auth.example.test/oauth/token", clientID: "authgate", clientSecret: "s3cret"),
+                configuration: client
+                    ?? .init(tokenEndpoint: Self.tokenEndpoint, clientID: "authgate", clientSecret: "s3cret"),
                 transport: server, clock: clock),
             tokenStore: store, stateStore: store, clock: clock,
             configuration: .init(skew: .seconds(30), jitter: .zero, dpop: dpop),
@@ -60,6 +62,46 @@ import Testing
         let next = try await c.login(.password(username: "alice", password: "wonderland"))
         #expect(next.dpopKey != nil && next.dpopKey != key, "a new session proves a new key")
         for s in [storeA, storeB, storeC] { await s.close() }
+    }
+
+    static let tokenEndpoint = "https://auth.example.test/oauth/token"
+
+    /// Replicas that authenticate with `private_key_jwt`, each with a key file of its own
+    /// (both registered for the client), share one session: a login on one, a refresh on
+    /// the other with its own assertion, and no refused assertion.
+    @Test func replicasWithKeysOfTheirOwnShareOneSession() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ag-pkjwt-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let keys = [P256.Signing.PrivateKey(), P256.Signing.PrivateKey()]
+        for (i, key) in keys.enumerated() {
+            FileManager.default.createFile(
+                atPath: dir + "/key-\(i).pem", contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
+        }
+        let clock = TestClock()
+        var configuration = FakeAuthorizationServer.Configuration()
+        configuration.assertionKeys = ["authgate": keys.map { .p256($0.publicKey) }]
+        let server = FakeAuthorizationServer(configuration: configuration, clock: clock)
+        let table = TestDatabase.uniqueTable()
+        func client(_ i: Int) -> OAuth2Client.Configuration {
+            .init(
+                tokenEndpoint: Self.tokenEndpoint, clientID: "authgate", authentication: .privateKeyJWT,
+                assertion: ClientAssertion(
+                    source: .privateKey(path: dir + "/key-\(i).pem", algorithm: nil, keyID: nil), audience: Self.tokenEndpoint))
+        }
+        let (a, storeA) = try await replica(table: table, server: server, clock: clock, client: client(0))
+        let (b, storeB) = try await replica(table: table, server: server, clock: clock, client: client(1))
+        try await a.restore()
+        let token = try await a.login(.password(username: "alice", password: "wonderland"))
+        #expect(try await b.restore().isLoggedIn)
+        clock.advance(by: .seconds(3600))
+        let refreshed = try await b.token()
+        #expect(refreshed.value != token.value)
+        let statistics = await server.statistics
+        #expect(statistics.clientAssertions == 2, "one assertion per token request, each replica its own")
+        #expect(statistics.assertionRefusals.isEmpty && statistics.reuseDetections == 0)
+        #expect(try await a.token().value == refreshed.value, "the first replica follows the second's refresh")
+        for s in [storeA, storeB] { await s.close() }
     }
 
     @Test func aLoginOnOneReplicaIsRestoredByAnotherAndALogoutEndsItForBoth() async throws {
