@@ -263,13 +263,16 @@ extension FakeAuthorizationServer {
         guard let proof = request.header("DPoP") else { return .success(nil) }
         do throws(DPoPVerifier.Refusal) {
             let jkt = try DPoPVerifier().verify(
-                proof, method: request.method, url: request.url, now: clock.wallNow, nonce: dpopNonce, seen: &dpopIDs)
+                proof, method: request.method, url: request.url, now: clock.wallNow + dpopClockOffset, nonce: dpopNonce,
+                seen: &dpopIDs)
             counters.dpopProofs += 1
             return .success(jkt)
         } catch {
             counters.dpopRefusals.append(error)
             guard error == .nonceNeeded, let nonce = dpopNonce else {
-                return .failure(ResponseBox(response: oauthError(400, "invalid_dpop_proof", error.rawValue)))
+                var refusal = oauthError(400, "invalid_dpop_proof", error.rawValue)
+                refusal.headers.append(("Date", HTTPDate.format(clock.wallNow + dpopClockOffset)))
+                return .failure(ResponseBox(response: refusal))
             }
             var answer = oauthError(400, "use_dpop_nonce", "Authorization server requires nonce in DPoP proof")
             answer.headers.append(("DPoP-Nonce", nonce))

@@ -212,6 +212,8 @@ public actor FakeAuthorizationServer: HTTPTransport {
     var dpopIDs: Set<String> = []
     /// The nonce DPoP proofs must carry (RFC 9449 §8), when the server asks for one.
     var dpopNonce: String?
+    /// How far this server's clock is from the shared one, for the `iat` of DPoP proofs.
+    var dpopClockOffset: Double = 0
     /// The DPoP key thumbprint each bound access token was issued to.
     var accessBindings: [String: String] = [:]
     /// Every `jti` of an accepted JWT bearer grant assertion: a second use is refused.
@@ -229,6 +231,13 @@ public actor FakeAuthorizationServer: HTTPTransport {
     /// without it is answered `use_dpop_nonce` with the new nonce.
     public func requireDPoPNonce(_ nonce: String?) {
         dpopNonce = nonce
+    }
+
+    /// Checks the `iat` of DPoP proofs against a clock `offset` seconds from the shared one,
+    /// as a server whose clock is off does: beyond the verifier's window every proof is
+    /// refused (`invalid_dpop_proof`), with this clock's `Date`.
+    public func skewDPoPClock(by offset: Double) {
+        dpopClockOffset = offset
     }
 
     /// The thumbprint of the DPoP key `accessToken` is bound to, or nil for a bearer token

@@ -125,11 +125,34 @@ import Testing
             #expect(await stack.authorization.statistics.refreshes == 0, "a refused proof is not a rejected token")
             let metrics = try await stack.admin("GET", "/metrics").text
             #expect(metrics.contains(#"authgate_replays_total{session="default",outcome="dpop_proof_rejected"} 1"#))
+            #expect(metrics.contains(#"authgate_dpop_proofs_refused_total{session="default",by="upstream"} 1"#))
+            #expect(metrics.contains(#"authgate_dpop_proofs_refused_total{session="default",by="token_endpoint"} 0"#))
             let probe = try await stack.admin("GET", "/readyz", token: nil)
             #expect(probe.status == 503 && probe.text.contains("clock_skewed"), "\(probe.text)")
             // The clocks agree again: the next accepted proof makes the gateway ready.
             stack.api.skewDPoPClock(by: 0)
             #expect(try await stack.proxy("GET", "/orders").status == 200)
+            #expect(try await stack.admin("GET", "/readyz", token: nil).status == 200)
+        }
+    }
+
+    /// A token endpoint whose clock is off refuses the login's proof: the login is refused
+    /// with the server's error, counted, and `/readyz` says the clock is skewed until a
+    /// proof is accepted again.
+    @Test func aTokenEndpointRefusingTheProofIsCountedAndMarksTheClockSkewed() async throws {
+        let key = DPoPProxyTests.keyFile()
+        defer { try? FileManager.default.removeItem(atPath: key) }
+        try await Stack.run { stack in
+            await stack.authorization.skewDPoPClock(by: -600)
+            try await stack.startGateway { $0.authorization.dpop = .init(keyFile: key) }
+            let refused = try await stack.loginAlice()
+            #expect(refused.status == 401 && refused.text.contains("invalid_dpop_proof"), "\(refused.text)")
+            let metrics = try await stack.admin("GET", "/metrics").text
+            #expect(metrics.contains(#"authgate_dpop_proofs_refused_total{session="default",by="token_endpoint"} 1"#))
+            let probe = try await stack.admin("GET", "/readyz", token: nil)
+            #expect(probe.status == 503 && probe.text.contains("clock_skewed"), "\(probe.text)")
+            await stack.authorization.skewDPoPClock(by: 0)
+            #expect(try await stack.loginAlice().status == 200)
             #expect(try await stack.admin("GET", "/readyz", token: nil).status == 200)
         }
     }

@@ -13,6 +13,13 @@ extension AuthActor {
         return source.key(for: binding).map { $0 }
     }
 
+    /// Counts a token endpoint's refusal of the session's DPoP proof, and reads its clock.
+    func noteProofRefusal(_ error: AuthError) {
+        guard error.oauthError?.error == "invalid_dpop_proof" else { return }
+        countDPoPProofRefused(by: "token_endpoint")
+        if let offset = error.serverClockOffset { clockSkew.proofRefused(offset: offset) }
+    }
+
     /// The DPoP key of the active session, if any.
     var sessionDPoPKey: DPoPSessionKey? {
         guard case .active(let session) = phase else { return nil }

@@ -26,7 +26,7 @@ extension AuthActor {
             let endpointError =
                 (error as? AuthError).flatMap { $0.code.domain == .tokenEndpoint ? $0 : nil }
                 ?? AuthError.tokenEndpoint(.network, .transient, message: String(describing: type(of: error)))
-            if let offset = endpointError.serverClockOffset { clockSkew.proofRefused(offset: offset) }
+            noteProofRefusal(endpointError)
             switch endpointError.disposition ?? .transient {
             case .terminal:
                 countRefresh("terminal")

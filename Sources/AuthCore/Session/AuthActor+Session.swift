@@ -18,7 +18,7 @@ extension AuthActor {
         do {
             response = try await client.requestToken(grant, dpop: dpop)
         } catch let error as AuthError where error.code.domain == .tokenEndpoint {
-            if let offset = error.serverClockOffset { clockSkew.proofRefused(offset: offset) }
+            noteProofRefusal(error)
             throw AuthError.loginFailed(error)
         }
         if dpop != nil { clockSkew.proofAccepted() }

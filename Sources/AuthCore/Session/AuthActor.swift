@@ -90,6 +90,15 @@ public actor AuthActor {
     let refreshCounters: [String: Counter]
     /// `authgate_token_store_failures_total`.
     let storeFailureCounter: Counter
+    /// `authgate_dpop_proofs_refused_total`, by where the proof was refused: `token_endpoint`
+    /// or `upstream` (an API, or the user-info call).
+    nonisolated let dpopRefusalCounters: [String: Counter]
+
+    /// Counts a DPoP proof of this session that a server refused (`invalid_dpop_proof`):
+    /// `by` is `token_endpoint` or `upstream`.
+    public nonisolated func countDPoPProofRefused(by: String) {
+        dpopRefusalCounters[by]?.increment()
+    }
 
     /// Counts one refresh outcome (see ``refreshCounters``).
     func countRefresh(_ outcome: String) {
@@ -151,6 +160,15 @@ public actor AuthActor {
         self.refreshCounters = counters
         self.storeFailureCounter = Counter(
             label: "authgate_token_store_failures_total", dimensions: [("session", account.rawValue)], factory: factory)
+        var refusals: [String: Counter] = [:]
+        if configuration.dpop != nil {
+            for by in ["token_endpoint", "upstream"] {
+                refusals[by] = Counter(
+                    label: "authgate_dpop_proofs_refused_total", dimensions: [("session", account.rawValue), ("by", by)],
+                    factory: factory)
+            }
+        }
+        self.dpopRefusalCounters = refusals
     }
 
     nonisolated let published = Locked<(snapshot: TokenSnapshot, token: AccessToken)?>(nil)

@@ -117,6 +117,7 @@ extension ReverseProxy {
             if dpop != nil {
                 if DPoPNonceRule.refusesProof(status: status, headers: headers) {
                     metrics.replay("dpop_proof_rejected", session: name)
+                    session.countDPoPProofRefused(by: "upstream")
                     session.clockSkew.proofRefused(serverDate: headers[first: "date"])
                     return .answer(DPoPNonceRule.proofRejected(skew: session.clockSkew.skew))
                 }

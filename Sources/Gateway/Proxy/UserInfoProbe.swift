@@ -212,6 +212,7 @@ public final class UserInfoProbe: Sendable {
                         dpop.nonces.remember(nonce, for: configuration.url)
                     }
                     if DPoPNonceRule.refusesProof(status: response.status, headers: fields) {
+                        session.countDPoPProofRefused(by: "upstream")
                         session.clockSkew.proofRefused(serverDate: fields[first: "date"])
                         return .done(.retry("the DPoP proof was refused"))
                     }
