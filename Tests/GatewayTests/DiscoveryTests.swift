@@ -59,6 +59,31 @@ import Testing
         #expect(try await discovery.resolve(explicit, field: "authorization").tokenEndpoint == "https://id.example.test/own")
     }
 
+    /// A device endpoint the document names but the client cannot use (plain HTTP where a
+    /// certificate must be shown) is left out with a notice, not a reason to refuse the
+    /// start: the operator asked for no device login. Asked for (autoLogin), it refuses.
+    @Test func aDiscoveredDeviceEndpointTheClientCannotUseIsLeftOut() async throws {
+        let issuer = "http://127.0.0.1:1"
+        let document = DocumentTransport(
+            #"{"issuer":"\#(issuer)","token_endpoint":"\#(issuer)/token","device_authorization_endpoint":"\#(issuer)/device","mtls_endpoint_aliases":{"token_endpoint":"https://127.0.0.1:2/token"}}"#
+        )
+        let discovery = IssuerDiscovery(
+            transport: document, logger: .init(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        var certified = GatewayConfiguration.Authorization(
+            tokenEndpoint: nil, clientID: "gate", clientAuthentication: "tls_client_auth", issuer: issuer)
+        certified.clientCertificateFile = "/c.pem"
+        certified.clientCertificateKeyFile = "/c.key"
+        let resolved = try await discovery.resolve(certified, field: "authorization")
+        #expect(resolved.tokenEndpoint == "https://127.0.0.1:2/token")
+        #expect(resolved.deviceAuthorizationEndpoint == nil)
+        #expect(
+            try await discovery.resolve(.init(tokenEndpoint: nil, clientID: "gate", issuer: issuer), field: "authorization")
+                .deviceAuthorizationEndpoint == issuer + "/device", "usable without a certificate")
+        var device = certified
+        device.autoLogin = .init(grant: "device")
+        await #expect(throws: IssuerDiscovery.Failure.self) { try await discovery.resolve(device, field: "authorization") }
+    }
+
     @Test func anUnreachableProviderIsRetriedThenReportedAsUnavailable() async throws {
         let transport = CountingRefusals()
         let discovery = IssuerDiscovery(

@@ -49,13 +49,26 @@ public struct IssuerDiscovery: Sendable {
         if resolved.revocationEndpoint == nil {
             resolved.revocationEndpoint = aliases.revocationEndpoint ?? document.revocationEndpoint
         }
-        if resolved.deviceAuthorizationEndpoint == nil {
+        let deviceDiscovered = resolved.deviceAuthorizationEndpoint == nil
+        if deviceDiscovered {
             resolved.deviceAuthorizationEndpoint = aliases.deviceAuthorizationEndpoint ?? document.deviceAuthorizationEndpoint
         }
         do {
             try GatewayConfiguration.validate(resolved, at: field, insecure: allowInsecureHTTP)
         } catch {
-            throw Failure(description: "\(error) (as discovered from \(issuer))", isConfigurationError: true)
+            // A device endpoint nobody asked for that this client cannot use (plain HTTP
+            // where a certificate must be shown) is left out: device logins are off.
+            var withoutDevice = resolved
+            withoutDevice.deviceAuthorizationEndpoint = nil
+            guard deviceDiscovered, resolved.deviceAuthorizationEndpoint != nil, !(resolved.autoLogin?.isDevice ?? false),
+                (try? GatewayConfiguration.validate(withoutDevice, at: field, insecure: allowInsecureHTTP)) != nil
+            else {
+                throw Failure(description: "\(error) (as discovered from \(issuer))", isConfigurationError: true)
+            }
+            logger.notice(
+                "the discovered device authorization endpoint is left out: device logins are off",
+                metadata: ["auth.issuer": "\(issuer)", "reason": "\(error)"])
+            resolved = withoutDevice
         }
         logger.info(
             "issuer discovered",
