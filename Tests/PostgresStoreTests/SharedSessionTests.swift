@@ -104,6 +104,36 @@ import Testing
         for s in [storeA, storeB] { await s.close() }
     }
 
+    /// A replica given another DPoP key file than the one the shared tokens are bound to
+    /// cannot use them: it ends the session for itself only (`key_changed`), and the
+    /// replicas that hold the key go on with it.
+    @Test func aReplicaWithAnotherKeyFileNeverEndsTheSharedSession() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ag-dpopfile-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for name in ["right", "other"] {
+            FileManager.default.createFile(
+                atPath: dir + "/\(name).pem", contents: Data(P256.Signing.PrivateKey().pemRepresentation.utf8),
+                attributes: [.posixPermissions: 0o600])
+        }
+        let clock = TestClock()
+        let server = FakeAuthorizationServer(clock: clock)
+        let table = TestDatabase.uniqueTable()
+        let right = DPoPKeySource.file(DPoPKey(path: dir + "/right.pem"))
+        let (a, storeA) = try await replica(table: table, server: server, clock: clock, dpop: right)
+        let (b, storeB) = try await replica(
+            table: table, server: server, clock: clock, dpop: .file(DPoPKey(path: dir + "/other.pem")))
+        try await a.restore()
+        let token = try await a.login(.password(username: "alice", password: "wonderland"))
+        let restored = try await b.restore()
+        #expect(!restored.isLoggedIn && restored.logoutReason == .keyChanged)
+        #expect(try await a.token().value == token.value, "the replica with the key keeps serving")
+        let (c, storeC) = try await replica(table: table, server: server, clock: clock, dpop: right)
+        #expect(try await c.restore().isLoggedIn, "the shared row still holds the session")
+        #expect(try await c.token().dpopKey?.thumbprint == token.dpopKey?.thumbprint)
+        for s in [storeA, storeB, storeC] { await s.close() }
+    }
+
     @Test func aLoginOnOneReplicaIsRestoredByAnotherAndALogoutEndsItForBoth() async throws {
         let clock = TestClock()
         let server = FakeAuthorizationServer(clock: clock)

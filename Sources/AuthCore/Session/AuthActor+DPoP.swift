@@ -57,6 +57,10 @@ extension AuthActor {
     /// proof of the new key can carry them; a key file that could not be read at restore and
     /// can now is taken up. Does nothing for a generated key (it lives in the token store),
     /// without DPoP, or while the file cannot be read. Returns whether it ended the session.
+    ///
+    /// With a store other replicas share, the session ends here only: the stored tokens are
+    /// left to the replicas whose key file still holds their key (a replica given another
+    /// key file never logs everyone out), and a login anywhere replaces them.
     @discardableResult
     public func checkDPoPKey() async -> Bool {
         guard let source = configuration.dpop, case .file = source, case .active(let session) = phase else { return false }
@@ -74,7 +78,10 @@ extension AuthActor {
             return false
         case .failure(.keyChanged):
             logger.notice("the DPoP key file holds another key than the session's tokens are bound to; logging out")
-            return (try? await endSession(reason: .keyChanged, onlyEpoch: sessionEpoch)) != nil
+            await acquireStoreLock()
+            defer { releaseStoreLock() }
+            guard epoch == sessionEpoch else { return false }
+            return (try? await endSessionLocked(reason: .keyChanged, persist: !coordinator.sharesStore)) != nil
         }
     }
 }

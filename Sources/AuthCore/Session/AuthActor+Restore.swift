@@ -47,7 +47,8 @@ extension AuthActor {
             if case .failure(.keyChanged) = dpop {
                 // Tokens bound to a key no proof can be made with any more end here, once.
                 logger.notice("the stored tokens are bound to another DPoP key than the configured one; logging out")
-                _ = try? await endSessionLocked(reason: .keyChanged)
+                // A shared store keeps them for the replicas that hold their key.
+                _ = try? await endSessionLocked(reason: .keyChanged, persist: !coordinator.sharesStore)
             }
         case (true, nil):
             sessionState.isLoggedIn = false
