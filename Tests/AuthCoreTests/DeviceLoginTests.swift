@@ -91,6 +91,8 @@ import Testing
         #expect(await h.server.dpopBinding(of: token.value) == token.dpopKey?.thumbprint, "the tokens are bound to the DPoP key")
         let after = await h.server.statistics
         #expect(after.dpopProofs == after.devicePolls, "a proof with every poll, none at the device endpoint")
+        // A device login left waiting would keep its actor alive in a sleep on the test clock.
+        await h.actor.finishBackgroundWork()
     }
 
     @Test func aDeviceAuthorizationAnswerWithoutItsRequiredMembersIsRefusedNamingTheMember() throws {
@@ -146,6 +148,8 @@ import Testing
         #expect(events.contains(.deviceAuthorization(status)))
         #expect(events.contains { if case .loggedIn = $0 { true } else { false } })
         #expect(!events.contains { if case .deviceLoginEnded = $0 { true } else { false } })
+        // A device login left waiting would keep its actor alive in a sleep on the test clock.
+        await h.actor.finishBackgroundWork()
     }
 
     @Test func slowDownMakesEveryLaterPollFiveSecondsLater() async throws {
@@ -169,6 +173,8 @@ import Testing
         #expect(await h.server.statistics.devicePolls == 2, "not before the 6 s the slow_down asked for")
         h.clock.advance(by: .seconds(1))
         #expect(await eventually { await h.server.statistics.devicePolls == 3 })
+        // A device login left waiting would keep its actor alive in a sleep on the test clock.
+        await h.actor.finishBackgroundWork()
     }
 
     @Test func aDeclinedDeviceLoginEndsWithAccessDeniedAndTheSessionStaysAsItWas() async throws {
@@ -184,6 +190,8 @@ import Testing
         #expect(after.isLoggedIn && after.generation == before.generation, "the session kept serving")
         let events = await log.drain(h.actor.events).map(\.event)
         #expect(events.contains(.deviceLoginEnded(.denied)))
+        // A device login left waiting would keep its actor alive in a sleep on the test clock.
+        await h.actor.finishBackgroundWork()
     }
 
     @Test func anExpiredDeviceCodeEndsTheLoginWithoutAnotherPoll() async throws {
@@ -198,6 +206,8 @@ import Testing
         let events = await log.drain(h.actor.events).map(\.event)
         #expect(events.contains(.deviceLoginEnded(.expired)))
         #expect(await !h.actor.status.isLoggedIn)
+        // A device login left waiting would keep its actor alive in a sleep on the test clock.
+        await h.actor.finishBackgroundWork()
     }
 
     @Test func aSecondDeviceLoginWhileOneIsPendingIsRefused() async throws {
@@ -207,6 +217,8 @@ import Testing
         #expect(error?.code == .deviceLoginPending)
         #expect(await h.actor.status.deviceAuthorization == first, "the first one goes on")
         #expect(await h.server.statistics.deviceAuthorizations == 1)
+        // A device login left waiting would keep its actor alive in a sleep on the test clock.
+        await h.actor.finishBackgroundWork()
     }
 
     @Test func aLogoutCancelsAPendingDeviceLoginAndAnApprovalAfterItChangesNothing() async throws {
@@ -223,6 +235,8 @@ import Testing
         #expect(events.contains(.deviceLoginEnded(.cancelled)))
         // A new device login may start at once.
         _ = try await h.actor.startDeviceLogin()
+        // A device login left waiting would keep its actor alive in a sleep on the test clock.
+        await h.actor.finishBackgroundWork()
     }
 
     @Test func aLogoutWhileTheDeviceAuthorizationRequestIsInFlightCancelsTheLogin() async throws {
@@ -242,6 +256,8 @@ import Testing
         #expect(await h.actor.status.deviceAuthorization == nil)
         h.clock.advance(by: .seconds(60))
         #expect(await h.server.statistics.devicePolls == 0, "nothing polls for the cancelled login")
+        // A device login left waiting would keep its actor alive in a sleep on the test clock.
+        await h.actor.finishBackgroundWork()
     }
 
     @Test func anotherLoginReplacesAPendingDeviceLogin() async throws {
@@ -256,6 +272,8 @@ import Testing
         let ended = events.firstIndex(of: .deviceLoginEnded(.replaced))
         let loggedIn = events.firstIndex { if case .loggedIn = $0 { true } else { false } }
         #expect(ended != nil && loggedIn != nil && ended! < loggedIn!, "the end first, then the login")
+        // A device login left waiting would keep its actor alive in a sleep on the test clock.
+        await h.actor.finishBackgroundWork()
     }
 
     @Test func theDeviceCodeIsNeverLoggedNorPublished() async throws {
@@ -278,6 +296,8 @@ import Testing
             #expect(!text.contains(code))
             #expect(!published.contains(code))
         }
+        // A device login left waiting would keep its actor alive in a sleep on the test clock.
+        await h.actor.finishBackgroundWork()
     }
 
     struct LineHandler: LogHandler {

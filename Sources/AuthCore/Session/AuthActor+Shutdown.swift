@@ -2,9 +2,15 @@ internal import Logging
 
 extension AuthActor {
     /// Waits for the work the actor started in the background: the refresh in flight, if
-    /// any, and the revocations logout started. Call at shutdown, before the transport and
+    /// any, and the revocations logout started; a device login still waiting is cancelled. Call at shutdown, before the transport and
     /// the executor stop, so that nothing is left waiting on them.
     public func finishBackgroundWork() async {
+        // A device login still waiting for a person cannot end in a login once the process
+        // stops: it is cancelled, and its polling task awaited.
+        if let task = deviceFlow?.task {
+            cancelDeviceLogin()
+            await task.value
+        }
         await finishRevocations()
         while let task = refreshTask {
             await task.value
