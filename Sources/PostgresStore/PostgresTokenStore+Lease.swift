@@ -17,9 +17,11 @@ extension PostgresTokenStore: RefreshCoordinator {
         let deadline = clock.now + leaseTerms.maximumWait
         // The hub counts this account's notifications only while someone here asks.
         return try await hub.watching(account.rawValue) {
+            var first = true
             while true {
                 let seen = hub.version(of: account.rawValue)
-                let (decision, stored) = try await takeOrRead(account, replacing: accessToken)
+                let (decision, stored) = try await takeOrRead(account, replacing: accessToken, trySeen: first)
+                first = false
                 switch decision {
                 case .take(let fence):
                     let lease = RefreshLease(owner: replicaID, fence: fence)
@@ -48,9 +50,28 @@ extension PostgresTokenStore: RefreshCoordinator {
     /// its caller gave up holds a lease nobody uses, which lapses at its term. A take that
     /// lost to another replica's answers that replica's lease as the statement saw it, so the
     /// loser goes on to wait without reading the row again.
-    private func takeOrRead(_ account: AccountID, replacing accessToken: String) async throws -> (
+    ///
+    /// With `trySeen`, when this replica saw the row hold the caller's pair at some generation
+    /// (``SeenGenerations``), the take is tried first at that generation, without the read:
+    /// one round trip when the pair is still there, as it is at every expiry. Otherwise the
+    /// take changes nothing and the row is read as above.
+    private func takeOrRead(_ account: AccountID, replacing accessToken: String, trySeen: Bool) async throws -> (
         LeaseRule.Decision, TokenRecord?
     ) {
+        if trySeen, let fence = seen.generation(of: accessToken, for: account.rawValue) {
+            switch try await take(account, fence: fence) {
+            case nil:
+                return (.take(fence: fence), nil)
+            case let now? where now.fence == fence:
+                // Still the caller's pair, under another replica's live lease: wait for it.
+                let next = LeaseRule.decide(
+                    LeaseRule.Row(storedAccessToken: accessToken, fence: now.fence, owner: now.owner, remaining: now.remaining),
+                    replacing: accessToken, me: replicaID)
+                if case .wait = next { return (next, nil) }
+            case .some:
+                break
+            }
+        }
         while true {
             let (row, stored) = try await leaseRow(account)
             let decision = LeaseRule.decide(row, replacing: accessToken, me: replicaID)
@@ -72,6 +93,7 @@ extension PostgresTokenStore: RefreshCoordinator {
     /// The row as ``LeaseRule`` reads it, and the record it holds.
     private func leaseRow(_ account: AccountID) async throws -> (LeaseRule.Row?, TokenRecord?) {
         let sealer = self.sealer
+        let seen = self.seen
         return try await run(account, .tokens) { client, table in
             let rows = try await client.query(
                 """
@@ -82,6 +104,7 @@ extension PostgresTokenStore: RefreshCoordinator {
             var stored: TokenRecord?
             for try await (sealed, generation, owner, remaining) in rows.decode((Data?, Int64, String?, Double?).self) {
                 stored = try sealed.map { try sealer.open(Array($0), for: account) }
+                seen.remember(stored?.accessToken, generation: generation, for: account.rawValue)
                 row = LeaseRule.Row(
                     storedAccessToken: stored?.accessToken, fence: UInt64(generation), owner: owner,
                     remaining: remaining.map { .milliseconds(Int64($0 * 1000)) })
@@ -190,7 +213,10 @@ extension PostgresTokenStore: RefreshCoordinator {
             for try await (g) in rows.decode(Int64.self) { generation = g }
             return generation
         }
-        if committed != nil { return .committed }
+        if let committed {
+            seen.remember(record.accessToken, generation: committed, for: account.rawValue)
+            return .committed
+        }
         return .superseded(try await load(for: account) as TokenRecord?)
     }
 

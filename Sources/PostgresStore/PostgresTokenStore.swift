@@ -38,6 +38,8 @@ public final class PostgresTokenStore: SessionRowStore {
     let sealer: TokenSealer
     let logger: Logger
     let hub = NotificationHub()
+    /// The generation at which each account's pair was last seen (the fence a refresh tries first).
+    let seen = SeenGenerations()
     /// The renewal task of each lease this replica holds, by account.
     let renewals = Locked<[String: Task<Void, Never>]>([:])
     private let runTask: Task<Void, Never>
@@ -163,7 +165,7 @@ public final class PostgresTokenStore: SessionRowStore {
     public func save(_ record: TokenRecord, for account: AccountID) async throws {
         let sealed = Data(try sealer.seal(record, for: account))
         let channel = self.channel
-        try await write(account, .tokens) { connection, table, logger in
+        let generation = try await write(account, .tokens) { connection, table, logger in
             try await connection.query(
                 """
                 WITH w AS (
@@ -175,6 +177,7 @@ public final class PostgresTokenStore: SessionRowStore {
                 SELECT w.generation FROM w, pg_notify(\(channel), 'login ' || \(account.rawValue) || ' ' || w.generation) AS n
                 """, logger: logger)
         }
+        seen.remember(record.accessToken, generation: generation, for: account.rawValue)
     }
 
     /// Reads and opens `account`'s record; `nil` when the row has none.
@@ -187,6 +190,7 @@ public final class PostgresTokenStore: SessionRowStore {
     /// and session epoch move on, so no late refresh result can store a pair again; the
     /// other replicas are notified.
     public func delete(for account: AccountID) async throws {
+        seen.forget(account.rawValue)
         let channel = self.channel
         try await write(account, .tokens) { connection, table, logger in
             try await connection.query(
@@ -215,11 +219,13 @@ public final class PostgresTokenStore: SessionRowStore {
 
     /// `account`'s session state and tokens, in one statement.
     public func loadSession(for account: AccountID) async throws -> (state: SessionState?, record: TokenRecord?) {
-        let (text, sealed) = try await run(account, .tokens) { client, table -> (String?, Data?) in
+        let (text, sealed, generation) = try await run(account, .tokens) { client, table -> (String?, Data?, Int64?) in
             let rows = try await client.query(
-                "SELECT state, sealed FROM \(unescaped: table) WHERE account = \(account.rawValue)")
-            for try await (state, sealed) in rows.decode((String?, Data?).self) { return (state, sealed) }
-            return (nil, nil)
+                "SELECT state, sealed, generation FROM \(unescaped: table) WHERE account = \(account.rawValue)")
+            for try await (state, sealed, generation) in rows.decode((String?, Data?, Int64).self) {
+                return (state, sealed, generation)
+            }
+            return (nil, nil, nil)
         }
         var state: SessionState?
         if let text {
@@ -229,7 +235,9 @@ public final class PostgresTokenStore: SessionRowStore {
                 throw AuthError.store(.corrupt, .sessionState, account: account, message: "state did not decode")
             }
         }
-        return (state, try sealed.map { try sealer.open(Array($0), for: account) })
+        let record = try sealed.map { try sealer.open(Array($0), for: account) }
+        seen.remember(record?.accessToken, generation: generation, for: account.rawValue)
+        return (state, record)
     }
 
     /// Replaces `account`'s session state.

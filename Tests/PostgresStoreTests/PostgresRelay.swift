@@ -2,8 +2,9 @@ import Foundation
 import Glibc
 import Locking
 
-/// A loopback TCP relay in front of the test PostgreSQL that counts the client's round trips
-/// and can cut its clients off silently, as a network partition does.
+/// A loopback TCP relay in front of the test PostgreSQL that counts the client's round trips,
+/// can hold every flight back by a one-way delay (a database far away), and can cut its
+/// clients off silently, as a network partition does.
 ///
 /// - Round trips: PostgresNIO sends each query as one flight (`Parse`, `Bind`, `Execute`,
 ///   `Sync`) and waits for its answer before the next on that connection, so the statements
@@ -17,6 +18,8 @@ import Locking
 final class PostgresRelay: Sendable {
     let port: Int
     private let targetPort: Int
+    /// How long each flight is held back, each way: a round trip costs twice this.
+    private let oneWayDelay: Duration
     private let listener: Int32
     private struct State {
         var open: Set<Int32> = []
@@ -27,8 +30,9 @@ final class PostgresRelay: Sendable {
     }
     private let state = Locked(State())
 
-    init(toPort targetPort: Int) throws {
+    init(toPort targetPort: Int, oneWayDelay: Duration = .zero) throws {
         self.targetPort = targetPort
+        self.oneWayDelay = oneWayDelay
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
@@ -107,13 +111,17 @@ final class PostgresRelay: Sendable {
     }
 
     /// Copies bytes one way until either side ends (dropping them once this connection was
-    /// cut off), then ends both.
+    /// cut off), then ends both. With a delay, what arrived is sent that much later; bytes
+    /// arriving meanwhile wait in the kernel (a protocol that waits for each answer, as the
+    /// store's does, sees each flight delayed once).
     private func pump(from a: Int32, to b: Int32, cut: Int, counting: Bool) {
         var buffer = [UInt8](repeating: 0, count: 16384)
         var frames = FrontendFrames()
+        let delay = Double(oneWayDelay.components.seconds) + Double(oneWayDelay.components.attoseconds) / 1e18
         while true {
             let n = buffer.withUnsafeMutableBytes { recv(a, $0.baseAddress, $0.count, 0) }
             if n <= 0 { break }
+            if delay > 0 { Thread.sleep(forTimeInterval: delay) }
             let silent = state.withLock { $0.cut != cut }
             if silent { continue }
             if counting {
