@@ -10,9 +10,14 @@ import Testing
 /// after it) catches up once the database answers again: a logout or a login made on
 /// another replica during the cut, and a refresh its own backoff held back.
 ///
-/// The time from the heal to the catch-up is printed, not asserted (the deadlines below are
-/// only bounds); `scripts/scale-out-partition` measures it on real network namespaces.
+/// The catch-up must come within ``healBound`` of the heal (issue 31's bound: the replica
+/// follows within a second of the database answering again; about 50 ms is typical here);
+/// the time is printed. `scripts/scale-out-partition` checks the same on real network
+/// namespaces.
 @Suite(TestDatabase.required, .serialized) struct PartitionTests {
+    /// How long after the heal the replica may take to follow.
+    static let healBound = Duration.seconds(1)
+
     /// Two replicas, the first behind a relay; both logged in and following.
     struct CutReplicas {
         let relay: PostgresRelay
@@ -39,13 +44,16 @@ import Testing
             try? await Task.sleep(for: ListenerLink.pingInterval + ListenerLink.pingTimeout)
         }
 
-        /// Heals the cut and waits (bounded) for `condition`; prints how long it took.
+        /// Heals the cut and waits for `condition`; prints how long it took, and records an
+        /// issue past ``PartitionTests/healBound``. False when it never came (30 s).
         func heal(until what: String, _ condition: () async -> Bool) async -> Bool {
             let clock = ContinuousClock()
             relay.heal()
             let healed = clock.now
             let done = await eventually(timeout: .seconds(30), condition)
-            print("partition heal: \(what) \(clock.now - healed) after the heal")
+            let took = clock.now - healed
+            print("partition heal: \(what) \(took) after the heal")
+            #expect(!done || took <= PartitionTests.healBound, "\(what) \(took) after the heal")
             return done
         }
 
