@@ -127,6 +127,8 @@ import Testing
             #expect(metrics.contains(#"authgate_replays_total{session="default",outcome="dpop_proof_rejected"} 1"#))
             #expect(metrics.contains(#"authgate_dpop_proofs_refused_total{session="default",by="upstream"} 1"#))
             #expect(metrics.contains(#"authgate_dpop_proofs_refused_total{session="default",by="token_endpoint"} 0"#))
+            let unexplained = GatewayMetricsTests.Exposition(metrics).typeLinesWithoutHelpBefore
+            #expect(unexplained.isEmpty, "no HELP for \(unexplained)")
             let probe = try await stack.admin("GET", "/readyz", token: nil)
             #expect(probe.status == 503 && probe.text.contains("clock_skewed"), "\(probe.text)")
             // The clocks agree again: the next accepted proof makes the gateway ready.

@@ -56,6 +56,11 @@ import Testing
             #expect(session["device_authorization"] == nil)
             #expect(try await stack.proxy("GET", "/orders").status == 200)
             #expect(await stack.authorization.statistics.grants[Grant.deviceCodeType] == 1)
+            let metrics = try await stack.admin("GET", "/metrics").text
+            #expect(metrics.contains(#"authgate_device_logins_total{session="default",outcome="approved"} 1"#), "\(metrics)")
+            #expect(metrics.contains(#"authgate_device_polls_total{session="default",answer="issued"} 1"#))
+            let unexplained = GatewayMetricsTests.Exposition(metrics).typeLinesWithoutHelpBefore
+            #expect(unexplained.isEmpty, "no HELP for \(unexplained)")
             for code in await stack.authorization.issuedSecrets.all {
                 #expect(!stack.logs.all.contains(code), "no token and no device code in the logs")
             }
@@ -113,6 +118,10 @@ import Testing
             let session = Stack.json(try await stack.admin("GET", "/auth/session"))
             #expect(session["device_authorization"] == nil)
             #expect(session["state"] as? String == "logged_out")
+            let metrics = try await stack.admin("GET", "/metrics").text
+            #expect(metrics.contains(#"authgate_device_logins_total{session="default",outcome="access_denied"} 1"#))
+            #expect(metrics.contains(#"authgate_device_polls_total{session="default",answer="refused"} 1"#))
+            #expect(!metrics.contains(#"outcome="approved""#))
         }
     }
 

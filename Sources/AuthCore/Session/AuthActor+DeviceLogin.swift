@@ -1,3 +1,4 @@
+internal import CoreMetrics
 internal import Foundation
 internal import Logging
 
@@ -71,10 +72,44 @@ extension AuthActor {
         if flow.status != nil { endedDeviceLogin(.cancelled) }
     }
 
-    /// Publishes and logs the end of a device login that did not log in.
+    /// Publishes, logs and counts the end of a device login that did not log in.
     func endedDeviceLogin(_ end: DeviceLoginEnd) {
         logger.notice("device login ended", metadata: ["auth.device.end": "\(end.code)", "auth.device.detail": "\(end)"])
+        countDevice("authgate_device_logins_total", "outcome", Self.outcome(of: end))
         events.publish(.deviceLoginEnded(end), status: status)
+    }
+
+    /// The `outcome` of a device login that ended without logging in: its code, but a
+    /// server's refusal, whose codes are the server's, is `rejected` (a bounded label).
+    static func outcome(of end: DeviceLoginEnd) -> String {
+        if case .rejected = end { return "rejected" }
+        return end.code
+    }
+
+    /// The `answer` of one poll: `issued`, `authorization_pending`, `slow_down`, `refused`
+    /// (another OAuth error), `unavailable` (no usable answer; polled again) or `unusable`.
+    static func answer(of outcome: DevicePolling.Outcome) -> String {
+        switch outcome {
+        case .issued: "issued"
+        case .refused(let code) where code == "authorization_pending" || code == "slow_down": code
+        case .refused: "refused"
+        case .unavailable: "unavailable"
+        case .unusable: "unusable"
+        }
+    }
+
+    /// Counts one device login outcome (`authgate_device_logins_total{outcome}`: `approved`
+    /// or an end's) or one poll (`authgate_device_polls_total{answer}`).
+    func countDevice(_ label: String, _ dimension: String, _ value: String) {
+        let key = label + " " + value
+        if let counter = deviceCounters[key] {
+            counter.increment()
+            return
+        }
+        let counter = Counter(
+            label: label, dimensions: [("session", account.rawValue), (dimension, value)], factory: metricsFactory)
+        deviceCounters[key] = counter
+        counter.increment()
     }
 
     /// Polls the token endpoint with `deviceCode` until ``DevicePolling`` says stop, while
@@ -90,13 +125,16 @@ extension AuthActor {
             let requestedAt = (clock.now, clock.wallNow)
             do {
                 let response = try await client.requestToken(.deviceCode(deviceCode), dpop: dpop)
+                countDevice("authgate_device_polls_total", "answer", Self.answer(of: .issued))
                 _ = try await install(
                     response, grantType: Grant.deviceCodeType, subject: subject, requestedAt: requestedAt, dpop: dpop,
                     deviceFlowID: id)
+                countDevice("authgate_device_logins_total", "outcome", "approved")
                 return
             } catch is CancellationError {
                 return
             } catch let error as AuthError where error.code.domain == .tokenEndpoint {
+                countDevice("authgate_device_polls_total", "answer", Self.answer(of: DevicePolling.outcome(of: error)))
                 action = polling.next(after: DevicePolling.outcome(of: error), now: clock.now)
                 if case .poll = action, case .unavailable = DevicePolling.outcome(of: error) {
                     logger.notice(

@@ -81,6 +81,9 @@ public actor AuthActor {
     /// The device login waiting for a person, if any (``startDeviceLogin(scope:subject:)``).
     var deviceFlow: DeviceFlow?
     var nextDeviceFlowID: UInt64 = 0
+    /// `authgate_device_logins_total` and `authgate_device_polls_total`, made on a device
+    /// login's first use (a session that never starts one shows none).
+    var deviceCounters: [String: Counter] = [:]
 
     /// Where the session's instruments are made (a gateway's own registry, or the
     /// process-wide `MetricsSystem`).

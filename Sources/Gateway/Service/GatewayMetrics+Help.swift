@@ -22,6 +22,12 @@ extension GatewayMetrics {
             "Token refreshes, by session and outcome (success, transient, terminal, loop_guard).",
         "authgate_logouts_total": "Sessions ended, by session and reason.",
         "authgate_token_store_failures_total": "Token store reads or writes that failed, by session.",
+        "authgate_dpop_proofs_refused_total":
+            "DPoP proofs a server refused (invalid_dpop_proof), by session and where: token_endpoint or upstream.",
+        "authgate_device_logins_total":
+            "Device logins (RFC 8628) that ended, by session and outcome (approved, expired_token, access_denied, rejected, cancelled, ...).",
+        "authgate_device_polls_total":
+            "Device login polls of the token endpoint, by session and answer (authorization_pending, slow_down, issued, ...).",
         "authgate_refreshes_in_flight": "1 while a token refresh is in flight for the session, else 0.",
         "authgate_session_logged_in": "1 while the session holds tokens, else 0.",
         "authgate_unsaved_credentials":
