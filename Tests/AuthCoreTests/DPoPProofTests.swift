@@ -53,6 +53,34 @@ import Testing
         #expect(other.claims["nonce"] == nil && other.claims["ath"] == nil)
     }
 
+    /// The proofs a session's key makes per proxied request: a fresh `jti` each (drawn from
+    /// a block of random bytes, across its refills), the `ath` of the token each carries
+    /// (hashed once per token, never a previous token's), and a nonce with characters JSON
+    /// must escape still read back as sent.
+    @Test func aSessionKeysProofsEachHaveTheirOwnJTIAndTheirOwnTokensHash() throws {
+        let session = try DPoPSessionKey.generate(algorithm: .es256)
+        var seen = Set<String>()
+        for i in 0..<600 {
+            // 600 × 16 bytes spans three blocks of random bytes.
+            let token = i % 3 == 2 ? "token-b" : "token-a"
+            let proof = try #require(session.proof(method: "GET", url: "https://api.example.test/v1?q=1", accessToken: token))
+            let parts = proof.split(separator: ".")
+            let json = try #require(Base64URL.decode(parts[1]))
+            let claims = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
+            let jti = try #require(claims["jti"] as? String)
+            #expect(jti.count == 22)
+            seen.insert(jti)
+            #expect(claims["ath"] as? String == DPoPProof.accessTokenHash(token), "proof \(i)")
+            #expect(claims["htu"] as? String == "https://api.example.test/v1")
+        }
+        #expect(seen.count == 600, "no jti twice")
+        session.nonces.remember("n\"1\\\u{1}", for: "https://api.example.test/")
+        let proof = try #require(session.proof(method: "GET", url: "https://api.example.test/v1"))
+        let (_, claims) = try verified(proof)
+        #expect(claims["nonce"] as? String == "n\"1\\\u{1}")
+        #expect(claims["ath"] == nil)
+    }
+
     @Test func aKeyThatCannotSignTheAlgorithmIsRefused() {
         #expect(throws: DPoPProof.Unusable.self) {
             _ = try DPoPProof.make(key: .p256(key), algorithm: .ps256, method: "GET", url: "https://a/", now: now)

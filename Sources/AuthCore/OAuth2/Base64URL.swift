@@ -8,39 +8,56 @@ public enum Base64URL {
     /// per proxied request encodes five parts).
     public static func encode<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
         let input = Array(bytes)
-        let count = input.count / 3 * 4 + [0, 2, 3][input.count % 3]
-        return String(unsafeUninitializedCapacity: count) { out in
-            input.withUnsafeBufferPointer { inp in
-                alphabet.withUnsafeBufferPointer { table in
-                    var i = 0
-                    var o = 0
-                    while i + 3 <= inp.count {
-                        let n = UInt32(inp[i]) << 16 | UInt32(inp[i + 1]) << 8 | UInt32(inp[i + 2])
-                        out[o] = table[Int(n >> 18 & 63)]
-                        out[o + 1] = table[Int(n >> 12 & 63)]
-                        out[o + 2] = table[Int(n >> 6 & 63)]
-                        out[o + 3] = table[Int(n & 63)]
-                        i += 3
-                        o += 4
-                    }
-                    switch inp.count - i {
-                    case 1:
-                        let n = UInt32(inp[i]) << 16
-                        out[o] = table[Int(n >> 18 & 63)]
-                        out[o + 1] = table[Int(n >> 12 & 63)]
-                        o += 2
-                    case 2:
-                        let n = UInt32(inp[i]) << 16 | UInt32(inp[i + 1]) << 8
-                        out[o] = table[Int(n >> 18 & 63)]
-                        out[o + 1] = table[Int(n >> 12 & 63)]
-                        out[o + 2] = table[Int(n >> 6 & 63)]
-                        o += 3
-                    default:
-                        break
-                    }
-                    return o
-                }
+        return String(unsafeUninitializedCapacity: encodedCount(input.count)) { out in
+            input.withUnsafeBufferPointer { write($0, into: out) }
+        }
+    }
+
+    /// Appends the unpadded base64url of `input` to `out`.
+    static func append(_ input: [UInt8], to out: inout [UInt8]) {
+        let start = out.count
+        let count = encodedCount(input.count)
+        out.append(contentsOf: repeatElement(0, count: count))
+        input.withUnsafeBufferPointer { inp in
+            out.withUnsafeMutableBufferPointer { all in
+                _ = write(inp, into: UnsafeMutableBufferPointer(rebasing: all[start..<(start + count)]))
             }
+        }
+    }
+
+    private static func encodedCount(_ count: Int) -> Int { count / 3 * 4 + [0, 2, 3][count % 3] }
+
+    /// Writes the base64url of `inp` into `out` (at least ``encodedCount(_:)`` long); the
+    /// number of bytes written.
+    private static func write(_ inp: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        alphabet.withUnsafeBufferPointer { table in
+            var i = 0
+            var o = 0
+            while i + 3 <= inp.count {
+                let n = UInt32(inp[i]) << 16 | UInt32(inp[i + 1]) << 8 | UInt32(inp[i + 2])
+                out[o] = table[Int(n >> 18 & 63)]
+                out[o + 1] = table[Int(n >> 12 & 63)]
+                out[o + 2] = table[Int(n >> 6 & 63)]
+                out[o + 3] = table[Int(n & 63)]
+                i += 3
+                o += 4
+            }
+            switch inp.count - i {
+            case 1:
+                let n = UInt32(inp[i]) << 16
+                out[o] = table[Int(n >> 18 & 63)]
+                out[o + 1] = table[Int(n >> 12 & 63)]
+                o += 2
+            case 2:
+                let n = UInt32(inp[i]) << 16 | UInt32(inp[i + 1]) << 8
+                out[o] = table[Int(n >> 18 & 63)]
+                out[o + 1] = table[Int(n >> 12 & 63)]
+                out[o + 2] = table[Int(n >> 6 & 63)]
+                o += 3
+            default:
+                break
+            }
+            return o
         }
     }
 

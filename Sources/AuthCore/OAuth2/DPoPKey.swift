@@ -84,6 +84,8 @@ public final class DPoPNonces: Sendable {
 
     /// The nonce to put in a proof for `url`, if its server gave one.
     public func nonce(for url: String) -> String? {
+        // Most servers never send one: no origin to work out then.
+        if nonces.withLock({ $0.isEmpty }) { return nil }
         let origin = Self.origin(url)
         return nonces.withLock { $0[origin] }
     }

@@ -41,18 +41,57 @@ public enum DPoPProof {
         key: ClientKey, algorithm: ClientKey.Algorithm, header: String, method: String, url: String, now: Date,
         nonce: String? = nil, accessToken: String? = nil
     ) throws(Unusable) -> String {
-        let jti = Base64URL.encode(SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) })
-        var claims = ""
-        if let accessToken { claims += #""ath":"\#(accessTokenHash(accessToken))","# }
-        claims += #""htm":\#(JSONText.string(method)),"htu":\#(JSONText.string(targetURI(url))),"#
-        claims += #""iat":\#(Int(now.timeIntervalSince1970)),"jti":"\#(jti)""#
-        if let nonce { claims += #","nonce":\#(JSONText.string(nonce))"# }
-        let input = Array((header + "." + Base64URL.encode(Array("{\(claims)}".utf8))).utf8)
-        do {
-            return String(decoding: input, as: UTF8.self) + "." + Base64URL.encode(try key.sign(input, with: algorithm))
-        } catch {
+        var jti = [UInt8](repeating: 0, count: 16)
+        var generator = SystemRandomNumberGenerator()
+        for i in stride(from: 0, to: 16, by: 8) {
+            withUnsafeBytes(of: generator.next() as UInt64) { jti.replaceSubrange(i..<i + 8, with: $0) }
+        }
+        return try make(
+            key: key, algorithm: algorithm, header: header, method: method, url: url, now: now, nonce: nonce,
+            ath: accessToken.map(accessTokenHash), jti: jti)
+    }
+
+    /// The proof, written byte by byte into one buffer (a proxied request signs one): `ath`
+    /// already hashed, `jti` 16 random bytes.
+    static func make(
+        key: ClientKey, algorithm: ClientKey.Algorithm, header: String, method: String, url: String, now: Date,
+        nonce: String?, ath: String?, jti: [UInt8]
+    ) throws(Unusable) -> String {
+        var claims: [UInt8] = []
+        claims.reserveCapacity(160 + url.utf8.count + (nonce?.utf8.count ?? 0))
+        claims.append(UInt8(ascii: "{"))
+        if let ath {
+            claims.append(contentsOf: #""ath":""#.utf8)
+            claims.append(contentsOf: ath.utf8)
+            claims.append(contentsOf: #"","#.utf8)
+        }
+        claims.append(contentsOf: #""htm":"#.utf8)
+        JSONText.append(method, to: &claims)
+        claims.append(contentsOf: #","htu":"#.utf8)
+        JSONText.append(targetURI(url), to: &claims)
+        claims.append(contentsOf: #","iat":"#.utf8)
+        claims.append(contentsOf: String(Int(now.timeIntervalSince1970)).utf8)
+        claims.append(contentsOf: #","jti":""#.utf8)
+        Base64URL.append(jti, to: &claims)
+        claims.append(UInt8(ascii: "\""))
+        if let nonce {
+            claims.append(contentsOf: #","nonce":"#.utf8)
+            JSONText.append(nonce, to: &claims)
+        }
+        claims.append(UInt8(ascii: "}"))
+
+        var proof: [UInt8] = []
+        proof.reserveCapacity(header.utf8.count + claims.count * 4 / 3 + 100)
+        proof.append(contentsOf: header.utf8)
+        proof.append(UInt8(ascii: "."))
+        Base64URL.append(claims, to: &proof)
+        let signature: [UInt8]
+        do { signature = try key.sign(proof, with: algorithm) } catch {
             throw Unusable(description: "the DPoP key could not sign the proof")
         }
+        proof.append(UInt8(ascii: "."))
+        Base64URL.append(signature, to: &proof)
+        return String(decoding: proof, as: UTF8.self)
     }
 
     /// `htu`: `url` without its query and fragment (RFC 9449 §4.2).
@@ -71,15 +110,34 @@ public enum DPoPProof {
 enum JSONText {
     /// `text` as a JSON string.
     static func string(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
+        var out: [UInt8] = []
+        append(text, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends `text` as a JSON string to `out`: as it is when it holds no quote, backslash
+    /// or control character (a method, a URL), escaped otherwise.
+    static func append(_ text: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { bytes in
+            if !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+                out.append(contentsOf: bytes)
+                return
+            }
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
+                case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
+                case ..<0x20:
+                    let hex = Array("0123456789abcdef".utf8)
+                    out.append(contentsOf: #"\u00"#.utf8)
+                    out.append(hex[Int(byte >> 4)])
+                    out.append(hex[Int(byte & 15)])
+                default: out.append(byte)
+                }
             }
         }
-        return out + "\""
+        out.append(UInt8(ascii: "\""))
     }
 }

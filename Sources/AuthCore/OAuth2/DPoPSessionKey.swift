@@ -1,5 +1,6 @@
 public import Crypto
 public import Foundation
+internal import Locking
 internal import _CryptoExtras
 
 /// The key a session's tokens are bound to (RFC 9449): read from the key file when the
@@ -25,6 +26,11 @@ public final class DPoPSessionKey: Sendable, Equatable, CustomStringConvertible 
     let generatedPEM: String?
     /// The `DPoP-Nonce` each server sent, for the proofs that go there next.
     public let nonces = DPoPNonces()
+    /// The bytes of the proofs' `jti`s.
+    private let random = Locked(RandomBlock())
+    /// The `ath` of the access token proved last: a session proves the same token on every
+    /// request until it is refreshed, so it is hashed once per token, not once per request.
+    private let lastHash = Locked<(token: String, hash: String)?>(nil)
 
     private init(key: ClientKey, algorithm: ClientKey.Algorithm?, generatedPEM: String?) throws(DPoPProof.Unusable) {
         let algorithm = algorithm ?? Self.defaultAlgorithm(for: key)
@@ -93,7 +99,15 @@ public final class DPoPSessionKey: Sendable, Equatable, CustomStringConvertible 
     public func proof(method: String, url: String, accessToken: String? = nil, now: Date = Date()) -> String? {
         try? DPoPProof.make(
             key: key, algorithm: algorithm, header: header, method: method, url: url, now: now,
-            nonce: nonces.nonce(for: url), accessToken: accessToken)
+            nonce: nonces.nonce(for: url), ath: accessToken.map(hash), jti: random.withLock { $0.take(16) })
+    }
+
+    /// `ath` of `accessToken`, hashed once per token.
+    private func hash(_ accessToken: String) -> String {
+        if let last = lastHash.withLock({ $0 }), last.token == accessToken { return last.hash }
+        let hash = DPoPProof.accessTokenHash(accessToken)
+        lastHash.withLock { $0 = (accessToken, hash) }
+        return hash
     }
 
     /// Two keys are the same when their public keys are (the same thumbprint) and they sign
