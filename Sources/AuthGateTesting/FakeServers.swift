@@ -67,4 +67,15 @@ public final class FakeServers: Sendable {
         defer { fakes.shutdown() }
         return try body(fakes)
     }
+
+    /// ``with(configuration:clock:authorizationPort:apiPort:_:)`` for an async `body`.
+    public static func with<Result>(
+        configuration: FakeAuthorizationServer.Configuration = .init(), clock: any AuthClock = SystemAuthClock(),
+        authorizationPort: Int = 0, apiPort: Int = 0, _ body: (FakeServers) async throws -> Result
+    ) async throws -> Result {
+        let fakes = try FakeServers(
+            configuration: configuration, clock: clock, authorizationPort: authorizationPort, apiPort: apiPort)
+        defer { fakes.shutdown() }
+        return try await body(fakes)
+    }
 }

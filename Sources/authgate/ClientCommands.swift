@@ -35,10 +35,10 @@ struct AdminOptions: ParsableArguments {
 
     /// Sends one request to the admin API and prints the answer (through `show` when it is
     /// a success, as it came otherwise); non-2xx exits 1.
-    func call(_ method: String, _ path: String, body: [UInt8]? = nil, show: (String) -> String = { $0 }) throws {
+    func call(_ method: String, _ path: String, body: [UInt8]? = nil, show: (String) -> String = { $0 }) async throws {
         let client = AdminClient(endpoint: try endpoint(), token: try token())
         let target = try addressed(path)
-        let response = try runBlocking { try await client.send(method, target, json: body) }
+        let response = try await client.send(method, target, json: body)
         let text = String(decoding: response.body, as: UTF8.self)
         if !(200..<300).contains(response.status) {
             print(text)
@@ -49,20 +49,20 @@ struct AdminOptions: ParsableArguments {
 }
 
 /// `authgate status`: a summary for people, or the session document with `--json`.
-struct Status: ParsableCommand {
+struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show the session (GET /auth/session): a summary, or its JSON document with --json.")
     @OptionGroup var options: AdminOptions
     @Flag(help: "Print the session document as JSON (for scripts).") var json = false
-    func run() throws {
-        try options.call("GET", "/auth/session") { text in
+    func run() async throws {
+        try await options.call("GET", "/auth/session") { text in
             json ? text : SessionSummary.format(text, now: Date()) ?? text
         }
     }
 }
 
 /// `authgate login`.
-struct Login: ParsableCommand {
+struct Login: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Log in (POST /auth/login).")
     @OptionGroup var options: AdminOptions
     @Option(
@@ -80,7 +80,7 @@ struct Login: ParsableCommand {
     @Option(help: "Redirect URI (authorization_code grant).") var redirectURI: String?
     @Option(help: "Scope.") var scope: String?
 
-    func run() throws {
+    func run() async throws {
         let grant = device ? "device" : grant
         var fields: [String: String] = ["grant_type": Self.grantTypes[grant] ?? grant]
         fields["username"] = username
@@ -93,10 +93,10 @@ struct Login: ParsableCommand {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let body = Array(try encoder.encode(fields))
         if grant == "device" {
-            try DeviceLoginCommand.run(options, body: body)
+            try await DeviceLoginCommand.run(options, body: body)
             return
         }
-        try options.call("POST", "/auth/login", body: body)
+        try await options.call("POST", "/auth/login", body: body)
     }
 
     /// The short names `--grant` takes for the grants whose `grant_type` is a URN.
@@ -108,8 +108,8 @@ struct Login: ParsableCommand {
 }
 
 /// `authgate logout`.
-struct Logout: ParsableCommand {
+struct Logout: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Log out (POST /auth/logout).")
     @OptionGroup var options: AdminOptions
-    func run() throws { try options.call("POST", "/auth/logout") }
+    func run() async throws { try await options.call("POST", "/auth/logout") }
 }

@@ -7,7 +7,7 @@ import Logging
 
 /// `authgate dev`: everything in one process on fixed loopback ports — a fake
 /// authorization server, a fake API that rejects expired tokens, and the gateway.
-struct Dev: ParsableCommand {
+struct Dev: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run AuthGate in development mode on 127.0.0.1.")
 
     @Option(help: "Port of the proxy listener.") var port = 8080
@@ -30,11 +30,10 @@ struct Dev: ParsableCommand {
     @Flag(help: "Make the user-info call (GET /userinfo on the fake API) after each login and restore.")
     var userInfo = false
 
-    func run() throws {
+    func run() async throws {
         JSONLogHandler.bootstrap(level: .info)
-        // Blocked in every thread (before any starts), so the service group's signal source
-        // is the only one to see them.
-        _ = SignalWaiter(SIGINT, SIGTERM)
+        // SIGINT and SIGTERM are blocked in every thread since the process started
+        // (main.swift), so the service group's signal source sees them.
         let logger = Logger(label: "authgate.dev")
         var bytes = [UInt8](repeating: 0, count: 24)
         for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
@@ -44,13 +43,13 @@ struct Dev: ParsableCommand {
         fakeConfig.latency = .milliseconds(authLatencyMs)
         if authReuseGraceMs > 0 { fakeConfig.reuseGraceWindow = .milliseconds(authReuseGraceMs) }
         // The fake servers get their own loop.
-        try FakeServers.with(configuration: fakeConfig, authorizationPort: authPort, apiPort: apiPort) { fakes in
-            try serve(fakes, adminToken: adminToken, logger: logger)
+        try await FakeServers.with(configuration: fakeConfig, authorizationPort: authPort, apiPort: apiPort) { fakes in
+            try await serve(fakes, adminToken: adminToken, logger: logger)
         }
     }
 
     /// Runs the gateway in front of `fakes` until SIGINT or SIGTERM.
-    private func serve(_ fakes: FakeServers, adminToken: String, logger: Logger) throws {
+    private func serve(_ fakes: FakeServers, adminToken: String, logger: Logger) async throws {
         let authorization = "http://127.0.0.1:\(fakes.authorizationPort)"
         let api = "http://127.0.0.1:\(fakes.apiPort)"
         var config = GatewayConfiguration(
@@ -82,9 +81,7 @@ struct Dev: ParsableCommand {
                 fakes: fakes,
                 adminToken: adminToken)
         }
-        try runBlocking {
-            try await runner.runUntilSignalled()
-        }
+        try await runner.runUntilSignalled()
     }
 
     private func banner(proxy p: Int, admin a: Int, metrics m: Int?, fakes: FakeServers, adminToken: String) {

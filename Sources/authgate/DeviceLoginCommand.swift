@@ -7,12 +7,21 @@ import Gateway
 /// login completes (exit 0) or ends without logging in (exit 1, with the reason). The
 /// events are followed from before the login starts, so none is missed.
 enum DeviceLoginCommand {
-    static func run(_ options: AdminOptions, body: [UInt8]) throws {
+    static func run(_ options: AdminOptions, body: [UInt8]) async throws {
         let endpoint = try options.endpoint()
         let token = try options.token()
         let eventsPath = try options.addressed("/auth/events")
         let loginPath = try options.addressed("/auth/login")
-        let code: Int32 = try runBlocking {
+        let code = try await login(endpoint: endpoint, token: token, eventsPath: eventsPath, loginPath: loginPath, body: body)
+        if code != 0 { throw ExitCode(code) }
+    }
+
+    /// Follows the events, starts the login, prints the instructions and waits for the end:
+    /// the exit status.
+    private static func login(
+        endpoint: AdminEndpoint, token: String?, eventsPath: String, loginPath: String, body: [UInt8]
+    ) async throws -> Int32 {
+        do {
             let (messages, continuation) = AsyncStream.makeStream(of: EventStreamParser.Message.self)
             let stream = AdminEventStream(endpoint: endpoint, token: token)
             let follow = Task {
@@ -59,6 +68,5 @@ enum DeviceLoginCommand {
             defer { deadline.cancel() }
             return await waiting.value
         }
-        if code != 0 { throw ExitCode(code) }
     }
 }

@@ -6,7 +6,7 @@ import Glibc
 /// `authgate events`: the session's events as they come, one line each (`--json`: each
 /// event's JSON document), through dropped connections and gateway restarts; Ctrl-C ends it
 /// with status 0.
-struct Events: ParsableCommand {
+struct Events: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Follow the session's events (GET /auth/events) until Ctrl-C, one line each.",
         discussion: "The first line is the session's state now; then one line per event as it happens. "
@@ -23,16 +23,18 @@ struct Events: ParsableCommand {
         }
     }
 
-    func run() throws {
-        // Blocked in every thread before any starts: the thread below takes them with sigwait.
-        let signals = SignalWaiter(SIGINT, SIGTERM)
+    func run() async throws {
+        // Ctrl-C (or SIGTERM) ends it with status 0: every line was written as it came, so
+        // there is nothing to flush.
+        signal(SIGINT) { _ in _exit(0) }
+        signal(SIGTERM) { _ in _exit(0) }
         // A reader that went away is a write that fails (EPIPE), not a signal that kills.
         signal(SIGPIPE, SIG_IGN)
         let stream = AdminEventStream(endpoint: try options.endpoint(), token: try options.token())
         let path = try options.addressed("/auth/events")
         let session = options.session ?? GatewayConfiguration.defaultSession
         let json = json
-        let follow = Task.detached { [lastEventID] in
+        do {
             try await stream.follow(path: path, lastEventID: lastEventID) { message in
                 let line = json ? message.data : EventLine.format(event: message.event, data: message.data, session: session)
                 // One write per line, unbuffered: a pipe sees each event as it happens. When
@@ -41,13 +43,6 @@ struct Events: ParsableCommand {
             } notice: { text in
                 FileHandle.standardError.write(Data("authgate events: \(text)\n".utf8))
             }
-        }
-        Thread.detachNewThread {
-            _ = signals.wait()
-            follow.cancel()
-        }
-        do {
-            try runBlocking { try await follow.value }
         } catch let refused as AdminEventStream.Refused {
             FileHandle.standardError.write(Data("authgate events: \(refused)\n".utf8))
             throw ExitCode(1)

@@ -4,7 +4,7 @@ import Gateway
 
 /// `authgate reload`: asks a running gateway to read its configuration again
 /// (`POST /auth/reload`, what SIGHUP does), and says what changed.
-struct Reload: ParsableCommand {
+struct Reload: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Reload the gateway's configuration (POST /auth/reload): a summary, or the answer's JSON with --json.",
         discussion: "Exits 1 when the new configuration is refused (the running one keeps serving); the problem "
@@ -12,11 +12,11 @@ struct Reload: ParsableCommand {
     @OptionGroup var options: AdminOptions
     @Flag(help: "Print the answer as JSON (for scripts).") var json = false
 
-    func run() throws {
+    func run() async throws {
         guard options.session == nil else {
             throw ValidationError("--session: a reload applies to the whole gateway, not to one session")
         }
-        try options.call("POST", "/auth/reload") { text in json ? text : Self.summary(text) ?? text }
+        try await options.call("POST", "/auth/reload") { text in json ? text : Self.summary(text) ?? text }
     }
 
     /// One line per kind of change, for people; nil when `text` is not a reload answer.

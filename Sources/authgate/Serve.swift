@@ -3,9 +3,10 @@ import Foundation
 import Gateway
 import Glibc
 import Logging
+import ServiceLifecycle
 
 /// `authgate serve --config FILE`: the gateway for real.
-struct Serve: ParsableCommand {
+struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the gateway with a configuration file (see README: Running it for real).",
         discussion: "The configuration comes from the JSON file, then AUTHGATE_* environment variables, then "
@@ -28,7 +29,7 @@ struct Serve: ParsableCommand {
             "Configuration fields as flags: --loops 2, --authorization-token-endpoint URL, …", valueName: "field flags"))
     var overrides: [String] = []
 
-    func run() throws {
+    func run() async throws {
         // Before any secret is read: no core dump or same-user ptrace can reach them.
         do {
             try ProcessHardening.disableDumping()
@@ -78,13 +79,11 @@ struct Serve: ParsableCommand {
         }
         let level = Logger.Level(rawValue: logLevel) ?? .info
         JSONLogHandler.bootstrap(level: level)
-        // Blocked in every thread (before any starts), so the service group's signal source
-        // is the only one to see them.
-        _ = SignalWaiter(SIGINT, SIGTERM)
-        let hangups = SignalWaiter(SIGHUP)
+        // SIGTERM and SIGINT stop, SIGHUP reloads: blocked in every thread since the process
+        // started (main.swift), so the service group's signal sources see them.
         let logger = Logger(label: "authgate")
         // Before the gateway exists: its proxy asks once whether a tracer is bootstrapped.
-        let traceExport: TraceExport?
+        let traceExport: (any Service)?
         do {
             traceExport = try TraceExport.start(environment: environment, logger: Logger(label: "authgate.otel"))
         } catch let error as ConfigurationError {
@@ -95,29 +94,12 @@ struct Serve: ParsableCommand {
             FileHandle.standardError.write(Data("authgate: configuration error: OTEL_*: \(error)\n".utf8))
             throw ExitCode(78)
         }
+        // SIGHUP reloads (`POST /auth/reload` does the same).
         let runner = GatewayRunner(
             configuration: configuration, secrets: secrets, logger: logger,
-            started: { gateway in
-                // SIGHUP reloads (`POST /auth/reload` does the same); the reloader logs what it
-                // applied, or the field that made it refuse.
-                Thread.detachNewThread {
-                    while true {
-                        _ = hangups.wait()
-                        logger.info("SIGHUP: reloading the configuration")
-                        Task { _ = try? await gateway.reloader.reload() }
-                    }
-                }
-            }, reloadSource: reloadSource(environment: environment))
+            reloadSource: reloadSource(environment: environment), reloadSignals: [.sighup])
         do {
-            try runBlocking {
-                do {
-                    try await runner.runUntilSignalled()
-                } catch {
-                    await traceExport?.shutdown()
-                    throw error
-                }
-                await traceExport?.shutdown()
-            }
+            try await runner.runUntilSignalled(alongside: traceExport.map { [$0] } ?? [])
         } catch let failure as IssuerDiscovery.Failure {
             // A provider that answered with something unusable is a configuration error (78);
             // one that did not answer in time is unavailable (69, EX_UNAVAILABLE).

@@ -1,5 +1,6 @@
 public import Logging
 public import ServiceLifecycle
+public import UnixSignals
 
 /// The gateway as a swift-service-lifecycle `Service`, for `authgate serve`.
 ///
@@ -9,8 +10,11 @@ public import ServiceLifecycle
 /// files are already durable, since every change is written as it happens. When the task
 /// is cancelled instead (a second signal), it stops at once.
 ///
+/// With `reloadSignals` (SIGHUP for `authgate serve`), each such signal reloads the
+/// configuration while the gateway runs, as `POST /auth/reload` does.
+///
 /// ```swift
-/// let runner = GatewayRunner(configuration: c, secrets: s, logger: logger)
+/// let runner = GatewayRunner(configuration: c, secrets: s, logger: logger, reloadSignals: [.sighup])
 /// let group = ServiceGroup(configuration: .init(
 ///     services: [.init(service: runner)], gracefulShutdownSignals: [.sigterm, .sigint],
 ///     cancellationSignals: [], logger: logger))
@@ -23,15 +27,19 @@ public struct GatewayRunner: Service {
     let grace: Duration
     let started: (@Sendable (GatewayService) -> Void)?
     let reloadSource: GatewayReloader.Source?
+    let reloadSignals: [UnixSignal]
 
     /// Creates the service; `started` is called once the listeners are open. With
-    /// `reloadSource`, the gateway can reload its configuration from it (``GatewayReloader``).
+    /// `reloadSource`, the gateway can reload its configuration from it (``GatewayReloader``),
+    /// and does on each of `reloadSignals` (block them in every thread first, as the group's
+    /// shutdown signals).
     public init(
         configuration: GatewayConfiguration, secrets: GatewayService.Secrets, logger: Logger,
         grace: Duration = .seconds(10), started: (@Sendable (GatewayService) -> Void)? = nil,
-        reloadSource: GatewayReloader.Source? = nil
+        reloadSource: GatewayReloader.Source? = nil, reloadSignals: [UnixSignal] = []
     ) {
         self.reloadSource = reloadSource
+        self.reloadSignals = reloadSignals
         self.configuration = configuration
         self.secrets = secrets
         self.logger = logger
@@ -48,13 +56,20 @@ public struct GatewayRunner: Service {
                 reloadSource: reloadSource
             ) { gateway in
                 started?(gateway)
-                do {
-                    try await gracefulShutdown()
-                } catch {
-                    logger.info("cancelled: stopping now")
-                    throw error
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    if !reloadSignals.isEmpty {
+                        let signals = await UnixSignalsSequence(trapping: reloadSignals)
+                        group.addTask { await Self.reload(gateway, on: signals, logger: logger) }
+                    }
+                    defer { group.cancelAll() }
+                    do {
+                        try await gracefulShutdown()
+                    } catch {
+                        logger.info("cancelled: stopping now")
+                        throw error
+                    }
+                    logger.info("graceful shutdown: draining", metadata: ["shutdown.grace": "\(grace)"])
                 }
-                logger.info("graceful shutdown: draining", metadata: ["shutdown.grace": "\(grace)"])
             }
         } catch is CancellationError {
             // Stopped at once; the service group asked for it.
@@ -62,14 +77,29 @@ public struct GatewayRunner: Service {
         logger.info("stopped")
     }
 
-    /// Runs the gateway in a `ServiceGroup` of its own until SIGTERM or SIGINT starts a
-    /// graceful shutdown: what `authgate serve` and `authgate dev` do. Block both signals in
-    /// every thread first, so the group's signal source is the only one to see them.
-    public func runUntilSignalled() async throws {
+    /// Reloads `gateway`'s configuration on each of `signals` until cancelled (the reloader
+    /// logs what it applied, or the field that made it refuse).
+    private static func reload(_ gateway: GatewayService, on signals: UnixSignalsSequence, logger: Logger) async {
+        for await signal in signals {
+            logger.info("\(signal): reloading the configuration")
+            _ = try? await gateway.reloader.reload()
+        }
+    }
+
+    /// Runs the gateway until SIGTERM or SIGINT starts a graceful shutdown, in one
+    /// `ServiceGroup` with `alongside` (a span exporter), which stop after it in reverse
+    /// order: what `authgate serve` and `authgate dev` do. Block the signals in every thread
+    /// first, so the group's signal source is the only one to see them.
+    public func runUntilSignalled(alongside: [any Service] = []) async throws {
         let group = ServiceGroup(
             configuration: .init(
-                services: [.init(service: self)], gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [],
-                logger: logger))
+                services: alongside.map { .init(service: $0) } + [
+                    // Ended, or failed to start: the others still stop gracefully (spans flushed).
+                    .init(
+                        service: self, successTerminationBehavior: .gracefullyShutdownGroup,
+                        failureTerminationBehavior: .gracefullyShutdownGroup)
+                ],
+                gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger))
         try await group.run()
     }
 }
