@@ -66,6 +66,38 @@ import Testing
         }
     }
 
+    /// Started and stopped from a task (`listen()`, `close(grace:)`), as the gateway does:
+    /// no thread waits on a semaphore. The close returns once the exchange in flight has
+    /// been answered; a second server on the same live socket is refused and listens nowhere.
+    @Test func aServerListensAndClosesFromATaskAfterTheExchangeInFlight() async throws {
+        try await withScratch { dir in
+            let path = dir + "/async.sock"
+            let group = try EventLoopGroup(loopCount: 2)
+            defer { group.shutdown() }
+            let tasks = ResponderTasks()
+            let arrivals = Arrivals()
+            let server = HTTPServer(
+                configuration: HTTPServerConfiguration(address: .unix(path: path, mode: 0o600)), group: group,
+                responder: TestResponder(arrivals: arrivals, tasks: tasks))
+            try await server.listen()
+            let second = HTTPServer(
+                configuration: HTTPServerConfiguration(address: .unix(path: path, mode: 0o600)), group: group,
+                responder: TestResponder(arrivals: Arrivals(), tasks: ResponderTasks()))
+            await #expect(throws: RuntimeError.self) { try await second.listen() }
+            await second.close(grace: .zero)
+
+            let client = try RawClient(unixPath: path, timeoutSeconds: 10)
+            try client.send("GET /later HTTP/1.1\r\nHost: a\r\n\r\n")
+            let answer = Task.detached { try client.readResponse() }
+            #expect(await arrivals.wait(for: "/later"))
+            await server.close(grace: .seconds(5))
+            let response = try await answer.value
+            #expect(response.status == 200 && response.text == "later", "answered before the close returned")
+            #expect(!FileManager.default.fileExists(atPath: path), "the socket file is removed")
+            tasks.waitUntilNoneRun(timeout: .seconds(5))
+        }
+    }
+
     @Test func aUnixSocketPeerIsCalledUnixAndATCPPeerByItsAddress() async throws {
         try await withScratch { dir in
             let path = dir + "/s.sock"

@@ -25,13 +25,11 @@ extension GatewayService {
         let probes = probeServer
         let scrapes = metricsServer
         let group = group
-        await Self.onThread {
-            // Closing the admin listener removes its socket file, when it is a Unix socket.
-            admin.shutdown(grace: .zero)
-            probes?.shutdown(grace: .zero)
-            scrapes?.shutdown(grace: .zero)
-            proxy.shutdown(grace: grace)
-        }
+        // Closing the admin listener removes its socket file, when it is a Unix socket.
+        await admin.close(grace: .zero)
+        await probes?.close(grace: .zero)
+        await scrapes?.close(grace: .zero)
+        await proxy.close(grace: grace)
         // End every subscription to the sessions (SSE streams, the user-info followers),
         // and wait for the gateway's own subscribers to end.
         for s in sessions.values { s.actor.events.finish() }

@@ -219,14 +219,14 @@ public final class GatewayService: Sendable {
             // The admin listener first: a second instance over the same admin socket stops
             // there, before it shares the proxy's port (SO_REUSEPORT would let it). The probe
             // listener last: /readyz is not seen before the proxy accepts.
-            try adminServer.start()
-            try proxyServer.start()
-            try probeServer?.start()
-            try metricsServer?.start()
+            try await adminServer.listen()
+            try await proxyServer.listen()
+            try await probeServer?.listen()
+            try await metricsServer?.listen()
         } catch {
-            proxyServer.shutdown(grace: .zero)
-            adminServer.shutdown(grace: .zero)
-            probeServer?.shutdown(grace: .zero)
+            await proxyServer.close(grace: .zero)
+            await adminServer.close(grace: .zero)
+            await probeServer?.close(grace: .zero)
             for s in sessions.values { s.actor.events.finish() }
             for t in eventTasks { await t.value }
             throw error

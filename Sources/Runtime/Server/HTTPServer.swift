@@ -48,67 +48,120 @@ public final class HTTPServer: Sendable {
     /// Connections open now.
     public var activeConnections: Int { context.activeConnections }
 
+    /// What binding one loop's listener gave: the port, the listening descriptor the other
+    /// loops share on a Unix socket, and the loop's state.
+    private typealias Bound = Result<(port: Int, shared: Int32?, state: LoopBound<ServerLoopState>), RuntimeError>
+
     /// Binds every loop's listener (for a Unix socket: the first loop binds, the others
-    /// share its socket). Throws the first error (and listens nowhere then).
+    /// share its socket). Throws the first error (and listens nowhere then). Blocks the
+    /// calling thread while each loop binds; async callers use ``listen()``.
     public func start() throws(RuntimeError) {
-        var address = configuration.address
-        var port = 0
-        // The first loop's listening descriptor, which the others share on a Unix socket.
-        var shared: Int32?
+        var plan = StartPlan(address: configuration.address)
         for loop in group.loops {
-            let result = Locked<Result<(Int, Int32?, LoopBound<ServerLoopState>), RuntimeError>?>(nil)
+            let result = Locked<Bound?>(nil)
             let done = DispatchSemaphore(value: 0)
-            let target = address
-            let context = self.context
-            let descriptor = shared
-            loop.execute {
-                let state = ServerLoopState(loop: loop, context: context)
-                do throws(RuntimeError) {
-                    var bound = 0
-                    var own: Int32?
-                    if let descriptor {
-                        try state.listen(sharing: descriptor)
-                    } else {
-                        bound = try state.listen(target)
-                        if target.isUnix { own = try state.listenerDescriptor() }
-                    }
-                    let box = LoopBound(state, loop: loop)
-                    loop.onShutdown { state.shutdown(grace: .zero) {} }
-                    result.withLock { $0 = .success((bound, own, box)) }
-                } catch {
-                    state.shutdown(grace: .zero) {}
-                    result.withLock { $0 = .failure(error) }
-                }
+            bind(on: loop, plan) { bound in
+                result.withLock { $0 = bound }
                 done.signal()
             }
             done.wait()
-            switch result.withLock({ $0 })! {
-            case .success(let (bound, own, box)):
-                // The other loops bind the port the first one got (port 0 picks one).
-                port = bound
-                if let own { shared = own }
-                if case .tcp(let host, _) = address { address = .tcp(host: host, port: bound) }
-                states.withLock { $0.append(box) }
-            case .failure(let e):
-                shutdown(grace: .zero)
-                throw e
+            try record(result.withLock { $0 }!, into: &plan)
+        }
+        boundPort.store(plan.port, ordering: .relaxed)
+    }
+
+    /// ``start()`` without blocking a thread: the task waits while each loop binds.
+    public func listen() async throws(RuntimeError) {
+        var plan = StartPlan(address: configuration.address)
+        for loop in group.loops {
+            let bound = await withCheckedContinuation { (continuation: CheckedContinuation<Bound, Never>) in
+                bind(on: loop, plan) { continuation.resume(returning: $0) }
+            }
+            try record(bound, into: &plan)
+        }
+        boundPort.store(plan.port, ordering: .relaxed)
+    }
+
+    /// Where the loops bind: the first one's address (port 0 picks one), then the port it got.
+    private struct StartPlan {
+        var address: ListenAddress
+        var port = 0
+        /// The first loop's listening descriptor, which the others share on a Unix socket.
+        var shared: Int32?
+    }
+
+    /// Binds `loop`'s listener as `plan` says, on the loop; `done` gets the result there.
+    private func bind(on loop: EventLoop, _ plan: StartPlan, _ done: @escaping @Sendable (Bound) -> Void) {
+        let target = plan.address
+        let descriptor = plan.shared
+        let context = self.context
+        loop.execute {
+            let state = ServerLoopState(loop: loop, context: context)
+            do throws(RuntimeError) {
+                var bound = 0
+                var own: Int32?
+                if let descriptor {
+                    try state.listen(sharing: descriptor)
+                } else {
+                    bound = try state.listen(target)
+                    if target.isUnix { own = try state.listenerDescriptor() }
+                }
+                let box = LoopBound(state, loop: loop)
+                loop.onShutdown { state.shutdown(grace: .zero) {} }
+                done(.success((bound, own, box)))
+            } catch {
+                state.shutdown(grace: .zero) {}
+                done(.failure(error))
             }
         }
-        boundPort.store(port, ordering: .relaxed)
+    }
+
+    /// Keeps a loop's listener, or closes the others' and throws its error.
+    private func record(_ bound: Bound, into plan: inout StartPlan) throws(RuntimeError) {
+        switch bound {
+        case .success(let (port, shared, box)):
+            // The other loops bind the port the first one got (port 0 picks one).
+            plan.port = port
+            if let shared { plan.shared = shared }
+            if case .tcp(let host, _) = plan.address { plan.address = .tcp(host: host, port: port) }
+            states.withLock { $0.append(box) }
+        case .failure(let e):
+            shutdown(grace: .zero)
+            throw e
+        }
     }
 
     /// Stops accepting, lets in-flight responses finish for up to `grace`, then closes
-    /// everything. Blocks until every connection is closed; do not call it on a loop.
+    /// everything. Blocks until every connection is closed; do not call it on a loop. Async
+    /// callers use ``close(grace:)``.
     public func shutdown(grace: Duration = .seconds(10)) {
+        let done = DispatchSemaphore(value: 0)
+        let count = drain(grace: grace) { done.signal() }
+        for _ in 0..<count { done.wait() }
+    }
+
+    /// ``shutdown(grace:)`` without blocking a thread: returns once every connection is closed.
+    public func close(grace: Duration = .seconds(10)) async {
+        let (drained, continuation) = AsyncStream.makeStream(of: Void.self)
+        var left = drain(grace: grace) { continuation.yield() }
+        guard left > 0 else { return }
+        for await _ in drained {
+            left -= 1
+            if left == 0 { break }
+        }
+    }
+
+    /// Starts every loop's drain; `done` is called once per loop, on it, when its
+    /// connections are closed. The number of loops draining.
+    private func drain(grace: Duration, _ done: @escaping @Sendable () -> Void) -> Int {
         let all = states.withLock { s in
             let copy = s
             s = []
             return copy
         }
-        let done = DispatchSemaphore(value: 0)
         for box in all {
-            box.withValue { state in state.shutdown(grace: grace) { done.signal() } }
+            box.withValue { state in state.shutdown(grace: grace, done: done) }
         }
-        for _ in all { done.wait() }
+        return all.count
     }
 }
