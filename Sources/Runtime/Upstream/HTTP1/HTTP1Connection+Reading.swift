@@ -25,6 +25,10 @@ extension HTTP1Connection {
             case .needMoreData:
                 if offset >= bytes.count || used == 0 { return }
             case .head(let status, let headers):
+                if awaitingFirstAnswer {
+                    awaitingFirstAnswer = false
+                    pool.answered(self)
+                }
                 exchange.activeHandler?.upstreamHead(status: status, headers: headers)
             case .body(let chunk):
                 guard let handler = exchange.activeHandler else { continue }
