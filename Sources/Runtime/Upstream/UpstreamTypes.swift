@@ -10,10 +10,17 @@ public struct UpstreamClientConfiguration: Sendable {
     public var idleTimeout: Duration
     /// Connections per upstream host, pooled and reused (`CURLMOPT_MAX_HOST_CONNECTIONS`).
     public var maxConnectionsPerHost: Int
-    /// The most connections to one origin still connecting at once, per event loop, on
+    /// The most new connections to one origin not yet answered at once, per event loop, on
     /// the loop's own HTTP/1.1 client: a burst opens this many and reuses or opens more as
-    /// they connect, so an API with a short listen backlog drops no connection attempt.
+    /// their first answers arrive, so an API with a short listen backlog drops no connection
+    /// attempt.
     public var maxConnectingPerHost: Int = 4
+    /// How long a new connection still counts against ``maxConnectingPerHost`` after its
+    /// connect completed when no answer has arrived (default 250 ms: longer than TCP's
+    /// 200 ms minimum retransmission timeout, a quarter of the first SYN retransmit), so
+    /// that slow first answers do not stall the origin's other exchanges; zero counts a
+    /// connection only while it connects.
+    public var firstAnswerWindow: Duration = .milliseconds(250)
     /// A PEM bundle of trusted CAs; nil uses the system's.
     public var caFile: String?
     /// A directory of trusted CAs.

@@ -25,6 +25,7 @@ extension HTTP1Connection {
             case .needMoreData:
                 if offset >= bytes.count || used == 0 { return }
             case .head(let status, let headers):
+                if awaitingFirstAnswer { firstAnswerArrived() }
                 exchange.activeHandler?.upstreamHead(status: status, headers: headers)
             case .body(let chunk):
                 guard let handler = exchange.activeHandler else { continue }
@@ -48,6 +49,15 @@ extension HTTP1Connection {
                 return
             }
         }
+    }
+
+    /// The connection's first answer arrived: it proves to the pool's pace that the server
+    /// accepted it. Kept out of ``feed(_:)`` so that the loop a reused connection runs
+    /// stays as it was.
+    @inline(never)
+    func firstAnswerArrived() {
+        awaitingFirstAnswer = false
+        pool.answered(self)
     }
 
     /// The handler takes bytes again.

@@ -27,9 +27,10 @@ final class HTTP1Connection {
     private let loop: EventLoop
     /// The current response's parser.
     let parser = ResponseParser()
-    /// Whether the pool still counts this connection as connecting (until its connect
-    /// completes or fails, or it closes first).
-    var awaitingConnect = true
+    /// Whether no answer has arrived on the connection yet: its first proves to the pool's
+    /// pace that the server accepted it (a flag, so that a reused connection's answers cost
+    /// the pool nothing).
+    var awaitingFirstAnswer = true
     /// The connection's decisions.
     var machine: StateMachine
     /// The exchange being served, if any.
@@ -92,14 +93,14 @@ final class HTTP1Connection {
                 let address = try result.get()
                 try address.withSockaddr { sa throws(RuntimeError) in
                     try tcp.connect(to: sa) { [self] status in
-                        pool.connectFinished(self)
                         let live = self.exchange.map { !$0.isFinished } ?? false
+                        // A failed or abandoned connect leaves the pace when the connection closes.
+                        if status == 0 && live && machine.phase == .connecting { pool.connected(self) }
                         execute(machine.connected(status: status, exchangeLive: live))
                     }
                 }
             } catch {
                 connectError = error
-                pool.connectFinished(self)
                 execute(machine.connectFailed(error.systemCode ?? UV_ECONNREFUSED.rawValue))
             }
         }

@@ -10,6 +10,9 @@ final class HTTP1Pool {
     private var machine: StateMachine<HTTP1Connection, HTTP1Exchange>
     /// Every open connection, for shutdown.
     private var connections: [ObjectIdentifier: HTTP1Connection] = [:]
+    /// The timer that ends unanswered connections' windows (``StateMachine``), made when a
+    /// first connection connects.
+    private var paceTimer: LoopTimer?
     /// A buffer for reading streamed request bodies, shared by the pool's connections
     /// (each copies what the kernel does not take at once).
     let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
@@ -25,7 +28,8 @@ final class HTTP1Pool {
         self.origin = origin
         machine = StateMachine(
             maxConnections: client.configuration.maxConnectionsPerHost,
-            maxConnecting: client.configuration.maxConnectingPerHost)
+            maxConnecting: client.configuration.maxConnectingPerHost,
+            firstAnswerWindow: client.configuration.firstAnswerWindow.milliseconds)
         gauges = client.configuration.connectionGauges?.counters(for: "http://\(origin.authority)")
     }
 
@@ -37,8 +41,11 @@ final class HTTP1Pool {
     /// Idle connections, for tests.
     var idleCount: Int { machine.idle.count }
 
-    /// The most connections that were connecting at once, for tests.
-    var peakConnectingCount: Int { machine.peakConnectingCount }
+    /// Connections opened and not yet answered, for tests.
+    var unprovenCount: Int { machine.unprovenCount }
+
+    /// The most connections that were unanswered at once, for tests.
+    var peakUnprovenCount: Int { machine.peakUnprovenCount }
 
     /// Whether nothing is under way: no exchange waiting and every open connection idle.
     var isQuiet: Bool { machine.isQuiet }
@@ -62,17 +69,18 @@ final class HTTP1Pool {
         if let then { execute(then) }
     }
 
-    /// A connection opened for an exchange connected, or failed to (its first call only).
-    func connectFinished(_ connection: HTTP1Connection) {
-        guard connection.awaitingConnect else { return }
-        connection.awaitingConnect = false
-        if let action = machine.connectFinished() { execute(action) }
+    /// A new connection connected: the window for its first answer starts.
+    func connected(_ connection: HTTP1Connection) {
+        if let action = machine.connected(connection, now: client.loop.now) { execute(action) }
+    }
+
+    /// The first answer's head arrived on a new connection: the server accepted it.
+    func answered(_ connection: HTTP1Connection) {
+        if let action = machine.answered(connection) { execute(action) }
     }
 
     /// A connection closed.
     func closed(_ connection: HTTP1Connection) {
-        // One closed before its connect completed (a shutdown) leaves the connecting count.
-        connectFinished(connection)
         connections[ObjectIdentifier(connection)] = nil
         let (first, then) = machine.closed(connection)
         if let first { execute(first) }
@@ -87,8 +95,33 @@ final class HTTP1Pool {
     /// Closes every connection and fails every waiting exchange (client shutdown).
     func close() {
         let (failing, closing) = machine.shutDown(open: Array(connections.values))
+        paceTimer?.close()
+        paceTimer = nil
         execute(failing)
         execute(closing)
+    }
+
+    /// Ends the windows that are due (the pace timer fired).
+    private func paceTimerFired() {
+        for action in machine.paceTimerFired(now: client.loop.now) { execute(action) }
+    }
+
+    /// Makes the pace timer fire at `deadline`, making it first if need be. Without a timer
+    /// the machine stops counting connected connections at once: a window nothing ends
+    /// could stall the origin's waiting exchanges behind slow first answers.
+    private func armPaceTimer(at deadline: UInt64) {
+        do throws(RuntimeError) {
+            let timer: LoopTimer
+            if let paceTimer {
+                timer = paceTimer
+            } else {
+                timer = try LoopTimer(loop: client.loop.uv) { [unowned self] in paceTimerFired() }
+                paceTimer = timer
+            }
+            try timer.arm(at: deadline)
+        } catch {
+            for action in machine.paceTimerFailed() { execute(action) }
+        }
     }
 
     /// Runs one of the machine's actions, then brings the gauges up to date.
@@ -107,6 +140,7 @@ final class HTTP1Pool {
                 return
             }
             connections[ObjectIdentifier(connection)] = connection
+            machine.opened(connection)
             publish()
             connection.connect(for: exchange)
         case .park(let connection):
@@ -120,6 +154,8 @@ final class HTTP1Pool {
         case .shutDown(let open):
             publish()
             for connection in open { connection.shutDown() }
+        case .armPaceTimer(let deadline):
+            armPaceTimer(at: deadline)
         }
     }
 
