@@ -1268,6 +1268,87 @@ def sc_tls_client_auth_replicas(ctx):
         replicas.stop()
 
 
+def problem_type(r):
+    """The last part of a problem+json answer's `type` (and its `reason` when it has one)."""
+    j = r.json() if isinstance(r.json(), dict) else {}
+    kind = str(j.get("type") or "?").rsplit("/", 1)[-1]
+    return f"{kind} ({j['reason']})" if j.get("reason") else kind
+
+
+def sc_tls_client_auth_replicas_mismatch(ctx, seconds=8.0):
+    """Replica b's files hold another certificate of the same subject. The token endpoint
+    accepts it (tls_client_auth checks the subject), but the shared tokens are bound to a's
+    certificate, so the TLS API refuses them on b's connections. What a deployment needs:
+    a's clients keep being served, the server sees no more refreshes than the token's
+    expiries, and b's clients get an answer (not a hang)."""
+    if not ctx.info.get("mtls"):
+        raise Skip(ctx.info.get("mtls_unavailable") or "this server has no mutual-TLS listener here")
+    pki = ctx.info["mtls"]
+    work = os.path.join(ctx.dir, "tls-client-auth-replicas-mismatch")
+    os.makedirs(work, exist_ok=True)
+    shared = mtls.issue(work, "shared", pki["client_id"], pki["ca"], pki["ca_key"])
+    other = mtls.issue(work, "other", pki["client_id"], pki["ca"], pki["ca_key"])
+    rs, rs_stats = tls_rs(ctx, "tls-client-auth-replicas-mismatch")
+    replicas = CertificateReplicas(ctx, work, rs, shared, "mismatch")
+    a, b = replicas.ags
+    try:
+        a.login(password_grant(ctx))
+        check(a.get("/api/mismatch/a/0").status == 200, "the API call on replica a after its login failed")
+        check(wait_until(lambda: b.session().get("state") == "logged_in", 10),
+              "replica b did not follow the login made on replica a")
+        check(b.get("/api/mismatch/b/0").status == 200, "replica b failed before its certificate was changed")
+        replicas.install("b", other)
+        time.sleep(1.5)  # certificate files are looked at again within a second
+        a0, r0 = ctx.as_stats(), rs_stats()
+        tally, lock, stop = {}, threading.Lock(), threading.Event()
+
+        def load(ag, name):
+            n = 0
+            while not stop.is_set():
+                n += 1
+                try:
+                    r = ag.get(f"/api/mismatch/{name}/{n}")
+                    key = (name, r.status, problem_type(r) if r.status != 200 else "")
+                except Exception as e:  # noqa: BLE001
+                    key = (name, type(e).__name__, "")
+                with lock:
+                    tally[key] = tally.get(key, 0) + 1
+                time.sleep(0.05)
+
+        threads = [threading.Thread(target=load, args=(ag, name), daemon=True)
+                   for ag, name in ((a, "a"), (a, "a"), (b, "b"), (b, "b"))]
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        time.sleep(seconds)
+        stop.set()
+        for t in threads:
+            t.join(30)
+        elapsed = time.monotonic() - t0
+        a1, r1 = ctx.as_stats(), rs_stats()
+        refreshes, reuse = delta(a0, a1, "refreshes"), delta(a0, a1, "reuse_detections")
+        refused = r1["bound_refused"] - r0["bound_refused"]
+        seen = ", ".join(f"{n} {s}{' ' + p if p else ''} x{c}" for (n, s, p), c in sorted(tally.items(), key=str))
+        observed = (f"over {elapsed:.0f}s ({int(elapsed // ctx.ttl)} token lifetimes): {refreshes} refreshes, "
+                    f"{reuse} reuse detections, {refused} bound requests refused by the API; answers: {seen}")
+        log("mismatch: " + observed)
+        a_bad = sum(c for (n, s, _), c in tally.items() if n == "a" and s != 200)
+        wrong = [what for what, bad in (
+            ("a replica exited", not all(ag.alive() for ag in (a, b))),
+            ("the AS detected refresh-token reuse", reuse != 0),
+            (f"{a_bad} requests on replica a, whose certificate is the tokens', were not answered 200", a_bad != 0),
+            ("more refreshes than the tokens' expiries", refreshes > int(elapsed // ctx.ttl) + 1),
+            ("the session ended", a.session().get("state") != "logged_in")) if bad]
+        # The shared certificate back in b's files: both replicas serve the session again.
+        replicas.install("b", shared)
+        if not wait_until(lambda: all(ag.get("/api/mismatch/back").status == 200 for ag in (a, b)), 40, 0.5):
+            wrong.append("the replicas did not recover once the shared certificate was back in b's files")
+        check(not wrong, f"{'; '.join(wrong)}: {observed}")
+        return f"replica b with another certificate of the same subject: {observed}; b recovered with the shared one"
+    finally:
+        replicas.stop()
+
+
 def dpop_resource_server(ctx, name, nonce_seconds=None):
     """A resource server that checks DPoP proofs with joserfc (and asks for a nonce that
     changes every `nonce_seconds`, when given); its URL and a function reading its counters."""
@@ -1840,6 +1921,7 @@ SCENARIOS = [
     ("tls-client-auth", sc_tls_client_auth),
     ("self-signed-tls-client-auth", sc_self_signed_tls_client_auth),
     ("tls-client-auth-replicas", sc_tls_client_auth_replicas),
+    ("tls-client-auth-replicas-mismatch", sc_tls_client_auth_replicas_mismatch),
     ("dpop", sc_dpop),
     ("dpop-key-life", sc_dpop_key_life),
     ("jwt-bearer", sc_jwt_bearer),
