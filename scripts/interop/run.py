@@ -156,6 +156,7 @@ atexit.register(cleanup_all)
 POSTGRES_VARIABLES = ("AUTHGATE_TEST_POSTGRES_URL", "AUTHGATE_TEST_POSTGRES_ADMIN_URL", "AUTHGATE_TEST_POSTGRES_BIN",
                       "AUTHGATE_TEST_POSTGRES_DATA", "AUTHGATE_TEST_POSTGRES_RUN_AS")
 _postgres = {"url": None, "holder": None, "error": None}
+WITH_POSTGRES = os.path.join(HERE, "..", "with-postgres")
 
 
 def postgres_url():
@@ -167,22 +168,28 @@ def postgres_url():
         if _postgres["error"]:
             raise Skip(_postgres["error"])
         return _postgres["url"]
-    script = os.path.join(HERE, "..", "with-postgres")
     log_path = os.path.join(tempfile.gettempdir(), f"authgate-interop-postgres-{os.getpid()}.log")
     # with-postgres runs its command until that exits: a Python that prints the URL and
     # waits for its stdin to close (this driver exiting closes it too).
-    holder = subprocess.Popen(
-        [script, sys.executable, "-c",
-         "import os, sys; print(os.environ['AUTHGATE_TEST_POSTGRES_URL'], flush=True); sys.stdin.read()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(log_path, "ab"), start_new_session=True)
+    try:
+        with open(log_path, "ab") as err:
+            holder = subprocess.Popen(
+                [WITH_POSTGRES, sys.executable, "-c",
+                 "import os, sys; print(os.environ['AUTHGATE_TEST_POSTGRES_URL'], flush=True); sys.stdin.read()"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, start_new_session=True)
+    except OSError as e:
+        os.unlink(log_path)
+        _postgres["error"] = f"PostgreSQL could not be started: {WITH_POSTGRES}: {e.strerror}"
+        raise Skip(_postgres["error"]) from e
     _postgres["holder"] = holder
     t0 = time.monotonic()
     line = read_line_within(holder.stdout, 120)
     if not line:
         stop_postgres()
         _postgres["error"] = f"PostgreSQL could not be started by scripts/with-postgres: {tail(log_path, 3) or 'no output'}"
+    os.unlink(log_path)  # what with-postgres said is in the error, if anything went wrong
+    if _postgres["error"]:
         raise Skip(_postgres["error"])
-    os.unlink(log_path)
     _postgres["url"] = line.strip()
     log(f"PostgreSQL started in {time.monotonic() - t0:.1f}s")
     return _postgres["url"]
