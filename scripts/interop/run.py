@@ -1163,6 +1163,13 @@ class CertificateReplicas:
         self.table = "interop_replicas_%s" % secrets.token_hex(4)
         self.key_pem = open(pair[1]).read()
         self.dirs, self.ags = {}, []
+        try:
+            self._start(ctx, work, rs, pair, prefix, names, pki, url)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, ctx, work, rs, pair, prefix, names, pki, url):
         for name in names:
             d = os.path.join(work, name)
             os.makedirs(d, mode=0o700, exist_ok=True)
@@ -1202,8 +1209,9 @@ class CertificateReplicas:
         with open(ctx.admin_token_file) as f:
             named = {"the admin token": f.read().strip(), "the database password": self.db_password,
                      "the store key": self.store_key}
-        body = "".join(l for l in self.key_pem.splitlines() if not l.startswith("-----"))
-        named["the certificate's private key"] = body[:40]
+        # The PEM's lines after the first: the first is mostly the algorithm's header, the
+        # same for every P-256 key; the others hold this key's private scalar.
+        body = [l for l in self.key_pem.splitlines() if l and not l.startswith("-----")][1:]
         tokens = []
         if ctx.info.get("debug_families"):
             for fam in request("GET", ctx.info["debug_families"]).json()["families"]:
@@ -1212,6 +1220,7 @@ class CertificateReplicas:
         for ag in self.ags:
             text = open(ag.log_path, errors="replace").read()
             found += [f"{what} in {ag.name}.log" for what, value in named.items() if value and value in text]
+            found += [f"the certificate's private key in {ag.name}.log" for l in body if l in text][:1]
             found += [f"a token in {ag.name}.log" for t in tokens if t in text][:1]
         return found, len(tokens)
 
