@@ -88,11 +88,12 @@ extension AuthActor {
             do { try await clock.sleep(for: wait) } catch { return }
             guard deviceFlow?.id == id, !Task.isCancelled else { return }
             let requestedAt = (clock.now, clock.wallNow)
+            let certificate = configuration.shownCertificate?()
             do {
                 let response = try await client.requestToken(.deviceCode(deviceCode), dpop: dpop)
                 _ = try await install(
                     response, grantType: Grant.deviceCodeType, subject: subject, requestedAt: requestedAt, dpop: dpop,
-                    deviceFlowID: id)
+                    certificate: certificate, deviceFlowID: id)
                 return
             } catch is CancellationError {
                 return
