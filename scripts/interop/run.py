@@ -1292,18 +1292,25 @@ def problem_type(r):
 
 
 def sc_tls_client_auth_replicas_mismatch(ctx, seconds=8.0):
-    """Replica b's files hold another certificate of the same subject. The token endpoint
-    accepts it (tls_client_auth checks the subject), but the shared tokens are bound to a's
-    certificate, so the TLS API refuses them on b's connections. What a deployment needs:
-    a's clients keep being served, the server sees no more refreshes than the token's
-    expiries, and b's clients get an answer (not a hang)."""
+    """Replica b's files hold another certificate of the same subject, older than the one the
+    shared tokens are bound to (a's). The token endpoint would accept it (tls_client_auth
+    checks the subject) and bind new tokens to it, which the TLS API then refuses on a's
+    connections: the binding would ping-pong between the replicas. The binding only moves
+    forward, to a newer certificate: a keeps serving every request, refreshing as a replica
+    alone does; b does not refresh (no token is ever bound to its certificate), answers 503 `client-certificate-outdated` with Retry-After
+    and is not ready (`client_certificate_outdated`) until its certificate is put right."""
     if not ctx.info.get("mtls"):
         raise Skip(ctx.info.get("mtls_unavailable") or "this server has no mutual-TLS listener here")
     pki = ctx.info["mtls"]
     work = os.path.join(ctx.dir, "tls-client-auth-replicas-mismatch")
     os.makedirs(work, exist_ok=True)
-    shared = mtls.issue(work, "shared", pki["client_id"], pki["ca"], pki["ca_key"])
+    # b's certificate starts a second earlier than the shared one: older, whatever the
+    # thumbprints (notBefore has a resolution of one second).
     other = mtls.issue(work, "other", pki["client_id"], pki["ca"], pki["ca_key"])
+    time.sleep(1.1)
+    shared = mtls.issue(work, "shared", pki["client_id"], pki["ca"], pki["ca_key"])
+    with open(other[0]) as f:
+        other_thumb = mtls.thumbprint(f.read())
     rs, rs_stats = tls_rs(ctx, "tls-client-auth-replicas-mismatch")
     replicas = CertificateReplicas(ctx, work, rs, shared, "mismatch")
     a, b = replicas.ags
@@ -1316,7 +1323,7 @@ def sc_tls_client_auth_replicas_mismatch(ctx, seconds=8.0):
         replicas.install("b", other)
         time.sleep(1.5)  # certificate files are looked at again within a second
         a0, r0 = ctx.as_stats(), rs_stats()
-        tally, lock, stop = {}, threading.Lock(), threading.Event()
+        tally, retry_after, lock, stop = {}, set(), threading.Lock(), threading.Event()
 
         def load(ag, name):
             n = 0
@@ -1325,6 +1332,9 @@ def sc_tls_client_auth_replicas_mismatch(ctx, seconds=8.0):
                 try:
                     r = ag.get(f"/api/mismatch/{name}/{n}")
                     key = (name, r.status, problem_type(r) if r.status != 200 else "")
+                    if r.status == 503:
+                        with lock:
+                            retry_after.add(r.header("retry-after"))
                 except Exception as e:  # noqa: BLE001
                     key = (name, type(e).__name__, "")
                 with lock:
@@ -1337,6 +1347,8 @@ def sc_tls_client_auth_replicas_mismatch(ctx, seconds=8.0):
         for t in threads:
             t.start()
         time.sleep(seconds)
+        b_ready = request("GET", b.admin + "/readyz")
+        a_ready = request("GET", a.admin + "/readyz")
         stop.set()
         for t in threads:
             t.join(30)
@@ -1344,23 +1356,40 @@ def sc_tls_client_auth_replicas_mismatch(ctx, seconds=8.0):
         a1, r1 = ctx.as_stats(), rs_stats()
         refreshes, reuse = delta(a0, a1, "refreshes"), delta(a0, a1, "reuse_detections")
         refused = r1["bound_refused"] - r0["bound_refused"]
+        bound_to_b = (a1.get("bound_thumbprints") or {}).get(other_thumb, 0) - \
+            (a0.get("bound_thumbprints") or {}).get(other_thumb, 0)
+        # Under steady load a session refreshes ahead of expiry, at half its tokens' life
+        # here (the refresh lead is at most half the lifetime): what one replica alone does.
+        healthy = int(elapsed // (ctx.ttl / 2)) + 1
         seen = ", ".join(f"{n} {s}{' ' + p if p else ''} x{c}" for (n, s, p), c in sorted(tally.items(), key=str))
-        observed = (f"over {elapsed:.0f}s ({int(elapsed // ctx.ttl)} token lifetimes): {refreshes} refreshes, "
-                    f"{reuse} reuse detections, {refused} bound requests refused by the API; answers: {seen}")
+        observed = (f"over {elapsed:.0f}s ({int(elapsed // ctx.ttl)} token lifetimes): {refreshes} refreshes "
+                    f"(at most {healthy}: one per half lifetime, plus one), {bound_to_b} tokens bound to b's "
+                    f"certificate, {reuse} reuse detections, {refused} requests b sent refused by the API; "
+                    f"answers: {seen}; "
+                    f"/readyz a {a_ready.status}, b {b_ready.status} {b_ready.body[:80]!r}")
         log("mismatch: " + observed)
         a_bad = sum(c for (n, s, _), c in tally.items() if n == "a" and s != 200)
+        b_other = sum(c for (n, s, p), c in tally.items() if n == "b" and (s, p) != (503, "client-certificate-outdated"))
         wrong = [what for what, bad in (
             ("a replica exited", not all(ag.alive() for ag in (a, b))),
             ("the AS detected refresh-token reuse", reuse != 0),
             (f"{a_bad} requests on replica a, whose certificate is the tokens', were not answered 200", a_bad != 0),
-            ("more refreshes than the tokens' expiries", refreshes > int(elapsed // ctx.ttl) + 1),
+            (f"{b_other} requests on replica b were not answered 503 client-certificate-outdated", b_other != 0),
+            ("no 503 carried Retry-After", not retry_after or None in retry_after),
+            ("replica b's /readyz did not say client_certificate_outdated",
+             b_ready.status != 503 or b"client_certificate_outdated" not in b_ready.body),
+            ("replica a was not ready", a_ready.status != 200),
+            ("more refreshes than a single replica makes", refreshes > healthy),
+            (f"{bound_to_b} tokens were bound to b's older certificate", bound_to_b != 0),
             ("the session ended", a.session().get("state") != "logged_in")) if bad]
         # The shared certificate back in b's files: both replicas serve the session again.
         replicas.install("b", shared)
-        if not wait_until(lambda: all(ag.get("/api/mismatch/back").status == 200 for ag in (a, b)), 40, 0.5):
+        if not wait_until(lambda: all(ag.get("/api/mismatch/back").status == 200 for ag in (a, b))
+                          and request("GET", b.admin + "/readyz").status == 200, 40, 0.5):
             wrong.append("the replicas did not recover once the shared certificate was back in b's files")
         check(not wrong, f"{'; '.join(wrong)}: {observed}")
-        return f"replica b with another certificate of the same subject: {observed}; b recovered with the shared one"
+        return (f"replica b with an older certificate of the same subject: {observed}; a served throughout, "
+                f"b answered client-certificate-outdated and was not ready, then recovered with the shared one")
     finally:
         replicas.stop()
 
