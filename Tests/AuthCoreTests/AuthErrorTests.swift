@@ -82,6 +82,7 @@ import Testing
         (.refreshFailed, "auth.refresh_failed"), (.backingOff, "auth.backing_off"),
         (.excessiveRefresh, "auth.excessive_refresh"), (.refreshNotPossible, "auth.refresh_not_possible"),
         (.refreshReentered, "auth.refresh_reentered"), (.loginFailed, "auth.login_failed"), (.storage, "auth.storage"),
+        (.clientCertificateOutdated, "auth.client_certificate_outdated"),
         (.oauthError, "token_endpoint.oauth_error"), (.rateLimited, "token_endpoint.rate_limited"),
         (.serverError, "token_endpoint.server_error"), (.unexpectedStatus, "token_endpoint.unexpected_status"),
         (.malformedResponse, "token_endpoint.malformed_response"),

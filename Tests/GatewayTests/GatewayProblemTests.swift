@@ -30,6 +30,15 @@ import Testing
         }
     }
 
+    @Test func aReplicaWhoseCertificateIsOlderThanTheTokensSaysSoWithRetryAfter() throws {
+        let (problem, json, headers) = try document(AuthError.clientCertificateOutdated(retryAfter: .seconds(10)))
+        #expect(problem.status == 503)
+        #expect(json["type"] as? String == "https://authgate.dev/problems/client-certificate-outdated")
+        let detail = try #require(json["detail"] as? String)
+        #expect(detail.contains("newer client certificate than this replica's"), "\(detail)")
+        #expect(headers[first: "Retry-After"] == "10")
+    }
+
     @Test func aRefreshTheServerFailedBlamesTheServer() throws {
         let cause = AuthError.tokenEndpoint(.serverError, .transient, status: 503)
         for error in [

@@ -21,6 +21,9 @@ import Testing
         i.freeBytes = Readiness.minimumFreeBytes - 1
         #expect(Readiness.decide(i) == .stateDirectoryFull)
         i = Self.ready
+        i.clientCertificateOutdated = true
+        #expect(Readiness.decide(i) == .clientCertificateOutdated)
+        #expect(Readiness.Reason.clientCertificateOutdated.rawValue == "client_certificate_outdated")
         i.clientCredentialsUnusable = true
         #expect(Readiness.decide(i) == .clientCredentialsUnusable)
         i.userInfoPending = true

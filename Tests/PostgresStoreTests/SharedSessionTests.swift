@@ -15,7 +15,7 @@ import Testing
 
     func replica(
         table: String, server: FakeAuthorizationServer, clock: TestClock, dpop: DPoPKeySource? = nil,
-        client: OAuth2Client.Configuration? = nil
+        client: OAuth2Client.Configuration? = nil, certificate: (@Sendable () -> CertificateBinding?)? = nil
     ) async throws -> (AuthActor, PostgresTokenStore) {
         let app = try TestDatabase.app()
         let store = try await PostgresTokenStore.open(
@@ -27,7 +27,7 @@ import Testing
                     ?? .init(tokenEndpoint: Self.tokenEndpoint, clientID: "authgate", clientSecret: "s3cret"),
                 transport: server, clock: clock),
             tokenStore: store, stateStore: store, clock: clock,
-            configuration: .init(skew: .seconds(30), jitter: .zero, dpop: dpop),
+            configuration: .init(skew: .seconds(30), jitter: .zero, dpop: dpop, shownCertificate: certificate),
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), refreshCoordinator: store)
         return (actor, store)
     }
@@ -65,6 +65,52 @@ import Testing
     }
 
     static let tokenEndpoint = "https://auth.example.test/oauth/token"
+
+    /// Replicas showing different certificates of one subject: the binding kept in the row
+    /// moves once, to the newer certificate, instead of each replica re-binding the tokens to
+    /// its own after every 401 its API answers; the replica with the older certificate is
+    /// refused (the session kept) until it shows the tokens' certificate.
+    @Test func theCertificateBindingInTheRowOnlyMovesToANewerCertificate() async throws {
+        let clock = TestClock()
+        let server = FakeAuthorizationServer(clock: clock)
+        let table = TestDatabase.uniqueTable()
+        let start = Date(timeIntervalSince1970: 1_790_000_000)
+        let older = CertificateBinding(thumbprint: "b2xkZXI", notBefore: start)
+        let newer = CertificateBinding(thumbprint: "bmV3ZXI", notBefore: start + 3600)
+        let (a, storeA) = try await replica(table: table, server: server, clock: clock, certificate: { older })
+        let (b, storeB) = try await replica(table: table, server: server, clock: clock, certificate: { newer })
+        try await a.restore()
+        var bound: [String: CertificateBinding?] = [:]
+        let first = try await a.login(.password(username: "alice", password: "wonderland"))
+        bound[first.value] = try await storeA.load(for: .default)?.certificate
+        #expect(bound[first.value] == older)
+        try await b.restore()
+        // Each replica meets its API's 401 for a token bound to another certificate than its
+        // own and asks for a refresh; then the other follows the row, as a notification makes it.
+        var refusedOnA = 0
+        for _ in 0..<4 {
+            for (replica, mine, other) in [(b, newer, a), (a, older, b)] {
+                let token = try await replica.token()
+                guard (bound[token.value] ?? nil) != mine else { continue }
+                do {
+                    let next = try await replica.refresh(after: token.generation)
+                    bound[next.value] = try await storeA.load(for: .default)?.certificate
+                } catch let error as AuthError where error.code == .clientCertificateOutdated {
+                    refusedOnA += replica === a ? 1 : 0
+                }
+                try await other.synchronize()
+            }
+        }
+        let refreshes = await server.statistics.refreshes
+        #expect(refreshes == 1, "the binding moved once, to b's newer certificate, not \(refreshes) times")
+        #expect(try await storeB.load(for: .default)?.certificate == newer)
+        #expect(refusedOnA == 4, "a, whose certificate is older, was refused each time")
+        #expect(a.clientCertificateOutdated && !b.clientCertificateOutdated)
+        #expect(await a.status.isLoggedIn, "the session is kept")
+        #expect(await b.status.isLoggedIn)
+        #expect(await server.statistics.reuseDetections == 0)
+        for s in [storeA, storeB] { await s.close() }
+    }
 
     /// Replicas that authenticate with `private_key_jwt`, each with a key file of its own
     /// (both registered for the client), share one session: a login on one, a refresh on

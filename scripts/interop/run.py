@@ -29,6 +29,11 @@ reuse_detections, revocations, token_requests, tokens_issued (and for DPoP dpop_
 dpop_bound, dpop_refused). Without them those scenarios SKIP. A server that binds tokens
 to a DPoP key says so in its info: `dpop_nonce` (Authlib's debug endpoint setting its
 nonce) or `dpop` (glewlwyd: its settings; its module's dpop_nonce(info) reads its nonce).
+
+The scenarios whose AuthGates share one session (`store.kind` postgres) use the PostgreSQL
+of scripts/with-postgres: the one the driver runs under, if it does, or one it starts the
+first time such a scenario runs and stops on the way out; they SKIP when none can be
+started.
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+
+import mtls  # noqa: E402  (next to this file; standard library only)
 
 # kind → (module name, extra keyword arguments for its start()).
 KINDS = {
@@ -137,6 +144,82 @@ def cleanup_all():
 
 
 atexit.register(cleanup_all)
+
+
+# --------------------------------------------------------------------------------------
+# PostgreSQL, for the scenarios whose AuthGates share one session (store.kind postgres).
+# --------------------------------------------------------------------------------------
+
+# The variables scripts/with-postgres exports. They are the harness's, not AuthGate's
+# configuration (serve refuses AUTHGATE_* names it does not know), so main() takes them out
+# of the environment every child inherits.
+POSTGRES_VARIABLES = ("AUTHGATE_TEST_POSTGRES_URL", "AUTHGATE_TEST_POSTGRES_ADMIN_URL", "AUTHGATE_TEST_POSTGRES_BIN",
+                      "AUTHGATE_TEST_POSTGRES_DATA", "AUTHGATE_TEST_POSTGRES_RUN_AS")
+_postgres = {"url": None, "holder": None, "error": None}
+WITH_POSTGRES = os.path.join(HERE, "..", "with-postgres")
+
+
+def postgres_url():
+    """The URL of a PostgreSQL role that owns its database: the one scripts/with-postgres
+    gave this run (when the driver runs under it), or one started now through
+    scripts/with-postgres, kept for the rest of the run and stopped on the way out. Raises
+    Skip, with with-postgres's own words, when none can be started."""
+    if _postgres["url"] or _postgres["error"]:
+        if _postgres["error"]:
+            raise Skip(_postgres["error"])
+        return _postgres["url"]
+    log_path = os.path.join(tempfile.gettempdir(), f"authgate-interop-postgres-{os.getpid()}.log")
+    # with-postgres runs its command until that exits: a Python that prints the URL and
+    # waits for its stdin to close (this driver exiting closes it too).
+    try:
+        with open(log_path, "ab") as err:
+            holder = subprocess.Popen(
+                [WITH_POSTGRES, sys.executable, "-c",
+                 "import os, sys; print(os.environ['AUTHGATE_TEST_POSTGRES_URL'], flush=True); sys.stdin.read()"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, start_new_session=True)
+    except OSError as e:
+        os.unlink(log_path)
+        _postgres["error"] = f"PostgreSQL could not be started: {WITH_POSTGRES}: {e.strerror}"
+        raise Skip(_postgres["error"]) from e
+    _postgres["holder"] = holder
+    t0 = time.monotonic()
+    line = read_line_within(holder.stdout, 120)
+    if not line:
+        stop_postgres()
+        _postgres["error"] = f"PostgreSQL could not be started by scripts/with-postgres: {tail(log_path, 3) or 'no output'}"
+    os.unlink(log_path)  # what with-postgres said is in the error, if anything went wrong
+    if _postgres["error"]:
+        raise Skip(_postgres["error"])
+    _postgres["url"] = line.strip()
+    log(f"PostgreSQL started in {time.monotonic() - t0:.1f}s")
+    return _postgres["url"]
+
+
+def read_line_within(stream, timeout):
+    box = []
+    t = threading.Thread(target=lambda: box.append(stream.readline().decode()), daemon=True)
+    t.start()
+    t.join(timeout)
+    return box[0] if box else None
+
+
+def stop_postgres():
+    """Ends the server postgres_url() started (with-postgres stops it and removes its files)."""
+    holder = _postgres["holder"]
+    _postgres["holder"] = None
+    if holder is None:
+        return
+    try:
+        holder.stdin.close()  # the command exits; with-postgres cleans up
+    except OSError:
+        pass
+    try:
+        holder.wait(30)
+    except subprocess.TimeoutExpired:
+        kill_group(holder, timeout=10)
+
+
+atexit.register(stop_postgres)
 
 
 def _on_signal(signum, frame):
@@ -715,7 +798,9 @@ def expiry_refresh(ctx, ag, path):
 
 def storm_expiries(ctx, ag, path, expiries=3, n=24):
     """`expiries` times: wait out the access token, then `n` concurrent requests. Every one
-    must be 200, with one refresh per expiry and no reuse detected."""
+    must be 200, with one refresh per expiry and no reuse detected. `ag` may be a list of
+    AuthGates sharing one session: the requests are dealt to them in turn."""
+    ags = ag if isinstance(ag, list) else [ag]
     a0, r0 = ctx.as_stats(), ctx.rs_stats()
     for e in range(expiries):
         time.sleep(ctx.ttl + 1.5)
@@ -723,7 +808,7 @@ def storm_expiries(ctx, ag, path, expiries=3, n=24):
 
         def one(i):
             try:
-                results[i] = ag.get(f"{path}/{e}/{i}").status
+                results[i] = ags[i % len(ags)].get(f"{path}/{e}/{i}").status
             except Exception as x:  # noqa: BLE001
                 results[i] = repr(x)
 
@@ -927,11 +1012,12 @@ def tls_rs(ctx, name):
     return rs, stats
 
 
-def certificate_ag(ctx, name, rs, authz):
+def certificate_ag(ctx, name, rs, authz, adjust=None):
     """An AuthGate that finds its endpoints by discovery (the mutual-TLS aliases, since it
     shows a certificate), trusts the test CA and routes /api to the TLS resource server.
     glewlwyd names its aliases under its plain external URL, not the TLS proxy's: there
-    AuthGate is given the aliases the proxy serves as its endpoints."""
+    AuthGate is given the aliases the proxy serves as its endpoints. `adjust(config)` may
+    change the configuration before the start."""
     config = authgate_config(ctx, name, discovery=True)
     pki = ctx.info["mtls"]
     if pki.get("token_endpoint"):
@@ -941,6 +1027,8 @@ def certificate_ag(ctx, name, rs, authz):
     config["authorization"] = {**where, **json.loads(json.dumps(KIND_AUTHORIZATION.get(ctx.kind, {}))), **authz}
     config["caFile"] = ctx.info["mtls"]["ca"]
     config["routes"] = [{"prefix": "/api", "upstream": rs["url"], "requiresAuthentication": True}]
+    if adjust is not None:
+        adjust(config)
     ag = AuthGate(ctx.binary, ctx.dir, name, config)
     ag.start()
     return ag
@@ -1059,6 +1147,251 @@ def sc_self_signed_tls_client_auth(ctx):
                 "bound tokens checked by a TLS API, a new registered certificate used without restart")
     finally:
         ag.stop()
+
+
+class CertificateReplicas:
+    """Two `authgate serve` replicas ("a", "b") sharing one session through one new table of
+    the run's PostgreSQL, each with its own copies of the files a deployment mounts: the
+    client certificate and its key, the store key and the database password. Both route /api
+    to the TLS resource server `rs`."""
+
+    def __init__(self, ctx, work, rs, pair, prefix, names=("a", "b")):
+        pki = ctx.info["mtls"]
+        url = urllib.parse.urlsplit(postgres_url())
+        self.db_password = urllib.parse.unquote(url.password or "")
+        self.store_key = base64.b64encode(secrets.token_bytes(32)).decode()
+        self.table = "interop_replicas_%s" % secrets.token_hex(4)
+        self.key_pem = open(pair[1]).read()
+        self.dirs, self.ags = {}, []
+        try:
+            self._start(ctx, work, rs, pair, prefix, names, pki, url)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, ctx, work, rs, pair, prefix, names, pki, url):
+        for name in names:
+            d = os.path.join(work, name)
+            os.makedirs(d, mode=0o700, exist_ok=True)
+            self.dirs[name] = d
+            mtls.install(*pair, os.path.join(d, "client.pem"), os.path.join(d, "client.key"))
+            for file, text in (("store.key", self.store_key), ("db-password", self.db_password)):
+                fd = os.open(os.path.join(d, file), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.write(fd, (text + "\n").encode())
+                os.close(fd)
+
+            def adjust(config, d=d):
+                config.pop("createKey", None)  # every replica must open the others' rows
+                config["keyFile"] = os.path.join(d, "store.key")
+                config["store"] = {"kind": "postgres", "url": "postgres://%s@%s:%d%s" % (
+                    url.username, url.hostname, url.port, url.path), "passwordFile": os.path.join(d, "db-password"),
+                    "tlsMode": "disable", "table": self.table}
+
+            self.ags.append(certificate_ag(ctx, f"{prefix}-{name}", rs, {
+                "clientID": pki["client_id"], "clientAuthentication": "tls_client_auth",
+                "clientCertificateFile": os.path.join(d, "client.pem"),
+                "clientCertificateKeyFile": os.path.join(d, "client.key")}, adjust))
+            ctx.extra_logs.append(self.ags[-1].log_path)  # their tails, should the scenario fail
+
+    def install(self, name, pair):
+        """Puts `pair` in replica `name`'s own certificate files."""
+        d = self.dirs[name]
+        mtls.install(*pair, os.path.join(d, "client.pem"), os.path.join(d, "client.key"))
+
+    def stop(self):
+        for ag in self.ags:
+            ag.stop()
+
+    def leaked(self, ctx):
+        """What of the run's secrets a replica's log holds: the admin token, the database
+        password, the store key, the certificate's private key, and at Authlib every access
+        and refresh token it issued."""
+        with open(ctx.admin_token_file) as f:
+            named = {"the admin token": f.read().strip(), "the database password": self.db_password,
+                     "the store key": self.store_key}
+        # The PEM's lines after the first: the first is mostly the algorithm's header, the
+        # same for every P-256 key; the others hold this key's private scalar.
+        body = [l for l in self.key_pem.splitlines() if l and not l.startswith("-----")][1:]
+        tokens = []
+        if ctx.info.get("debug_families"):
+            for fam in request("GET", ctx.info["debug_families"]).json()["families"]:
+                tokens += [t for t in (fam.get("access_token"), fam.get("refresh_token")) if t]
+        found = []
+        for ag in self.ags:
+            text = open(ag.log_path, errors="replace").read()
+            found += [f"{what} in {ag.name}.log" for what, value in named.items() if value and value in text]
+            found += [f"the certificate's private key in {ag.name}.log" for l in body if l in text][:1]
+            found += [f"a token in {ag.name}.log" for t in tokens if t in text][:1]
+        return found, len(tokens)
+
+
+def sc_tls_client_auth_replicas(ctx):
+    if not ctx.info.get("mtls"):
+        raise Skip(ctx.info.get("mtls_unavailable") or "this server has no mutual-TLS listener here")
+    pki = ctx.info["mtls"]
+    work = os.path.join(ctx.dir, "tls-client-auth-replicas")
+    os.makedirs(work, exist_ok=True)
+    # One certificate for the client, copied into each replica's own files.
+    shared = mtls.issue(work, "shared", pki["client_id"], pki["ca"], pki["ca_key"])
+    with open(shared[0]) as f:
+        thumb = mtls.thumbprint(f.read())
+    rs, rs_stats = tls_rs(ctx, "tls-client-auth-replicas")
+    replicas = CertificateReplicas(ctx, work, rs, shared, "replicas")
+    a, b = replicas.ags
+    try:
+        a0, r0 = ctx.as_stats(), rs_stats()
+        a.login(password_grant(ctx))
+        check(a.get("/api/replicas/a/1").status == 200, "the API call on replica a after its login failed")
+        a1 = ctx.as_stats()
+        check(certificates(a1, "tls_client_auth") - certificates(a0, "tls_client_auth") == 1,
+              "the login was not authenticated by the client certificate")
+        check((a1.get("bound_thumbprints") or {}).get(thumb, 0) - (a0.get("bound_thumbprints") or {}).get(thumb, 0) == 1,
+              "the login's token was not bound to the shared certificate")
+        # Replica b serves the session replica a logged in, with no token of its own.
+        check(wait_until(lambda: b.session().get("state") == "logged_in", 10),
+              "replica b did not follow the login made on replica a")
+        r = b.get("/api/replicas/b/1")
+        check(r.status == 200, f"replica b's first API call → {r.status} {r.body[:200]!r}")
+        a2 = ctx.as_stats()
+        check(logins_issued(a2) == logins_issued(a1) and delta(a1, a2, "refreshes") == 0,
+              "replica b asked the server for tokens of its own instead of serving the shared session")
+        stores = [ag.session().get("store") or {} for ag in (a, b)]
+        check(all(s.get("kind") == "postgres" for s in stores) and stores[0].get("replica") != stores[1].get("replica"),
+              f"the replicas do not both serve the postgres store under names of their own: {stores}")
+        # Two expiries, 24 concurrent requests each dealt to both replicas: one refresh per
+        # expiry across both, every bound request accepted by the TLS API.
+        s0 = ctx.as_stats()
+        _, s1 = storm_expiries(ctx, [a, b], "/api/replicas/storm", expiries=2)
+        check(certificates(s1, "tls_client_auth") - certificates(s0, "tls_client_auth") == 2,
+              "the two refreshes were not each one certificate authentication")
+        check((s1.get("bound_thumbprints") or {}).get(thumb, 0) - (s0.get("bound_thumbprints") or {}).get(thumb, 0) == 2,
+              "the refreshed tokens were not bound to the shared certificate")
+        r1 = rs_stats()
+        accepted = r1["bound_accepted"] - r0["bound_accepted"]
+        refused = r1["bound_refused"] - r0["bound_refused"]
+        check(accepted >= 50, f"the TLS API accepted {accepted} bound requests, wanted 50 (2 + 2 x 24)")
+        check(refused == 0, f"the TLS API refused {refused} bound request(s) shown without their certificate")
+        check(ctx.as_stats().get("reuse_detections") == a0.get("reuse_detections"), "the AS detected reuse")
+        leaks, tokens = replicas.leaked(ctx)
+        check(not leaks, f"a secret in the logs: {', '.join(leaks)}")
+        tokens = f", {tokens} issued tokens" if tokens else ""
+        return (f"two replicas on one PostgreSQL table, each with its own copy of the certificate: login on a, "
+                f"b serves the session with no request of its own, 2 expiries x 24 requests over both all 200 "
+                f"with one refresh each (one certificate authentication, bound to the shared certificate), "
+                f"{accepted} bound requests accepted by the TLS API, none refused, 0 reuse; no secret "
+                f"(admin token, database password, store key, private key{tokens}) in either log")
+    finally:
+        replicas.stop()
+
+
+def problem_type(r):
+    """The last part of a problem+json answer's `type` (and its `reason` when it has one)."""
+    j = r.json() if isinstance(r.json(), dict) else {}
+    kind = str(j.get("type") or "?").rsplit("/", 1)[-1]
+    return f"{kind} ({j['reason']})" if j.get("reason") else kind
+
+
+def sc_tls_client_auth_replicas_mismatch(ctx, seconds=8.0):
+    """Replica b's files hold another certificate of the same subject, older than the one the
+    shared tokens are bound to (a's). The token endpoint would accept it (tls_client_auth
+    checks the subject) and bind new tokens to it, which the TLS API then refuses on a's
+    connections: the binding would ping-pong between the replicas. The binding only moves
+    forward, to a newer certificate: a keeps serving every request, refreshing as a replica
+    alone does; b does not refresh (no token is ever bound to its certificate), answers 503 `client-certificate-outdated` with Retry-After
+    and is not ready (`client_certificate_outdated`) until its certificate is put right."""
+    if not ctx.info.get("mtls"):
+        raise Skip(ctx.info.get("mtls_unavailable") or "this server has no mutual-TLS listener here")
+    pki = ctx.info["mtls"]
+    work = os.path.join(ctx.dir, "tls-client-auth-replicas-mismatch")
+    os.makedirs(work, exist_ok=True)
+    # b's certificate starts a second earlier than the shared one: older, whatever the
+    # thumbprints (notBefore has a resolution of one second).
+    other = mtls.issue(work, "other", pki["client_id"], pki["ca"], pki["ca_key"])
+    time.sleep(1.1)
+    shared = mtls.issue(work, "shared", pki["client_id"], pki["ca"], pki["ca_key"])
+    with open(other[0]) as f:
+        other_thumb = mtls.thumbprint(f.read())
+    rs, rs_stats = tls_rs(ctx, "tls-client-auth-replicas-mismatch")
+    replicas = CertificateReplicas(ctx, work, rs, shared, "mismatch")
+    a, b = replicas.ags
+    try:
+        a.login(password_grant(ctx))
+        check(a.get("/api/mismatch/a/0").status == 200, "the API call on replica a after its login failed")
+        check(wait_until(lambda: b.session().get("state") == "logged_in", 10),
+              "replica b did not follow the login made on replica a")
+        check(b.get("/api/mismatch/b/0").status == 200, "replica b failed before its certificate was changed")
+        replicas.install("b", other)
+        time.sleep(1.5)  # certificate files are looked at again within a second
+        a0, r0 = ctx.as_stats(), rs_stats()
+        tally, retry_after, lock, stop = {}, set(), threading.Lock(), threading.Event()
+
+        def load(ag, name):
+            n = 0
+            while not stop.is_set():
+                n += 1
+                try:
+                    r = ag.get(f"/api/mismatch/{name}/{n}")
+                    key = (name, r.status, problem_type(r) if r.status != 200 else "")
+                    if r.status == 503:
+                        with lock:
+                            retry_after.add(r.header("retry-after"))
+                except Exception as e:  # noqa: BLE001
+                    key = (name, type(e).__name__, "")
+                with lock:
+                    tally[key] = tally.get(key, 0) + 1
+                time.sleep(0.05)
+
+        threads = [threading.Thread(target=load, args=(ag, name), daemon=True)
+                   for ag, name in ((a, "a"), (a, "a"), (b, "b"), (b, "b"))]
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        time.sleep(seconds)
+        b_ready = request("GET", b.admin + "/readyz")
+        a_ready = request("GET", a.admin + "/readyz")
+        stop.set()
+        for t in threads:
+            t.join(30)
+        elapsed = time.monotonic() - t0
+        a1, r1 = ctx.as_stats(), rs_stats()
+        refreshes, reuse = delta(a0, a1, "refreshes"), delta(a0, a1, "reuse_detections")
+        refused = r1["bound_refused"] - r0["bound_refused"]
+        bound_to_b = (a1.get("bound_thumbprints") or {}).get(other_thumb, 0) - \
+            (a0.get("bound_thumbprints") or {}).get(other_thumb, 0)
+        # Under steady load a session refreshes ahead of expiry, at half its tokens' life
+        # here (the refresh lead is at most half the lifetime): what one replica alone does.
+        healthy = int(elapsed // (ctx.ttl / 2)) + 1
+        seen = ", ".join(f"{n} {s}{' ' + p if p else ''} x{c}" for (n, s, p), c in sorted(tally.items(), key=str))
+        observed = (f"over {elapsed:.0f}s ({int(elapsed // ctx.ttl)} token lifetimes): {refreshes} refreshes "
+                    f"(at most {healthy}: one per half lifetime, plus one), {bound_to_b} tokens bound to b's "
+                    f"certificate, {reuse} reuse detections, {refused} requests b sent refused by the API; "
+                    f"answers: {seen}; "
+                    f"/readyz a {a_ready.status}, b {b_ready.status} {b_ready.body[:80]!r}")
+        log("mismatch: " + observed)
+        a_bad = sum(c for (n, s, _), c in tally.items() if n == "a" and s != 200)
+        b_other = sum(c for (n, s, p), c in tally.items() if n == "b" and (s, p) != (503, "client-certificate-outdated"))
+        wrong = [what for what, bad in (
+            ("a replica exited", not all(ag.alive() for ag in (a, b))),
+            ("the AS detected refresh-token reuse", reuse != 0),
+            (f"{a_bad} requests on replica a, whose certificate is the tokens', were not answered 200", a_bad != 0),
+            (f"{b_other} requests on replica b were not answered 503 client-certificate-outdated", b_other != 0),
+            ("no 503 carried Retry-After", not retry_after or None in retry_after),
+            ("replica b's /readyz did not say client_certificate_outdated",
+             b_ready.status != 503 or b"client_certificate_outdated" not in b_ready.body),
+            ("replica a was not ready", a_ready.status != 200),
+            ("more refreshes than a single replica makes", refreshes > healthy),
+            (f"{bound_to_b} tokens were bound to b's older certificate", bound_to_b != 0),
+            ("the session ended", a.session().get("state") != "logged_in")) if bad]
+        # The shared certificate back in b's files: both replicas serve the session again.
+        replicas.install("b", shared)
+        if not wait_until(lambda: all(ag.get("/api/mismatch/back").status == 200 for ag in (a, b))
+                          and request("GET", b.admin + "/readyz").status == 200, 40, 0.5):
+            wrong.append("the replicas did not recover once the shared certificate was back in b's files")
+        check(not wrong, f"{'; '.join(wrong)}: {observed}")
+        return (f"replica b with an older certificate of the same subject: {observed}; a served throughout, "
+                f"b answered client-certificate-outdated and was not ready, then recovered with the shared one")
+    finally:
+        replicas.stop()
 
 
 def dpop_resource_server(ctx, name, nonce_seconds=None):
@@ -1632,6 +1965,8 @@ SCENARIOS = [
     ("client-assertion-file", sc_client_assertion_file),
     ("tls-client-auth", sc_tls_client_auth),
     ("self-signed-tls-client-auth", sc_self_signed_tls_client_auth),
+    ("tls-client-auth-replicas", sc_tls_client_auth_replicas),
+    ("tls-client-auth-replicas-mismatch", sc_tls_client_auth_replicas_mismatch),
     ("dpop", sc_dpop),
     ("dpop-key-life", sc_dpop_key_life),
     ("jwt-bearer", sc_jwt_bearer),
@@ -1763,6 +2098,11 @@ def main(argv=None):
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     VERBOSE = args.verbose
+    # Under scripts/with-postgres: its server serves the scenarios that need one; its
+    # variables stay out of every child's environment (AuthGate would refuse them).
+    _postgres["url"] = os.environ.get("AUTHGATE_TEST_POSTGRES_URL")
+    for name in POSTGRES_VARIABLES:
+        os.environ.pop(name, None)
     args.only = [s for s in args.only.split(",") if s]
     unknown = [s for s in args.only if s not in dict(SCENARIOS)]
     kinds = [s for s in args.servers.split(",") if s]

@@ -18,13 +18,21 @@ extension AuthActor {
         /// Where the key every token request proves comes from (RFC 9449), when the session
         /// uses DPoP: its tokens are bound to the key of the session that obtained them.
         public var dpop: DPoPKeySource?
+        /// The client certificate the token endpoint is shown now (RFC 8705), read where the
+        /// transport reads it for each new connection; nil when none is configured or it
+        /// cannot be read. Its binding is kept with the tokens a login or refresh obtains,
+        /// and a process whose certificate is older than the tokens' does not refresh them
+        /// (``CertificateBindingRule``).
+        public var shownCertificate: (@Sendable () -> CertificateBinding?)?
 
         /// Creates a configuration.
         public init(
             skew: Duration = .seconds(30), jitter: Duration = .seconds(5),
             refreshWindow: RefreshWindow = RefreshWindow(), backoff: BackoffPolicy = BackoffPolicy(),
-            leadFraction: Double? = nil, dpop: DPoPKeySource? = nil
+            leadFraction: Double? = nil, dpop: DPoPKeySource? = nil,
+            shownCertificate: (@Sendable () -> CertificateBinding?)? = nil
         ) {
+            self.shownCertificate = shownCertificate
             self.dpop = dpop
             self.leadFraction = leadFraction
             self.skew = skew

@@ -33,7 +33,8 @@ extension AuthActor {
         let credentials = takeOver(stored)
         let generation = credentials.generation
         let adopted = makeSession(
-            credentials, grantType: stored.grantType ?? session.grantType, dpopKey: dpop, storedDPoP: stored.dpop)
+            credentials, grantType: stored.grantType ?? session.grantType, dpopKey: dpop, storedDPoP: stored.dpop,
+            certificate: stored.certificate)
         phase = .active(adopted)
         gate.recordSuccess()
         needsPersist = false
@@ -100,7 +101,10 @@ extension AuthActor {
             let generation = credentials.generation
             epoch += 1
             sessionState = state
-            phase = .active(makeSession(credentials, grantType: stored.grantType, dpopKey: dpop, storedDPoP: stored.dpop))
+            phase = .active(
+                makeSession(
+                    credentials, grantType: stored.grantType, dpopKey: dpop, storedDPoP: stored.dpop,
+                    certificate: stored.certificate))
             gate.reset()
             needsPersist = false
             pendingLease = nil

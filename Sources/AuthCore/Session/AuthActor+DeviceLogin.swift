@@ -123,12 +123,13 @@ extension AuthActor {
             do { try await clock.sleep(for: wait) } catch { return }
             guard deviceFlow?.id == id, !Task.isCancelled else { return }
             let requestedAt = (clock.now, clock.wallNow)
+            let certificate = configuration.shownCertificate?()
             do {
                 let response = try await client.requestToken(.deviceCode(deviceCode), dpop: dpop)
                 countDevice("authgate_device_polls_total", "answer", Self.answer(of: .issued))
                 _ = try await install(
                     response, grantType: Grant.deviceCodeType, subject: subject, requestedAt: requestedAt, dpop: dpop,
-                    deviceFlowID: id)
+                    certificate: certificate, deviceFlowID: id)
                 countDevice("authgate_device_logins_total", "outcome", "approved")
                 return
             } catch is CancellationError {

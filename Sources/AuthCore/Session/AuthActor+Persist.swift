@@ -8,7 +8,9 @@ extension AuthActor {
         guard needsPersist, clock.now >= persistRetryAt, case .active(let session) = phase else { return }
         do {
             let outcome = try await coordinator.commit(
-                TokenRecord(session.credentials, grantType: session.grantType, dpop: session.dpopBinding), for: account,
+                TokenRecord(
+                    session.credentials, grantType: session.grantType, dpop: session.dpopBinding,
+                    certificate: session.certificate), for: account,
                 lease: pendingLease ?? RefreshLease(owner: "local", fence: 0))
             needsPersist = false
             pendingLease = nil

@@ -13,6 +13,8 @@ extension AuthActor {
         var dpopKey: DPoPSessionKey?
         /// The binding the store held for the tokens when their key could not be had.
         var storedDPoP: DPoPBinding?
+        /// The client certificate the tokens are bound to, as the store keeps it.
+        var certificate: CertificateBinding?
 
         /// What the store keeps of the DPoP key with the tokens.
         var dpopBinding: DPoPBinding? { dpopKey?.binding ?? storedDPoP }
@@ -52,6 +54,8 @@ extension AuthActor {
         /// When the token request was sent: the new token's lifetime counts from here.
         let requestedAt: MonotonicInstant
         let requestedAtWall: Date
+        /// The client certificate shown for this refresh: what its tokens are bound to.
+        let certificate: CertificateBinding?
         var waiters: [UInt64: CheckedContinuation<AccessToken, any Error>] = [:]
     }
 }

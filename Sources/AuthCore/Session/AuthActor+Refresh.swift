@@ -59,8 +59,15 @@ extension AuthActor {
         case .active(let session):
             switch trigger {
             case .rejected(let generation):
-                // A newer token than the rejected one: the 401 was for a stale token.
-                if session.credentials.generation > generation { return .current(session.token) }
+                // A newer token than the rejected one: the 401 was for a stale token. Unless
+                // it is bound to a newer certificate than this process shows, as the one
+                // rejected was: the API refuses it too.
+                if session.credentials.generation > generation {
+                    do { try checkCertificateBinding(session, shown: configuration.shownCertificate?()) } catch {
+                        return .failed(error)
+                    }
+                    return .current(session.token)
+                }
             case .due(let seen):
                 let now = clock.now
                 // A refresh committed since the caller looked: its token serves this caller,
@@ -101,6 +108,10 @@ extension AuthActor {
         } else {
             throw AuthError(.refreshNotPossible)
         }
+        // Read once: the decision and the binding kept with the new tokens are the same
+        // certificate, the one the transport shows this request.
+        let certificate = configuration.shownCertificate?()
+        try checkCertificateBinding(session, shown: certificate)
         let current = session.gateToken
         let alreadyTripped = gate.isLoopGuardTripped
         switch gate.admit(at: now, replacing: current, dueToLead: dueToLead) {
@@ -130,7 +141,8 @@ extension AuthActor {
         }
         nextFlightID += 1
         refreshesStarted += 1
-        let flight = InFlightRefresh(id: nextFlightID, epoch: epoch, requestedAt: now, requestedAtWall: clock.wallNow)
+        let flight = InFlightRefresh(
+            id: nextFlightID, epoch: epoch, requestedAt: now, requestedAtWall: clock.wallNow, certificate: certificate)
         inFlight = flight
         logger.debug(
             "refresh started",
@@ -170,5 +182,56 @@ extension AuthActor {
             if case .failure = result { await coordinator.release(lease, for: account) }
             await self.finishRefresh(flightID: flight.id, epoch: flight.epoch, result: result, lease: lease)
         }
+    }
+}
+
+extension AuthActor {
+    /// How long a request refused with ``AuthError/Code/clientCertificateOutdated`` is told
+    /// to wait: the certificate files are looked at again within a second, but a renewal
+    /// takes an operator or a certificate manager.
+    static let outdatedCertificateRetry = Duration.seconds(10)
+
+    /// Throws ``AuthError/Code/clientCertificateOutdated`` when `session`'s tokens are bound to
+    /// a newer certificate than `shown`, the one this process would show the token endpoint:
+    /// refreshing would move the binding back, away from the replicas that show the newer
+    /// one. A process alone with its store is never refused: nobody else serves its tokens.
+    func checkCertificateBinding(_ session: ActiveSession, shown: CertificateBinding?) throws {
+        guard coordinator.sharesStore,
+            CertificateBindingRule.decide(bound: session.certificate, mine: shown) == .refuse,
+            let shown, let bound = session.certificate
+        else {
+            if outdatedCertificateNoted != nil {
+                outdatedCertificateNoted = nil
+                logger.info("client certificate no longer outdated; refreshing again")
+            }
+            return
+        }
+        if outdatedCertificateNoted != bound {
+            // Once per binding, not once per refused request.
+            outdatedCertificateNoted = bound
+            logger.warning(
+                "client certificate outdated: the session's tokens are bound to a newer certificate; not refreshing",
+                metadata: [
+                    "auth.certificate.shown": "\(shown.thumbprint)",
+                    "auth.certificate.shown_not_before": "\(RFC3339.format(shown.notBefore))",
+                    "auth.certificate.bound": "\(bound.thumbprint)",
+                    "auth.certificate.bound_not_before": "\(RFC3339.format(bound.notBefore))",
+                ])
+            events.publish(
+                .refreshFailed(
+                    code: AuthError.Code.clientCertificateOutdated.name, retryAfter: Self.outdatedCertificateRetry),
+                status: status)
+        }
+        throw AuthError.clientCertificateOutdated(retryAfter: Self.outdatedCertificateRetry)
+    }
+
+    /// Whether this process's client certificate is older than the one the session's tokens
+    /// are bound to (``CertificateBindingRule/Decision/refuse``), read without a hop onto the
+    /// actor, for `/readyz`: such a process serves none of the session's requests the API
+    /// refuses, until its certificate is renewed.
+    public nonisolated var clientCertificateOutdated: Bool {
+        guard coordinator.sharesStore, let shown = configuration.shownCertificate else { return false }
+        let bound = publishedCertificate.withLock { $0 }
+        return CertificateBindingRule.decide(bound: bound, mine: shown()) == .refuse
     }
 }

@@ -62,10 +62,15 @@ extension AuthActor {
             response: response, previousRefreshToken: session.credentials.refreshToken,
             generation: generation, now: inFlight?.requestedAt ?? obtainedAt,
             wallNow: inFlight?.requestedAtWall ?? clock.wallNow)
+        // Bound to the certificate shown for this refresh; without one read, to what the
+        // previous tokens were bound to (the transport showed the same files).
+        let certificate = inFlight?.certificate ?? session.certificate
         var persisted = true
         do {
             let outcome = try await coordinator.commit(
-                TokenRecord(credentials, grantType: session.grantType, dpop: session.dpopBinding), for: account, lease: lease)
+                TokenRecord(
+                    credentials, grantType: session.grantType, dpop: session.dpopBinding, certificate: certificate),
+                for: account, lease: lease)
             if case .superseded(let stored) = outcome {
                 // Another replica's pair (or its logout) won: this result is never used.
                 logger.notice(
@@ -93,7 +98,7 @@ extension AuthActor {
         guard inFlight?.id == flightID, epoch == flightEpoch, case .active = phase else { return }
         let newSession = makeSession(
             credentials, grantType: session.grantType, dpopKey: session.dpopKey, storedDPoP: session.storedDPoP,
-            obtainedAt: obtainedAt)
+            certificate: certificate, obtainedAt: obtainedAt)
         phase = .active(newSession)
         gate.recordSuccess()
         countRefresh("success")

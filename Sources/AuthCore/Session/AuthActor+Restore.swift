@@ -42,7 +42,9 @@ extension AuthActor {
             epoch += 1
             let dpop = dpopKey(for: record.dpop)
             phase = .active(
-                makeSession(credentials, grantType: record.grantType, dpopKey: try? dpop.get(), storedDPoP: record.dpop))
+                makeSession(
+                    credentials, grantType: record.grantType, dpopKey: try? dpop.get(), storedDPoP: record.dpop,
+                    certificate: record.certificate))
             logger.info("session restored", metadata: ["auth.generation": "\(credentials.generation)"])
             if case .failure(.keyChanged) = dpop {
                 // Tokens bound to a key no proof can be made with any more end here, once.

@@ -15,6 +15,8 @@ extension AuthActor {
         let requestedAt = (clock.now, clock.wallNow)
         // A new session proves a key of its own: the key file's now, or a new one.
         let dpop = try keyForNewSession()
+        // Read before the request, like the transport: the tokens are bound to this one.
+        let certificate = configuration.shownCertificate?()
         do {
             response = try await client.requestToken(grant, dpop: dpop)
         } catch let error as AuthError where error.code.domain == .tokenEndpoint {
@@ -25,7 +27,8 @@ extension AuthActor {
         var subject = subject
         if subject == nil, case .password(let username, _, _) = grant { subject = username }
         return try await install(
-            response, grantType: grant.grantType, subject: subject, requestedAt: requestedAt, dpop: dpop)
+            response, grantType: grant.grantType, subject: subject, requestedAt: requestedAt, dpop: dpop,
+            certificate: certificate)
     }
 
     /// Logs in with tokens obtained elsewhere (no network). Tokens that break their syntax
@@ -55,7 +58,8 @@ extension AuthActor {
     /// thrown. Any other login ends a pending device login (``DeviceLoginEnd/replaced``).
     func install(
         _ response: TokenResponse, grantType: String?, subject: String?,
-        requestedAt: (MonotonicInstant, Date)? = nil, dpop: DPoPSessionKey?, deviceFlowID: UInt64? = nil
+        requestedAt: (MonotonicInstant, Date)? = nil, dpop: DPoPSessionKey?, certificate: CertificateBinding? = nil,
+        deviceFlowID: UInt64? = nil
     ) async throws -> AccessToken {
         await acquireStoreLock()
         defer { releaseStoreLock() }
@@ -71,7 +75,9 @@ extension AuthActor {
         let subject =
             subject ?? JWTClaims(decodingPayloadOf: response.idToken ?? response.accessToken)?.subject
         do {
-            try await tokenStore.save(TokenRecord(credentials, grantType: grantType, dpop: dpop?.binding), for: account)
+            try await tokenStore.save(
+                TokenRecord(credentials, grantType: grantType, dpop: dpop?.binding, certificate: certificate),
+                for: account)
         } catch {
             throw AuthError.storage(error)
         }
@@ -88,7 +94,8 @@ extension AuthActor {
         epoch += 1
         if let dpop, dpop === nextDPoPKey { nextDPoPKey = nil }
         sessionState = newState
-        let session = makeSession(credentials, grantType: grantType, dpopKey: dpop, obtainedAt: obtainedAt)
+        let session = makeSession(
+            credentials, grantType: grantType, dpopKey: dpop, certificate: certificate, obtainedAt: obtainedAt)
         phase = .active(session)
         gate.reset()
         needsPersist = false

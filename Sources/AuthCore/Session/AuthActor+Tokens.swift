@@ -20,9 +20,13 @@ extension AuthActor {
     ///
     /// Returns the current token at once when it is newer than `generation` (no network);
     /// otherwise joins the single in-flight refresh (starting it if needed) and returns its
-    /// token. Throws ``AuthError``: with no session, ``noSessionError``.
+    /// token. Throws ``AuthError``: with no session, ``noSessionError``; when the tokens are
+    /// bound to a newer client certificate than this process shows, whatever their
+    /// generation (the API refuses every one of them over its connections),
+    /// ``AuthError/Code/clientCertificateOutdated``.
     public func refresh(after generation: TokenGeneration) async throws -> AccessToken {
         guard case .active(let session) = phase else { throw noSessionError }
+        try checkCertificateBinding(session, shown: configuration.shownCertificate?())
         if session.credentials.generation > generation {
             return session.token
         }
@@ -87,7 +91,7 @@ extension AuthActor {
     /// the instant is derived from the credentials' wall-clock `issuedAt`.
     func makeSession(
         _ credentials: Credentials, grantType: String?, dpopKey: DPoPSessionKey?, storedDPoP: DPoPBinding? = nil,
-        obtainedAt: MonotonicInstant? = nil
+        certificate: CertificateBinding? = nil, obtainedAt: MonotonicInstant? = nil
     ) -> ActiveSession {
         let now = clock.now
         var refreshAt: MonotonicInstant?
@@ -99,7 +103,7 @@ extension AuthActor {
         return ActiveSession(
             credentials: credentials, token: AccessToken(credentials, dpopKey: dpopKey), refreshAt: refreshAt,
             grantType: grantType, obtainedAt: min(obtainedAt ?? now - age, now), dpopKey: dpopKey,
-            storedDPoP: dpopKey == nil ? storedDPoP : nil)
+            storedDPoP: dpopKey == nil ? storedDPoP : nil, certificate: certificate)
     }
 
     /// How long before expiry a token of `lifetime` (what is left of it) is refreshed.

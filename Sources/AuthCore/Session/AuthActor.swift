@@ -80,6 +80,9 @@ public actor AuthActor {
     public nonisolated let clockSkew = ClockSkewWatch()
     /// The device login waiting for a person, if any (``startDeviceLogin(scope:subject:)``).
     var deviceFlow: DeviceFlow?
+    /// The binding a refresh was last refused for (``checkCertificateBinding(_:shown:)``),
+    /// so that the refusal is logged once, not once per request.
+    var outdatedCertificateNoted: CertificateBinding?
     var nextDeviceFlowID: UInt64 = 0
     /// `authgate_device_logins_total` and `authgate_device_polls_total`, made on a device
     /// login's first use (a session that never starts one shows none).
@@ -175,6 +178,9 @@ public actor AuthActor {
     }
 
     nonisolated let published = Locked<(snapshot: TokenSnapshot, token: AccessToken)?>(nil)
+    /// The client certificate the current tokens are bound to, for
+    /// ``clientCertificateOutdated``.
+    nonisolated let publishedCertificate = Locked<CertificateBinding?>(nil)
     private nonisolated let unsaved = Atomic<Bool>(false)
 
     /// Whether a rotated pair is held only in memory because its save failed (the previous
@@ -202,6 +208,12 @@ public actor AuthActor {
             case .loggedOut: nil
             }
         published.withLock { $0 = value }
+        let certificate: CertificateBinding? =
+            switch phase {
+            case .active(let s): s.certificate
+            case .loggedOut: nil
+            }
+        publishedCertificate.withLock { $0 = certificate }
     }
 
     /// The custom executor when one was given, else a default actor executor.

@@ -55,6 +55,11 @@ extension AuthError {
         /// A device login (RFC 8628) is already waiting for a person: finish it, or cancel
         /// it with a logout, before starting another.
         public static let deviceLoginPending = Code(.auth, "device_login_pending")
+        /// The session's tokens are bound to a newer client certificate than the one this
+        /// process shows (another replica's, RFC 8705 §3): it does not refresh them, and
+        /// serves again once its certificate is the tokens' or newer
+        /// (``CertificateBindingRule``). See ``AuthError/retryAfter``.
+        public static let clientCertificateOutdated = Code(.auth, "client_certificate_outdated")
 
         // MARK: token_endpoint
 
@@ -112,7 +117,7 @@ extension AuthError {
         /// Every code, in the order above.
         public static let all: [Code] = [
             .loginRequired, .sessionEnded, .refreshFailed, .backingOff, .excessiveRefresh, .refreshNotPossible,
-            .refreshReentered, .loginFailed, .storage,
+            .refreshReentered, .loginFailed, .storage, .clientCertificateOutdated,
             .oauthError, .rateLimited, .serverError, .unexpectedStatus, .malformedResponse, .invalidTokenSyntax,
             .network, .networkAfterSend, .invalidConfiguration, .clientCredentialsUnusable,
             .connectFailed, .connectionLost, .timeout, .other,

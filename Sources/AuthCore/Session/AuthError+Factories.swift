@@ -36,6 +36,16 @@ extension AuthError {
         return error
     }
 
+    /// The tokens are bound to a newer client certificate than this process shows; look
+    /// again after `retryAfter`.
+    public static func clientCertificateOutdated(retryAfter: Duration) -> AuthError {
+        var error = AuthError(
+            .clientCertificateOutdated,
+            message: "the session's tokens are bound to a newer client certificate than this process shows")
+        error.retryAfter = retryAfter
+        return error
+    }
+
     /// The login failed with `cause` (the token endpoint's error).
     public static func loginFailed(_ cause: AuthError) -> AuthError {
         AuthError(.loginFailed, underlying: cause)

@@ -46,7 +46,8 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Why the session ended, for ``Code/sessionEnded``.
     public var logoutReason: LogoutReason?
     /// When to try again, for ``Code/refreshFailed``, ``Code/backingOff``,
-    /// ``Code/excessiveRefresh`` and a token endpoint's `Retry-After`.
+    /// ``Code/excessiveRefresh``, ``Code/clientCertificateOutdated`` and a token endpoint's
+    /// `Retry-After`.
     public var retryAfter: Duration?
     /// What a token endpoint failure means for the session.
     public var disposition: Disposition?
@@ -83,7 +84,8 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// Whether the session survives this error (the tokens are kept).
     public var keepsSession: Bool {
-        [.refreshFailed, .backingOff, .excessiveRefresh, .refreshNotPossible, .refreshReentered].contains(code)
+        [.refreshFailed, .backingOff, .excessiveRefresh, .refreshNotPossible, .refreshReentered, .clientCertificateOutdated]
+            .contains(code)
     }
 
     /// Whether the server may have processed the request (for refresh with rotation, the

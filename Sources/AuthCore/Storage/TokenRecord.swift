@@ -16,14 +16,20 @@ public struct TokenRecord: TokenSetCarrier, Sendable, Equatable, Codable, Custom
     /// The DPoP key the tokens are bound to: its thumbprint, and the key itself when it was
     /// generated (sealed with the tokens, like them).
     public var dpop: DPoPBinding?
+    /// The client certificate the tokens are bound to (RFC 8705 §3): the one shown to the
+    /// token endpoint when they were obtained; nil without one, or for tokens stored before
+    /// bindings were kept.
+    public var certificate: CertificateBinding?
 
     /// Creates a record.
     public init(
         accessToken: String, refreshToken: String?, tokenType: String = "Bearer",
         scope: String? = nil, idToken: String? = nil, expiresAt: Date?, issuedAt: Date,
-        generation: TokenGeneration, grantType: String? = nil, dpop: DPoPBinding? = nil
+        generation: TokenGeneration, grantType: String? = nil, dpop: DPoPBinding? = nil,
+        certificate: CertificateBinding? = nil
     ) {
         self.dpop = dpop
+        self.certificate = certificate
         self.tokens = TokenSet(
             accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType, scope: scope, idToken: idToken,
             expiresAt: expiresAt, issuedAt: issuedAt, generation: generation)
@@ -31,10 +37,13 @@ public struct TokenRecord: TokenSetCarrier, Sendable, Equatable, Codable, Custom
     }
 
     /// The record of `credentials`.
-    public init(_ credentials: Credentials, grantType: String?, dpop: DPoPBinding? = nil) {
+    public init(
+        _ credentials: Credentials, grantType: String?, dpop: DPoPBinding? = nil, certificate: CertificateBinding? = nil
+    ) {
         self.tokens = credentials.tokens
         self.grantType = grantType
         self.dpop = dpop
+        self.certificate = certificate
     }
 
     /// Credentials for this record, with the monotonic deadline derived from the wall-clock
@@ -47,6 +56,7 @@ public struct TokenRecord: TokenSetCarrier, Sendable, Equatable, Codable, Custom
     private enum CodingKeys: String, CodingKey {
         case grantType
         case dpop
+        case certificate
     }
 
     /// Reads the flat form the stores write: the ``TokenSet`` fields and `grantType` side by side.
@@ -55,6 +65,7 @@ public struct TokenRecord: TokenSetCarrier, Sendable, Equatable, Codable, Custom
         let container = try decoder.container(keyedBy: CodingKeys.self)
         grantType = try container.decodeIfPresent(String.self, forKey: .grantType)
         dpop = try container.decodeIfPresent(DPoPBinding.self, forKey: .dpop)
+        certificate = try container.decodeIfPresent(CertificateBinding.self, forKey: .certificate)
     }
 
     /// Writes the flat form: the ``TokenSet`` fields and `grantType` side by side.
@@ -63,6 +74,7 @@ public struct TokenRecord: TokenSetCarrier, Sendable, Equatable, Codable, Custom
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(grantType, forKey: .grantType)
         try container.encodeIfPresent(dpop, forKey: .dpop)
+        try container.encodeIfPresent(certificate, forKey: .certificate)
     }
 
     /// A description with every token redacted.

@@ -88,6 +88,15 @@ public enum GatewayProblem {
                     "excessive-refresh", 503,
                     "the upstream rejected every fresh token; refreshing is paused to avoid a refresh loop"), headers
             )
+        case .clientCertificateOutdated:
+            let s = retryAfter()
+            return (
+                make(
+                    "client-certificate-outdated", 503,
+                    "the session's tokens are bound to a newer client certificate than this replica's (another "
+                        + "replica renewed it): this replica does not refresh them back to its own; renew its "
+                        + "certificate files, retry in \(s) s or on another replica"), headers
+            )
         case .refreshNotPossible:
             return (make("refresh-not-possible", 401, "the token expired and the session cannot renew it; log in again"), headers)
         case .loginFailed:

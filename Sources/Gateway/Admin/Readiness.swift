@@ -27,13 +27,17 @@ public final class Readiness: Sendable {
         public var notLoggedIn: Bool
         /// A server refusing a DPoP proof has a clock far from this machine's.
         public var clockSkewed: Bool
+        /// A session's tokens are bound to a newer client certificate than the one this
+        /// replica shows (another replica's).
+        public var clientCertificateOutdated: Bool
 
         /// Creates the inputs of one probe.
         public init(
             restored: Bool, writable: Bool, freeBytes: Int?, unsavedCredentials: Bool, userInfoPending: Bool,
             sharedStore: Bool = false, clientCredentialsUnusable: Bool = false, notLoggedIn: Bool = false,
-            clockSkewed: Bool = false
+            clockSkewed: Bool = false, clientCertificateOutdated: Bool = false
         ) {
+            self.clientCertificateOutdated = clientCertificateOutdated
             self.clockSkewed = clockSkewed
             self.notLoggedIn = notLoggedIn
             self.sharedStore = sharedStore
@@ -59,6 +63,7 @@ public final class Readiness: Sendable {
     private let clientCredentialsUsable: @Sendable () -> Bool
     private let loggedIn: @Sendable () -> Bool
     private let clockSkewed: @Sendable () -> Bool
+    private let clientCertificateOutdated: @Sendable () -> Bool
 
     /// Creates a readiness check. Every closure is asked on every probe: `storesWritable`,
     /// `freeBytes` (room left on the state directory's file system), `unsavedCredentials`
@@ -67,14 +72,18 @@ public final class Readiness: Sendable {
     /// database and `storesWritable` says whether it answers. `clientCredentialsUsable` says
     /// whether every session's client key or assertion file can be used now; `loggedIn`
     /// whether every session with `autoLogin` is logged in; `clockSkewed` whether a server
-    /// refusing a DPoP proof has a clock far from this machine's (``AuthCore/ClockSkewWatch``).
+    /// refusing a DPoP proof has a clock far from this machine's (``AuthCore/ClockSkewWatch``);
+    /// `clientCertificateOutdated` whether a session's tokens are bound to a newer client
+    /// certificate than this replica's (``AuthCore/AuthActor/clientCertificateOutdated``).
     public init(
         storesWritable: @escaping @Sendable () -> Bool, freeBytes: @escaping @Sendable () -> Int? = { nil },
         unsavedCredentials: @escaping @Sendable () -> Bool = { false },
         pending: @escaping @Sendable () -> String? = { nil }, sharedStore: Bool = false,
         clientCredentialsUsable: @escaping @Sendable () -> Bool = { true },
-        loggedIn: @escaping @Sendable () -> Bool = { true }, clockSkewed: @escaping @Sendable () -> Bool = { false }
+        loggedIn: @escaping @Sendable () -> Bool = { true }, clockSkewed: @escaping @Sendable () -> Bool = { false },
+        clientCertificateOutdated: @escaping @Sendable () -> Bool = { false }
     ) {
+        self.clientCertificateOutdated = clientCertificateOutdated
         self.clockSkewed = clockSkewed
         self.loggedIn = loggedIn
         self.sharedStore = sharedStore
@@ -109,6 +118,12 @@ public final class Readiness: Sendable {
         /// the wrong kind, expired): the session serves its token while it lasts, but cannot
         /// refresh it.
         case clientCredentialsUnusable = "client_credentials_unusable"
+        /// A session's tokens are bound to a newer client certificate (RFC 8705 §3) than the
+        /// one this replica shows, another replica's: this one does not refresh them (it
+        /// would bind them back to its older certificate) and answers the session's requests
+        /// the API refuses with `client-certificate-outdated`, until its certificate is
+        /// renewed too.
+        case clientCertificateOutdated = "client_certificate_outdated"
         /// A server refused a DPoP proof, and the `Date` of its answer is more than
         /// ``AuthCore/ClockSkewWatch/threshold`` from this machine's clock: every proof will be
         /// refused until the clocks agree (set by the next proof a server accepts).
@@ -127,6 +142,7 @@ public final class Readiness: Sendable {
         if let free = inputs.freeBytes, free < minimumFreeBytes { return .stateDirectoryFull }
         if inputs.unsavedCredentials { return .credentialsNotSaved }
         if inputs.clientCredentialsUnusable { return .clientCredentialsUnusable }
+        if inputs.clientCertificateOutdated { return .clientCertificateOutdated }
         if inputs.clockSkewed { return .clockSkewed }
         if inputs.notLoggedIn { return .notLoggedIn }
         if inputs.userInfoPending { return .userInfoPending }
@@ -138,7 +154,8 @@ public final class Readiness: Sendable {
         Inputs(
             restored: state.withLock { $0.restored }, writable: storesWritable(), freeBytes: freeBytes(),
             unsavedCredentials: unsavedCredentials(), userInfoPending: pending() != nil, sharedStore: sharedStore,
-            clientCredentialsUnusable: !clientCredentialsUsable(), notLoggedIn: !loggedIn(), clockSkewed: clockSkewed())
+            clientCredentialsUnusable: !clientCredentialsUsable(), notLoggedIn: !loggedIn(), clockSkewed: clockSkewed(),
+            clientCertificateOutdated: clientCertificateOutdated())
     }
 
     /// Whether the gateway is ready, and why not.

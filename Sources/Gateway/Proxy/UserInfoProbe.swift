@@ -240,7 +240,8 @@ public final class UserInfoProbe: Sendable {
     /// A token error: transient ones are retried; the others mean the session is gone.
     private static func outcome(of error: any Error) -> Outcome {
         switch (error as? AuthError)?.code {
-        case .refreshFailed?, .backingOff?, .excessiveRefresh?: .retry("the token could not be refreshed")
+        case .refreshFailed?, .backingOff?, .excessiveRefresh?, .clientCertificateOutdated?:
+            .retry("the token could not be refreshed")
         default: .noSession
         }
     }

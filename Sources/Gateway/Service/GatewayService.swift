@@ -135,6 +135,10 @@ public final class GatewayService: Sendable {
             sessionLogger[metadataKey: "auth.session"] = "\(s.name)"
             var actorConfig = sessionConfig
             actorConfig.dpop = GatewayConfiguration.dpopKeySource(authorization)
+            if let certificate = GatewayConfiguration.clientCertificate(authorization) {
+                let shown = ShownCertificate(certificate)
+                actorConfig.shownCertificate = { shown.current() }
+            }
             let actor = AuthActor(
                 account: AccountID(s.name), client: oauth, tokenStore: tokenStore, stateStore: stateStore, clock: clock,
                 configuration: actorConfig, logger: sessionLogger, executor: home, metricsFactory: metrics.factory,
@@ -166,7 +170,8 @@ public final class GatewayService: Sendable {
                 if !keyFileSessions.isEmpty { Task { for actor in keyFileSessions { await actor.checkDPoPKey() } } }
                 return credentialWatch.usable()
             }, loggedIn: { autoLogins.allSatisfy { $0.0.isLoggedIn } },
-            clockSkewed: { actors.contains { $0.clockSkew.isSkewed } })
+            clockSkewed: { actors.contains { $0.clockSkew.isSkewed } },
+            clientCertificateOutdated: { actors.contains { $0.clientCertificateOutdated } })
         await restoreSessions(sessions, readiness: readiness, logger: logger)
         stores.follow(Dictionary(uniqueKeysWithValues: sessions.values.map { (AccountID($0.name), $0.actor) }))
         var eventTasks: [Task<Void, Never>] = []

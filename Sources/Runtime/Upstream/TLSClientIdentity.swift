@@ -16,3 +16,12 @@ public struct TLSClientIdentity: Sendable, Hashable {
         self.keyFile = keyFile
     }
 }
+
+extension TLSClientIdentity {
+    /// The PEM bytes of the certificate file as requests showing this identity send them now
+    /// (the same cache they read, so at most a second old); nil when a file cannot be read.
+    /// For what the certificate is, never for the key: the key's bytes stay inside.
+    public func shownCertificatePEM() -> [UInt8]? {
+        TLSIdentityContents.shared.contents(of: self)?.certificate
+    }
+}
