@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Testing
 
@@ -57,6 +58,52 @@ import Testing
             for secret in [Self.adminToken, Self.clientSecret, Self.storeKey] {
                 #expect(!child.output.contains(secret) && !child.errors.contains(secret))
             }
+        }
+    }
+
+    /// The sidecar's own identity without a shared secret: `--print-config` shows the
+    /// private_key_jwt, token exchange, DPoP and autoLogin fields with their layers, and
+    /// nothing of the files they name (the key, the subject token).
+    @Test func printConfigShowsTheIdentityFieldsAndNothingOfTheirFiles() async throws {
+        try await withScratch { root in
+            let key = P256.Signing.PrivateKey().pemRepresentation
+            let subjectToken = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ3b3JrbG9hZC1zZWNyZXQifQ.c2lnbmF0dXJlLXNlY3JldA"
+            for (name, text) in [("client-key.pem", key), ("subject-token", subjectToken)] {
+                FileManager.default.createFile(
+                    atPath: root + "/" + name, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+            }
+            let config: [String: Any] = [
+                "proxy": ["host": "127.0.0.1", "port": 18080], "admin": ["host": "127.0.0.1", "port": 18081],
+                "adminTokenFile": root + "/admin-token",
+                "authorization": [
+                    "tokenEndpoint": "https://id.example.com/token", "clientID": "gate",
+                    "clientAuthentication": "private_key_jwt", "clientKeyFile": root + "/client-key.pem",
+                    "tokenExchange": ["subjectTokenFile": root + "/subject-token", "audience": "orders-api"],
+                    "dpop": ["generate": true],
+                ],
+                "routes": [["prefix": "/", "upstream": "https://api.example.com"]], "stateDirectory": root + "/state",
+            ]
+            try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: root + "/identity.json"))
+            let child = try ChildProcess(
+                ["serve", "--config", root + "/identity.json", "--print-config"],
+                environment: ["AUTHGATE_STORE_KEY": Self.storeKey, "AUTHGATE_AUTHORIZATION_AUTO_LOGIN_GRANT": "token-exchange"])
+            #expect(await child.wait() == 0, "\(child.errors)")
+            let lines = child.lines
+            func line(_ prefix: String) -> String? { lines.first { $0.hasPrefix(prefix) } }
+            let file = "# file \(root)/identity.json"
+            #expect(line("authorization.clientAuthentication = \"private_key_jwt\"")?.hasSuffix(file) == true, "\(lines)")
+            #expect(line("authorization.clientKeyFile = \"\(root)/client-key.pem\"")?.hasSuffix(file) == true)
+            #expect(line("authorization.tokenExchange.subjectTokenFile = ")?.hasSuffix(file) == true, "\(lines)")
+            #expect(line("authorization.tokenExchange.audience = \"orders-api\"")?.hasSuffix(file) == true)
+            #expect(line("authorization.dpop.generate = true")?.hasSuffix(file) == true)
+            #expect(
+                line("authorization.autoLogin.grant = \"token-exchange\"")?.hasSuffix(
+                    "# env AUTHGATE_AUTHORIZATION_AUTO_LOGIN_GRANT") == true, "\(lines)")
+            let keyBody = key.split(separator: "\n").filter { !$0.hasPrefix("-----") }
+            for secret in [subjectToken, Self.adminToken, Self.storeKey] + keyBody.map(String.init) {
+                #expect(!child.output.contains(secret) && !child.errors.contains(secret))
+            }
+            #expect(!child.output.contains("PRIVATE KEY"))
         }
     }
 
