@@ -126,14 +126,7 @@ final class DroppingServer: @unchecked Sendable {
     }
 
     private func serve() {
-        while true {
-            let c = accept(fd, nil, nil)
-            if c < 0 {
-                // Closed by this thread once `stop`'s shutdown ends its `accept`, so that the
-                // number is never another socket's when `accept` is called.
-                Glibc.close(fd)
-                return
-            }
+        acceptEach(fd) { c in
             lock.withLock { count += 1 }
             if readHead(c) {
                 let answer = Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1".utf8)

@@ -41,14 +41,7 @@ public final class CannedServer: @unchecked Sendable {
     }
 
     private func serve() {
-        while true {
-            let c = accept(fd, nil, nil)
-            if c < 0 {
-                // Closed here, not in `stop`: this thread calls `accept` until the shutdown
-                // ends it, and the number must not be another socket's by then.
-                Glibc.close(fd)
-                return
-            }
+        acceptEach(fd) { c in
             if after == .close {
                 answer(c)
             } else {

@@ -42,14 +42,7 @@ public final class SlowAnswerServer: @unchecked Sendable {
     public var peakUnanswered: Int { counts.withLock { $0.peakUnanswered } }
 
     private func serve() {
-        while true {
-            let c = accept(fd, nil, nil)
-            if c < 0 {
-                // Closed here, not in `stop`: this thread calls `accept` until the shutdown
-                // ends it, and the number must not be another socket's by then.
-                Glibc.close(fd)
-                return
-            }
+        acceptEach(fd) { c in
             counts.withLock {
                 $0.accepted += 1
                 $0.unanswered += 1

@@ -40,3 +40,18 @@ private func loopbackSocket(listenBacklog: Int32?) throws -> (fd: Int32, port: I
     }
     return (fd, Int(UInt16(bigEndian: addr.sin_port)))
 }
+
+/// Accepts connections on the listening `fd` and hands each to `handle`, until the socket is
+/// shut down; then closes it. Closed here, not by whoever shuts it down: the accepting thread
+/// calls `accept` until the shutdown ends it, and the number must not be another socket's by
+/// then.
+public func acceptEach(_ fd: Int32, _ handle: (Int32) -> Void) {
+    while true {
+        let c = accept(fd, nil, nil)
+        if c < 0 {
+            Glibc.close(fd)
+            return
+        }
+        handle(c)
+    }
+}

@@ -1034,13 +1034,18 @@ def certificate_ag(ctx, name, rs, authz, adjust=None):
     return ag
 
 
-def sc_tls_client_auth(ctx):
+def mtls_work(ctx, name):
+    """The server's mutual-TLS settings and a work directory of `name` for a scenario that
+    needs them; Skip when the server has no mutual-TLS listener here."""
     if not ctx.info.get("mtls"):
         raise Skip(ctx.info.get("mtls_unavailable") or "this server has no mutual-TLS listener here")
-    import mtls
-    pki = ctx.info["mtls"]
-    work = os.path.join(ctx.dir, "tls-client-auth")
+    work = os.path.join(ctx.dir, name)
     os.makedirs(work, exist_ok=True)
+    return ctx.info["mtls"], work
+
+
+def sc_tls_client_auth(ctx):
+    pki, work = mtls_work(ctx, "tls-client-auth")
     shown_cert, shown_key = os.path.join(work, "shown.pem"), os.path.join(work, "shown.key")
     first = mtls.issue(work, "first", pki["client_id"], pki["ca"], pki["ca_key"])
     mtls.install(*first, shown_cert, shown_key)
@@ -1102,12 +1107,7 @@ def sc_tls_client_auth(ctx):
 
 
 def sc_self_signed_tls_client_auth(ctx):
-    if not ctx.info.get("mtls"):
-        raise Skip(ctx.info.get("mtls_unavailable") or "this server has no mutual-TLS listener here")
-    import mtls
-    pki = ctx.info["mtls"]
-    work = os.path.join(ctx.dir, "self-signed")
-    os.makedirs(work, exist_ok=True)
+    pki, work = mtls_work(ctx, "self-signed")
     shown_cert, shown_key = os.path.join(work, "shown.pem"), os.path.join(work, "shown.key")
 
     def register(pair):
@@ -1226,11 +1226,7 @@ class CertificateReplicas:
 
 
 def sc_tls_client_auth_replicas(ctx):
-    if not ctx.info.get("mtls"):
-        raise Skip(ctx.info.get("mtls_unavailable") or "this server has no mutual-TLS listener here")
-    pki = ctx.info["mtls"]
-    work = os.path.join(ctx.dir, "tls-client-auth-replicas")
-    os.makedirs(work, exist_ok=True)
+    pki, work = mtls_work(ctx, "tls-client-auth-replicas")
     # One certificate for the client, copied into each replica's own files.
     shared = mtls.issue(work, "shared", pki["client_id"], pki["ca"], pki["ca_key"])
     with open(shared[0]) as f:
@@ -1299,11 +1295,7 @@ def sc_tls_client_auth_replicas_mismatch(ctx, seconds=8.0):
     forward, to a newer certificate: a keeps serving every request, refreshing as a replica
     alone does; b does not refresh (no token is ever bound to its certificate), answers 503 `client-certificate-outdated` with Retry-After
     and is not ready (`client_certificate_outdated`) until its certificate is put right."""
-    if not ctx.info.get("mtls"):
-        raise Skip(ctx.info.get("mtls_unavailable") or "this server has no mutual-TLS listener here")
-    pki = ctx.info["mtls"]
-    work = os.path.join(ctx.dir, "tls-client-auth-replicas-mismatch")
-    os.makedirs(work, exist_ok=True)
+    pki, work = mtls_work(ctx, "tls-client-auth-replicas-mismatch")
     # b's certificate starts a second earlier than the shared one: older, whatever the
     # thumbprints (notBefore has a resolution of one second).
     other = mtls.issue(work, "other", pki["client_id"], pki["ca"], pki["ca_key"])
