@@ -37,6 +37,15 @@ import Testing
         }
     }
 
+    /// A `tls_client_auth` client of `issuer` that shows a certificate (the files are never read here).
+    static func certified(issuer: String) -> GatewayConfiguration.Authorization {
+        var certified = GatewayConfiguration.Authorization(
+            tokenEndpoint: nil, clientID: "gate", clientAuthentication: "tls_client_auth", issuer: issuer)
+        certified.clientCertificateFile = "/c.pem"
+        certified.clientCertificateKeyFile = "/c.key"
+        return certified
+    }
+
     @Test func aClientThatShowsACertificateUsesTheMutualTLSAliases() async throws {
         let issuer = "https://id.example.test"
         let document = DocumentTransport(
@@ -44,10 +53,7 @@ import Testing
         )
         let discovery = IssuerDiscovery(
             transport: document, logger: .init(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        var certified = GatewayConfiguration.Authorization(
-            tokenEndpoint: nil, clientID: "gate", clientAuthentication: "tls_client_auth", issuer: issuer)
-        certified.clientCertificateFile = "/c.pem"
-        certified.clientCertificateKeyFile = "/c.key"
+        let certified = Self.certified(issuer: issuer)
         let withCertificate = try await discovery.resolve(certified, field: "authorization")
         #expect(withCertificate.tokenEndpoint == "https://mtls.example.test/token")
         #expect(withCertificate.revocationEndpoint == issuer + "/revoke", "no alias: the plain endpoint")
@@ -69,10 +75,7 @@ import Testing
         )
         let discovery = IssuerDiscovery(
             transport: document, logger: .init(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        var certified = GatewayConfiguration.Authorization(
-            tokenEndpoint: nil, clientID: "gate", clientAuthentication: "tls_client_auth", issuer: issuer)
-        certified.clientCertificateFile = "/c.pem"
-        certified.clientCertificateKeyFile = "/c.key"
+        let certified = Self.certified(issuer: issuer)
         let resolved = try await discovery.resolve(certified, field: "authorization")
         #expect(resolved.tokenEndpoint == "https://127.0.0.1:2/token")
         #expect(resolved.deviceAuthorizationEndpoint == nil)

@@ -31,23 +31,36 @@ import Testing
         }
     }
 
+    /// Runs `body` with a loop-HTTP/1 client, on a loop of its own, that keeps at most
+    /// `maxConnecting` connections unanswered (each for up to `window`); the loop stops after.
+    private static func withPacedClient(
+        maxConnecting: Int, window: Duration? = nil, totalTimeout: Duration? = nil,
+        _ body: (UpstreamClient, EventLoop) async throws -> Void
+    ) async throws {
+        let loop = try EventLoop(name: "pacing-loop")
+        loop.start()
+        defer { loop.shutdown() }
+        var configuration = UpstreamClientConfiguration(maxConnectionsPerHost: 64, loopHTTP1: true)
+        configuration.maxConnectingPerHost = maxConnecting
+        if let window { configuration.firstAnswerWindow = window }
+        if let totalTimeout { configuration.totalTimeout = totalTimeout }
+        try await body(try await UpstreamClient.make(on: loop, configuration: configuration), loop)
+    }
+
     @Test(arguments: [1, 4])
     func aBurstConnectsAFewAtATimeAndServesEveryExchange(maxConnecting: Int) async throws {
         // Answers after 50 ms and keeps the connection: a burst keeps every connection busy.
         let upstream = try CannedServer(
             response: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", after: .serveNext, delay: .milliseconds(50))
         defer { upstream.stop() }
-        let loop = try EventLoop(name: "pacing-loop")
-        loop.start()
-        defer { loop.shutdown() }
-        var configuration = UpstreamClientConfiguration(maxConnectionsPerHost: 64, loopHTTP1: true)
-        configuration.maxConnectingPerHost = maxConnecting
-        let client = try await UpstreamClient.make(on: loop, configuration: configuration)
-        let statuses = try await Self.burst(32, to: upstream.port, through: client)
-        #expect(statuses.count == 32 && statuses.allSatisfy { $0 == 200 })
-        let counts = await Self.counts(client, on: loop)
-        #expect(counts.peak >= 1 && counts.peak <= maxConnecting, "at most \(maxConnecting) unanswered at once: \(counts.peak)")
-        #expect(counts.open > maxConnecting, "more connections opened as the first answered: \(counts.open)")
+        try await Self.withPacedClient(maxConnecting: maxConnecting) { client, loop in
+            let statuses = try await Self.burst(32, to: upstream.port, through: client)
+            #expect(statuses.count == 32 && statuses.allSatisfy { $0 == 200 })
+            let counts = await Self.counts(client, on: loop)
+            #expect(
+                counts.peak >= 1 && counts.peak <= maxConnecting, "at most \(maxConnecting) unanswered at once: \(counts.peak)")
+            #expect(counts.open > maxConnecting, "more connections opened as the first answered: \(counts.open)")
+        }
     }
 
     /// An upstream that completes every handshake at once but answers after 50 ms: a
@@ -58,22 +71,17 @@ import Testing
     func connectionsTheServerHasNotAnsweredStayWithinThePace(maxConnecting: Int) async throws {
         let upstream = try SlowAnswerServer(delay: .milliseconds(50))
         defer { upstream.stop() }
-        let loop = try EventLoop(name: "pacing-loop")
-        loop.start()
-        defer { loop.shutdown() }
-        var configuration = UpstreamClientConfiguration(maxConnectionsPerHost: 64, loopHTTP1: true)
-        configuration.maxConnectingPerHost = maxConnecting
         // No window ends during the test: only first answers pace it.
-        configuration.firstAnswerWindow = .seconds(60)
-        let client = try await UpstreamClient.make(on: loop, configuration: configuration)
-        let statuses = try await Self.burst(32, to: upstream.port, through: client)
-        #expect(statuses.count == 32 && statuses.allSatisfy { $0 == 200 })
-        #expect(
-            upstream.peakUnanswered >= 1 && upstream.peakUnanswered <= maxConnecting,
-            "unanswered at the server: \(upstream.peakUnanswered)")
-        #expect(upstream.accepted > maxConnecting, "more opened as the first answered: \(upstream.accepted)")
-        let counts = await Self.counts(client, on: loop)
-        #expect(counts.peak <= maxConnecting && counts.open == upstream.accepted)
+        try await Self.withPacedClient(maxConnecting: maxConnecting, window: .seconds(60)) { client, loop in
+            let statuses = try await Self.burst(32, to: upstream.port, through: client)
+            #expect(statuses.count == 32 && statuses.allSatisfy { $0 == 200 })
+            #expect(
+                upstream.peakUnanswered >= 1 && upstream.peakUnanswered <= maxConnecting,
+                "unanswered at the server: \(upstream.peakUnanswered)")
+            #expect(upstream.accepted > maxConnecting, "more opened as the first answered: \(upstream.accepted)")
+            let counts = await Self.counts(client, on: loop)
+            #expect(counts.peak <= maxConnecting && counts.open == upstream.accepted)
+        }
     }
 
     /// An upstream that answers nothing until it holds four connections (as a long poll
@@ -82,16 +90,11 @@ import Testing
     @Test func aConnectionSlowToAnswerStopsCountingWhenItsWindowEnds() async throws {
         let upstream = try SlowAnswerServer(delay: .zero, holdUntil: 4)
         defer { upstream.stop() }
-        let loop = try EventLoop(name: "pacing-loop")
-        loop.start()
-        defer { loop.shutdown() }
         // A stall fails the exchanges (and the test) rather than hanging it.
-        var configuration = UpstreamClientConfiguration(totalTimeout: .seconds(10), maxConnectionsPerHost: 64, loopHTTP1: true)
-        configuration.maxConnectingPerHost = 1
-        configuration.firstAnswerWindow = .milliseconds(20)
-        let client = try await UpstreamClient.make(on: loop, configuration: configuration)
-        let statuses = try await Self.burst(6, to: upstream.port, through: client)
-        #expect(statuses.count == 6 && statuses.allSatisfy { $0 == 200 })
-        #expect(upstream.accepted >= 4, "windows ended and let more connections open: \(upstream.accepted)")
+        try await Self.withPacedClient(maxConnecting: 1, window: .milliseconds(20), totalTimeout: .seconds(10)) { client, _ in
+            let statuses = try await Self.burst(6, to: upstream.port, through: client)
+            #expect(statuses.count == 6 && statuses.allSatisfy { $0 == 200 })
+            #expect(upstream.accepted >= 4, "windows ended and let more connections open: \(upstream.accepted)")
+        }
     }
 }
