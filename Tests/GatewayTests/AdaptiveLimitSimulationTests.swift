@@ -23,6 +23,21 @@ import Testing
         }
     }
 
+    @Test(arguments: [4, 16])
+    func theLimitConvergesWhenServiceTimesVaryTenfold(workers: Int) {
+        // 50-500 ms a request: a window of 20 has a mean that varies by about a tenth from
+        // one window to the next, and the least of a period's windows lies well under the
+        // upstream's true unqueued latency. That noise is not a queue.
+        for seed in UInt64(1)...3 {
+            var sim = UpstreamSimulation(workers: workers, clients: 100, seed: seed)
+            sim.serviceTime = 0.050...0.500
+            sim.run(until: 60)
+            sim.resetMeasurement()
+            sim.run(until: 180)
+            #expect(near(sim.meanLimit, workers), "c=\(workers) seed \(seed): mean limit \(sim.meanLimit)")
+        }
+    }
+
     @Test(arguments: [(8, 16), (16, 8), (4, 2), (2, 4), (32, 16)])
     func theLimitFollowsTheAPIWhenItsPoolChanges(before: Int, after: Int) {
         var sim = UpstreamSimulation(workers: before, clients: max(100, 4 * max(before, after)), seed: 7)

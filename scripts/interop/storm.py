@@ -71,6 +71,9 @@ SLOW = {"delay_min_ms": 50, "delay_max_ms": 500, "workers": 16}
 # Fixed worker pools of 8 and 2 answering in 40-80 ms (issue 32's gunicorn APIs).
 POOLS = {"pool8": {"delay_min_ms": 40, "delay_max_ms": 80, "workers": 8},
          "pool2": {"delay_min_ms": 40, "delay_max_ms": 80, "workers": 2}}
+# gunicorn, one worker of 8 or 2 threads, gunicorn's defaults otherwise (gunicorn_api.py):
+# the token introspected first, then 40-80 ms of work.
+GUNICORN = {"gunicorn8": {"threads": 8, "delay_ms": "40,80"}, "gunicorn2": {"threads": 2, "delay_ms": "40,80"}}
 LONG_TTL = 3600
 
 # --------------------------------------------------------------------------------------
@@ -200,7 +203,34 @@ def as_stats(mod, info):
     return mod.stats(info)
 
 
+def start_gunicorn(d, rs_kind, as_info_path):
+    shape = GUNICORN[rs_kind]
+    port = free_port()
+    cmd = [sys.executable, "-m", "gunicorn", "-k", "gthread", "--workers", "1", "--threads", str(shape["threads"]),
+           "-b", f"127.0.0.1:{port}", "--chdir", HERE, "--log-level", "warning", "gunicorn_api:app"]
+    env = dict(os.environ, GUNICORN_API_AS_INFO=as_info_path, GUNICORN_API_DELAY_MS=shape["delay_ms"])
+    logf = open(os.path.join(d, "rs.log"), "ab")
+    p = subprocess.Popen(cmd, stdout=logf, stderr=logf, stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+    logf.close()
+    _children.append(p)
+    note_pid(p.pid)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if p.poll() is not None:
+            raise RuntimeError(f"gunicorn exited {p.returncode}; see {d}/rs.log")
+        try:
+            if http("GET", url + "/stats", timeout=2)[0] == 200:
+                return {"url": url, "port": port, "stats": url + "/stats"}, cmd
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError("gunicorn did not answer within 20 s")
+
+
 def start_rs(d, rs_kind, as_info_path):
+    if rs_kind in GUNICORN:
+        return start_gunicorn(d, rs_kind, as_info_path)
     cmd = [sys.executable, "-u", os.path.join(HERE, "resource_server.py"), "--port", "0",
            "--as-info", as_info_path]
     if rs_kind == "fast":
@@ -247,8 +277,9 @@ def authgate_config(d, kind, info, rs, mode, max_in_flight=0):
         cfg["routes"][0]["adaptiveLimit"] = False  # unbounded, as before the adaptive limit
     if mode == "lead50":
         cfg["refreshLead"] = "50%"
-    else:
+    elif mode == "expiry":
         cfg["refreshSkewSeconds"] = 0
+    # mode default: no refresh setting at all, as a new user runs it
     path = os.path.join(d, "authgate.json")
     with open(path, "w") as f:
         json.dump(cfg, f, indent=2)
@@ -663,7 +694,7 @@ def table(path):
     for o in rows:
         other = {k: v for k, v in o["status_counts"].items() if k not in ("200", "401")}
         direct = o["mode"] == "direct"
-        mode = {"expiry": "on expiry (skew 0)", "lead50": "`refreshLead: 50%`",
+        mode = {"expiry": "on expiry (skew 0)", "lead50": "`refreshLead: 50%`", "default": "default",
                 "direct": "direct, no AuthGate (1 h token)"}[o["mode"]]
         if o.get("max_in_flight", 0) > 0:
             mode += ", `maxInFlight: %d`" % o["max_in_flight"]
@@ -718,7 +749,7 @@ def run(args):
                 ctx["admin_token"] = f.read().strip()
             _, ag_cmd = start_authgate(args.bin, d, cfg_path, cfg, args.log_level)
             ctx["commands"]["authgate"] = ("authgate serve --log-level %s; %s%s" % (
-                args.log_level, "refreshLead 50%" if args.mode == "lead50" else "refreshSkewSeconds 0",
+                args.log_level, {"lead50": "refreshLead 50%", "expiry": "refreshSkewSeconds 0"}.get(args.mode, "default refresh"),
                 "; maxInFlight %d" % args.max_in_flight if args.max_in_flight > 0 else
                 "; adaptiveLimit false (unbounded)" if args.max_in_flight < 0 else "; adaptive limit (default)"))
         try:
@@ -749,8 +780,8 @@ def main(argv=None):
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--as", dest="as_kind", choices=["authlib", "glewlwyd"], required=True)
-    r.add_argument("--rs", choices=["slow", "fast", "pool8", "pool2"], required=True)
-    r.add_argument("--mode", choices=["expiry", "lead50", "direct"], required=True)
+    r.add_argument("--rs", choices=["slow", "fast", "pool8", "pool2", *GUNICORN], required=True)
+    r.add_argument("--mode", choices=["expiry", "lead50", "default", "direct"], required=True)
     r.add_argument("--bin", help="the authgate binary (not needed for --mode direct)")
     r.add_argument("--ttl", type=int, default=4, help="access-token lifetime, seconds")
     r.add_argument("--as-latency-ms", type=int, default=0, help="authlib only: token endpoint latency")

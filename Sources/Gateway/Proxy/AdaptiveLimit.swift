@@ -10,9 +10,12 @@
 ///   nothing waits in its own queue (Envoy's min-RTT, without pinning the concurrency to
 ///   measure it: the sawtooth below brings the limit under the upstream's concurrency often
 ///   enough for the baseline to be seen);
-/// - when the mean is more than ``Parameters/tolerance`` above the baseline, and more than
-///   ``Parameters/minimumQueueDelay`` in absolute terms, requests wait in the upstream's
-///   queue. By Little's law the upstream serves about
+/// - when the mean is more than ``Parameters/tolerance`` above the baseline, more than
+///   ``Parameters/minimumQueueDelay`` in absolute terms, and more than
+///   ``Parameters/noiseMargin`` standard errors of a window's mean (an upstream whose
+///   answers take 50 to 500 ms has window means that differ by a tenth with no queue at all,
+///   and the least of a period's windows lies that much under its usual latency), requests
+///   wait in the upstream's queue. By Little's law the upstream serves about
 ///   `inFlight × baseline / mean` at once; the limit drops to that plus half the tolerance
 ///   (never below half of itself in one window, never below ``Parameters/minimum``);
 /// - a window with a timeout or a dropped exchange backs off by ``Parameters/backoff``, once
@@ -65,14 +68,21 @@ public struct AdaptiveLimit: Sendable, Equatable {
         /// many connections delays every answer it reads), not the upstream's queue; and a
         /// queue that short holds no token long enough for a rotation to matter.
         public var minimumQueueDelay: Double
+        /// The least a window's mean must exceed the baseline by to count as a queue, in
+        /// standard errors of a window's mean (the spread of the recent samples ÷ √samples).
+        /// The baseline is the least of many window means, about two standard errors under
+        /// the typical one; four leave a window with no queue a few per cent chance of
+        /// reading as one.
+        public var noiseMargin: Double
 
         /// The defaults, justified in docs/RUNTIME.md; `maximum` is the fixed cap.
         public init(
             initial: Int = 1, minimum: Int = 1, maximum: Int = 1_000, tolerance: Double = 0.25, windowSamples: Int = 20,
             baselinePeriod: Duration = .seconds(5), growth: Double = 0.1, minimumGrowth: Double = 0.2, backoff: Double = 0.9,
-            clip: Double = 4, minimumQueueDelay: Double = 0.005
+            clip: Double = 4, minimumQueueDelay: Double = 0.005, noiseMargin: Double = 4
         ) {
             self.minimumQueueDelay = minimumQueueDelay
+            self.noiseMargin = noiseMargin
             precondition(minimum >= 1 && maximum >= minimum && windowSamples >= 1 && baselinePeriod > .zero)
             self.initial = min(max(initial, minimum), maximum)
             self.minimum = minimum
@@ -125,7 +135,9 @@ public struct AdaptiveLimit: Sendable, Equatable {
     private struct Window: Sendable, Equatable {
         var samples = 0
         var timed = 0
-        var latency = Duration.zero
+        /// The sum of the timed samples' latencies, and of their squares, in nanoseconds.
+        var latency: Int64 = 0
+        var squares: Double = 0
         var inFlight = 0
         var mostInFlight = 0
         var superseded = false
@@ -149,8 +161,12 @@ public struct AdaptiveLimit: Sendable, Equatable {
     public private(set) var windowLatency: Double?
     /// The upstream's recent latency, seconds: the last window's mean; nil before a window.
     public var recentLatency: Double? { windowLatency }
-    /// The most a sample counts for: ``Parameters/clip`` times the last window's mean.
-    private var clipAt: Duration?
+    /// The standard error of a window's mean, seconds: the recent windows' sample spread
+    /// over √samples, smoothed; nil before a window.
+    public private(set) var noise: Double?
+    /// The most a sample counts for, in nanoseconds: ``Parameters/clip`` times the last
+    /// window's mean.
+    private var clipAt: Int64 = .max
     /// Whether the limit still doubles per window: until the first window that finds a
     /// queue at the upstream (TCP's slow start). Starting low and doubling measures the
     /// baseline before the upstream's own queue can inflate it.
@@ -187,7 +203,9 @@ public struct AdaptiveLimit: Sendable, Equatable {
         window.mostInFlight = max(window.mostInFlight, sample.inFlight)
         switch sample.outcome {
         case .answered, .superseded:
-            window.latency += clipAt.map { min(sample.latency, $0) } ?? sample.latency
+            let nanoseconds = min(sample.latency.wholeNanoseconds, clipAt)
+            window.latency &+= nanoseconds
+            window.squares += Double(nanoseconds) * Double(nanoseconds)
             window.timed += 1
             if sample.outcome == .superseded { window.superseded = true }
         case .dropped, .timedOut:
@@ -213,9 +231,15 @@ public struct AdaptiveLimit: Sendable, Equatable {
             return
         }
         guard window.timed > 0 else { return }
-        let mean = window.latency / .seconds(1) / Double(window.timed)
+        let n = Double(window.timed)
+        let meanNanoseconds = Double(window.latency) / n
+        let mean = meanNanoseconds / 1e9
         windowLatency = mean
-        clipAt = .seconds(mean * p.clip)
+        clipAt = Int64(min(meanNanoseconds * p.clip, 1e18))
+        let variance = max(0, window.squares / n - meanNanoseconds * meanNanoseconds) / 1e18
+        let standardError = (variance / n).squareRoot()
+        let noise = self.noise.map { 0.75 * $0 + 0.25 * standardError } ?? standardError
+        self.noise = noise
         if let started = bucket.started, now - started >= p.baselinePeriod {
             bucket = Bucket(current: .infinity, previous: bucket.current, started: now)
         }
@@ -230,7 +254,7 @@ public struct AdaptiveLimit: Sendable, Equatable {
         }
         baseline = base
         let ratio = mean / base
-        if ratio > 1 + p.tolerance && mean - base > p.minimumQueueDelay {
+        if ratio > 1 + p.tolerance && mean - base > max(p.minimumQueueDelay, p.noiseMargin * noise) {
             let serving = Double(window.inFlight) / Double(window.samples) / ratio
             if serving < 1 {
                 // An upstream serves at least one request at a time: a queue that leaves it

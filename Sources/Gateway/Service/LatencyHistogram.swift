@@ -33,12 +33,12 @@ final class LatencyHistogram: Sendable {
             Counts.count == Bounds.count + 1, "a latency histogram has one count per bound and one for +Inf")
         self.name = name
         self.label = "\(labelName)=\"\(labelValue)\""
-        self.bounds = InlineArray { Self.nanoseconds(bounds[$0]) }
+        self.bounds = InlineArray { bounds[$0].wholeNanoseconds }
     }
 
     /// Counts one duration in the first bucket whose bound is at least it (`+Inf` past them all).
     func record(_ duration: Duration) {
-        let ns = Self.nanoseconds(duration)
+        let ns = duration.wholeNanoseconds
         var i = 0
         while i < Self.boundCount, bounds[i] < ns { i += 1 }
         counts[i].wrappingAdd(1, ordering: .relaxed)
@@ -65,17 +65,6 @@ final class LatencyHistogram: Sendable {
         out += "\(name)_bucket{\(label),le=\"+Inf\"} \(totals[Self.boundCount])\n"
         out += "\(name)_sum{\(label)} \(Self.seconds(sumNanoseconds.load(ordering: .relaxed)))\n"
         out += "\(name)_count{\(label)} \(totals[Self.boundCount])\n"
-    }
-
-    /// `duration` in whole nanoseconds; a negative one (never measured) counts as 0.
-    /// A duration under 18 s (every request but the slowest) is divided as a 64-bit value,
-    /// which the compiler does by a multiplication; `Duration.components` divides 128 bits.
-    static func nanoseconds(_ duration: Duration) -> Int64 {
-        let attoseconds = duration.attoseconds
-        guard attoseconds > 0 else { return 0 }
-        if let small = UInt64(exactly: attoseconds) { return Int64(small / 1_000_000_000) }
-        let (seconds, fraction) = duration.components
-        return seconds &* 1_000_000_000 &+ fraction / 1_000_000_000
     }
 
     /// Nanoseconds as decimal seconds with at least one fractional digit and no trailing
