@@ -66,6 +66,26 @@ import Testing
         limiter.release()
     }
 
+    @Test func nobodyIsShedWhileTheLimitIsStillInSlowStart() async throws {
+        // An adaptive limit at 1 that doubles per window: 2.5 s at the upstream would read
+        // as an expected wait over the 1 s timeout, but the limit is about to grow.
+        let limiter = InFlightLimiter(AdaptiveLimit.Parameters(windowSamples: 1), timeout: .seconds(1))
+        let inFlight = try await limiter.acquire(.first)
+        limiter.release(
+            AdaptiveLimit.Sample(latency: .seconds(2.5), inFlight: inFlight, outcome: .answered), at: .now)
+        #expect(limiter.limit == 2 && limiter.controller.probing, "still in slow start")
+        try await limiter.acquire(.first)
+        try await limiter.acquire(.first)
+        // 1 × 2.5 s ÷ 2 slots: 1.25 s expected, over the 1 s timeout; it waits all the same.
+        let waiter = Task { try await limiter.acquire(.first) }
+        for _ in 0..<100_000 where limiter.load.waiting == 0 { await Task.yield() }
+        #expect(limiter.load.waiting == 1, "it was refused rather than queued")
+        limiter.release()
+        try await waiter.value
+        limiter.release()
+        limiter.release()
+    }
+
     @Test func withoutAnyLatencyYetNobodyIsShed() async throws {
         let limiter = InFlightLimiter(limit: 1, timeout: .seconds(30))
         try await limiter.acquire(.first)

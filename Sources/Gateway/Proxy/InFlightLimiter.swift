@@ -192,8 +192,14 @@ public final class InFlightLimiter: Sendable {
 
     /// When a first try that joins the queue now would wait longer than `timeout` by the
     /// queue's expected wait, that wait in whole seconds (at least 1); else nil.
+    ///
+    /// Not while the limit is in slow start and can still grow: it doubles per window there,
+    /// so the queue drains far faster than the limit of the moment says. Shedding then would
+    /// refuse most of a burst that meets a fresh limiter at 1 (in a storm of 100 clients
+    /// against a 16-slot API, thousands of 503s in the first seconds).
     private func expectedWaitBeyond(_ timeout: Duration) -> Int? {
         state.withLock { s in
+            if s.controller.probing && s.controller.admitted < s.controller.parameters.maximum { return nil }
             guard let wait = Self.expectedWait(s) else { return nil }
             let limit = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18
             guard wait > limit else { return nil }
