@@ -24,6 +24,37 @@ import Testing
         #expect(snapshot.isDue(at: start + .seconds(dueAfter)))
     }
 
+    @Test(
+        arguments: [
+            (nil, 2_000),  // nothing measured yet: half-life
+            (1_100, 2_900),  // 4 s tokens with a 1.1 s upstream: refreshed 1.1 s before expiry
+            (100, 3_600),  // never under a tenth of the lifetime
+            (3_000, 2_000),  // never over half of it
+        ] as [(Int64?, Int64)])
+    func aShortTokenIsRefreshedAsLongBeforeExpiryAsTheUpstreamTakes(latencyMilliseconds: Int64?, dueAfter: Int64)
+        async throws
+    {
+        var server = FakeAuthorizationServer.Configuration()
+        server.accessTokenLifetime = .seconds(4)
+        var configuration = AuthActor.Configuration(skew: .seconds(30), jitter: .zero)
+        configuration.upstreamLatency = { latencyMilliseconds.map { .milliseconds($0) } }
+        let h = Harness(server: server, actor: configuration)
+        let start = h.clock.now
+        try await h.login()
+        #expect(h.actor.tokenSnapshot?.refreshAt == start + .milliseconds(dueAfter))
+    }
+
+    @Test func aLongTokenKeepsItsLeadWhateverTheUpstreamTakes() async throws {
+        var server = FakeAuthorizationServer.Configuration()
+        server.accessTokenLifetime = .seconds(3_600)
+        var configuration = AuthActor.Configuration(skew: .seconds(30), jitter: .zero)
+        configuration.upstreamLatency = { .milliseconds(200) }
+        let h = Harness(server: server, actor: configuration)
+        let start = h.clock.now
+        try await h.login()
+        #expect(h.actor.tokenSnapshot?.refreshAt == start + .seconds(3_570))
+    }
+
     @Test func theSnapshotFollowsRefreshAndLogout() async throws {
         let h = Harness()
         #expect(h.actor.tokenSnapshot == nil)

@@ -94,3 +94,48 @@ struct LatencyHistogramTests {
         }
     }
 }
+
+@Suite struct RecentLatencyTests {
+    func histogram() -> LatencyHistogram {
+        LatencyHistogram(
+            name: "t_seconds", labelName: "phase", labelValue: "upstream", bounds: GatewayMetrics.latencyBuckets)
+    }
+
+    @Test func theQuantileIsInterpolatedWithinItsBucket() throws {
+        let h = histogram()
+        // 90 at 40 ms (the 25-50 ms bucket), 10 at 700 ms (500 ms-1 s).
+        for _ in 0..<90 { h.record(.milliseconds(40)) }
+        for _ in 0..<10 { h.record(.milliseconds(700)) }
+        let p99 = try #require(h.quantile(0.99, cumulative: h.cumulativeCounts))
+        // Rank 99 is the 9th of the 10 in 500 ms-1 s: 500 + 500 × 0.9.
+        #expect(p99 == .milliseconds(950))
+        let p50 = try #require(h.quantile(0.5, cumulative: h.cumulativeCounts))
+        #expect(p50 > .milliseconds(25) && p50 <= .milliseconds(50))
+        #expect(h.quantile(0.99, cumulative: Array(repeating: 0, count: 17)) == nil)
+    }
+
+    @Test func aDurationPastTheLastBoundCountsAsTheLastBound() {
+        let h = histogram()
+        for _ in 0..<5 { h.record(.seconds(500)) }
+        #expect(h.quantile(0.99, cumulative: h.cumulativeCounts) == .seconds(120))
+    }
+
+    @Test func eachEstimateIsOfWhatWasCountedSinceTheLastAndFewKeepTheLast() throws {
+        let h = histogram()
+        let recent = RecentLatency(h)
+        #expect(recent.estimate() == nil)
+        for _ in 0..<100 { h.record(.milliseconds(700)) }
+        let first = try #require(recent.estimate())
+        #expect(first > .milliseconds(500) && first <= .seconds(1))
+        // Faster now: only the new durations count.
+        for _ in 0..<100 { h.record(.milliseconds(40)) }
+        let second = try #require(recent.estimate())
+        #expect(second > .milliseconds(25) && second <= .milliseconds(50))
+        // Too few since: the last estimate stands, and these wait for the next.
+        for _ in 0..<(RecentLatency.minimumSamples - 1) { h.record(.seconds(2)) }
+        #expect(recent.estimate() == second)
+        h.record(.seconds(2))
+        let third = try #require(recent.estimate())
+        #expect(third > .seconds(1))
+    }
+}

@@ -62,4 +62,13 @@ import Testing
         let (c, base, expected) = Self.cases[index]
         #expect(Timing(GatewayService.sessionConfiguration(c, base: base)) == expected)
     }
+
+    @Test(arguments: [
+        (configuration(), true), (configuration(skew: 30), false), (configuration(lead: .seconds(30)), false),
+        (configuration(lead: .percent(50)), false),
+    ])
+    func aShortTokensLeadFollowsTheUpstreamOnlyWhenNoLeadIsSet(_ c: GatewayConfiguration, follows: Bool) {
+        let session = GatewayService.sessionConfiguration(c, base: nil, upstreamLatency: { .milliseconds(700) })
+        #expect((session.upstreamLatency?() == .milliseconds(700)) == follows)
+    }
 }

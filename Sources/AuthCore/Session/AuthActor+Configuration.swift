@@ -24,6 +24,17 @@ extension AuthActor {
         /// and a process whose certificate is older than the tokens' does not refresh them
         /// (``CertificateBindingRule``).
         public var shownCertificate: (@Sendable () -> CertificateBinding?)?
+        /// How long the upstream took, lately, to answer the requests the session's tokens
+        /// were sent with (a high percentile), when it is known; read as each token arrives.
+        ///
+        /// Used only where ``skew`` is capped at half the lifetime (a token living less than
+        /// twice the lead): such a token is then refreshed that long before it expires, not
+        /// at half-life. Refreshing earlier than that protects no request, since one sent
+        /// with the token reaches the upstream within it; and with an authorization server
+        /// that revokes the previous access token at rotation, every refresh rejects the
+        /// requests still at the upstream, so half as many refreshes reject half as many.
+        /// The lead is never under a tenth of the lifetime nor over half of it.
+        public var upstreamLatency: (@Sendable () -> Duration?)?
 
         /// Creates a configuration.
         public init(

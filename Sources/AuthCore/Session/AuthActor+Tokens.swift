@@ -118,6 +118,11 @@ extension AuthActor {
             // per lifetime.
             return max(.zero, lifetime * f - jitter)
         }
-        return min(configuration.skew + jitter, lifetime / 2)
+        let half = lifetime / 2
+        if configuration.skew + jitter >= half, let latency = configuration.upstreamLatency?() {
+            // The cap binds: the requests' own time at the upstream is the lead they need.
+            return min(half, max(latency, lifetime / 10) + jitter)
+        }
+        return min(configuration.skew + jitter, half)
     }
 }

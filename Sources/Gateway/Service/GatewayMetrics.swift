@@ -152,6 +152,12 @@ public final class GatewayMetrics: Sendable {
         }
     }
 
+    /// The p99 of the upstream phase of authenticated requests since it was last read
+    /// (``RecentLatency``): what the refresh lead of short tokens follows by default.
+    func recentUpstreamLatency() -> RecentLatency {
+        RecentLatency(phases[AuthenticatedExchange.Phase.upstream.index])
+    }
+
     /// Where an authenticated request spent its time: `authgate_exchange_phase_seconds{phase}`
     /// (``AuthenticatedExchange/Phase``), to find where requests wait.
     public func phase(_ phase: AuthenticatedExchange.Phase, _ duration: Duration) {

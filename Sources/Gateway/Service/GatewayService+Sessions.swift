@@ -5,9 +5,16 @@ extension GatewayService {
     /// The refresh timing of every session: `base` (``AuthCore/AuthActor/Configuration``'s
     /// defaults when `nil`) with what the configuration sets: `refresh_skew_seconds`, then
     /// `refresh_lead` (seconds before expiry, or a percentage of the lifetime left),
-    /// `refresh_jitter_seconds` and `refresh_loop_limit`.
-    static func sessionConfiguration(_ c: GatewayConfiguration, base: AuthActor.Configuration?) -> AuthActor.Configuration {
+    /// `refresh_jitter_seconds` and `refresh_loop_limit`. When neither lead is set, a short
+    /// token's lead follows `upstreamLatency` (``AuthCore/AuthActor/Configuration/upstreamLatency``).
+    static func sessionConfiguration(
+        _ c: GatewayConfiguration, base: AuthActor.Configuration?,
+        upstreamLatency: (@Sendable () -> Duration?)? = nil
+    ) -> AuthActor.Configuration {
         var sessionConfig = base ?? AuthActor.Configuration()
+        if c.refreshLead == nil && c.refreshSkewSeconds == nil, let upstreamLatency {
+            sessionConfig.upstreamLatency = upstreamLatency
+        }
         if let skew = c.refreshSkewSeconds { sessionConfig.skew = .seconds(skew) }
         switch c.refreshLead {
         case .seconds(let s)?: sessionConfig.skew = .seconds(s)

@@ -112,8 +112,10 @@ public final class GatewayService: Sendable {
         defer { if !storesHandedOver { Task { await stores.close() } } }
         let tokenStore = stores.tokens
         let stateStore = stores.states
-        let sessionConfig = Self.sessionConfiguration(c, base: sessionConfiguration)
         let metrics = GatewayMetrics(sessions: c.allSessions.map(\.name))
+        let recent = metrics.recentUpstreamLatency()
+        let sessionConfig = Self.sessionConfiguration(
+            c, base: sessionConfiguration, upstreamLatency: { recent.estimate() })
         upstreamConfig.connectionGauges = metrics.upstreamConnections
         var sessions: [String: GatewaySession] = [:]
         var grantClients: [String: ReloadableGrantClient] = [:]

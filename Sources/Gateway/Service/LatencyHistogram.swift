@@ -54,6 +54,23 @@ final class LatencyHistogram: Sendable {
         }
     }
 
+    /// The `q` quantile (0…1) of the durations whose running totals are `cumulative` (as
+    /// ``cumulativeCounts`` gives them, or a difference of two such), interpolated linearly
+    /// within its bucket as Prometheus's `histogram_quantile` does; in the `+Inf` bucket, the
+    /// largest finite bound. Nil when `cumulative` counts nothing.
+    func quantile(_ q: Double, cumulative: [Int]) -> Duration? {
+        guard let total = cumulative.last, total > 0 else { return nil }
+        let rank = q * Double(total)
+        guard let i = cumulative.firstIndex(where: { Double($0) >= rank }), i < Self.boundCount else {
+            return .nanoseconds(bounds[Self.boundCount - 1])
+        }
+        let lower = i == 0 ? 0 : bounds[i - 1]
+        let below = i == 0 ? 0 : cumulative[i - 1]
+        let inBucket = cumulative[i] - below
+        let share = inBucket > 0 ? (rank - Double(below)) / Double(inBucket) : 1
+        return .nanoseconds(lower + Int64(Double(bounds[i] - lower) * share))
+    }
+
     /// Appends the family in the text format: `# TYPE`, one `_bucket` line per bound and
     /// `+Inf`, `_sum` and `_count`. `withType` is false for every label set after a family's first.
     func render(into out: inout String, withType: Bool) {
