@@ -36,9 +36,11 @@ import Testing
     }
 
     func harness(
-        jwtBearer: JWTBearerGrantSettings? = nil, tokenExchange: TokenExchangeSettings? = nil, lifetime: Duration = .seconds(120)
+        jwtBearer: JWTBearerGrantSettings? = nil, tokenExchange: TokenExchangeSettings? = nil, lifetime: Duration = .seconds(120),
+        refreshTokens: Bool = false
     ) -> Harness {
         var server = FakeAuthorizationServer.Configuration()
+        server.grantsIssueRefreshTokens = refreshTokens
         server.trustedJWTIssuers = ["workload": [.p256(issuerKey.publicKey)]]
         server.exchangeTargets = ["orders-api", "https://orders.example.test/"]
         server.accessTokenLifetime = lifetime
@@ -168,6 +170,29 @@ import Testing
         let response = try await h.client.requestToken(.tokenExchange())
         #expect(response.issuedTokenType == TokenExchangeSettings.accessTokenType)
         #expect(response.refreshToken == nil)
+    }
+
+    @Test func anExchangedSessionKeepsItsIssuedTokenTypeThroughRefreshAndRestart() async throws {
+        let dir = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = dir + "/subject"
+        write(try workloadJWT(), to: file)
+        let h = harness(tokenExchange: TokenExchangeSettings(subjectTokenFile: file), refreshTokens: true)
+        try await h.actor.login(.tokenExchange())
+        #expect(await h.actor.status.issuedTokenType == TokenExchangeSettings.accessTokenType)
+        #expect(h.tokenStore.record(for: .default)?.issuedTokenType == TokenExchangeSettings.accessTokenType)
+        // A refresh answer (RFC 6749 §5.1) names no issued_token_type: the session's stays.
+        clock.advance(by: .seconds(95))
+        _ = try await h.actor.token()
+        #expect(await h.server.statistics.refreshAttempts == 1)
+        #expect(await h.actor.status.issuedTokenType == TokenExchangeSettings.accessTokenType)
+        #expect(h.tokenStore.record(for: .default)?.issuedTokenType == TokenExchangeSettings.accessTokenType)
+        let restarted = h.restarted()
+        #expect(try await restarted.restore().issuedTokenType == TokenExchangeSettings.accessTokenType)
+        // Another grant's session has none.
+        try await restarted.login(.password(username: "alice", password: "wonderland"))
+        #expect(await restarted.status.issuedTokenType == nil)
+        #expect(h.tokenStore.record(for: .default)?.issuedTokenType == nil)
     }
 
     @Test func aSessionWithoutRefreshTokenExchangesAgainBeforeEachExpiry() async throws {

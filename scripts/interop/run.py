@@ -1742,6 +1742,8 @@ def sc_token_exchange(ctx):
                   "subject_token_type"]
         check(fields == wanted, f"the exchange sent {fields}, wanted {wanted}")
         check(issued(ctx.as_stats(), TOKEN_EXCHANGE) - issued(a0, TOKEN_EXCHANGE) == 1, "no exchange at the AS")
+        check(s.get("issued_token_type") == ACCESS_TOKEN_TYPE,
+              f"the session does not name what the exchange issued: {s.get('issued_token_type')!r}")
         check(ag.get("/api/tx/1").status == 200, "the API call after the exchange failed")
         renewal_storm(ctx, ag, "/api/tx/storm", TOKEN_EXCHANGE)
         key = workload_keys(ctx)
@@ -1770,7 +1772,8 @@ def sc_token_exchange(ctx):
         check(ag.session().get("state") == "logged_in", "a refused subject token ended the session")
         workload_token(ctx, subject, key)
         check(wait_until(lambda: ag.get("/api/tx/3").status == 200, 20), "no recovery once the file was put right")
-        return (f"exchange sent every RFC 8693 field {wanted}, answered with issued_token_type; 3 expiries x 24 "
+        return (f"exchange sent every RFC 8693 field {wanted}, answered with issued_token_type, shown by "
+                f"GET /auth/session; 3 expiries x 24 "
                 f"concurrent requests all 200, exchanged again each time (no refresh token); rotated without restart; "
                 f"invalid_target and a stranger's subject token ({list(refusals)[0]!r}) refused precisely")
     finally:
