@@ -6,9 +6,10 @@ import Gateway
 import TestSupport
 import Testing
 
-/// A session a token exchange (RFC 8693) started, through the admin API: `GET /auth/session`
-/// names what the exchange issued (`issued_token_type`, §2.2.1), after a restart too, and
-/// only while that session lasts.
+/// A session a token exchange (RFC 8693) started, through the admin API: the configured
+/// audiences each sent as a field of their own (§2.1), and `GET /auth/session` naming what
+/// the exchange issued (`issued_token_type`, §2.2.1), after a restart too, and only while
+/// that session lasts.
 @Suite struct TokenExchangeSessionTests {
     let issuerKey = P256.Signing.PrivateKey()
 
@@ -44,7 +45,7 @@ import Testing
             let subject = dir + "/subject-token"
             try writeSubjectToken(stack, to: subject)
             let exchange: (inout GatewayConfiguration) -> Void = {
-                $0.authorization.tokenExchange = .init(subjectTokenFile: subject, audience: "orders-api")
+                $0.authorization.tokenExchange = .init(subjectTokenFile: subject, audience: ["orders-api", "reports-api"])
             }
             try await stack.startGateway(configure: exchange)
             #expect(try await Self.session(stack)["issued_token_type"] == nil, "logged out")
@@ -55,6 +56,8 @@ import Testing
             let type = TokenExchangeSettings.accessTokenType
             #expect(try await Self.session(stack)["issued_token_type"] as? String == type)
             #expect(Stack.json(login)["issued_token_type"] as? String == type, "the login answers with the session")
+            let sent = await stack.authorization.statistics.lastExchangeFields
+            #expect(sent.filter { $0.hasPrefix("audience=") } == ["audience=orders-api", "audience=reports-api"], "\(sent)")
 
             // Kept with the tokens: a restart shows it without asking the server.
             await stack.stopGateway()

@@ -1730,16 +1730,17 @@ def sc_token_exchange(ctx):
     key = workload_keys(ctx)
     subject = os.path.join(ctx.dir, "tx-subject")
     workload_token(ctx, subject, key)
-    exchange = {"subjectTokenFile": subject, "audience": ctx.info["exchange_audience"],
-                "resource": ctx.info["exchange_resource"], "scope": ctx.info["scope"],
+    # Two audiences and two resources: each is a form field of its own (RFC 8693 §2.1).
+    exchange = {"subjectTokenFile": subject, "audience": ctx.info["exchange_audiences"][:2],
+                "resource": ctx.info["exchange_resources"][:2], "scope": ctx.info["scope"],
                 "requestedTokenType": ACCESS_TOKEN_TYPE}
     ag = grant_ag(ctx, "tx", {"tokenExchange": exchange})
     try:
         a0 = ctx.as_stats()
         s = ag.login({"grant_type": TOKEN_EXCHANGE})
         fields = ctx.as_stats().get("exchange_fields")
-        wanted = ["audience", "grant_type", "requested_token_type", "resource", "scope", "subject_token",
-                  "subject_token_type"]
+        wanted = ["audience", "audience", "grant_type", "requested_token_type", "resource", "resource", "scope",
+                  "subject_token", "subject_token_type"]
         check(fields == wanted, f"the exchange sent {fields}, wanted {wanted}")
         check(issued(ctx.as_stats(), TOKEN_EXCHANGE) - issued(a0, TOKEN_EXCHANGE) == 1, "no exchange at the AS")
         check(s.get("issued_token_type") == ACCESS_TOKEN_TYPE,
@@ -1750,7 +1751,7 @@ def sc_token_exchange(ctx):
         workload_token(ctx, subject, key)
         renewal_storm(ctx, ag, "/api/tx/rotated", TOKEN_EXCHANGE, expiries=1)
         # A target the AS does not serve: invalid_target, named in the login's answer.
-        bad = grant_ag(ctx, "tx-bad", {"tokenExchange": {**exchange, "audience": "payroll"}})
+        bad = grant_ag(ctx, "tx-bad", {"tokenExchange": {**exchange, "audience": [exchange["audience"][0], "payroll"]}})
         try:
             r = bad.admin_call("POST", "/auth/login", {"grant_type": TOKEN_EXCHANGE})
             check(r.status >= 400 and b"invalid_target" in r.body, f"login to another audience → {r.status} {r.body[:200]!r}")
@@ -1772,8 +1773,8 @@ def sc_token_exchange(ctx):
         check(ag.session().get("state") == "logged_in", "a refused subject token ended the session")
         workload_token(ctx, subject, key)
         check(wait_until(lambda: ag.get("/api/tx/3").status == 200, 20), "no recovery once the file was put right")
-        return (f"exchange sent every RFC 8693 field {wanted}, answered with issued_token_type, shown by "
-                f"GET /auth/session; 3 expiries x 24 "
+        return (f"exchange sent every RFC 8693 field {wanted} (two audiences, two resources), answered with "
+                f"issued_token_type, shown by GET /auth/session; 3 expiries x 24 "
                 f"concurrent requests all 200, exchanged again each time (no refresh token); rotated without restart; "
                 f"invalid_target and a stranger's subject token ({list(refusals)[0]!r}) refused precisely")
     finally:
