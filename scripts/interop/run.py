@@ -1106,18 +1106,24 @@ def sc_tls_client_auth(ctx):
         ag.stop()
 
 
+def register_self_signed(ctx, pki, pair):
+    """Makes the self-signed certificate of `pair` the one the server holds for the
+    self_signed_tls_client_auth client, and trusted by the PKI's TLS listeners."""
+    mtls.trust(pki, pair[0])  # the TLS listeners of the PKI (the API's; Authlib's too)
+    register = getattr(ctx.mod, "register_client_certificate", None)
+    if register is not None:  # glewlwyd: the client's jwks, and its TLS proxy's trust list
+        with open(pair[0]) as f:
+            register(ctx.info, pki["self_signed_client_id"], f.read())
+    else:
+        shutil.copy(pair[0], pki["registered"])
+
+
 def sc_self_signed_tls_client_auth(ctx):
     pki, work = mtls_work(ctx, "self-signed")
     shown_cert, shown_key = os.path.join(work, "shown.pem"), os.path.join(work, "shown.key")
 
     def register(pair):
-        mtls.trust(pki, pair[0])  # the TLS listeners of the PKI (the API's; Authlib's too)
-        register = getattr(ctx.mod, "register_client_certificate", None)
-        if register is not None:  # glewlwyd: the client's jwks, and its TLS proxy's trust list
-            with open(pair[0]) as f:
-                register(ctx.info, pki["self_signed_client_id"], f.read())
-        else:
-            shutil.copy(pair[0], pki["registered"])
+        register_self_signed(ctx, pki, pair)
 
     first = mtls.self_signed(work, "first", "authgate self-signed")
     register(first)
@@ -1155,8 +1161,10 @@ class CertificateReplicas:
     client certificate and its key, the store key and the database password. Both route /api
     to the TLS resource server `rs`."""
 
-    def __init__(self, ctx, work, rs, pair, prefix, names=("a", "b")):
+    def __init__(self, ctx, work, rs, pair, prefix, names=("a", "b"), client_id=None, method="tls_client_auth"):
         pki = ctx.info["mtls"]
+        self.client_id = client_id or pki["client_id"]
+        self.method = method
         url = urllib.parse.urlsplit(postgres_url())
         self.db_password = urllib.parse.unquote(url.password or "")
         self.store_key = base64.b64encode(secrets.token_bytes(32)).decode()
@@ -1188,7 +1196,7 @@ class CertificateReplicas:
                     "tlsMode": "disable", "table": self.table}
 
             self.ags.append(certificate_ag(ctx, f"{prefix}-{name}", rs, {
-                "clientID": pki["client_id"], "clientAuthentication": "tls_client_auth",
+                "clientID": self.client_id, "clientAuthentication": self.method,
                 "clientCertificateFile": os.path.join(d, "client.pem"),
                 "clientCertificateKeyFile": os.path.join(d, "client.key")}, adjust))
             ctx.extra_logs.append(self.ags[-1].log_path)  # their tails, should the scenario fail
@@ -1276,6 +1284,58 @@ def sc_tls_client_auth_replicas(ctx):
                 f"with one refresh each (one certificate authentication, bound to the shared certificate), "
                 f"{accepted} bound requests accepted by the TLS API, none refused, 0 reuse; no secret "
                 f"(admin token, database password, store key, private key{tokens}) in either log")
+    finally:
+        replicas.stop()
+
+
+def sc_self_signed_tls_client_auth_replicas(ctx):
+    pki, work = mtls_work(ctx, "self-signed-tls-client-auth-replicas")
+    # One self-signed certificate, held by the server for the client, copied into each
+    # replica's own files.
+    shared = mtls.self_signed(work, "shared", "authgate self-signed replicas")
+    register_self_signed(ctx, pki, shared)
+    with open(shared[0]) as f:
+        thumb = mtls.thumbprint(f.read())
+    method = "self_signed_tls_client_auth"
+    rs, rs_stats = tls_rs(ctx, "self-signed-tls-client-auth-replicas")
+    replicas = CertificateReplicas(ctx, work, rs, shared, "ssreplicas", client_id=pki["self_signed_client_id"],
+                                   method=method)
+    a, b = replicas.ags
+    try:
+        a0, r0 = ctx.as_stats(), rs_stats()
+        a.login(password_grant(ctx))
+        check(a.get("/api/ssreplicas/a/1").status == 200, "the API call on replica a after its login failed")
+        a1 = ctx.as_stats()
+        check(certificates(a1, method) - certificates(a0, method) == 1,
+              "the login was not authenticated by the self-signed certificate")
+        check(wait_until(lambda: b.session().get("state") == "logged_in", 10),
+              "replica b did not follow the login made on replica a")
+        r = b.get("/api/ssreplicas/b/1")
+        check(r.status == 200, f"replica b's first API call → {r.status} {r.body[:200]!r}")
+        a2 = ctx.as_stats()
+        check(logins_issued(a2) == logins_issued(a1) and delta(a1, a2, "refreshes") == 0,
+              "replica b asked the server for tokens of its own instead of serving the shared session")
+        # Two expiries, 24 concurrent requests each dealt to both replicas: one refresh per
+        # expiry across both, each one certificate authentication.
+        s0 = ctx.as_stats()
+        _, s1 = storm_expiries(ctx, [a, b], "/api/ssreplicas/storm", expiries=2)
+        sent = certificates(s1, method) - certificates(s0, method)
+        check(sent == 2, f"{sent} certificate authentications for two expiries across both replicas, wanted 2")
+        bound = (s1.get("bound_thumbprints") or {}).get(thumb, 0) - (s0.get("bound_thumbprints") or {}).get(thumb, 0)
+        if s1.get("bound_thumbprints") is not None:
+            check(bound == 2, f"{bound} refreshed tokens bound to the shared certificate, wanted 2")
+        r1 = rs_stats()
+        accepted = r1["bound_accepted"] - r0["bound_accepted"]
+        refused = r1["bound_refused"] - r0["bound_refused"]
+        check(accepted >= 50, f"the TLS API accepted {accepted} bound requests, wanted 50 (2 + 2 x 24)")
+        check(refused == 0, f"the TLS API refused {refused} bound request(s) shown without their certificate")
+        check(ctx.as_stats().get("reuse_detections") == a0.get("reuse_detections"), "the AS detected reuse")
+        leaks, tokens = replicas.leaked(ctx)
+        check(not leaks, f"a secret in the logs: {', '.join(leaks)}")
+        return (f"two replicas on one PostgreSQL table, each with its own copy of the self-signed certificate: login "
+                f"on a, b serves the session with no request of its own, 2 expiries x 24 requests over both all 200 "
+                f"with one refresh each (one self_signed_tls_client_auth authentication each), {accepted} bound "
+                f"requests accepted by the TLS API, none refused, 0 reuse; no secret in either log")
     finally:
         replicas.stop()
 
@@ -1962,6 +2022,7 @@ SCENARIOS = [
     ("tls-client-auth", sc_tls_client_auth),
     ("self-signed-tls-client-auth", sc_self_signed_tls_client_auth),
     ("tls-client-auth-replicas", sc_tls_client_auth_replicas),
+    ("self-signed-tls-client-auth-replicas", sc_self_signed_tls_client_auth_replicas),
     ("tls-client-auth-replicas-mismatch", sc_tls_client_auth_replicas_mismatch),
     ("dpop", sc_dpop),
     ("dpop-key-life", sc_dpop_key_life),
