@@ -985,6 +985,87 @@ def sc_client_assertion_file(ctx):
         ag.stop()
 
 
+def sc_client_assertion_file_replicas(ctx):
+    if not ctx.info.get("jwt_client_key_file"):
+        raise Skip("needs a registered key read from a file and a count of the server's token requests")
+    signer = os.path.join(ctx.dir, "replicas-issuer-key.pem")
+    with open(ctx.info["jwt_client_key_file"], "wb") as f:
+        f.write(openssl_key(signer, "rsa"))
+    with open(signer) as f:
+        key = f.read()
+    work = os.path.join(ctx.dir, "client-assertion-file-replicas")
+    url = urllib.parse.urlsplit(postgres_url())
+    table = "interop_replicas_%s" % secrets.token_hex(4)
+    store_key = base64.b64encode(secrets.token_bytes(32)).decode()
+    files, ags = {}, []
+
+    def mint(name, lifetime=60):
+        # Each assertion is single-use at this AS (jti): a fresh one before each expiry, as
+        # a kubelet refreshes a projected token.
+        mint_assertion(ctx, files[name], key, "k1", lifetime)
+
+    try:
+        for name in ("a", "b"):
+            d = os.path.join(work, name)
+            os.makedirs(d, mode=0o700, exist_ok=True)
+            files[name] = os.path.join(d, "token")
+            mint(name)
+            adjust = replica_store(d, url, table, store_key, urllib.parse.unquote(url.password or ""))
+            config = authgate_config(ctx, f"asreplicas-{name}")
+            config["authorization"] = {k: v for k, v in config["authorization"].items()
+                                       if k not in ("clientSecretFile", "clientAuthentication", "clientID")}
+            config["authorization"].update({"clientID": ctx.info["jwt_client_id"],
+                                            "clientAuthentication": "private_key_jwt",
+                                            "clientAssertionFile": files[name]})
+            adjust(config)
+            ags.append(AuthGate(ctx.binary, ctx.dir, f"asreplicas-{name}", config))
+            ags[-1].start()
+            ctx.extra_logs.append(ags[-1].log_path)
+        a, b = ags
+        a0 = ctx.as_stats()
+        a.login(password_grant(ctx))
+        check(wait_until(lambda: b.session().get("state") == "logged_in", 10),
+              "replica b did not follow the login made on replica a")
+        check(b.get("/api/asreplicas/b/1").status == 200, "replica b's first API call failed")
+        # Two expiries, 24 requests each over both: one refresh per expiry, one assertion,
+        # whichever replica's file it was.
+        for e in range(2):
+            mint("a")
+            mint("b")
+            storm_expiries(ctx, [a, b], f"/api/asreplicas/storm{e}", expiries=1)
+        a1 = ctx.as_stats()
+        sent = assertions(a1, "private_key_jwt") - assertions(a0, "private_key_jwt")
+        check(sent == 3, f"{sent} client assertions for a login and two refreshes across both replicas, wanted 3")
+        # Replica a's file expires; b's is fresh. b renews, a serves b's renewal, and only a's
+        # /readyz says its credentials are unusable.
+        mint("a", lifetime=-10)
+        mint("b")
+        time.sleep(ctx.ttl + 1.5)
+        check(b.get("/api/asreplicas/b/2").status == 200, "replica b did not renew with its own file")
+        check(wait_until(lambda: a.get("/api/asreplicas/a/2").status == 200, 10),
+              "replica a did not serve the renewal replica b made")
+        ready_a, ready_b = request("GET", a.admin + "/readyz"), request("GET", b.admin + "/readyz")
+        check(ready_a.status == 503 and b"client_credentials_unusable" in ready_a.body,
+              f"replica a's /readyz → {ready_a.status} {ready_a.body[:200]!r}, wanted 503 client_credentials_unusable")
+        check(ready_b.status == 200, f"replica b's /readyz → {ready_b.status} {ready_b.body[:200]!r}")
+        check(a.session().get("state") == "logged_in", "replica a's broken file ended the session")
+        check(ctx.as_stats().get("reuse_detections") == a0.get("reuse_detections"), "the AS detected reuse")
+        mint("a")
+        check(request("GET", a.admin + "/readyz").status == 200, "replica a's /readyz did not recover with a renewed file")
+        for ag in ags:
+            with open(ag.log_path, errors="replace") as f:
+                logged = f.read()
+            for name in files:
+                with open(files[name]) as f:
+                    check(f.read().strip().split(".")[2] not in logged, f"{ag.name}'s log quotes an assertion")
+        return ("two replicas on one PostgreSQL table, each reading its own assertion file: login on a, b follows; "
+                "2 expiries x 24 requests over both all 200 with one refresh and one assertion each; a's file "
+                "expired → b renews, a serves it, only a's /readyz 503 client_credentials_unusable; renewed → ready")
+    finally:
+        for ag in ags:
+            ag.stop()
+
+
 def certificates(stats, method):
     return (stats.get("client_certificates") or {}).get(method, 0)
 
@@ -1155,6 +1236,24 @@ def sc_self_signed_tls_client_auth(ctx):
         ag.stop()
 
 
+def replica_store(d, url, table, store_key, db_password):
+    """Writes a replica's own copies of the store key and the database password into its
+    directory `d`; returns the change to its configuration that makes it use the table
+    `table` of the PostgreSQL at `url` (a split URL) with them."""
+    for file, text in (("store.key", store_key), ("db-password", db_password)):
+        fd = os.open(os.path.join(d, file), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, (text + "\n").encode())
+        os.close(fd)
+
+    def adjust(config):
+        config.pop("createKey", None)  # every replica must open the others' rows
+        config["keyFile"] = os.path.join(d, "store.key")
+        config["store"] = {"kind": "postgres", "url": "postgres://%s@%s:%d%s" % (
+            url.username, url.hostname, url.port, url.path), "passwordFile": os.path.join(d, "db-password"),
+            "tlsMode": "disable", "table": table}
+    return adjust
+
+
 class CertificateReplicas:
     """Two `authgate serve` replicas ("a", "b") sharing one session through one new table of
     the run's PostgreSQL, each with its own copies of the files a deployment mounts: the
@@ -1183,18 +1282,7 @@ class CertificateReplicas:
             os.makedirs(d, mode=0o700, exist_ok=True)
             self.dirs[name] = d
             mtls.install(*pair, os.path.join(d, "client.pem"), os.path.join(d, "client.key"))
-            for file, text in (("store.key", self.store_key), ("db-password", self.db_password)):
-                fd = os.open(os.path.join(d, file), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                os.write(fd, (text + "\n").encode())
-                os.close(fd)
-
-            def adjust(config, d=d):
-                config.pop("createKey", None)  # every replica must open the others' rows
-                config["keyFile"] = os.path.join(d, "store.key")
-                config["store"] = {"kind": "postgres", "url": "postgres://%s@%s:%d%s" % (
-                    url.username, url.hostname, url.port, url.path), "passwordFile": os.path.join(d, "db-password"),
-                    "tlsMode": "disable", "table": self.table}
-
+            adjust = replica_store(d, url, self.table, self.store_key, self.db_password)
             self.ags.append(certificate_ag(ctx, f"{prefix}-{name}", rs, {
                 "clientID": self.client_id, "clientAuthentication": self.method,
                 "clientCertificateFile": os.path.join(d, "client.pem"),
@@ -2019,6 +2107,7 @@ SCENARIOS = [
     ("private-key-jwt", sc_private_key_jwt),
     ("client-secret-jwt", sc_client_secret_jwt),
     ("client-assertion-file", sc_client_assertion_file),
+    ("client-assertion-file-replicas", sc_client_assertion_file_replicas),
     ("tls-client-auth", sc_tls_client_auth),
     ("self-signed-tls-client-auth", sc_self_signed_tls_client_auth),
     ("tls-client-auth-replicas", sc_tls_client_auth_replicas),
