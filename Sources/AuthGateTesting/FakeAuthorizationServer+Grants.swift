@@ -24,23 +24,32 @@ extension FakeAuthorizationServer {
     }
 
     /// Token exchange (RFC 8693 §2.1, §2.2): `subject_token` and `subject_token_type` are
-    /// required; `audience` and `resource` must name a configured target (`invalid_target`);
-    /// `resource` must be an absolute URI; a subject token that is not valid is
+    /// required; `audience` and `resource` may repeat, and each must name a configured target
+    /// (`invalid_target`); any other parameter given twice is `invalid_request` (RFC 6749
+    /// §3.2); each `resource` must be an absolute URI; a subject token that is not valid is
     /// `invalid_request` (§2.2.2). An access-token subject must be a live token of this
     /// server; a JWT (or ID token) must be signed by a trusted issuer and name this server
     /// in `aud`. The answer carries `issued_token_type`.
-    func tokenExchange(_ fields: [String: String], clientID: String?, endpoint: String) -> HTTPResponseValue {
-        var shown = fields
-        if shown["subject_token"] != nil { shown["subject_token"] = "<redacted>" }
-        counters.lastExchangeFields = shown
+    func tokenExchange(_ form: [(String, String)], clientID: String?, endpoint: String) -> HTTPResponseValue {
+        counters.lastExchangeFields = form.map { name, value in
+            "\(name)=\(name == "subject_token" || name == "actor_token" ? "<redacted>" : value)"
+        }
+        var fields: [String: String] = [:]
+        var targets: [(String, String)] = []
+        for (name, value) in form {
+            if name == "audience" || name == "resource" {
+                targets.append((name, value))
+            } else if fields.updateValue(value, forKey: name) != nil {
+                return refuseGrant(400, "invalid_request", "\(name) given more than once")
+            }
+        }
         guard let token = fields["subject_token"], !token.isEmpty else {
             return refuseGrant(400, "invalid_request", "subject_token missing")
         }
         guard let type = fields["subject_token_type"], !type.isEmpty else {
             return refuseGrant(400, "invalid_request", "subject_token_type missing")
         }
-        for name in ["audience", "resource"] {
-            guard let target = fields[name] else { continue }
+        for (name, target) in targets {
             if name == "resource", !target.contains(":") || target.contains("#") {
                 return refuseGrant(400, "invalid_target", "resource must be an absolute URI without a fragment")
             }

@@ -38,6 +38,15 @@ extension FakeAuthorizationServer {
         }
     }
 
+    /// The form's fields in the order sent, a repeated one once per value (a JSON body's
+    /// string members, in no particular order).
+    func formPairs(_ request: HTTPRequestValue) -> [(String, String)] {
+        if request.header("Content-Type")?.hasPrefix("application/json") == true {
+            return formFields(request).map { ($0.key, $0.value) }
+        }
+        return FormURLEncoding.decodePairs(String(decoding: request.body, as: UTF8.self)) ?? []
+    }
+
     func formFields(_ request: HTTPRequestValue) -> [String: String] {
         let text = String(decoding: request.body, as: UTF8.self)
         if request.header("Content-Type")?.hasPrefix("application/json") == true {
@@ -137,7 +146,7 @@ extension FakeAuthorizationServer {
         case Grant.jwtBearerType:
             return jwtBearerGrant(fields, clientID: clientID, endpoint: endpoint(of: request))
         case Grant.tokenExchangeType:
-            return tokenExchange(fields, clientID: clientID, endpoint: endpoint(of: request))
+            return tokenExchange(formPairs(request), clientID: clientID, endpoint: endpoint(of: request))
         case Grant.deviceCodeType:
             return deviceCodeGrant(fields, clientID: clientID, jkt: jkt)
         default:

@@ -142,9 +142,10 @@ public actor FakeAuthorizationServer: HTTPTransport {
         /// What the JWT bearer grant and token exchange refused, in order (the
         /// `error_description` of each refusal).
         public var grantRefusals: [String] = []
-        /// The body fields of the last token exchange request (values of `subject_token`
-        /// replaced by `<redacted>`), for tests of what the client sends.
-        public var lastExchangeFields: [String: String] = [:]
+        /// The body fields of the last token exchange request as `name=value`, in the order
+        /// sent, a repeated field once per value (the value of `subject_token` and
+        /// `actor_token` replaced by `<redacted>`), for tests of what the client sends.
+        public var lastExchangeFields: [String] = []
 
         /// Device authorization requests answered (RFC 8628 §3.2).
         public var deviceAuthorizations = 0

@@ -36,11 +36,15 @@ import Testing
     }
 
     func harness(
-        jwtBearer: JWTBearerGrantSettings? = nil, tokenExchange: TokenExchangeSettings? = nil, lifetime: Duration = .seconds(120)
+        jwtBearer: JWTBearerGrantSettings? = nil, tokenExchange: TokenExchangeSettings? = nil, lifetime: Duration = .seconds(120),
+        refreshTokens: Bool = false
     ) -> Harness {
         var server = FakeAuthorizationServer.Configuration()
+        server.grantsIssueRefreshTokens = refreshTokens
         server.trustedJWTIssuers = ["workload": [.p256(issuerKey.publicKey)]]
-        server.exchangeTargets = ["orders-api", "https://orders.example.test/"]
+        server.exchangeTargets = [
+            "orders-api", "reports-api", "https://orders.example.test/", "https://reports.example.test/",
+        ]
         server.accessTokenLifetime = lifetime
         server.tokenFormat = .jwt
         return Harness(
@@ -153,21 +157,91 @@ import Testing
         let file = dir + "/subject"
         write(try workloadJWT() + "\n", to: file)
         let settings = TokenExchangeSettings(
-            subjectTokenFile: file, audience: "orders-api", resource: "https://orders.example.test/", scope: "orders:read",
-            requestedTokenType: TokenExchangeSettings.accessTokenType)
+            subjectTokenFile: file, audiences: ["orders-api"], resources: ["https://orders.example.test/"],
+            scope: "orders:read", requestedTokenType: TokenExchangeSettings.accessTokenType)
         let h = harness(tokenExchange: settings)
         try await h.actor.login(.tokenExchange())
         let fields = await h.server.statistics.lastExchangeFields
         #expect(
             fields == [
-                "grant_type": Grant.tokenExchangeType, "subject_token": "<redacted>",
-                "subject_token_type": TokenExchangeSettings.jwtTokenType, "audience": "orders-api",
-                "resource": "https://orders.example.test/", "scope": "orders:read",
-                "requested_token_type": TokenExchangeSettings.accessTokenType,
+                "grant_type=\(Grant.tokenExchangeType)", "subject_token=<redacted>",
+                "subject_token_type=\(TokenExchangeSettings.jwtTokenType)", "audience=orders-api",
+                "resource=https://orders.example.test/", "scope=orders:read",
+                "requested_token_type=\(TokenExchangeSettings.accessTokenType)",
             ])
         let response = try await h.client.requestToken(.tokenExchange())
         #expect(response.issuedTokenType == TokenExchangeSettings.accessTokenType)
         #expect(response.refreshToken == nil)
+    }
+
+    /// RFC 8693 §2.1: `audience` and `resource` may each repeat; every value is a field of
+    /// its own, in the order configured, and the server checks each.
+    @Test func severalAudiencesAndResourcesAreEachAFieldOfTheirOwn() async throws {
+        let dir = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = dir + "/subject"
+        write(try workloadJWT(), to: file)
+        let settings = TokenExchangeSettings(
+            subjectTokenFile: file, audiences: ["orders-api", "reports-api"],
+            resources: ["https://orders.example.test/", "https://reports.example.test/"])
+        let h = harness(tokenExchange: settings)
+        try await h.actor.login(.tokenExchange())
+        #expect(
+            await h.server.statistics.lastExchangeFields == [
+                "grant_type=\(Grant.tokenExchangeType)", "subject_token=<redacted>",
+                "subject_token_type=\(TokenExchangeSettings.jwtTokenType)", "audience=orders-api", "audience=reports-api",
+                "resource=https://orders.example.test/", "resource=https://reports.example.test/",
+            ])
+        // One target the server does not serve among several is refused all the same.
+        let h2 = harness(
+            tokenExchange: TokenExchangeSettings(subjectTokenFile: file, audiences: ["orders-api", "payroll"]))
+        let error = await #expect(throws: AuthError.self) { try await h2.actor.login(.tokenExchange()) }
+        #expect((error?.underlying as? AuthError)?.oauthError?.error == "invalid_target")
+        #expect(await h2.server.statistics.grantRefusals == ["audience is not a service this server issues tokens for"])
+    }
+
+    /// The fake as RFC 8693 §2.1 and RFC 6749 §3.2 have a server: `audience` and `resource`
+    /// repeat, any other parameter given twice is refused.
+    @Test func theFakeRefusesAnyOtherRepeatedExchangeParameter() async throws {
+        let h = harness(tokenExchange: TokenExchangeSettings(subjectTokenFile: "/unused"))
+        let subject = try workloadJWT()
+        let basic = "Basic " + Data("authgate:s3cret".utf8).base64EncodedString()
+        func exchange(_ extra: String) async -> HTTPResponseValue {
+            let body =
+                "grant_type=\(FormURLEncoding.encode(Grant.tokenExchangeType))&subject_token=\(subject)"
+                + "&subject_token_type=\(FormURLEncoding.encode(TokenExchangeSettings.jwtTokenType))" + extra
+            return await h.server.handle(
+                HTTPRequestValue(
+                    method: "POST", url: Self.endpoint,
+                    headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Authorization", basic)],
+                    body: Array(body.utf8)))
+        }
+        #expect(await exchange("&audience=orders-api&audience=reports-api").status == 200)
+        let twice = await exchange("&scope=a&scope=b")
+        #expect(twice.status == 400 && String(decoding: twice.body, as: UTF8.self).contains("scope given more than once"))
+    }
+
+    @Test func anExchangedSessionKeepsItsIssuedTokenTypeThroughRefreshAndRestart() async throws {
+        let dir = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = dir + "/subject"
+        write(try workloadJWT(), to: file)
+        let h = harness(tokenExchange: TokenExchangeSettings(subjectTokenFile: file), refreshTokens: true)
+        try await h.actor.login(.tokenExchange())
+        #expect(await h.actor.status.issuedTokenType == TokenExchangeSettings.accessTokenType)
+        #expect(h.tokenStore.record(for: .default)?.issuedTokenType == TokenExchangeSettings.accessTokenType)
+        // A refresh answer (RFC 6749 §5.1) names no issued_token_type: the session's stays.
+        clock.advance(by: .seconds(95))
+        _ = try await h.actor.token()
+        #expect(await h.server.statistics.refreshAttempts == 1)
+        #expect(await h.actor.status.issuedTokenType == TokenExchangeSettings.accessTokenType)
+        #expect(h.tokenStore.record(for: .default)?.issuedTokenType == TokenExchangeSettings.accessTokenType)
+        let restarted = h.restarted()
+        #expect(try await restarted.restore().issuedTokenType == TokenExchangeSettings.accessTokenType)
+        // Another grant's session has none.
+        try await restarted.login(.password(username: "alice", password: "wonderland"))
+        #expect(await restarted.status.issuedTokenType == nil)
+        #expect(h.tokenStore.record(for: .default)?.issuedTokenType == nil)
     }
 
     @Test func aSessionWithoutRefreshTokenExchangesAgainBeforeEachExpiry() async throws {
@@ -193,7 +267,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let file = dir + "/subject"
         write(try workloadJWT(), to: file)
-        let h = harness(tokenExchange: TokenExchangeSettings(subjectTokenFile: file, audience: "payroll"))
+        let h = harness(tokenExchange: TokenExchangeSettings(subjectTokenFile: file, audiences: ["payroll"]))
         let error = await #expect(throws: AuthError.self) { try await h.actor.login(.tokenExchange()) }
         #expect((error?.underlying as? AuthError)?.oauthError?.error == "invalid_target")
     }

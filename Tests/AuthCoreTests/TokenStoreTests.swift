@@ -50,6 +50,25 @@ import Testing
         #expect(try decoder.decode(TokenRecord.self, from: Data(noGrant.utf8)) == withoutGrant)
     }
 
+    /// What a token exchange issued is one more member of the record, sealed with the tokens;
+    /// a record written without it reads as before.
+    @Test func theIssuedTokenTypeOfAnExchangeIsSealedWithTheTokens() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try EncryptedFileTokenStore(directory: directory, key: .random())
+        var exchanged = record
+        exchanged.issuedTokenType = "urn:ietf:params:oauth:token-type:access_token"
+        try await store.save(exchanged, for: account)
+        #expect(try await store.load(for: account) == exchanged)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: store.path(for: account)))
+        #expect(bytes.range(of: Data("token-type".utf8)) == nil, "sealed like the tokens")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: JSONEncoder().encode(exchanged)) as? [String: Any])
+        #expect(object["issuedTokenType"] as? String == exchanged.issuedTokenType)
+        try await store.save(record, for: account)
+        #expect(try await store.load(for: account)?.issuedTokenType == nil)
+    }
+
     @Test func saveLoadDeleteFollowTheKeychainVerbs() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -32,6 +32,16 @@ import Testing
             #"{"account":"billing","epoch":5,"expires_at":null,"generation":null,"guest":true,"last_login":null,"#
             + #""state":"guest","subject":null}"#
         #expect(try text(SessionDocument(out, registration: .signedUp)) == outText, "registration only while logged in")
+        var exchanged = Self.loggedIn
+        exchanged.issuedTokenType = "urn:ietf:params:oauth:token-type:access_token"
+        #expect(
+            try text(SessionDocument(exchanged))
+                == #"{"account":"default","epoch":2,"expires_at":"1970-01-01T01:00:00Z","generation":3,"guest":false,"#
+                + #""issued_token_type":"urn:ietf:params:oauth:token-type:access_token","#
+                + #""last_login":"1970-01-01T00:00:00Z","# + Self.loggedInTail)
+        var ended = out
+        ended.issuedTokenType = exchanged.issuedTokenType
+        #expect(try text(SessionDocument(ended)) == outText, "issued_token_type only while logged in")
         #expect(
             try text(SessionListDocument(sessions: [SessionDocument(out), SessionDocument(Self.loggedIn)]))
                 == #"{"sessions":["# + outText + "," + Self.loggedInText + "]}")
@@ -72,6 +82,11 @@ import Testing
         #expect(
             AdminEventPayload.decodeSession(try text(SessionDocument(Self.loggedIn, registration: .needsSignUp, store: store)))
                 == full)
+        var exchanged = Self.loggedIn
+        exchanged.issuedTokenType = "urn:ietf:params:oauth:token-type:jwt"
+        #expect(
+            AdminEventPayload.decodeSession(try text(SessionDocument(exchanged)))?.issuedTokenType
+                == "urn:ietf:params:oauth:token-type:jwt")
 
         func read(_ e: AuthEvent) throws -> AdminEventPayload? {
             AdminEventPayload.decode(try text(EventDocument(AuthEventRecord(id: 7, event: e, timestamp: Self.epoch))))

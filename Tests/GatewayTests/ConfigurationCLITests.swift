@@ -90,6 +90,15 @@ import Testing
             }, "loops must be an integer, not a string"
         ),
         (
+            "a token exchange audience that is neither a string nor a list of strings",
+            { s in
+                var authorization = s.config["authorization"] as! [String: Any]
+                authorization["tokenExchange"] = ["subjectTokenFile": s.root + "/subject", "audience": ["orders", 7]]
+                s.config["authorization"] = authorization
+                return nil
+            }, "authorization.tokenExchange.audience[1] must be a string, not a number"
+        ),
+        (
             "an invalid URL in a session",
             { s in
                 s.config["sessions"] = [["name": "billing", "authorization": ["tokenEndpoint": "https://bill ing.example/t"]]]

@@ -55,6 +55,9 @@ struct ConfigurationLayersTests {
         }
         #expect(paths.count > 80)
         #expect(Self.layers.schema.node(at: ["authorization", "mapping", "extraFields"]) == .map)
+        // A string or a list: a list of strings to the layers, so `a,b` gives both.
+        #expect(Self.layers.schema.node(at: ["authorization", "tokenExchange", "audience"]) == .array(.string))
+        #expect(Self.layers.schema.node(at: ["authorization", "tokenExchange", "resource"]) == .array(.string))
     }
 
     @Test func theNamesAreTheOnesSwiftConfigurationsProvidersLookUp() throws {

@@ -106,6 +106,12 @@ struct EventStreamClientTests {
         #expect(
             SessionSummary.format(#"{"account":"default","state":"logged_out","subject":null,"guest":false,"epoch":0}"#, now: now)
                 == "session default: logged out\n  epoch:      0")
+        let exchanged = json.replacingOccurrences(
+            of: #""epoch":2}"#, with: #""epoch":2,"issued_token_type":"urn:ietf:params:oauth:token-type:access_token"}"#)
+        #expect(
+            SessionSummary.format(exchanged, now: now)?.contains(
+                "  token:      generation 3, expires 2027-01-15T08:30:00Z (in 30 min)\n"
+                    + "  exchanged:  issued as urn:ietf:params:oauth:token-type:access_token\n") == true)
         #expect(SessionSummary.format("[]", now: now) == nil)
         let shared = #"{"account":"default","state":"logged_out","guest":false,"epoch":1,"store":"#
         #expect(

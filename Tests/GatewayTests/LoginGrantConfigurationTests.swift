@@ -1,7 +1,8 @@
 import AuthCore
 import Foundation
-import Gateway
 import Testing
+
+@testable import Gateway
 
 /// `authorization.jwtBearer`, `tokenExchange` and `autoLogin`: the rules between the fields
 /// (each refusal naming its field), the files checked at start naming the file and never its
@@ -35,6 +36,26 @@ import Testing
                 "authorization.tokenExchange.resource"
             ),
             (#"{"tokenExchange":{"subjectTokenFile":"/t","resource":"/relative"}}"#, "authorization.tokenExchange.resource"),
+            (
+                #"{"tokenExchange":{"subjectTokenFile":"/t","resource":["https://a.example/","/relative"]}}"#,
+                "authorization.tokenExchange.resource[1] must be an absolute URI"
+            ),
+            (
+                #"{"tokenExchange":{"subjectTokenFile":"/t","audience":[]}}"#,
+                "authorization.tokenExchange.audience must name at least one audience"
+            ),
+            (
+                #"{"tokenExchange":{"subjectTokenFile":"/t","audience":["orders","orders"]}}"#,
+                "authorization.tokenExchange.audience lists the same audience twice"
+            ),
+            (
+                #"{"tokenExchange":{"subjectTokenFile":"/t","audience":{"name":"orders"}}}"#,
+                "authorization.tokenExchange.audience must be a string or an array of strings, not an object"
+            ),
+            (
+                #"{"tokenExchange":{"subjectTokenFile":"/t","resource":7}}"#,
+                "authorization.tokenExchange.resource must be a string or an array of strings, not a number"
+            ),
         ])
     func conflictingOrMissingFieldsAreRefused(json: String, expected: String) throws {
         let fields = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
@@ -59,10 +80,41 @@ import Testing
             ]) == nil)
         #expect(Self.load(["autoLogin": ["grant": "client_credentials"]]) == nil)
         #expect(
+            Self.load(["tokenExchange": ["subjectTokenFile": "/t", "audience": ["orders"], "resource": []]])?.contains(
+                "authorization.tokenExchange.resource must name at least one resource") == true)
+        #expect(
             Self.load([
                 "deviceAuthorizationEndpoint": "https://id.example.com/device", "autoLogin": ["grant": "device", "scope": "a"],
             ]) == nil)
         #expect(Self.load(["deviceAuthorizationEndpoint": "http://127.0.0.1:9/device"]) == nil, "loopback may be http")
+    }
+
+    /// `audience` and `resource` take one string, as they always did, or a list (RFC 8693
+    /// §2.1 lets both repeat); the token client gets every value, in order.
+    @Test func audienceAndResourceTakeAStringOrAList() throws {
+        let one = try AuthorizationFixture.configuration([
+            "tokenExchange": ["subjectTokenFile": "/t", "audience": "orders", "resource": "https://orders.example.com/"]
+        ])
+        #expect(one.authorization.tokenExchange?.audience == "orders")
+        #expect(one.authorization.tokenExchangeSettings?.audiences == ["orders"])
+        #expect(one.authorization.tokenExchangeSettings?.resources == ["https://orders.example.com/"])
+        let several = try AuthorizationFixture.configuration([
+            "tokenExchange": [
+                "subjectTokenFile": "/t", "audience": ["orders", "reports"],
+                "resource": ["https://orders.example.com/", "urn:example:reports"],
+            ]
+        ])
+        #expect(several.authorization.tokenExchangeSettings?.audiences == ["orders", "reports"])
+        #expect(several.authorization.tokenExchangeSettings?.resources == ["https://orders.example.com/", "urn:example:reports"])
+        #expect(
+            try AuthorizationFixture.configuration(["tokenExchange": ["subjectTokenFile": "/t"]]).authorization
+                .tokenExchangeSettings?.audiences == [])
+        // Written back as given: one value as a string, several as a list.
+        let encoded = try #require(
+            String(data: try JSONEncoder().encode(several.authorization.tokenExchange), encoding: .utf8))
+        #expect(encoded.contains(#""audience":["orders","reports"]"#), "\(encoded)")
+        let single = try #require(String(data: try JSONEncoder().encode(one.authorization.tokenExchange), encoding: .utf8))
+        #expect(single.contains(#""audience":"orders""#), "\(single)")
     }
 
     @Test func grantFilesAreCheckedAtStartNamingTheFieldNotTheContents() throws {

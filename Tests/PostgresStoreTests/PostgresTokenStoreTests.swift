@@ -83,6 +83,23 @@ import Testing
         }
     }
 
+    /// What a token exchange issued (RFC 8693 §2.2.1) is kept with the tokens, in the sealed
+    /// box: read back whole, never in the row in the clear.
+    @Test func theIssuedTokenTypeOfAnExchangeIsKeptSealed() async throws {
+        let table = TestDatabase.uniqueTable()
+        let store = try await open(table: table)
+        var exchanged = Self.record(1, access: "access-1", refresh: "refresh-1")
+        exchanged.grantType = "urn:ietf:params:oauth:grant-type:token-exchange"
+        exchanged.issuedTokenType = "urn:example:token-type:\(UUID().uuidString)"
+        try await store.save(exchanged, for: AccountID("default"))
+        #expect(try await store.load(for: AccountID("default")) as TokenRecord? == exchanged)
+        await store.close()
+        let type = try #require(exchanged.issuedTokenType)
+        for row in try await TestDatabase.rawRows(table) {
+            #expect(!row.contains(type) && !row.contains(type.utf8.map { String(format: "%02x", $0) }.joined()))
+        }
+    }
+
     @Test func aRecordSealedWithAnotherKeyIsAWrongKeyErrorNotAnEmptySession() async throws {
         let table = TestDatabase.uniqueTable()
         let store = try await open(table: table)

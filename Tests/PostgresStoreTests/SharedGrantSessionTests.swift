@@ -55,7 +55,7 @@ import Testing
                 tokenEndpoint: SharedSessionTests.tokenEndpoint, clientID: "authgate", clientSecret: "s3cret",
                 jwtBearer: kind == .jwtBearer ? JWTBearerGrantSettings(assertionFile: file) : nil,
                 tokenExchange: kind == .tokenExchange
-                    ? TokenExchangeSettings(subjectTokenFile: file, audience: "orders-api") : nil)
+                    ? TokenExchangeSettings(subjectTokenFile: file, audiences: ["orders-api"]) : nil)
         }
         for i in 0..<2 { write(try workloadJWT(dir), to: dir + "/credential-\(i)") }
         let shared = SharedSessionTests()

@@ -18,7 +18,7 @@
   refresh token.
 
 /stats gains `grant_refusals` (description -> count) and `exchange_fields` (the field
-names of the last exchange, values never kept).
+names of the last exchange, sorted, a repeated field once per value; values never kept).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
 JWT_TYPE = "urn:ietf:params:oauth:token-type:jwt"
 ID_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id_token"
-EXCHANGE_AUDIENCES = ["interop-api"]
-EXCHANGE_RESOURCES = ["https://api.interop.test/"]
+EXCHANGE_AUDIENCES = ["interop-api", "interop-reports"]
+EXCHANGE_RESOURCES = ["https://api.interop.test/", "https://reports.interop.test/"]
 
 
 def load_key(pem: bytes):
@@ -149,7 +149,7 @@ def register(server, *, clients, client_class, user_class, stats, log, by_access
                 raise UnauthorizedClientError(f"the client may not use grant_type={self.GRANT_TYPE}")
             self.request.client = client
             form = request.form
-            stats.exchange_fields = sorted(form.keys())
+            stats.exchange_fields = sorted(name for name, _ in form.items(multi=True))
             for name in ("grant_type", "subject_token", "subject_token_type", "requested_token_type", "scope",
                          "actor_token", "actor_token_type"):
                 if len(form.getlist(name)) > 1:

@@ -985,6 +985,87 @@ def sc_client_assertion_file(ctx):
         ag.stop()
 
 
+def sc_client_assertion_file_replicas(ctx):
+    if not ctx.info.get("jwt_client_key_file"):
+        raise Skip("needs a registered key read from a file and a count of the server's token requests")
+    signer = os.path.join(ctx.dir, "replicas-issuer-key.pem")
+    with open(ctx.info["jwt_client_key_file"], "wb") as f:
+        f.write(openssl_key(signer, "rsa"))
+    with open(signer) as f:
+        key = f.read()
+    work = os.path.join(ctx.dir, "client-assertion-file-replicas")
+    url = urllib.parse.urlsplit(postgres_url())
+    table = "interop_replicas_%s" % secrets.token_hex(4)
+    store_key = base64.b64encode(secrets.token_bytes(32)).decode()
+    files, ags = {}, []
+
+    def mint(name, lifetime=60):
+        # Each assertion is single-use at this AS (jti): a fresh one before each expiry, as
+        # a kubelet refreshes a projected token.
+        mint_assertion(ctx, files[name], key, "k1", lifetime)
+
+    try:
+        for name in ("a", "b"):
+            d = os.path.join(work, name)
+            os.makedirs(d, mode=0o700, exist_ok=True)
+            files[name] = os.path.join(d, "token")
+            mint(name)
+            adjust = replica_store(d, url, table, store_key, urllib.parse.unquote(url.password or ""))
+            config = authgate_config(ctx, f"asreplicas-{name}")
+            config["authorization"] = {k: v for k, v in config["authorization"].items()
+                                       if k not in ("clientSecretFile", "clientAuthentication", "clientID")}
+            config["authorization"].update({"clientID": ctx.info["jwt_client_id"],
+                                            "clientAuthentication": "private_key_jwt",
+                                            "clientAssertionFile": files[name]})
+            adjust(config)
+            ags.append(AuthGate(ctx.binary, ctx.dir, f"asreplicas-{name}", config))
+            ags[-1].start()
+            ctx.extra_logs.append(ags[-1].log_path)
+        a, b = ags
+        a0 = ctx.as_stats()
+        a.login(password_grant(ctx))
+        check(wait_until(lambda: b.session().get("state") == "logged_in", 10),
+              "replica b did not follow the login made on replica a")
+        check(b.get("/api/asreplicas/b/1").status == 200, "replica b's first API call failed")
+        # Two expiries, 24 requests each over both: one refresh per expiry, one assertion,
+        # whichever replica's file it was.
+        for e in range(2):
+            mint("a")
+            mint("b")
+            storm_expiries(ctx, [a, b], f"/api/asreplicas/storm{e}", expiries=1)
+        a1 = ctx.as_stats()
+        sent = assertions(a1, "private_key_jwt") - assertions(a0, "private_key_jwt")
+        check(sent == 3, f"{sent} client assertions for a login and two refreshes across both replicas, wanted 3")
+        # Replica a's file expires; b's is fresh. b renews, a serves b's renewal, and only a's
+        # /readyz says its credentials are unusable.
+        mint("a", lifetime=-10)
+        mint("b")
+        time.sleep(ctx.ttl + 1.5)
+        check(b.get("/api/asreplicas/b/2").status == 200, "replica b did not renew with its own file")
+        check(wait_until(lambda: a.get("/api/asreplicas/a/2").status == 200, 10),
+              "replica a did not serve the renewal replica b made")
+        ready_a, ready_b = request("GET", a.admin + "/readyz"), request("GET", b.admin + "/readyz")
+        check(ready_a.status == 503 and b"client_credentials_unusable" in ready_a.body,
+              f"replica a's /readyz → {ready_a.status} {ready_a.body[:200]!r}, wanted 503 client_credentials_unusable")
+        check(ready_b.status == 200, f"replica b's /readyz → {ready_b.status} {ready_b.body[:200]!r}")
+        check(a.session().get("state") == "logged_in", "replica a's broken file ended the session")
+        check(ctx.as_stats().get("reuse_detections") == a0.get("reuse_detections"), "the AS detected reuse")
+        mint("a")
+        check(request("GET", a.admin + "/readyz").status == 200, "replica a's /readyz did not recover with a renewed file")
+        for ag in ags:
+            with open(ag.log_path, errors="replace") as f:
+                logged = f.read()
+            for name in files:
+                with open(files[name]) as f:
+                    check(f.read().strip().split(".")[2] not in logged, f"{ag.name}'s log quotes an assertion")
+        return ("two replicas on one PostgreSQL table, each reading its own assertion file: login on a, b follows; "
+                "2 expiries x 24 requests over both all 200 with one refresh and one assertion each; a's file "
+                "expired → b renews, a serves it, only a's /readyz 503 client_credentials_unusable; renewed → ready")
+    finally:
+        for ag in ags:
+            ag.stop()
+
+
 def certificates(stats, method):
     return (stats.get("client_certificates") or {}).get(method, 0)
 
@@ -1106,18 +1187,24 @@ def sc_tls_client_auth(ctx):
         ag.stop()
 
 
+def register_self_signed(ctx, pki, pair):
+    """Makes the self-signed certificate of `pair` the one the server holds for the
+    self_signed_tls_client_auth client, and trusted by the PKI's TLS listeners."""
+    mtls.trust(pki, pair[0])  # the TLS listeners of the PKI (the API's; Authlib's too)
+    register = getattr(ctx.mod, "register_client_certificate", None)
+    if register is not None:  # glewlwyd: the client's jwks, and its TLS proxy's trust list
+        with open(pair[0]) as f:
+            register(ctx.info, pki["self_signed_client_id"], f.read())
+    else:
+        shutil.copy(pair[0], pki["registered"])
+
+
 def sc_self_signed_tls_client_auth(ctx):
     pki, work = mtls_work(ctx, "self-signed")
     shown_cert, shown_key = os.path.join(work, "shown.pem"), os.path.join(work, "shown.key")
 
     def register(pair):
-        mtls.trust(pki, pair[0])  # the TLS listeners of the PKI (the API's; Authlib's too)
-        register = getattr(ctx.mod, "register_client_certificate", None)
-        if register is not None:  # glewlwyd: the client's jwks, and its TLS proxy's trust list
-            with open(pair[0]) as f:
-                register(ctx.info, pki["self_signed_client_id"], f.read())
-        else:
-            shutil.copy(pair[0], pki["registered"])
+        register_self_signed(ctx, pki, pair)
 
     first = mtls.self_signed(work, "first", "authgate self-signed")
     register(first)
@@ -1149,14 +1236,34 @@ def sc_self_signed_tls_client_auth(ctx):
         ag.stop()
 
 
+def replica_store(d, url, table, store_key, db_password):
+    """Writes a replica's own copies of the store key and the database password into its
+    directory `d`; returns the change to its configuration that makes it use the table
+    `table` of the PostgreSQL at `url` (a split URL) with them."""
+    for file, text in (("store.key", store_key), ("db-password", db_password)):
+        fd = os.open(os.path.join(d, file), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, (text + "\n").encode())
+        os.close(fd)
+
+    def adjust(config):
+        config.pop("createKey", None)  # every replica must open the others' rows
+        config["keyFile"] = os.path.join(d, "store.key")
+        config["store"] = {"kind": "postgres", "url": "postgres://%s@%s:%d%s" % (
+            url.username, url.hostname, url.port, url.path), "passwordFile": os.path.join(d, "db-password"),
+            "tlsMode": "disable", "table": table}
+    return adjust
+
+
 class CertificateReplicas:
     """Two `authgate serve` replicas ("a", "b") sharing one session through one new table of
     the run's PostgreSQL, each with its own copies of the files a deployment mounts: the
     client certificate and its key, the store key and the database password. Both route /api
     to the TLS resource server `rs`."""
 
-    def __init__(self, ctx, work, rs, pair, prefix, names=("a", "b")):
+    def __init__(self, ctx, work, rs, pair, prefix, names=("a", "b"), client_id=None, method="tls_client_auth"):
         pki = ctx.info["mtls"]
+        self.client_id = client_id or pki["client_id"]
+        self.method = method
         url = urllib.parse.urlsplit(postgres_url())
         self.db_password = urllib.parse.unquote(url.password or "")
         self.store_key = base64.b64encode(secrets.token_bytes(32)).decode()
@@ -1175,20 +1282,9 @@ class CertificateReplicas:
             os.makedirs(d, mode=0o700, exist_ok=True)
             self.dirs[name] = d
             mtls.install(*pair, os.path.join(d, "client.pem"), os.path.join(d, "client.key"))
-            for file, text in (("store.key", self.store_key), ("db-password", self.db_password)):
-                fd = os.open(os.path.join(d, file), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                os.write(fd, (text + "\n").encode())
-                os.close(fd)
-
-            def adjust(config, d=d):
-                config.pop("createKey", None)  # every replica must open the others' rows
-                config["keyFile"] = os.path.join(d, "store.key")
-                config["store"] = {"kind": "postgres", "url": "postgres://%s@%s:%d%s" % (
-                    url.username, url.hostname, url.port, url.path), "passwordFile": os.path.join(d, "db-password"),
-                    "tlsMode": "disable", "table": self.table}
-
+            adjust = replica_store(d, url, self.table, self.store_key, self.db_password)
             self.ags.append(certificate_ag(ctx, f"{prefix}-{name}", rs, {
-                "clientID": pki["client_id"], "clientAuthentication": "tls_client_auth",
+                "clientID": self.client_id, "clientAuthentication": self.method,
                 "clientCertificateFile": os.path.join(d, "client.pem"),
                 "clientCertificateKeyFile": os.path.join(d, "client.key")}, adjust))
             ctx.extra_logs.append(self.ags[-1].log_path)  # their tails, should the scenario fail
@@ -1276,6 +1372,58 @@ def sc_tls_client_auth_replicas(ctx):
                 f"with one refresh each (one certificate authentication, bound to the shared certificate), "
                 f"{accepted} bound requests accepted by the TLS API, none refused, 0 reuse; no secret "
                 f"(admin token, database password, store key, private key{tokens}) in either log")
+    finally:
+        replicas.stop()
+
+
+def sc_self_signed_tls_client_auth_replicas(ctx):
+    pki, work = mtls_work(ctx, "self-signed-tls-client-auth-replicas")
+    # One self-signed certificate, held by the server for the client, copied into each
+    # replica's own files.
+    shared = mtls.self_signed(work, "shared", "authgate self-signed replicas")
+    register_self_signed(ctx, pki, shared)
+    with open(shared[0]) as f:
+        thumb = mtls.thumbprint(f.read())
+    method = "self_signed_tls_client_auth"
+    rs, rs_stats = tls_rs(ctx, "self-signed-tls-client-auth-replicas")
+    replicas = CertificateReplicas(ctx, work, rs, shared, "ssreplicas", client_id=pki["self_signed_client_id"],
+                                   method=method)
+    a, b = replicas.ags
+    try:
+        a0, r0 = ctx.as_stats(), rs_stats()
+        a.login(password_grant(ctx))
+        check(a.get("/api/ssreplicas/a/1").status == 200, "the API call on replica a after its login failed")
+        a1 = ctx.as_stats()
+        check(certificates(a1, method) - certificates(a0, method) == 1,
+              "the login was not authenticated by the self-signed certificate")
+        check(wait_until(lambda: b.session().get("state") == "logged_in", 10),
+              "replica b did not follow the login made on replica a")
+        r = b.get("/api/ssreplicas/b/1")
+        check(r.status == 200, f"replica b's first API call → {r.status} {r.body[:200]!r}")
+        a2 = ctx.as_stats()
+        check(logins_issued(a2) == logins_issued(a1) and delta(a1, a2, "refreshes") == 0,
+              "replica b asked the server for tokens of its own instead of serving the shared session")
+        # Two expiries, 24 concurrent requests each dealt to both replicas: one refresh per
+        # expiry across both, each one certificate authentication.
+        s0 = ctx.as_stats()
+        _, s1 = storm_expiries(ctx, [a, b], "/api/ssreplicas/storm", expiries=2)
+        sent = certificates(s1, method) - certificates(s0, method)
+        check(sent == 2, f"{sent} certificate authentications for two expiries across both replicas, wanted 2")
+        bound = (s1.get("bound_thumbprints") or {}).get(thumb, 0) - (s0.get("bound_thumbprints") or {}).get(thumb, 0)
+        if s1.get("bound_thumbprints") is not None:
+            check(bound == 2, f"{bound} refreshed tokens bound to the shared certificate, wanted 2")
+        r1 = rs_stats()
+        accepted = r1["bound_accepted"] - r0["bound_accepted"]
+        refused = r1["bound_refused"] - r0["bound_refused"]
+        check(accepted >= 50, f"the TLS API accepted {accepted} bound requests, wanted 50 (2 + 2 x 24)")
+        check(refused == 0, f"the TLS API refused {refused} bound request(s) shown without their certificate")
+        check(ctx.as_stats().get("reuse_detections") == a0.get("reuse_detections"), "the AS detected reuse")
+        leaks, tokens = replicas.leaked(ctx)
+        check(not leaks, f"a secret in the logs: {', '.join(leaks)}")
+        return (f"two replicas on one PostgreSQL table, each with its own copy of the self-signed certificate: login "
+                f"on a, b serves the session with no request of its own, 2 expiries x 24 requests over both all 200 "
+                f"with one refresh each (one self_signed_tls_client_auth authentication each), {accepted} bound "
+                f"requests accepted by the TLS API, none refused, 0 reuse; no secret in either log")
     finally:
         replicas.stop()
 
@@ -1730,25 +1878,28 @@ def sc_token_exchange(ctx):
     key = workload_keys(ctx)
     subject = os.path.join(ctx.dir, "tx-subject")
     workload_token(ctx, subject, key)
-    exchange = {"subjectTokenFile": subject, "audience": ctx.info["exchange_audience"],
-                "resource": ctx.info["exchange_resource"], "scope": ctx.info["scope"],
+    # Two audiences and two resources: each is a form field of its own (RFC 8693 §2.1).
+    exchange = {"subjectTokenFile": subject, "audience": ctx.info["exchange_audiences"][:2],
+                "resource": ctx.info["exchange_resources"][:2], "scope": ctx.info["scope"],
                 "requestedTokenType": ACCESS_TOKEN_TYPE}
     ag = grant_ag(ctx, "tx", {"tokenExchange": exchange})
     try:
         a0 = ctx.as_stats()
         s = ag.login({"grant_type": TOKEN_EXCHANGE})
         fields = ctx.as_stats().get("exchange_fields")
-        wanted = ["audience", "grant_type", "requested_token_type", "resource", "scope", "subject_token",
-                  "subject_token_type"]
+        wanted = ["audience", "audience", "grant_type", "requested_token_type", "resource", "resource", "scope",
+                  "subject_token", "subject_token_type"]
         check(fields == wanted, f"the exchange sent {fields}, wanted {wanted}")
         check(issued(ctx.as_stats(), TOKEN_EXCHANGE) - issued(a0, TOKEN_EXCHANGE) == 1, "no exchange at the AS")
+        check(s.get("issued_token_type") == ACCESS_TOKEN_TYPE,
+              f"the session does not name what the exchange issued: {s.get('issued_token_type')!r}")
         check(ag.get("/api/tx/1").status == 200, "the API call after the exchange failed")
         renewal_storm(ctx, ag, "/api/tx/storm", TOKEN_EXCHANGE)
         key = workload_keys(ctx)
         workload_token(ctx, subject, key)
         renewal_storm(ctx, ag, "/api/tx/rotated", TOKEN_EXCHANGE, expiries=1)
         # A target the AS does not serve: invalid_target, named in the login's answer.
-        bad = grant_ag(ctx, "tx-bad", {"tokenExchange": {**exchange, "audience": "payroll"}})
+        bad = grant_ag(ctx, "tx-bad", {"tokenExchange": {**exchange, "audience": [exchange["audience"][0], "payroll"]}})
         try:
             r = bad.admin_call("POST", "/auth/login", {"grant_type": TOKEN_EXCHANGE})
             check(r.status >= 400 and b"invalid_target" in r.body, f"login to another audience → {r.status} {r.body[:200]!r}")
@@ -1770,7 +1921,8 @@ def sc_token_exchange(ctx):
         check(ag.session().get("state") == "logged_in", "a refused subject token ended the session")
         workload_token(ctx, subject, key)
         check(wait_until(lambda: ag.get("/api/tx/3").status == 200, 20), "no recovery once the file was put right")
-        return (f"exchange sent every RFC 8693 field {wanted}, answered with issued_token_type; 3 expiries x 24 "
+        return (f"exchange sent every RFC 8693 field {wanted} (two audiences, two resources), answered with "
+                f"issued_token_type, shown by GET /auth/session; 3 expiries x 24 "
                 f"concurrent requests all 200, exchanged again each time (no refresh token); rotated without restart; "
                 f"invalid_target and a stranger's subject token ({list(refusals)[0]!r}) refused precisely")
     finally:
@@ -1955,9 +2107,11 @@ SCENARIOS = [
     ("private-key-jwt", sc_private_key_jwt),
     ("client-secret-jwt", sc_client_secret_jwt),
     ("client-assertion-file", sc_client_assertion_file),
+    ("client-assertion-file-replicas", sc_client_assertion_file_replicas),
     ("tls-client-auth", sc_tls_client_auth),
     ("self-signed-tls-client-auth", sc_self_signed_tls_client_auth),
     ("tls-client-auth-replicas", sc_tls_client_auth_replicas),
+    ("self-signed-tls-client-auth-replicas", sc_self_signed_tls_client_auth_replicas),
     ("tls-client-auth-replicas-mismatch", sc_tls_client_auth_replicas_mismatch),
     ("dpop", sc_dpop),
     ("dpop-key-life", sc_dpop_key_life),

@@ -43,10 +43,12 @@ public struct TokenExchangeSettings: Sendable, Equatable {
     public var subjectTokenFile: String
     /// `subject_token_type`: an absolute URI such as ``jwtTokenType``.
     public var subjectTokenType: String
-    /// `audience`: the logical name of the service the token is for, when the server needs it.
-    public var audience: String?
-    /// `resource`: the absolute URI of the service the token is for, when the server needs it.
-    public var resource: String?
+    /// `audience`: the logical names of the services the token is for, when the server needs
+    /// them; each is sent as a field of its own (RFC 8693 §2.1 lets the parameter repeat).
+    public var audiences: [String]
+    /// `resource`: the absolute URIs of the services the token is for, when the server needs
+    /// them; each is sent as a field of its own, like ``audiences``.
+    public var resources: [String]
     /// The `scope` to ask for when the login names none.
     public var scope: String?
     /// `requested_token_type`, when a particular kind of token is wanted.
@@ -54,13 +56,13 @@ public struct TokenExchangeSettings: Sendable, Equatable {
 
     /// Settings reading the subject token from `subjectTokenFile`.
     public init(
-        subjectTokenFile: String, subjectTokenType: String = TokenExchangeSettings.jwtTokenType, audience: String? = nil,
-        resource: String? = nil, scope: String? = nil, requestedTokenType: String? = nil
+        subjectTokenFile: String, subjectTokenType: String = TokenExchangeSettings.jwtTokenType, audiences: [String] = [],
+        resources: [String] = [], scope: String? = nil, requestedTokenType: String? = nil
     ) {
         self.subjectTokenFile = subjectTokenFile
         self.subjectTokenType = subjectTokenType
-        self.audience = audience
-        self.resource = resource
+        self.audiences = audiences
+        self.resources = resources
         self.scope = scope
         self.requestedTokenType = requestedTokenType
     }

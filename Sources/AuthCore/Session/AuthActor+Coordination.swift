@@ -67,7 +67,9 @@ extension AuthActor {
     /// changed them (a notification said so, or the notifications were interrupted):
     /// a pair refreshed or logged in elsewhere is adopted, a session logged out elsewhere
     /// ends here (one ``AuthEvent/loggedOut(reason:epoch:)``, as
-    /// ``LogoutReason/endedElsewhere``), a guest switch is taken over. Nothing is written:
+    /// ``LogoutReason/endedElsewhere``), a guest switch is taken over. A login elsewhere while
+    /// logged out here ends a device login waiting here (``DeviceLoginEnd/replaced``), as a
+    /// login here would. Nothing is written:
     /// whoever changed the stores wrote them. Calling it when nothing changed does nothing,
     /// but for a refresh backoff that only waited for the store (a refresh that could not
     /// reach it): the store just answered, so that backoff ends.
@@ -108,6 +110,7 @@ extension AuthActor {
             gate.reset()
             needsPersist = false
             pendingLease = nil
+            endDeviceLoginReplacedElsewhere()
             logger.info("logged in on another replica", metadata: ["auth.generation": "\(generation)", "auth.epoch": "\(epoch)"])
             events.publish(.loggedIn(status), status: status)
         case (.loggedOut, nil):

@@ -72,6 +72,16 @@ extension AuthActor {
         if flow.status != nil { endedDeviceLogin(.cancelled) }
     }
 
+    /// Ends the device login waiting here, if any, because a login on another process that
+    /// shares the stores replaced it (``DeviceLoginEnd/replaced``), as a login here does: its
+    /// approval could only replace the session every process now serves.
+    func endDeviceLoginReplacedElsewhere() {
+        guard let flow = deviceFlow else { return }
+        deviceFlow = nil
+        flow.task?.cancel()
+        if flow.status != nil { endedDeviceLogin(.replaced) }
+    }
+
     /// Publishes, logs and counts the end of a device login that did not log in.
     func endedDeviceLogin(_ end: DeviceLoginEnd) {
         logger.notice("device login ended", metadata: ["auth.device.end": "\(end.code)", "auth.device.detail": "\(end)"])

@@ -61,7 +61,7 @@ extension AuthActor {
         let credentials = Credentials(
             response: response, previousRefreshToken: session.credentials.refreshToken,
             generation: generation, now: inFlight?.requestedAt ?? obtainedAt,
-            wallNow: inFlight?.requestedAtWall ?? clock.wallNow)
+            wallNow: inFlight?.requestedAtWall ?? clock.wallNow, previousIssuedTokenType: session.credentials.issuedTokenType)
         // Bound to the certificate shown for this refresh; without one read, to what the
         // previous tokens were bound to (the transport showed the same files).
         let certificate = inFlight?.certificate ?? session.certificate

@@ -44,6 +44,7 @@ extension AuthActor {
             status.generation = session.credentials.generation
             status.expiresAt = session.credentials.expiresAt
             status.dpopThumbprint = session.dpopBinding?.thumbprint
+            status.issuedTokenType = session.credentials.issuedTokenType
         case .loggedOut(let reason):
             status.logoutReason = reason
         }

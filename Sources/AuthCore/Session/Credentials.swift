@@ -24,12 +24,12 @@ public struct Credentials: TokenSetCarrier, Sendable, Equatable, CustomStringCon
     public init(
         accessToken: String, refreshToken: String?, tokenType: String = "Bearer",
         scope: String? = nil, idToken: String? = nil, deadline: MonotonicInstant?,
-        expiresAt: Date?, issuedAt: Date, generation: TokenGeneration
+        expiresAt: Date?, issuedAt: Date, generation: TokenGeneration, issuedTokenType: String? = nil
     ) {
         self.init(
             tokens: TokenSet(
                 accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType, scope: scope, idToken: idToken,
-                expiresAt: expiresAt, issuedAt: issuedAt, generation: generation),
+                expiresAt: expiresAt, issuedAt: issuedAt, generation: generation, issuedTokenType: issuedTokenType),
             deadline: deadline)
     }
 
@@ -37,10 +37,12 @@ public struct Credentials: TokenSetCarrier, Sendable, Equatable, CustomStringCon
     ///
     /// The expiry comes from `expires_in`; when that is absent, from the `exp` claim of a
     /// JWT-shaped access token; otherwise it is unknown. When the response carries no new
-    /// refresh token, the previous one is kept (RFC 6749 §6).
+    /// refresh token, the previous one is kept (RFC 6749 §6); when it names no
+    /// `issued_token_type` (a refresh of tokens a token exchange issued), the previous one is
+    /// kept too.
     public init(
         response: TokenResponse, previousRefreshToken: String?, generation: TokenGeneration,
-        now: MonotonicInstant, wallNow: Date
+        now: MonotonicInstant, wallNow: Date, previousIssuedTokenType: String? = nil
     ) {
         let deadline: MonotonicInstant?
         let expiresAt: Date?
@@ -67,7 +69,8 @@ public struct Credentials: TokenSetCarrier, Sendable, Equatable, CustomStringCon
         self.init(
             accessToken: response.accessToken, refreshToken: response.refreshToken ?? previousRefreshToken,
             tokenType: response.tokenType, scope: response.scope, idToken: response.idToken, deadline: deadline,
-            expiresAt: expiresAt, issuedAt: wallNow, generation: generation)
+            expiresAt: expiresAt, issuedAt: wallNow, generation: generation,
+            issuedTokenType: response.issuedTokenType ?? previousIssuedTokenType)
     }
 
     /// The most a JWT `exp` may bring an `expires_in` expiry forward.

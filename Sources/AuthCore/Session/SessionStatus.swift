@@ -25,6 +25,9 @@ public struct SessionStatus: Sendable, Equatable {
     public var dpopThumbprint: String?
     /// A device login waiting for a person (RFC 8628), if one is.
     public var deviceAuthorization: DeviceAuthorizationStatus?
+    /// What the token exchange that started the session issued (RFC 8693 §2.2.1
+    /// `issued_token_type`), while logged in with such a session.
+    public var issuedTokenType: String?
 
     /// Creates a status.
     public init(

@@ -23,11 +23,15 @@ public struct TokenSet: Sendable, Equatable, Codable, CustomStringConvertible, C
     public var issuedAt: Date
     /// The generation of the access token.
     public var generation: TokenGeneration
+    /// What a token exchange issued (RFC 8693 §2.2.1 `issued_token_type`), for a session a
+    /// token exchange started; `nil` for other sessions.
+    public var issuedTokenType: String?
 
     /// Creates a token set.
     public init(
         accessToken: String, refreshToken: String?, tokenType: String = "Bearer", scope: String? = nil,
-        idToken: String? = nil, expiresAt: Date?, issuedAt: Date, generation: TokenGeneration
+        idToken: String? = nil, expiresAt: Date?, issuedAt: Date, generation: TokenGeneration,
+        issuedTokenType: String? = nil
     ) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
@@ -37,6 +41,7 @@ public struct TokenSet: Sendable, Equatable, Codable, CustomStringConvertible, C
         self.expiresAt = expiresAt
         self.issuedAt = issuedAt
         self.generation = generation
+        self.issuedTokenType = issuedTokenType
     }
 
     /// The fields a description may show, every token redacted.

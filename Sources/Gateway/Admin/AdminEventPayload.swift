@@ -17,6 +17,7 @@ struct AdminEventPayload: Decodable, Sendable, Equatable {
         var store: StoreDocument?
         var dpopJKT: String?
         var deviceAuthorization: DeviceAuthorizationDocument?
+        var issuedTokenType: String?
 
         /// The member names ``SessionDocument`` writes.
         typealias CodingKeys = SessionDocument.CodingKeys

@@ -29,6 +29,9 @@ struct SessionDocument: Encodable, Sendable, Equatable {
     var dpopJKT: String?
     /// A device login waiting for a person, while one is.
     var deviceAuthorization: DeviceAuthorizationDocument?
+    /// What the token exchange that started the session issued (RFC 8693 §2.2.1), while
+    /// logged in with such a session.
+    var issuedTokenType: String?
 
     /// The document of `status`; `registration` is shown only while logged in.
     init(
@@ -47,6 +50,7 @@ struct SessionDocument: Encodable, Sendable, Equatable {
         self.store = store
         self.dpopJKT = status.dpopThumbprint ?? dpopJKT
         deviceAuthorization = status.deviceAuthorization.map { DeviceAuthorizationDocument($0) }
+        issuedTokenType = status.isLoggedIn ? status.issuedTokenType : nil
     }
 
     /// The member names, shared with the reader (``AdminEventPayload``).
@@ -59,6 +63,7 @@ struct SessionDocument: Encodable, Sendable, Equatable {
         case registration, store
         case dpopJKT = "dpop_jkt"
         case deviceAuthorization = "device_authorization"
+        case issuedTokenType = "issued_token_type"
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -75,6 +80,7 @@ struct SessionDocument: Encodable, Sendable, Equatable {
         try c.encodeIfPresent(store, forKey: .store)
         try c.encodeIfPresent(dpopJKT, forKey: .dpopJKT)
         try c.encodeIfPresent(deviceAuthorization, forKey: .deviceAuthorization)
+        try c.encodeIfPresent(issuedTokenType, forKey: .issuedTokenType)
     }
 }
 

@@ -33,6 +33,7 @@ public enum SessionSummary {
                 if let date = try? Date(e, strategy: .iso8601) { token += " (\(relative(date, now: now)))" }
             }
             lines.append("  token:      \(token)")
+            if let t = s.issuedTokenType { lines.append("  exchanged:  issued as \(t)") }
             if let r = s.registration { lines.append("  user info:  \(r)") }
         }
         if let d = s.deviceAuthorization {

@@ -131,6 +131,7 @@ extension GatewayConfiguration {
         case is Int.Type, is Int64.Type, is Int32.Type, is UInt16.Type, is UInt64.Type: "an integer"
         case is Double.Type, is Float.Type: "a number"
         case is [Any].Type: "an array"
+        case is StringList.Type: "a string or an array of strings"
         default: "an object"
         }
     }

@@ -23,10 +23,12 @@ extension GatewayConfiguration.Authorization {
         public var subjectTokenFile: String
         /// `subject_token_type` (default `urn:ietf:params:oauth:token-type:jwt`).
         public var subjectTokenType: String?
-        /// `audience`, when the server needs it.
-        public var audience: String?
-        /// `resource`: an absolute URI without a fragment, when the server needs it.
-        public var resource: String?
+        /// `audience`: one logical name of a service the token is for, or a list of them, when
+        /// the server needs it; each is sent as an `audience` field of its own (RFC 8693 §2.1).
+        public var audience: StringList?
+        /// `resource`: one absolute URI without a fragment, or a list of them, when the server
+        /// needs it; each is sent as a `resource` field of its own (RFC 8693 §2.1).
+        public var resource: StringList?
         /// The `scope` to ask for when the login names none.
         public var scope: String?
         /// `requested_token_type`, when a particular kind of token is wanted.
@@ -34,7 +36,7 @@ extension GatewayConfiguration.Authorization {
 
         /// Creates the settings.
         public init(
-            subjectTokenFile: String, subjectTokenType: String? = nil, audience: String? = nil, resource: String? = nil,
+            subjectTokenFile: String, subjectTokenType: String? = nil, audience: StringList? = nil, resource: StringList? = nil,
             scope: String? = nil, requestedTokenType: String? = nil
         ) {
             self.subjectTokenFile = subjectTokenFile
@@ -96,7 +98,8 @@ extension GatewayConfiguration.Authorization {
             TokenExchangeSettings(
                 subjectTokenFile: $0.subjectTokenFile,
                 subjectTokenType: $0.subjectTokenType ?? TokenExchangeSettings.jwtTokenType,
-                audience: $0.audience, resource: $0.resource, scope: $0.scope, requestedTokenType: $0.requestedTokenType)
+                audiences: $0.audience?.values ?? [], resources: $0.resource?.values ?? [], scope: $0.scope,
+                requestedTokenType: $0.requestedTokenType)
         }
     }
 }
@@ -111,8 +114,16 @@ extension GatewayConfiguration {
                         "\(field).tokenExchange.\(name)", "must be an absolute URI such as urn:ietf:params:oauth:token-type:jwt")
                 }
             }
-            if let resource = x.resource, !isAbsoluteURI(resource) || resource.contains("#") {
-                throw .invalid("\(field).tokenExchange.resource", "must be an absolute URI without a fragment (RFC 8693 §2.1)")
+            for (name, list) in [("audience", x.audience), ("resource", x.resource)] {
+                guard let values = list?.values else { continue }
+                let at = "\(field).tokenExchange.\(name)"
+                if values.isEmpty { throw .invalid(at, "must name at least one \(name) (or be left out)") }
+                if Set(values).count != values.count { throw .invalid(at, "lists the same \(name) twice") }
+                guard name == "resource" else { continue }
+                for (i, resource) in values.enumerated() where !isAbsoluteURI(resource) || resource.contains("#") {
+                    throw .invalid(
+                        values.count == 1 ? at : "\(at)[\(i)]", "must be an absolute URI without a fragment (RFC 8693 §2.1)")
+                }
             }
         }
         guard let auto = a.autoLogin else { return }
