@@ -86,6 +86,32 @@ import Testing
         limiter.release()
     }
 
+    @Test func theQueueDrainsAtTheRateTheUpstreamHasLatelyAnswered() async throws {
+        // A limit of 1 whose answers took 1 s each, yet came 4 a second (the limit had just
+        // dipped; the upstream serves more than it): three in the queue wait 0.75 s, not 3 s.
+        let limiter = InFlightLimiter(
+            AdaptiveLimit.Parameters(initial: 1, minimum: 1, maximum: 1, windowSamples: 2), timeout: .seconds(1))
+        let start = ContinuousClock.now
+        for i in 0..<5 {
+            let inFlight = try await limiter.acquire(.first)
+            limiter.release(
+                AdaptiveLimit.Sample(latency: .seconds(1), inFlight: inFlight, outcome: .answered),
+                at: start.advanced(by: .milliseconds(250 * i)))
+        }
+        #expect(limiter.controller.answerRate == 4)
+        try await limiter.acquire(.first)
+        let replays = (0..<2).map { _ in Task { try await limiter.acquire(.replay, timeout: .seconds(3600)) } }
+        for _ in 0..<100_000 where limiter.load.waiting < 2 { await Task.yield() }
+        let first = Task { try await limiter.acquire(.first) }
+        for _ in 0..<100_000 where limiter.load.waiting < 3 { await Task.yield() }
+        #expect(limiter.load.waiting == 3, "it was shed: the wait was reckoned at one answer a second")
+        first.cancel()
+        for task in replays { task.cancel() }
+        _ = try? await first.value
+        for task in replays { _ = try? await task.value }
+        limiter.release()
+    }
+
     @Test func withoutAnyLatencyYetNobodyIsShed() async throws {
         let limiter = InFlightLimiter(limit: 1, timeout: .seconds(30))
         try await limiter.acquire(.first)

@@ -161,6 +161,17 @@ public struct AdaptiveLimit: Sendable, Equatable {
     public private(set) var windowLatency: Double?
     /// The upstream's recent latency, seconds: the last window's mean; nil before a window.
     public var recentLatency: Double? { windowLatency }
+    /// Answers per second lately, whatever the limit was (every sample counts, those left
+    /// out of the windows too), smoothed over runs of ``Parameters/windowSamples``; nil
+    /// before the first run. While the queue stays full it is what the upstream can serve,
+    /// however the limit moved meanwhile.
+    public private(set) var answerRate: Double?
+    /// The samples of the current run, and when the one before its first ended.
+    private struct Run: Sendable, Equatable {
+        var count = 0
+        var started: Duration?
+    }
+    private var run = Run()
     /// The standard error of a window's mean, seconds: the recent windows' sample spread
     /// over √samples, smoothed; nil before a window.
     public private(set) var noise: Double?
@@ -192,6 +203,7 @@ public struct AdaptiveLimit: Sendable, Equatable {
     /// Takes one exchange's facts, ended at `now` (any monotonic origin). Returns whether
     /// ``admitted`` changed.
     public mutating func record(_ sample: Sample, at now: Duration) -> Bool {
+        countAnswer(at: now)
         // Per sample only additions and comparisons of durations; the conversion to seconds
         // waits for the window's end.
         if let changed, now - sample.latency < changed {
@@ -220,6 +232,18 @@ public struct AdaptiveLimit: Sendable, Equatable {
         guard admitted != before else { return false }
         changed = now
         return true
+    }
+
+    private mutating func countAnswer(at now: Duration) {
+        guard let started = run.started else {
+            run.started = now
+            return
+        }
+        run.count += 1
+        guard run.count >= parameters.windowSamples, now > started else { return }
+        let rate = Double(run.count) / ((now - started) / .seconds(1))
+        answerRate = answerRate.map { 0.7 * $0 + 0.3 * rate } ?? rate
+        run = Run(count: 0, started: now)
     }
 
     private mutating func evaluate(at now: Duration) {

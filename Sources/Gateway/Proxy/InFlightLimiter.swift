@@ -208,10 +208,14 @@ public final class InFlightLimiter: Sendable {
     }
 
     /// The seconds a request that joined the queue now would wait: those waiting, and it,
-    /// at the upstream's recent latency per slot; nil before any latency is known.
+    /// at what the upstream serves per second — the limit over the recent latency, or the
+    /// rate it has lately answered at when that is higher (an adaptive limit dips under the
+    /// upstream's concurrency for a window now and then, and the queue does not slow down
+    /// by half for it); nil before any latency is known.
     private static func expectedWait(_ s: State) -> Double? {
         guard let latency = s.controller.recentLatency else { return nil }
-        return Double(s.queue.waiting + 1) * latency / Double(s.queue.limit)
+        let served = max(Double(s.queue.limit) / latency, s.controller.answerRate ?? 0)
+        return Double(s.queue.waiting + 1) / served
     }
 
     /// Takes `ticket` out of the queue and fails its waiter: timed out (with the queue's
