@@ -1,5 +1,5 @@
-public import HTTPWire
-public import Runtime
+import HTTPWire
+import Runtime
 
 /// Public routes that opted into their origin's adaptive in-flight limit
 /// (`routes[].adaptiveLimit: true`): the same limit as the origin's authenticated routes, so
@@ -7,39 +7,33 @@ public import Runtime
 extension ReverseProxy {
     /// Sends a public request within `limiter`: at once from the loop when a slot is free
     /// and nobody waits, else after waiting for one in a task (or 503 `upstream-busy`).
-    func sendPublic(
-        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter, _ s: ProxySettings,
-        _ limiter: InFlightLimiter, _ facts: AccessFacts?, _ trace: RequestTrace?, _ started: ContinuousClock.Instant
-    ) {
+    func sendPublic(_ c: ExchangeContext, _ limiter: InFlightLimiter) {
         let metrics = self.metrics
         if let inFlight = limiter.acquireWithoutWaiting() {
             let sent = ContinuousClock.now
-            start(request, route, target, writer, s, token: nil, decide: nil, trace: trace) { outcome in
+            let record = c.record
+            start(c, token: nil, decide: nil) { outcome in
                 let ended = ContinuousClock.now
                 limiter.release(outcome, latency: ended - sent, inFlight: inFlight, at: ended)
-                metrics.request(kind: "public", status: outcome.status, duration: ended - started)
-                facts?.exchanged(outcome)
-                facts?.end(status: outcome.status)
-                trace?.end(status: outcome.status)
+                record.facts?.exchanged(outcome)
+                record.end(status: outcome.status, metrics)
             }
             return
         }
-        tasks.start(on: request.loop) {
+        tasks.start(on: c.request.loop) {
             let status: Int
             do throws(InFlightLimiter.Failure) {
-                let inFlight = try await limiter.acquire(.first, timeout: route.queueTimeout)
+                let inFlight = try await limiter.acquire(.first, timeout: c.route.queueTimeout)
                 let sent = ContinuousClock.now
-                let outcome = await self.exchange(request, route, target, writer, s, token: nil, decide: nil, trace: trace)
+                let outcome = await self.exchange(c, token: nil, decide: nil)
                 let ended = ContinuousClock.now
                 limiter.release(outcome, latency: ended - sent, inFlight: inFlight, at: ended)
-                facts?.exchanged(outcome)
+                c.facts?.exchanged(outcome)
                 status = outcome.status
             } catch {
-                status = self.refuse(error, limiter, writer)
+                status = self.refuse(error, limiter, c.writer)
             }
-            metrics.request(kind: "public", status: status, duration: ContinuousClock.now - started)
-            facts?.end(status: status)
-            trace?.end(status: status)
+            c.record.end(status: status, metrics)
         }
     }
 

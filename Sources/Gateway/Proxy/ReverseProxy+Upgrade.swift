@@ -7,17 +7,13 @@ import Runtime
 /// client connection to the upstream one (``ResponseWriter/switchProtocols(headers:to:idleTimeout:onEnd:)``).
 extension ReverseProxy {
     /// Answers an upgrade this route cannot pass with 501 (``UpgradeRule``); true when it did.
-    func refusedUpgrade(
-        _ request: HTTPRequest, _ route: ProxyRoute, _ writer: ResponseWriter, _ s: ProxySettings, _ facts: AccessFacts?
-    ) -> Bool {
+    func refusedUpgrade(_ c: ExchangeContext) -> Bool {
         guard
             case .refuse(let problem) = UpgradeRule.verdict(
-                for: request.head, upstream: route.upstream, client: s.clientConfiguration)
+                for: c.request.head, upstream: c.route.upstream, client: c.settings.clientConfiguration)
         else { return false }
-        writer.respond(problem: problem)
-        metrics.request(
-            kind: route.requiresAuthentication ? "authenticated" : "public", status: problem.status, duration: .zero)
-        facts?.end(status: problem.status)
+        c.writer.respond(problem: problem)
+        c.record.end(status: problem.status, metrics)
         return true
     }
 
