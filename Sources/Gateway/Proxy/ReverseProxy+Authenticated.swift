@@ -15,11 +15,12 @@ extension ReverseProxy {
     /// in-flight limit when it has one (taken without waiting too; `inFlight` counts it); a
     /// rejection goes on to the refresh and the replay in a task.
     func sendWithCurrentToken(
-        _ c: ExchangeContext, _ session: AuthActor, _ token: AccessToken, slot: (limiter: InFlightLimiter, inFlight: Int)?
+        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
+        _ session: AuthActor, _ s: ProxySettings, _ facts: AccessFacts?, _ token: AccessToken,
+        _ started: ContinuousClock.Instant, _ trace: RequestTrace?, slot: (limiter: InFlightLimiter, inFlight: Int)?
     ) {
         var starting = ExchangeMachine(
-            policy: c.settings.rejectionPolicy, rule: c.settings.replayRule, bodyReplayable: c.request.bodyIsReplayable,
-            bounded: slot != nil)
+            policy: s.rejectionPolicy, rule: s.replayRule, bodyReplayable: request.bodyIsReplayable, bounded: slot != nil)
         guard case .send(let attempt) = starting.startWithCurrentToken(generation: token.generation) else { return }
         // A constant: the callbacks below take copies, and a captured variable would be boxed.
         let machine = starting
@@ -29,24 +30,25 @@ extension ReverseProxy {
         // A slot taken without waiting counts as a wait of zero, so the queue phase's
         // histogram holds every attempt the limit admitted.
         if slot != nil { observe(.queue, .zero) }
-        observe(.token, sent - c.record.started)
-        let decide = headDecision(machine, session, c.route.session, dpop: Self.dpop(c.route, token))
-        c.facts?.attempt(attempt)
-        start(c, token: token, decide: decide) { [self] outcome in
+        observe(.token, sent - started)
+        let decide = headDecision(machine, session, route.session, dpop: Self.dpop(route, token))
+        facts?.attempt(attempt)
+        start(request, route, target, writer, s, token: token, decide: decide, trace: trace) { [self] outcome in
             let ended = ContinuousClock.now
             if let slot { slot.limiter.release(outcome, latency: ended - sent, inFlight: slot.inFlight, at: ended) }
             observe(.upstream, ended - sent)
-            c.facts?.exchanged(outcome)
+            facts?.exchanged(outcome)
             var ending = machine
             let next = ending.attemptEnded(outcome.attemptEnd)
             if case .finish = next {
-                c.record.end(status: outcome.status, metrics)
+                Self.finish(metrics, kind: "authenticated", status: outcome.status, duration: ended - started, facts, trace)
                 return
             }
             let held = ending
-            tasks.start(on: c.request.loop) {
-                let status = await self.authenticated(c, session, machine: held, next: next)
-                c.record.end(status: status, metrics)
+            tasks.start(on: request.loop) {
+                let status = await self.authenticated(
+                    request, route, target, writer, session, s, facts, machine: held, next: next, trace: trace)
+                Self.finish(metrics, kind: "authenticated", status: status, duration: ContinuousClock.now - started, facts, trace)
             }
         }
     }
@@ -55,26 +57,27 @@ extension ReverseProxy {
     /// With `machine`, its first try was sent and its answer held back: the exchange goes on
     /// from `next`.
     func authenticated(
-        _ c: ExchangeContext, _ session: AuthActor, machine: ExchangeMachine? = nil, next: ExchangeMachine.Action = .none
+        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
+        _ session: AuthActor, _ s: ProxySettings, _ facts: AccessFacts?, machine: ExchangeMachine? = nil,
+        next: ExchangeMachine.Action = .none, trace: RequestTrace? = nil
     ) async -> Int {
         let metrics = self.metrics
-        let s = c.settings
         var path = AuthenticatedExchange(
             session: session, policy: s.rejectionPolicy, rule: s.replayRule, observe: observePhase,
-            limiter: s.limiter(for: c.route))
-        path.queueTimeout = c.route.queueTimeout
-        path.trace = c.trace
-        let name = c.route.session
-        var begun = machine ?? path.machine(bodyReplayable: c.request.bodyIsReplayable)
+            limiter: s.limiter(for: route))
+        path.queueTimeout = route.queueTimeout
+        path.trace = trace
+        let name = route.session
+        var begun = machine ?? path.machine(bodyReplayable: request.bodyIsReplayable)
         let action = machine == nil ? begun.start() : next
         do throws(AuthenticatedExchange.Failure) {
             return try await path.run(begun, action) { token, sending in
                 let attempt = sending.attempt
                 if attempt.replaysSoFar > 0 { metrics.replay("replayed", session: name) }
-                c.facts?.attempt(attempt)
-                let decide = headDecision(sending, session, name, dpop: Self.dpop(c.route, token))
-                let outcome = await exchange(c, token: token, decide: decide)
-                c.facts?.exchanged(outcome)
+                facts?.attempt(attempt)
+                let decide = headDecision(sending, session, name, dpop: Self.dpop(route, token))
+                let outcome = await exchange(request, route, target, writer, s, token: token, decide: decide, trace: trace)
+                facts?.exchanged(outcome)
                 if case .nonceRequested = outcome { return .resend }
                 switch outcome.sample {
                 case .superseded: return .replay
@@ -86,12 +89,12 @@ extension ReverseProxy {
         } catch {
             switch error {
             case .token(let error):
-                return respond(error, c.writer)
+                return respond(error, writer)
             case .refresh(let error):
                 metrics.replay("refresh_failed", session: name)
-                return respond(error, c.writer)
+                return respond(error, writer)
             case .busy(let failure):
-                return refuse(failure, path.limiter, c.writer)
+                return refuse(failure, path.limiter, writer)
             }
         }
     }

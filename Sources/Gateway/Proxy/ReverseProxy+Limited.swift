@@ -7,33 +7,35 @@ import Runtime
 extension ReverseProxy {
     /// Sends a public request within `limiter`: at once from the loop when a slot is free
     /// and nobody waits, else after waiting for one in a task (or 503 `upstream-busy`).
-    func sendPublic(_ c: ExchangeContext, _ limiter: InFlightLimiter) {
+    func sendPublic(
+        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter, _ s: ProxySettings,
+        _ limiter: InFlightLimiter, _ facts: AccessFacts?, _ trace: RequestTrace?, _ started: ContinuousClock.Instant
+    ) {
         let metrics = self.metrics
         if let inFlight = limiter.acquireWithoutWaiting() {
             let sent = ContinuousClock.now
-            let record = c.record
-            start(c, token: nil, decide: nil) { outcome in
+            start(request, route, target, writer, s, token: nil, decide: nil, trace: trace) { outcome in
                 let ended = ContinuousClock.now
                 limiter.release(outcome, latency: ended - sent, inFlight: inFlight, at: ended)
-                record.facts?.exchanged(outcome)
-                record.end(status: outcome.status, metrics)
+                facts?.exchanged(outcome)
+                Self.finish(metrics, kind: "public", status: outcome.status, duration: ended - started, facts, trace)
             }
             return
         }
-        tasks.start(on: c.request.loop) {
+        tasks.start(on: request.loop) {
             let status: Int
             do throws(InFlightLimiter.Failure) {
-                let inFlight = try await limiter.acquire(.first, timeout: c.route.queueTimeout)
+                let inFlight = try await limiter.acquire(.first, timeout: route.queueTimeout)
                 let sent = ContinuousClock.now
-                let outcome = await self.exchange(c, token: nil, decide: nil)
+                let outcome = await self.exchange(request, route, target, writer, s, token: nil, decide: nil, trace: trace)
                 let ended = ContinuousClock.now
                 limiter.release(outcome, latency: ended - sent, inFlight: inFlight, at: ended)
-                c.facts?.exchanged(outcome)
+                facts?.exchanged(outcome)
                 status = outcome.status
             } catch {
-                status = self.refuse(error, limiter, c.writer)
+                status = self.refuse(error, limiter, writer)
             }
-            c.record.end(status: status, metrics)
+            Self.finish(metrics, kind: "public", status: status, duration: ContinuousClock.now - started, facts, trace)
         }
     }
 

@@ -7,13 +7,17 @@ import Runtime
 /// client connection to the upstream one (``ResponseWriter/switchProtocols(headers:to:idleTimeout:onEnd:)``).
 extension ReverseProxy {
     /// Answers an upgrade this route cannot pass with 501 (``UpgradeRule``); true when it did.
-    func refusedUpgrade(_ c: ExchangeContext) -> Bool {
+    func refusedUpgrade(
+        _ request: HTTPRequest, _ route: ProxyRoute, _ writer: ResponseWriter, _ s: ProxySettings, _ facts: AccessFacts?
+    ) -> Bool {
         guard
             case .refuse(let problem) = UpgradeRule.verdict(
-                for: c.request.head, upstream: c.route.upstream, client: c.settings.clientConfiguration)
+                for: request.head, upstream: route.upstream, client: s.clientConfiguration)
         else { return false }
-        c.writer.respond(problem: problem)
-        c.record.end(status: problem.status, metrics)
+        writer.respond(problem: problem)
+        Self.finish(
+            metrics, kind: route.requiresAuthentication ? "authenticated" : "public", status: problem.status,
+            duration: .zero, facts, nil)
         return true
     }
 

@@ -130,36 +130,31 @@ public final class ReverseProxy: HTTPResponder {
         _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, session: AuthActor?, _ writer: ResponseWriter,
         _ s: ProxySettings
     ) {
-        let record = ExchangeContext.Record(
-            facts: s.accessLog?.begin(request, route: route.prefix), trace: nil, started: ContinuousClock.now,
-            authenticated: session != nil)
-        var context = ExchangeContext(
-            request: request, route: route, target: target, writer: writer, settings: s, record: record)
+        let started = ContinuousClock.now
+        let facts = s.accessLog?.begin(request, route: route.prefix)
         if let callers = route.callers,
             !callers.admits(RequestPeer(address: request.remoteAddress, credentials: request.peerCredentials))
         {
             // Before any token is taken or anything is sent: the session is not lent.
             writer.respond(problem: GatewayProblem.callerNotAllowed)
-            context.record.end(status: 403, metrics)
+            Self.finish(
+                metrics, kind: session == nil ? "public" : "authenticated", status: 403,
+                duration: ContinuousClock.now - started, facts, nil)
             return
         }
-        if request.head.upgrade != nil && refusedUpgrade(context) { return }
-        if tracing {
-            context.record.trace = tracer.map {
-                RequestTrace(tracer: $0, request: request, route: route, path: String(target.path))
-            }
-        }
-        let c = context
+        if request.head.upgrade != nil && refusedUpgrade(request, route, writer, s, facts) { return }
+        let trace =
+            tracing ? tracer.map { RequestTrace(tracer: $0, request: request, route: route, path: String(target.path)) } : nil
         guard let session else {
             if let limiter = s.limiter(for: route) {
-                sendPublic(c, limiter)
+                sendPublic(request, route, target, writer, s, limiter, facts, trace, started)
                 return
             }
             let metrics = self.metrics
-            let record = c.record
-            start(c, token: nil, decide: nil) { outcome in
-                record.facts?.exchanged(outcome)
-                record.end(status: outcome.status, metrics)
+            start(request, route, target, writer, s, token: nil, decide: nil, trace: trace) { outcome in
+                facts?.exchanged(outcome)
+                Self.finish(
+                    metrics, kind: "public", status: outcome.status, duration: ContinuousClock.now - started, facts, trace)
             }
             return
         }
@@ -169,39 +164,42 @@ public final class ReverseProxy: HTTPResponder {
             // this loop, with no task and no hop.
             if let limiter {
                 if let inFlight = limiter.acquireWithoutWaiting() {
-                    sendWithCurrentToken(c, session, token, slot: (limiter, inFlight))
+                    sendWithCurrentToken(
+                        request, route, target, writer, session, s, facts, token, started, trace, slot: (limiter, inFlight))
                     return
                 }
             } else {
-                sendWithCurrentToken(c, session, token, slot: nil)
+                sendWithCurrentToken(request, route, target, writer, session, s, facts, token, started, trace, slot: nil)
                 return
             }
         }
         tasks.start(on: request.loop) {
-            let status = await self.authenticated(c, session)
-            c.record.end(status: status, self.metrics)
+            let status = await self.authenticated(request, route, target, writer, session, s, facts, trace: trace)
+            Self.finish(
+                self.metrics, kind: "authenticated", status: status, duration: ContinuousClock.now - started, facts, trace)
         }
     }
 
     /// One exchange with the upstream, awaited.
     func exchange(
-        _ c: ExchangeContext, token: AccessToken?, decide: (@Sendable (Int, HTTPHeaders) -> HeadDecision)?
+        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter, _ s: ProxySettings,
+        token: AccessToken?, decide: (@Sendable (Int, HTTPHeaders) -> HeadDecision)?, trace: RequestTrace? = nil
     ) async -> ExchangeOutcome {
         await withCheckedContinuation { cont in
-            c.request.loop.executeSoonOrNow {
-                self.start(c, token: token, decide: decide) { cont.resume(returning: $0) }
+            request.loop.executeSoonOrNow {
+                self.start(request, route, target, writer, s, token: token, decide: decide, trace: trace) {
+                    cont.resume(returning: $0)
+                }
             }
         }
     }
 
     /// Starts an exchange on the request's loop.
     func start(
-        _ c: ExchangeContext, token: AccessToken?, decide: ((Int, HTTPHeaders) -> HeadDecision)?,
+        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter, _ s: ProxySettings,
+        token: AccessToken?, decide: ((Int, HTTPHeaders) -> HeadDecision)?, trace: RequestTrace? = nil,
         completion: @escaping (ExchangeOutcome) -> Void
     ) {
-        let request = c.request
-        let route = c.route
-        let s = c.settings
         let body: UpstreamRequestBody
         switch request.body {
         case .buffered(let bytes): body = bytes.isEmpty ? .none : .bytes(bytes)
@@ -218,7 +216,7 @@ public final class ReverseProxy: HTTPResponder {
         if route.injectHeaders.count > 0 {
             for (name, value) in route.injectHeaders { headers.replaceOrAdd(name: name, value: value) }
         }
-        let upstreamTarget = route.upstreamTarget(for: c.target)
+        let upstreamTarget = route.upstreamTarget(for: target)
         if let token {
             headers.remove(name: "Authorization")
             var value = token.authorizationHeaderValue
@@ -234,19 +232,34 @@ public final class ReverseProxy: HTTPResponder {
             }
         }
         Self.addUpgradeFields(&headers, for: request.head)
-        let span = c.trace?.upstream(&headers, route: route)
+        let span = trace?.upstream(&headers, route: route)
         let upstream = UpstreamRequest(
             method: request.head.method,
             destination: .origin(route.upstream.origin, target: upstreamTarget),
             headers: headers, body: body, upgrade: request.head.upgrade != nil, clientIdentity: route.clientIdentity)
         let exchange = ProxyExchange(
-            writer: c.writer, decide: decide, tunnelIdleTimeout: s.clientConfiguration.tunnelIdleTimeout, metrics: metrics,
+            writer: writer, decide: decide, tunnelIdleTimeout: s.clientConfiguration.tunnelIdleTimeout, metrics: metrics,
             span: span, completion: completion)
         let transfer = s.clients.client(for: request.loop).start(upstream, handler: exchange)
         if !transfer.isFinished {
             exchange.transfer = transfer
-            c.writer.cancelOnClientGone(transfer)
+            writer.cancelOnClientGone(transfer)
         }
+    }
+}
+
+extension ReverseProxy {
+    /// The end of a request sent to a route, however it ended (answered, refused, failed,
+    /// the client gone): counted as `kind` with its status and duration, its access log line
+    /// written, its trace ended. Every routed request ends here, once. Static and given its
+    /// parts, so a callback that ends a request captures what it did before and no more.
+    static func finish(
+        _ metrics: GatewayMetrics, kind: String, status: Int, duration: Duration, _ facts: AccessFacts?,
+        _ trace: RequestTrace?
+    ) {
+        metrics.request(kind: kind, status: status, duration: duration)
+        facts?.end(status: status)
+        trace?.end(status: status)
     }
 }
 
