@@ -3,7 +3,7 @@ import Gateway
 import HTTPWire
 import Testing
 
-/// The proxy's per-request plan and its reading of an upstream answer, as values.
+/// The proxy's per-request plan, as a value.
 @Suite struct ExchangePlanTests {
     static func route(_ prefix: String, authenticated: Bool = true, session: String = "default") -> ProxyRoute {
         var r = ProxyRoute(prefix: prefix, upstream: UpstreamBase("http://127.0.0.1:9")!, requiresAuthentication: authenticated)
@@ -91,32 +91,5 @@ import Testing
             Issue.record("the partner route does not use its session")
             return
         }
-    }
-
-    @Test(arguments: [
-        (ReplayRule.Verdict.deliver, ExchangePlan.Answer.deliver, nil as String?),
-        (.replay, .replay, nil),
-        (
-            .passThrough(.bodyStreamed), .passThrough(.bodyStreamed, refreshInBackground: true),
-            ReplayRule.PassReason.bodyStreamed.headerValue
-        ),
-        (
-            .passThrough(.replayLimit), .passThrough(.replayLimit, refreshInBackground: false),
-            ReplayRule.PassReason.replayLimit.headerValue
-        ),
-        (
-            .passThrough(.currentTokenRejected), .passThrough(.currentTokenRejected, refreshInBackground: false),
-            ReplayRule.PassReason.currentTokenRejected.headerValue
-        ),
-        (
-            .passThrough(.noSession), .passThrough(.noSession, refreshInBackground: false),
-            ReplayRule.PassReason.noSession.headerValue
-        ),
-    ])
-    func eachVerdictBecomesOneAnswer(verdict: ReplayRule.Verdict, answer: ExchangePlan.Answer, header: String?) {
-        let got = ExchangePlan.Answer(verdict)
-        #expect(got == answer)
-        #expect(got.extraHeaders[first: "authgate-replay"] == header)
-        #expect(got.extraHeaders.fields.count == (header == nil ? 0 : 1))
     }
 }

@@ -1,8 +1,9 @@
 public import AuthCore
 
-/// The one path of an exchange made with a session's token: token → send → classify →
-/// refresh → replay, under the ``ReplayRule``. The proxy and the user-info call both run it;
-/// only how one attempt is sent differs.
+/// Runs an exchange made with a session's token: the actions of its ``ExchangeMachine``
+/// (slot, token, send, refresh, replay, resend), with the session, the in-flight limiter and
+/// the clock. The proxy and the user-info call both run it; only how one attempt is sent
+/// differs (`send`).
 public struct AuthenticatedExchange: Sendable {
     /// What one attempt came to.
     public enum Step<Result: Sendable>: Sendable {
@@ -80,33 +81,32 @@ public struct AuthenticatedExchange: Sendable {
         self.observe = observe
     }
 
-    /// The verdict on the head of an answer to `attempt`; synchronous, so it can be taken in
-    /// an upstream client's head callback before any byte of the body reaches the client.
-    public func verdict(status: Int, wwwAuthenticate: [String], attempt: ReplayRule.Attempt) -> ReplayRule.Verdict {
-        Self.verdict(
-            policy: policy, rule: rule, session: session, status: status, wwwAuthenticate: wwwAuthenticate, attempt: attempt)
-    }
-
-    /// ``verdict(status:wwwAuthenticate:attempt:)`` from its parts, for a caller that holds
-    /// them without an exchange (the proxy's head callback, which then captures no copy of one).
-    public static func verdict(
-        policy: UpstreamRejectionPolicy, rule: ReplayRule, session: AuthActor, status: Int, wwwAuthenticate: [String],
-        attempt: ReplayRule.Attempt
-    ) -> ReplayRule.Verdict {
-        let rejected = policy.classify(status: status, wwwAuthenticate: wwwAuthenticate) == .tokenRejected
-        guard rejected else { return .deliver }
-        return rule.verdict(tokenRejected: true, attempt: attempt, current: session.tokenSnapshot, now: session.now)
-    }
-
     /// Sends attempts until one is answered; each replay carries a newer token than the try
-    /// before it. With `rejected`, the first try was already sent (with a token taken without
-    /// waiting) and its answer held back: the path goes on from its replay, or, with
-    /// `resending`, from sending it again as it was (the upstream asked for a DPoP nonce).
-    /// Throws ``Failure``.
+    /// before it. Throws ``Failure``.
     public func run<Result: Sendable>(
-        bodyReplayable: Bool, after rejected: ReplayRule.Attempt? = nil, resending: Bool = false,
-        send: (AccessToken, ReplayRule.Attempt) async -> Step<Result>
+        bodyReplayable: Bool, send: (AccessToken, ReplayRule.Attempt) async -> Step<Result>
     ) async throws(Failure) -> Result {
+        var machine = self.machine(bodyReplayable: bodyReplayable)
+        let action = machine.start()
+        return try await run(machine, action) { token, sending in await send(token, sending.attempt) }
+    }
+
+    /// A machine for one request of this exchange.
+    func machine(bodyReplayable: Bool) -> ExchangeMachine {
+        ExchangeMachine(policy: policy, rule: rule, bodyReplayable: bodyReplayable, bounded: limiter != nil)
+    }
+
+    /// Runs `machine`'s actions from `action` on (an exchange begun elsewhere goes on here:
+    /// the proxy's first try, sent from the loop, whose answer was held back) until an
+    /// attempt is answered. `send` gets the token and the machine with the attempt at the
+    /// upstream (``ExchangeMachine/attempt``), to judge the answer's head
+    /// (``ExchangeMachine/headArrived(_:session:)``). Throws ``Failure``.
+    func run<Result: Sendable>(
+        _ machine: ExchangeMachine, _ action: ExchangeMachine.Action,
+        send: (AccessToken, ExchangeMachine) async -> Step<Result>
+    ) async throws(Failure) -> Result {
+        var machine = machine
+        var action = action
         let clock = ContinuousClock()
         var started = clock.now
         func lap(_ phase: Phase) {
@@ -115,93 +115,87 @@ public struct AuthenticatedExchange: Sendable {
             observe(phase, now - started)
             started = now
         }
-        // Exchanges at the upstream when this attempt took its slot, itself included.
-        var inFlight = 0
-        func enter(_ lane: AdmissionQueue.Lane) async throws(Failure) {
-            guard let limiter else { return }
-            do {
-                inFlight = try await limiter.acquire(lane, timeout: queueTimeout)
-            } catch {
-                throw .busy(error)
-            }
-            lap(.queue)
-        }
-        /// The token a replay of `attempt` carries: a newer one than it had.
-        func replayToken(after attempt: ReplayRule.Attempt) async throws(Failure) -> AccessToken {
-            var token: AccessToken
-            do {
-                if let trace {
-                    token = try await trace.refresh(session, after: attempt.generation)
-                } else {
-                    token = try await session.refresh(after: attempt.generation)
-                }
-            } catch {
-                throw .refresh(error)
-            }
-            lap(.refresh)
-            if limiter != nil {
-                try await enter(.replay)
-                // The slot may have taken a while: the token may be superseded or due by now.
-                do {
-                    token = try await session.token()
-                } catch {
-                    limiter?.release()
-                    throw .refresh(error)
-                }
-            }
-            return token
-        }
-        /// The token a resend carries: the session's as it is now, in a slot of its own.
-        func resendToken() async throws(Failure) -> AccessToken {
-            try await enter(.replay)
-            do {
-                return try await session.token()
-            } catch {
-                limiter?.release()
-                throw .refresh(error)
-            }
-        }
-        var token: AccessToken
-        var replays = 0
-        var nonceResent = false
-        if let rejected, resending {
-            token = try await resendToken()
-            replays = rejected.replaysSoFar
-            nonceResent = true
-        } else if let rejected {
-            token = try await replayToken(after: rejected)
-            replays = rejected.replaysSoFar + 1
-        } else {
-            try await enter(.first)
-            do {
-                token = try await session.token()
-            } catch {
-                limiter?.release()
-                throw .token(error)
-            }
-            lap(.token)
-        }
+        // The token obtained last; the next attempt carries it.
+        var token: AccessToken?
+        // Exchanges at the upstream when this attempt took its slot, itself included; nil
+        // while the exchange holds no slot.
+        var inFlight: Int?
+        var result: Result?
+        var error: any Error = CancellationError()
+        var refused = InFlightLimiter.Failure.cancelled
         while true {
-            var attempt = ReplayRule.Attempt(
-                generation: token.generation, replaysSoFar: replays, bodyReplayable: bodyReplayable)
-            attempt.nonceResent = nonceResent
-            let sent = clock.now
-            let step = await send(token, attempt)
-            if let limiter {
-                let ended = clock.now
-                limiter.release(
-                    AdaptiveLimit.Sample(latency: ended - sent, inFlight: inFlight, outcome: step.sampleOutcome), at: ended)
-            }
-            lap(.upstream)
-            switch step {
-            case .done(let result), .failed(let result, _):
+            switch action {
+            case .acquireSlot(let lane):
+                guard let limiter else {
+                    action = machine.slotGranted()
+                    continue
+                }
+                do throws(InFlightLimiter.Failure) {
+                    inFlight = try await limiter.acquire(lane, timeout: queueTimeout)
+                    lap(.queue)
+                    action = machine.slotGranted()
+                } catch {
+                    refused = error
+                    action = machine.slotRefused()
+                }
+            case .takeToken(let firstTry):
+                do {
+                    let t = try await session.token()
+                    token = t
+                    if firstTry { lap(.token) }
+                    action = machine.tokenObtained(generation: t.generation)
+                } catch let e {
+                    if inFlight != nil { limiter?.release() }
+                    inFlight = nil
+                    error = e
+                    action = machine.tokenFailed()
+                }
+            case .refresh(let generation):
+                do {
+                    let t: AccessToken
+                    if let trace {
+                        t = try await trace.refresh(session, after: generation)
+                    } else {
+                        t = try await session.refresh(after: generation)
+                    }
+                    token = t
+                    lap(.refresh)
+                    action = machine.refreshed(generation: t.generation)
+                } catch let e {
+                    error = e
+                    action = machine.refreshFailed()
+                }
+            case .send:
+                guard let token else { preconditionFailure("an attempt is sent with the token obtained last") }
+                let sent = clock.now
+                let step = await send(token, machine)
+                if let limiter, let n = inFlight {
+                    let ended = clock.now
+                    limiter.release(
+                        AdaptiveLimit.Sample(latency: ended - sent, inFlight: n, outcome: step.sampleOutcome), at: ended)
+                }
+                inFlight = nil
+                lap(.upstream)
+                switch step {
+                case .done(let r), .failed(let r, _):
+                    result = r
+                    action = machine.attemptEnded(.answered)
+                case .replay:
+                    action = machine.attemptEnded(.heldForRefresh)
+                case .resend:
+                    action = machine.attemptEnded(.heldForNonce)
+                }
+            case .finish:
+                guard let result else { preconditionFailure("an exchange finishes with an answer") }
                 return result
-            case .replay:
-                token = try await replayToken(after: attempt)
-                replays += 1
-            case .resend:
-                token = try await resendToken()
-                nonceResent = true
+            case .fail(.token):
+                throw .token(error)
+            case .fail(.refresh):
+                throw .refresh(error)
+            case .fail(.busy):
+                throw .busy(refused)
+            case .none:
+                preconditionFailure("the exchange machine was given an event out of turn")
             }
         }
     }

@@ -1,9 +1,8 @@
-public import AuthCore
 public import HTTPWire
 
-/// What the proxy does with a request, decided from its head alone, and what it does with
-/// the head of an upstream answer on an authenticated route. Both are pure: no socket, no
-/// session, no clock (`ExchangePlanTests`).
+/// What the proxy does with a request, decided from its head alone. Pure: no socket, no
+/// session, no clock (`ExchangePlanTests`). What becomes of an upstream answer on an
+/// authenticated route is the ``ExchangeMachine``'s to decide.
 ///
 /// ``ReverseProxy`` takes a plan for each request and carries it out:
 ///
@@ -13,7 +12,7 @@ public import HTTPWire
 /// | ``fallback`` | hands the request to its fallback responder |
 /// | ``reject(_:)`` | answers with the problem document |
 /// | ``forward(_:_:)`` | sends the request upstream as it is (a public route) |
-/// | ``authenticate(_:_:session:)`` | runs ``AuthenticatedExchange`` with the route's session |
+/// | ``authenticate(_:_:session:)`` | runs the ``ExchangeMachine`` with the route's session |
 public enum ExchangePlan: Sendable, Equatable {
     /// The proxy listener's liveness path (`GET` or `HEAD`): answered without a route.
     case liveness
@@ -129,38 +128,6 @@ public enum ExchangePlan: Sendable, Equatable {
             let route = table.routes[Int(self.route)]
             let parsed = RequestTarget(target, span: span)
             return route.requiresAuthentication ? .authenticate(route, parsed, session: route.session) : .forward(route, parsed)
-        }
-    }
-
-    /// What becomes of an upstream answer's head on an authenticated route, given the
-    /// ``ReplayRule`` verdict on it.
-    public enum Answer: Sendable, Equatable {
-        /// The answer goes to the client as it is.
-        case deliver
-        /// The answer is held back and its body discarded; the request is sent again.
-        case replay
-        /// The rejection goes to the client with `AuthGate-Replay: <reason>`. When
-        /// `refreshInBackground` is set, the session is refreshed anyway (after the
-        /// attempt's generation), so the next request carries a new token.
-        case passThrough(ReplayRule.PassReason, refreshInBackground: Bool)
-
-        /// The answer for `verdict`.
-        public init(_ verdict: ReplayRule.Verdict) {
-            switch verdict {
-            case .deliver: self = .deliver
-            case .replay: self = .replay
-            case .passThrough(let reason):
-                // A streamed body went upstream as it arrived and cannot be sent again; the
-                // token it carried was still rejected, so the next request needs a new one.
-                self = .passThrough(reason, refreshInBackground: reason == .bodyStreamed)
-            }
-        }
-
-        /// The header fields added to the client's response (`AuthGate-Replay` on a pass-through).
-        public var extraHeaders: HTTPHeaders {
-            var headers = HTTPHeaders()
-            if case .passThrough(let reason, _) = self { headers.add(name: "AuthGate-Replay", value: reason.headerValue) }
-            return headers
         }
     }
 }

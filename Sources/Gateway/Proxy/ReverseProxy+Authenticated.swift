@@ -1,6 +1,6 @@
-public import AuthCore
-public import HTTPWire
-public import Runtime
+import AuthCore
+import HTTPWire
+import Runtime
 
 /// Authenticated routes: the token attached, a rejected token refreshed and the request
 /// replayed (``AuthenticatedExchange``).
@@ -19,8 +19,11 @@ extension ReverseProxy {
         _ session: AuthActor, _ s: ProxySettings, _ facts: AccessFacts?, _ token: AccessToken,
         _ started: ContinuousClock.Instant, _ trace: RequestTrace?, slot: (limiter: InFlightLimiter, inFlight: Int)?
     ) {
-        let attempt = ReplayRule.Attempt(
-            generation: token.generation, replaysSoFar: 0, bodyReplayable: request.bodyIsReplayable)
+        var starting = ExchangeMachine(
+            policy: s.rejectionPolicy, rule: s.replayRule, bodyReplayable: request.bodyIsReplayable, bounded: slot != nil)
+        guard case .send(let attempt) = starting.startWithCurrentToken(generation: token.generation) else { return }
+        // A constant: the callbacks below take copies, and a captured variable would be boxed.
+        let machine = starting
         let metrics = self.metrics
         let observe = observePhase
         let sent = ContinuousClock.now
@@ -28,39 +31,35 @@ extension ReverseProxy {
         // histogram holds every attempt the limit admitted.
         if slot != nil { observe(.queue, .zero) }
         observe(.token, sent - started)
-        let decide = headDecision(s, attempt, session, route.session, dpop: Self.dpop(route, token))
+        let decide = headDecision(machine, session, route.session, dpop: Self.dpop(route, token))
         facts?.attempt(attempt)
         start(request, route, target, writer, s, token: token, decide: decide, trace: trace) { [self] outcome in
             let ended = ContinuousClock.now
             if let slot { slot.limiter.release(outcome, latency: ended - sent, inFlight: slot.inFlight, at: ended) }
             observe(.upstream, ended - sent)
             facts?.exchanged(outcome)
-            let resending: Bool
-            switch outcome {
-            case .intercepted: resending = false
-            case .nonceRequested: resending = true
-            case .forwarded, .failed:
-                metrics.request(kind: "authenticated", status: outcome.status, duration: ended - started)
-                facts?.end(status: outcome.status)
-                trace?.end(status: outcome.status)
+            var ending = machine
+            let next = ending.attemptEnded(outcome.attemptEnd)
+            if case .finish = next {
+                Self.finish(metrics, kind: "authenticated", status: outcome.status, duration: ended - started, facts, trace)
                 return
             }
+            let held = ending
             tasks.start(on: request.loop) {
                 let status = await self.authenticated(
-                    request, route, target, writer, session, s, facts, after: attempt, resending: resending, trace: trace)
-                metrics.request(kind: "authenticated", status: status, duration: ContinuousClock.now - started)
-                facts?.end(status: status)
-                trace?.end(status: status)
+                    request, route, target, writer, session, s, facts, machine: held, next: next, trace: trace)
+                Self.finish(metrics, kind: "authenticated", status: status, duration: ContinuousClock.now - started, facts, trace)
             }
         }
     }
 
     /// Serves one request on an authenticated route; returns the status the client got.
-    /// With `rejected`, its first try was sent and its answer held back for a replay.
+    /// With `machine`, its first try was sent and its answer held back: the exchange goes on
+    /// from `next`.
     func authenticated(
         _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
-        _ session: AuthActor, _ s: ProxySettings, _ facts: AccessFacts?, after rejected: ReplayRule.Attempt? = nil,
-        resending: Bool = false, trace: RequestTrace? = nil
+        _ session: AuthActor, _ s: ProxySettings, _ facts: AccessFacts?, machine: ExchangeMachine? = nil,
+        next: ExchangeMachine.Action = .none, trace: RequestTrace? = nil
     ) async -> Int {
         let metrics = self.metrics
         var path = AuthenticatedExchange(
@@ -69,12 +68,14 @@ extension ReverseProxy {
         path.queueTimeout = route.queueTimeout
         path.trace = trace
         let name = route.session
+        var begun = machine ?? path.machine(bodyReplayable: request.bodyIsReplayable)
+        let action = machine == nil ? begun.start() : next
         do throws(AuthenticatedExchange.Failure) {
-            return try await path.run(bodyReplayable: request.bodyIsReplayable, after: rejected, resending: resending) {
-                token, attempt in
+            return try await path.run(begun, action) { token, sending in
+                let attempt = sending.attempt
                 if attempt.replaysSoFar > 0 { metrics.replay("replayed", session: name) }
                 facts?.attempt(attempt)
-                let decide = headDecision(s, attempt, session, name, dpop: Self.dpop(route, token))
+                let decide = headDecision(sending, session, name, dpop: Self.dpop(route, token))
                 let outcome = await exchange(request, route, target, writer, s, token: token, decide: decide, trace: trace)
                 facts?.exchanged(outcome)
                 if case .nonceRequested = outcome { return .resend }
@@ -98,55 +99,58 @@ extension ReverseProxy {
         }
     }
 
-    /// What to do with the head of the answer to `attempt`: deliver it, hold it back for a
-    /// replay, or pass it through (refreshing in the background when the rule says so).
+    /// What to do with the head of the answer to the attempt `machine` is sending
+    /// (``ExchangeMachine/headArrived(_:session:)``): deliver it, hold it back for a replay
+    /// or a resend, or pass it through (refreshing in the background when the machine says so).
     ///
-    /// The closure holds the settings, the session, the name and the attempt, not a copy of
-    /// the request's ``AuthenticatedExchange``: it is made for every authenticated request.
+    /// The closure holds the machine (its rules and the attempt), the session and the name,
+    /// not a copy of the request's ``AuthenticatedExchange``: it is made for every
+    /// authenticated request.
     ///
     /// With `dpop` (a DPoP-bound token), a `DPoP-Nonce` the upstream sends is kept for the
     /// next proofs to its origin, and an answer asking for one (``DPoPNonceRule``) is held
     /// back for one resend, when the body can go again.
     private func headDecision(
-        _ s: ProxySettings, _ attempt: ReplayRule.Attempt, _ session: AuthActor, _ name: String,
-        dpop: (key: DPoPSessionKey, origin: String)? = nil
+        _ machine: ExchangeMachine, _ session: AuthActor, _ name: String, dpop: (key: DPoPSessionKey, origin: String)? = nil
     ) -> @Sendable (Int, HTTPHeaders) -> HeadDecision {
         let metrics = self.metrics
         let tasks = self.tasks
         return { status, headers in
-            if dpop != nil {
+            var head = ExchangeMachine.Head(status: status, wwwAuthenticate: headers[all: "www-authenticate"])
+            if let dpop {
                 if DPoPNonceRule.refusesProof(status: status, headers: headers) {
                     metrics.replay("dpop_proof_rejected", session: name)
                     session.countDPoPProofRefused(by: "upstream")
                     session.clockSkew.proofRefused(serverDate: headers[first: "date"])
-                    return .answer(DPoPNonceRule.proofRejected(skew: session.clockSkew.skew))
-                }
-                if status < 400 { session.clockSkew.proofAccepted() }
-            }
-            if let dpop, let nonce = headers[first: "dpop-nonce"] {
-                dpop.key.nonces.remember(nonce, for: dpop.origin)
-                if !attempt.nonceResent, attempt.bodyReplayable,
-                    DPoPNonceRule.requestedNonce(status: status, headers: headers) != nil
-                {
-                    metrics.replay("dpop_nonce", session: name)
-                    return .resendWithNonce
+                    head.proofRefused = true
+                } else {
+                    if status < 400 { session.clockSkew.proofAccepted() }
+                    if let nonce = headers[first: "dpop-nonce"] {
+                        dpop.key.nonces.remember(nonce, for: dpop.origin)
+                        head.nonceRequested = DPoPNonceRule.requestedNonce(status: status, headers: headers) != nil
+                    }
                 }
             }
-            let answer = ExchangePlan.Answer(
-                AuthenticatedExchange.verdict(
-                    policy: s.rejectionPolicy, rule: s.replayRule, session: session, status: status,
-                    wwwAuthenticate: headers[all: "www-authenticate"], attempt: attempt))
-            switch answer {
+            let action = machine.headArrived(head) {
+                ExchangeMachine.SessionNow(current: session.tokenSnapshot, now: session.now)
+            }
+            switch action {
             case .deliver:
                 return .forward(HTTPHeaders())
-            case .replay:
+            case .holdForRefresh:
                 return .intercept
+            case .holdForNonce:
+                metrics.replay("dpop_nonce", session: name)
+                return .resendWithNonce
+            case .refuseProof:
+                return .answer(DPoPNonceRule.proofRejected(skew: session.clockSkew.skew))
             case .passThrough(let reason, let refreshInBackground):
                 metrics.replay(reason.rawValue, session: name)
                 if refreshInBackground {
-                    tasks.start(on: nil) { _ = try? await session.refresh(after: attempt.generation) }
+                    let generation = machine.attempt.generation
+                    tasks.start(on: nil) { _ = try? await session.refresh(after: generation) }
                 }
-                return .forward(answer.extraHeaders)
+                return .forward(action.extraHeaders)
             }
         }
     }
@@ -167,6 +171,17 @@ extension ReverseProxy {
         let (problem, headers) = GatewayProblem.forAuthError(authError)
         writer.respond(problem: problem, headers: headers)
         return problem.status
+    }
+}
+
+extension ExchangeOutcome {
+    /// How the attempt ended, for the exchange's machine.
+    var attemptEnd: ExchangeMachine.AttemptEnd {
+        switch self {
+        case .intercepted: .heldForRefresh
+        case .nonceRequested: .heldForNonce
+        case .forwarded, .failed: .answered
+        }
     }
 }
 

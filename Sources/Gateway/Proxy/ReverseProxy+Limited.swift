@@ -1,5 +1,5 @@
-public import HTTPWire
-public import Runtime
+import HTTPWire
+import Runtime
 
 /// Public routes that opted into their origin's adaptive in-flight limit
 /// (`routes[].adaptiveLimit: true`): the same limit as the origin's authenticated routes, so
@@ -17,10 +17,8 @@ extension ReverseProxy {
             start(request, route, target, writer, s, token: nil, decide: nil, trace: trace) { outcome in
                 let ended = ContinuousClock.now
                 limiter.release(outcome, latency: ended - sent, inFlight: inFlight, at: ended)
-                metrics.request(kind: "public", status: outcome.status, duration: ended - started)
                 facts?.exchanged(outcome)
-                facts?.end(status: outcome.status)
-                trace?.end(status: outcome.status)
+                Self.finish(metrics, kind: "public", status: outcome.status, duration: ended - started, facts, trace)
             }
             return
         }
@@ -37,9 +35,7 @@ extension ReverseProxy {
             } catch {
                 status = self.refuse(error, limiter, writer)
             }
-            metrics.request(kind: "public", status: status, duration: ContinuousClock.now - started)
-            facts?.end(status: status)
-            trace?.end(status: status)
+            Self.finish(metrics, kind: "public", status: status, duration: ContinuousClock.now - started, facts, trace)
         }
     }
 

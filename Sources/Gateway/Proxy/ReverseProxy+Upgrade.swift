@@ -15,9 +15,9 @@ extension ReverseProxy {
                 for: request.head, upstream: route.upstream, client: s.clientConfiguration)
         else { return false }
         writer.respond(problem: problem)
-        metrics.request(
-            kind: route.requiresAuthentication ? "authenticated" : "public", status: problem.status, duration: .zero)
-        facts?.end(status: problem.status)
+        Self.finish(
+            metrics, kind: route.requiresAuthentication ? "authenticated" : "public", status: problem.status,
+            duration: .zero, facts, nil)
         return true
     }
 

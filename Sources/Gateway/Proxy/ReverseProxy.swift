@@ -137,9 +137,9 @@ public final class ReverseProxy: HTTPResponder {
         {
             // Before any token is taken or anything is sent: the session is not lent.
             writer.respond(problem: GatewayProblem.callerNotAllowed)
-            metrics.request(
-                kind: session == nil ? "public" : "authenticated", status: 403, duration: ContinuousClock.now - started)
-            facts?.end(status: 403)
+            Self.finish(
+                metrics, kind: session == nil ? "public" : "authenticated", status: 403,
+                duration: ContinuousClock.now - started, facts, nil)
             return
         }
         if request.head.upgrade != nil && refusedUpgrade(request, route, writer, s, facts) { return }
@@ -152,10 +152,9 @@ public final class ReverseProxy: HTTPResponder {
             }
             let metrics = self.metrics
             start(request, route, target, writer, s, token: nil, decide: nil, trace: trace) { outcome in
-                metrics.request(kind: "public", status: outcome.status, duration: ContinuousClock.now - started)
                 facts?.exchanged(outcome)
-                facts?.end(status: outcome.status)
-                trace?.end(status: outcome.status)
+                Self.finish(
+                    metrics, kind: "public", status: outcome.status, duration: ContinuousClock.now - started, facts, trace)
             }
             return
         }
@@ -176,9 +175,8 @@ public final class ReverseProxy: HTTPResponder {
         }
         tasks.start(on: request.loop) {
             let status = await self.authenticated(request, route, target, writer, session, s, facts, trace: trace)
-            self.metrics.request(kind: "authenticated", status: status, duration: ContinuousClock.now - started)
-            facts?.end(status: status)
-            trace?.end(status: status)
+            Self.finish(
+                self.metrics, kind: "authenticated", status: status, duration: ContinuousClock.now - started, facts, trace)
         }
     }
 
@@ -247,6 +245,21 @@ public final class ReverseProxy: HTTPResponder {
             exchange.transfer = transfer
             writer.cancelOnClientGone(transfer)
         }
+    }
+}
+
+extension ReverseProxy {
+    /// The end of a request sent to a route, however it ended (answered, refused, failed,
+    /// the client gone): counted as `kind` with its status and duration, its access log line
+    /// written, its trace ended. Every routed request ends here, once. Static and given its
+    /// parts, so a callback that ends a request captures what it did before and no more.
+    static func finish(
+        _ metrics: GatewayMetrics, kind: String, status: Int, duration: Duration, _ facts: AccessFacts?,
+        _ trace: RequestTrace?
+    ) {
+        metrics.request(kind: kind, status: status, duration: duration)
+        facts?.end(status: status)
+        trace?.end(status: status)
     }
 }
 

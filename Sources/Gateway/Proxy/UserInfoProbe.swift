@@ -9,7 +9,7 @@ public import Logging
 /// - 2xx: ``Registration/signedUp``.
 /// - a status in ``Configuration/needsSignUpStatuses`` (default 404): ``Registration/needsSignUp``.
 /// - a rejected token (by the gateway's ``UpstreamRejectionPolicy``): refreshed and replayed
-///   on the proxy's own path (``AuthenticatedExchange``, ``ReplayRule``); a freshly refreshed
+///   on the proxy's own machine (``ExchangeMachine``, run by ``AuthenticatedExchange``); a freshly refreshed
 ///   token rejected again logs the session out (`user_info_rejected`) and clears its
 ///   tokens, as the app clears them.
 /// - anything else (403, 5xx, no answer): ``Registration/pending``; the session is kept,
@@ -178,7 +178,7 @@ public final class UserInfoProbe: Sendable {
         case retry(String)
     }
 
-    /// One call, made on the proxy's path (``AuthenticatedExchange``): a rejected token is
+    /// One call, made on the proxy's machine (``ExchangeMachine``): a rejected token is
     /// refreshed and the call replayed under the same ``ReplayRule``; the current, freshly
     /// refreshed token rejected again means the account's token is refused.
     private func ask() async -> Outcome {
@@ -186,8 +186,11 @@ public final class UserInfoProbe: Sendable {
         let transport = self.transport
         let configuration = self.configuration
         let certificate = configuration.url.lowercased().hasPrefix("https://") ? self.certificate : nil
+        let session = self.session
+        var machine = path.machine(bodyReplayable: true)
+        let action = machine.start()
         do throws(AuthenticatedExchange.Failure) {
-            return try await path.run(bodyReplayable: true) { token, attempt -> AuthenticatedExchange.Step<Outcome> in
+            return try await path.run(machine, action) { token, sending -> AuthenticatedExchange.Step<Outcome> in
                 var headers = [("Authorization", token.authorizationHeaderValue), ("Accept", "application/json")]
                 // A DPoP-bound token goes with a proof of its key (RFC 9449 §7), as on a route.
                 let dpop = token.isDPoP ? token.dpopKey : nil
@@ -203,30 +206,43 @@ public final class UserInfoProbe: Sendable {
                 } catch {
                     return .done(.retry("no answer"))
                 }
+                let challenges = response.headers.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value)
+                var head = ExchangeMachine.Head(status: response.status, wwwAuthenticate: challenges)
                 if let dpop {
                     let fields = HTTPHeaders(response.headers)
                     if let nonce = DPoPNonceRule.requestedNonce(status: response.status, headers: fields) {
                         dpop.nonces.remember(nonce, for: configuration.url)
-                        if !attempt.nonceResent { return .resend }
+                        head.nonceRequested = true
                     } else if let nonce = fields[first: "dpop-nonce"] {
                         dpop.nonces.remember(nonce, for: configuration.url)
                     }
-                    if DPoPNonceRule.refusesProof(status: response.status, headers: fields) {
+                    // The call asks for the nonce before it looks at the proof: a resend is
+                    // still due when the same answer also refuses the proof.
+                    if DPoPNonceRule.refusesProof(status: response.status, headers: fields),
+                        !head.nonceRequested || sending.attempt.nonceResent
+                    {
                         session.countDPoPProofRefused(by: "upstream")
                         session.clockSkew.proofRefused(serverDate: fields[first: "date"])
-                        return .done(.retry("the DPoP proof was refused"))
+                        head.proofRefused = true
                     }
+                }
+                let answer = sending.headArrived(head) {
+                    ExchangeMachine.SessionNow(current: session.tokenSnapshot, now: session.now)
+                }
+                switch answer {
+                case .holdForNonce: return .resend
+                case .refuseProof: return .done(.retry("the DPoP proof was refused"))
+                default: break
                 }
                 if (200..<300).contains(response.status) { return .done(.answered(.signedUp)) }
                 if (configuration.needsSignUpStatuses ?? [404]).contains(response.status) {
                     return .done(.answered(.needsSignUp))
                 }
-                let challenges = response.headers.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value)
-                switch path.verdict(status: response.status, wwwAuthenticate: challenges, attempt: attempt) {
-                case .replay: return .replay
-                case .passThrough(.currentTokenRejected): return .done(.rejected(status: response.status))
-                case .passThrough(.noSession): return .done(.noSession)
-                case .deliver, .passThrough: return .done(.retry("HTTP \(response.status)"))
+                switch answer {
+                case .holdForRefresh: return .replay
+                case .passThrough(.currentTokenRejected, _): return .done(.rejected(status: response.status))
+                case .passThrough(.noSession, _): return .done(.noSession)
+                case .deliver, .passThrough, .holdForNonce, .refuseProof: return .done(.retry("HTTP \(response.status)"))
                 }
             }
         } catch {
