@@ -113,6 +113,27 @@ import Testing
         #expect(limit.admitted >= 4, "limit \(limit.admitted)")
     }
 
+    @Test func aLimitOfOneInFrontOfASlowUpstreamClimbsWithinAFewAnswers() {
+        // Slow start at 1, then 2, where a queue appears (160 ms against 100): the limit
+        // falls to 1 (1.4, admitted 1) and leaves slow start. At 3 answers a second, a
+        // window of 20 and growth of a fifth of a request per window kept it at 1 for half
+        // a minute while first tries were shed.
+        var limit = AdaptiveLimit(AdaptiveLimit.Parameters())
+        var now = Duration.zero
+        func feed(_ latency: Duration, _ count: Int) {
+            for _ in 0..<count {
+                now += latency
+                _ = limit.record(.init(latency: latency, inFlight: limit.admitted, outcome: .answered), at: now)
+            }
+        }
+        feed(.milliseconds(100), 4)
+        #expect(limit.admitted == 2)
+        feed(.milliseconds(160), 4)
+        #expect(limit.admitted == 1 && !limit.probing)
+        feed(.milliseconds(100), 8)
+        #expect(limit.admitted >= 2, "still \(limit.admitted) after 8 answers with no queue")
+    }
+
     @Test(arguments: [2, 8])
     func rotationsThatRevokeTokensAtTheAPINeverStarveReplays(workers: Int) {
         var sim = UpstreamSimulation(workers: workers, clients: 100, seed: 5)

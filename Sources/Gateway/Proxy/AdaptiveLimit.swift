@@ -223,9 +223,12 @@ public struct AdaptiveLimit: Sendable, Equatable {
         case .dropped, .timedOut:
             window.failed = true
         }
-        // In slow start a window is two rounds of the limit (at least 4 samples), so that
-        // doubling from 1 takes a few round trips, not twenty each.
-        let size = probing ? min(parameters.windowSamples, max(4, 2 * admitted)) : parameters.windowSamples
+        // In slow start, and at the minimum, a window is two rounds of the limit (at least 4
+        // samples): doubling from 1 takes a few round trips, not twenty each, and a limit of
+        // 1 in front of a slow upstream (3 answers a second) moves within a second or two,
+        // not seven. The noise margin widens with the fewer samples.
+        let short = probing || admitted <= parameters.minimum
+        let size = short ? min(parameters.windowSamples, max(4, 2 * admitted)) : parameters.windowSamples
         guard window.samples >= size else { return false }
         let before = admitted
         evaluate(at: now)
@@ -294,7 +297,10 @@ public struct AdaptiveLimit: Sendable, Equatable {
             limit = min(limit, max(Double(p.minimum), target))
             probing = false
         } else if window.mostInFlight >= admitted && !window.superseded {
-            let grown = probing ? limit * 2 : limit + max(p.minimumGrowth, limit * p.growth)
+            // At the minimum, one more request at once (a window with no queue at one in
+            // flight says the upstream can take it), not a fifth of one per window.
+            let least = admitted <= p.minimum ? 1 : p.minimumGrowth
+            let grown = probing ? limit * 2 : limit + max(least, limit * p.growth)
             limit = min(Double(p.maximum), grown)
         }
     }
