@@ -20,13 +20,16 @@ public struct UpstreamOrigin: Hashable, Sendable {
     public let port: Int
     /// `host[:port]` as written, for the `Host` field.
     public let authority: String
-    /// `scheme://authority`, the start of the URL libcurl is given.
-    public let urlPrefix: String
     /// The hash of the scheme, host, port and authority, made once.
     private let hash: Int
 
     /// `http` or `https`.
     public var scheme: String { isHTTPS ? "https" : "http" }
+    /// `scheme://authority`, the start of the URL libcurl is given.
+    ///
+    /// Made when asked for, not stored: a request carries its origin to the upstream client,
+    /// and a copy of a host and authority short enough to be held inline retains nothing.
+    public var urlPrefix: String { (isHTTPS ? "https://" : "http://") + authority }
 
     /// An origin of these parts.
     init(isHTTPS: Bool, host: String, port: Int, authority: String) {
@@ -34,7 +37,6 @@ public struct UpstreamOrigin: Hashable, Sendable {
         self.host = host
         self.port = port
         self.authority = authority
-        urlPrefix = isHTTPS ? "https://" + authority : "http://" + authority
         var hasher = Hasher()
         hasher.combine(isHTTPS)
         hasher.combine(host)
@@ -62,8 +64,15 @@ public struct UpstreamOrigin: Hashable, Sendable {
         self = origin
     }
 
-    /// The absolute URL of `target` (a path, with its query, starting with `/`) on this origin.
-    public func url(_ target: String) -> String { urlPrefix + target }
+    /// The absolute URL of `target` (a path, with its query, starting with `/`) on this
+    /// origin, made in one allocation.
+    public func url(_ target: String) -> String {
+        var url = isHTTPS ? "https://" : "http://"
+        url.reserveCapacity(8 + authority.utf8.count + target.utf8.count)
+        url += authority
+        url += target
+        return url
+    }
 
     /// Feeds the hash made at init.
     public func hash(into hasher: inout Hasher) { hasher.combine(hash) }
