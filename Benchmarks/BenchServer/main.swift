@@ -23,14 +23,14 @@ guard args.count >= 4, let port = Int(args[2]), let loops = Int(args[3]) else {
 let responder: any HTTPResponder
 switch args[1] {
 case "proxy":
-    guard args.count >= 5, let base = UpstreamBase(args[4]) else {
+    guard args.count >= 5, let base = ProxyRoute.parseUpstream(args[4]) else {
         print("proxy mode needs an upstream URL")
         exit(2)
     }
     var inject = HTTPHeaders()
     inject.add(name: "Authorization", value: "Bearer benchmark-static-token")
     responder = ReverseProxy(
-        routes: [ProxyRoute(prefix: "/", upstream: base, injectHeaders: inject)],
+        routes: [ProxyRoute(prefix: "/", upstream: base.origin, upstreamPath: base.path, injectHeaders: inject)],
         clientConfiguration: UpstreamClientConfiguration(loopHTTP1: true))
 default:
     responder = Fixed()

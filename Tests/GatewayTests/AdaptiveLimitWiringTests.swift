@@ -9,7 +9,8 @@ import Testing
 /// its own, or the cap of the adaptive one. And how a bad setting is refused.
 @Suite struct AdaptiveLimitWiringTests {
     static func route(_ prefix: String, _ upstream: String, authenticated: Bool = true) -> ProxyRoute {
-        ProxyRoute(prefix: prefix, upstream: UpstreamBase(upstream)!, requiresAuthentication: authenticated)
+        let (origin, path) = ProxyRoute.parseUpstream(upstream)!
+        return ProxyRoute(prefix: prefix, upstream: origin, upstreamPath: path, requiresAuthentication: authenticated)
     }
 
     static func settings(_ routes: [ProxyRoute]) -> ProxySettings {

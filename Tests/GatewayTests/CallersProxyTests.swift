@@ -24,13 +24,13 @@ import Testing
             configuration: HTTPServerConfiguration(address: .unix(path: path, mode: 0o600)), group: group,
             responder: ReverseProxy(routes: [
                 ProxyRoute(
-                    prefix: "/mine", upstream: UpstreamBase(upstream.url)!,
+                    prefix: "/mine", upstream: UpstreamOrigin(upstream.url)!,
                     callers: CallerRule(uids: [me], gids: [], networks: [])),
                 ProxyRoute(
-                    prefix: "/theirs", upstream: UpstreamBase(upstream.url)!,
+                    prefix: "/theirs", upstream: UpstreamOrigin(upstream.url)!,
                     callers: CallerRule(uids: [me &+ 12_345], gids: [], networks: [CallerRule.Network("0.0.0.0/0")!])),
                 ProxyRoute(
-                    prefix: "/group", upstream: UpstreamBase(upstream.url)!,
+                    prefix: "/group", upstream: UpstreamOrigin(upstream.url)!,
                     callers: CallerRule(uids: [], gids: [getegid()], networks: [])),
             ]))
         try server.start()
@@ -70,13 +70,14 @@ import Testing
             configuration: HTTPServerConfiguration(address: .unix(path: path, mode: 0o666)), group: group,
             responder: ReverseProxy(routes: [
                 ProxyRoute(
-                    prefix: "/root", upstream: UpstreamBase(upstream.url)!, callers: CallerRule(uids: [0], gids: [], networks: [])
+                    prefix: "/root", upstream: UpstreamOrigin(upstream.url)!,
+                    callers: CallerRule(uids: [0], gids: [], networks: [])
                 ),
                 ProxyRoute(
-                    prefix: "/nobody", upstream: UpstreamBase(upstream.url)!,
+                    prefix: "/nobody", upstream: UpstreamOrigin(upstream.url)!,
                     callers: CallerRule(uids: [nobody], gids: [], networks: [])),
                 ProxyRoute(
-                    prefix: "/staff", upstream: UpstreamBase(upstream.url)!,
+                    prefix: "/staff", upstream: UpstreamOrigin(upstream.url)!,
                     callers: CallerRule(uids: [], gids: [staff], networks: [])),
             ]))
         try server.start()
@@ -117,10 +118,10 @@ import Testing
         defer { upstream.stop() }
         let proxy = try Proxy(routes: [
             ProxyRoute(
-                prefix: "/local", upstream: UpstreamBase(upstream.url)!,
+                prefix: "/local", upstream: UpstreamOrigin(upstream.url)!,
                 callers: CallerRule(uids: [], gids: [], networks: [CallerRule.Network("127.0.0.0/8")!])),
             ProxyRoute(
-                prefix: "/cluster", upstream: UpstreamBase(upstream.url)!,
+                prefix: "/cluster", upstream: UpstreamOrigin(upstream.url)!,
                 callers: CallerRule(uids: [getuid()], gids: [getgid()], networks: [CallerRule.Network("10.0.0.0/8")!])),
         ])
         defer { proxy.stop() }

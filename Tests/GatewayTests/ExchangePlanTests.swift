@@ -1,12 +1,13 @@
 import AuthCore
 import Gateway
 import HTTPWire
+import Runtime
 import Testing
 
 /// The proxy's per-request plan, as a value.
 @Suite struct ExchangePlanTests {
     static func route(_ prefix: String, authenticated: Bool = true, session: String = "default") -> ProxyRoute {
-        var r = ProxyRoute(prefix: prefix, upstream: UpstreamBase("http://127.0.0.1:9")!, requiresAuthentication: authenticated)
+        var r = ProxyRoute(prefix: prefix, upstream: UpstreamOrigin("http://127.0.0.1:9")!, requiresAuthentication: authenticated)
         r.session = session
         return r
     }

@@ -1,4 +1,5 @@
 import HTTPWire
+import Runtime
 import Testing
 
 @testable import Gateway
@@ -39,7 +40,7 @@ import Testing
     }
 
     @Test func theUpstreamsHostFieldIsMadeOnceAndGivesTheSameFields() throws {
-        let base = try #require(UpstreamBase("http://api:9000/v1"))
+        let base = ProxyRoute(prefix: "/", upstream: try #require(UpstreamOrigin("http://api:9000")), upstreamPath: "/v1")
         #expect(base.hostField == HTTPHeaders([("Host", "api:9000")]))
         let client = HTTPHeaders([("Host", "front.example"), ("Accept", "*/*"), ("Via", "1.0 edge")])
         for (address, trusted) in [("127.0.0.1:5555", Set<String>()), ("[::1]:443", ["::1"]), ("unix", ["10.0.0.9"])] {
@@ -72,14 +73,26 @@ import Testing
     }
 
     @Test func routesMatchAtSegmentBoundaries() throws {
-        let r = ProxyRoute(prefix: "/api", upstream: UpstreamBase("http://u:1/v1")!, stripPrefix: true)
+        let r = ProxyRoute(prefix: "/api", upstream: UpstreamOrigin("http://u:1")!, upstreamPath: "/v1", stripPrefix: true)
         #expect(r.matches("/api"))
         #expect(r.matches("/api/x"))
         #expect(!r.matches("/apix"))
         #expect(r.upstreamURL(path: "/api/x", query: "q=1") == "http://u:1/v1/x?q=1")
         #expect(r.upstreamURL(path: "/api", query: nil) == "http://u:1/v1/")
-        #expect(UpstreamBase("ftp://x") == nil)
-        #expect(UpstreamBase("http://user@x") == nil)
+        #expect(ProxyRoute.parseUpstream("ftp://x") == nil)
+        #expect(ProxyRoute.parseUpstream("http://user@x") == nil)
+        #expect(ProxyRoute.parseUpstream("http://u:1/v1?q") == nil)
+        let parsed = try #require(ProxyRoute.parseUpstream("https://u/v1//"))
+        #expect(parsed.origin == UpstreamOrigin("https://u") && parsed.path == "/v1")
+    }
+
+    @Test func aRoutesUpstreamCarriesItsHostFieldAndItsPathNoTrailingSlash() throws {
+        var r = ProxyRoute(prefix: "/", upstream: try #require(UpstreamOrigin("http://a:1")), upstreamPath: "/v1/")
+        #expect(r.upstreamPath == "/v1" && r.hostField == HTTPHeaders([("Host", "a:1")]))
+        r.upstream = try #require(UpstreamOrigin("https://b"))
+        r.upstreamPath = "/"
+        #expect(r.upstreamPath == "" && r.hostField == HTTPHeaders([("Host", "b")]))
+        #expect(r.upstreamURL(path: "/x", query: nil) == "https://b/x")
     }
 
     @Test func targetsOfEveryFormGiveOnlyPathAndQuery() throws {

@@ -10,7 +10,7 @@ import Testing
         let nginx = try Nginx(
             serverBlock: #"location / { return 200 "nginx $request_uri host=$http_host xff=$http_x_forwarded_for"; }"#)
         defer { nginx.stop() }
-        let proxy = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:\(nginx.port)")!)])
+        let proxy = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("http://127.0.0.1:\(nginx.port)")!)])
         defer { proxy.stop() }
         let c = try RawClient(port: proxy.port)
         for i in 0..<20 {
@@ -30,7 +30,7 @@ import Testing
         var cfg = UpstreamClientConfiguration()
         cfg.caFile = pki.caCert
         let proxy = try Proxy(
-            routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("https://127.0.0.1:\(nginx.port)")!)], client: cfg)
+            routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("https://127.0.0.1:\(nginx.port)")!)], client: cfg)
         defer { proxy.stop() }
         let c = try RawClient(port: proxy.port)
         try c.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
@@ -44,7 +44,7 @@ import Testing
         let nginx = try Nginx(serverBlock: #"location / { return 200 "x"; }"#, tls: (pki.serverCert, pki.serverKey))
         defer { nginx.stop() }
         // No caFile: the system store does not know the test CA.
-        let proxy = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("https://127.0.0.1:\(nginx.port)")!)])
+        let proxy = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("https://127.0.0.1:\(nginx.port)")!)])
         defer { proxy.stop() }
         let c = try RawClient(port: proxy.port)
         try c.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
@@ -68,7 +68,7 @@ import Testing
         cfg.clientCertificate = pki.clientCert
         cfg.clientKey = pki.clientKey
         let proxy = try Proxy(
-            routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("https://127.0.0.1:\(nginx.port)")!)], client: cfg)
+            routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("https://127.0.0.1:\(nginx.port)")!)], client: cfg)
         defer { proxy.stop() }
         let c = try RawClient(port: proxy.port)
         try c.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
@@ -79,7 +79,7 @@ import Testing
         var noCert = UpstreamClientConfiguration()
         noCert.caFile = pki.caCert
         let bare = try Proxy(
-            routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("https://127.0.0.1:\(nginx.port)")!)], client: noCert)
+            routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("https://127.0.0.1:\(nginx.port)")!)], client: noCert)
         defer { bare.stop() }
         let c2 = try RawClient(port: bare.port)
         try c2.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
@@ -99,7 +99,7 @@ import Testing
         defer { nginx.stop() }
         var cfg = UpstreamClientConfiguration()
         cfg.caFile = pki.caCert
-        let origin = UpstreamBase("https://127.0.0.1:\(nginx.port)")!
+        let origin = UpstreamOrigin("https://127.0.0.1:\(nginx.port)")!
         let proxy = try Proxy(
             routes: [
                 ProxyRoute(
@@ -152,7 +152,7 @@ import Testing
         let proxy = try Proxy(
             routes: [
                 ProxyRoute(
-                    prefix: "/", upstream: UpstreamBase("https://127.0.0.1:\(nginx.port)")!,
+                    prefix: "/", upstream: UpstreamOrigin("https://127.0.0.1:\(nginx.port)")!,
                     clientIdentity: TLSClientIdentity(certificateFile: certificate, keyFile: key))
             ], client: cfg, loops: 1)
         defer { proxy.stop() }

@@ -34,8 +34,8 @@ func withProxy(
     defer { upstream.stop() }
     let proxy = try Proxy(
         routes: [
-            ProxyRoute(prefix: "/api", upstream: UpstreamBase(upstream.url + "/v1")!, stripPrefix: true),
-            ProxyRoute(prefix: "/", upstream: UpstreamBase(upstream.url)!),
+            ProxyRoute(prefix: "/api", upstream: UpstreamOrigin(upstream.url)!, upstreamPath: "/v1", stripPrefix: true),
+            ProxyRoute(prefix: "/", upstream: UpstreamOrigin(upstream.url)!),
         ], client: client)
     defer { proxy.stop() }
     try await body(proxy, upstream)
@@ -153,7 +153,7 @@ func withProxy(
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), group: group,
             responder: ReverseProxy(
-                routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:1")!)], metrics: metrics))
+                routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("http://127.0.0.1:1")!)], metrics: metrics))
         try server.start()
         defer {
             server.shutdown(grace: .seconds(1))
@@ -173,7 +173,7 @@ func withProxy(
     }
 
     @Test func refusedUpstreamGives502AndSlowUpstreamGives504() async throws {
-        let dead = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:1")!)])
+        let dead = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("http://127.0.0.1:1")!)])
         defer { dead.stop() }
         let c = try RawClient(port: dead.port)
         try c.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")

@@ -9,13 +9,13 @@ import Testing
 @Suite struct ReloadRetiresClientsTests {
     static func settings(_ client: UpstreamClientConfiguration) -> ProxySettings {
         ProxySettings(
-            routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:9")!)], clientConfiguration: client,
+            routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("http://127.0.0.1:9")!)], clientConfiguration: client,
             rejectionPolicy: UpstreamRejectionPolicy(), replayRule: ReplayRule(), replayLimit: 1 << 20, livenessPath: nil,
             trustedProxies: [])
     }
 
     @Test func replacedClientsAreRetiredAndKeptOnesAreNot() {
-        let proxy = ReverseProxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:9")!)])
+        let proxy = ReverseProxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("http://127.0.0.1:9")!)])
         let first = proxy.settings
         // The same client settings: the clients are kept, and not retired.
         proxy.replaceSettings(Self.settings(first.clientConfiguration))
@@ -35,7 +35,7 @@ import Testing
 /// exchanges it counts: the new bound is never exceeded by old and new requests together.
 @Suite struct ReloadKeepsLimitersTests {
     static func settings(limit: Int, timeout: Int) -> ProxySettings {
-        var route = ProxyRoute(prefix: "/api", upstream: UpstreamBase("http://127.0.0.1:9")!, requiresAuthentication: true)
+        var route = ProxyRoute(prefix: "/api", upstream: UpstreamOrigin("http://127.0.0.1:9")!, requiresAuthentication: true)
         route.maxInFlight = limit
         route.queueTimeout = .seconds(timeout)
         return ProxySettings(

@@ -10,12 +10,13 @@ import Testing
 /// settings the head arrived under, without routing again.
 @Suite struct RouteOnceTests {
     static func route(_ prefix: String, _ upstream: String = "http://127.0.0.1:9", authenticated: Bool = false) -> ProxyRoute {
-        ProxyRoute(prefix: prefix, upstream: UpstreamBase(upstream)!, requiresAuthentication: authenticated)
+        let (origin, path) = ProxyRoute.parseUpstream(upstream)!
+        return ProxyRoute(prefix: prefix, upstream: origin, upstreamPath: path, requiresAuthentication: authenticated)
     }
 
     static let table = RouteTable([
         route("/api", authenticated: true), route("/public"), route("/partner", authenticated: true),
-        ProxyRoute(prefix: "/s", upstream: UpstreamBase("http://127.0.0.1:9/v1")!, stripPrefix: true),
+        ProxyRoute(prefix: "/s", upstream: UpstreamOrigin("http://127.0.0.1:9")!, upstreamPath: "/v1", stripPrefix: true),
     ])
 
     static let targets = [
@@ -55,7 +56,8 @@ import Testing
         let parsed = try RequestTarget(target)
         for base in ["http://u:1", "http://u:1/v1", "https://u/v1/"] {
             for (prefix, strip) in [("/", false), ("/", true), ("/s", true), ("/s", false)] {
-                let route = ProxyRoute(prefix: prefix, upstream: UpstreamBase(base)!, stripPrefix: strip)
+                let (origin, path) = try #require(ProxyRoute.parseUpstream(base))
+                let route = ProxyRoute(prefix: prefix, upstream: origin, upstreamPath: path, stripPrefix: strip)
                 guard route.matches(parsed.path) else { continue }
                 #expect(
                     route.upstreamTarget(for: parsed) == route.upstreamTarget(path: parsed.path, query: parsed.query),

@@ -6,7 +6,7 @@ import Testing
 /// The proxy's route choice and body policy, as values: no socket involved.
 @Suite struct RouteTableTests {
     static func route(_ prefix: String, authenticated: Bool = true) -> ProxyRoute {
-        ProxyRoute(prefix: prefix, upstream: UpstreamBase("http://127.0.0.1:9")!, requiresAuthentication: authenticated)
+        ProxyRoute(prefix: prefix, upstream: UpstreamOrigin("http://127.0.0.1:9")!, requiresAuthentication: authenticated)
     }
 
     static let table = RouteTable([
@@ -23,7 +23,7 @@ import Testing
     }
 
     @Test func aRouteIsAValueThoughItsSettingsAreShared() {
-        let original = ProxyRoute(prefix: "/api/", upstream: UpstreamBase("http://127.0.0.1:9")!, requiresAuthentication: true)
+        let original = ProxyRoute(prefix: "/api/", upstream: UpstreamOrigin("http://127.0.0.1:9")!, requiresAuthentication: true)
         var changed = original
         #expect(changed == original)
         changed.prefix = "/v2/"

@@ -229,7 +229,7 @@ import Tracing
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), group: group,
             responder: ReverseProxy(
-                routes: [ProxyRoute(prefix: "/api", upstream: UpstreamBase(upstreamURL ?? upstream.url)!)], tracer: tracer))
+                routes: [ProxyRoute(prefix: "/api", upstream: UpstreamOrigin(upstreamURL ?? upstream.url)!)], tracer: tracer))
         try server.start()
         defer {
             server.shutdown(grace: .seconds(1))

@@ -14,7 +14,7 @@ struct UpgradeTests {
 
     @Test func anUpgradeToAnHTTPUpstreamOnTheLoopsClientPasses() throws {
         let verdict = UpgradeRule.verdict(
-            for: Self.head("websocket"), upstream: try #require(UpstreamBase("http://127.0.0.1:9000")),
+            for: Self.head("websocket"), upstream: try #require(UpstreamOrigin("http://127.0.0.1:9000")),
             client: UpstreamClientConfiguration())
         #expect(verdict == .pass(protocol: "websocket"))
     }
@@ -22,7 +22,7 @@ struct UpgradeTests {
     @Test func aRequestThatIsNoUpgradeIsAnOrdinaryExchangeWhateverTheUpstream() throws {
         for url in ["http://127.0.0.1:9000", "https://api.example.com"] {
             let verdict = UpgradeRule.verdict(
-                for: Self.head(nil), upstream: try #require(UpstreamBase(url)), client: UpstreamClientConfiguration())
+                for: Self.head(nil), upstream: try #require(UpstreamOrigin(url)), client: UpstreamClientConfiguration())
             #expect(verdict == .none)
         }
     }
@@ -33,7 +33,8 @@ struct UpgradeTests {
         ("http://127.0.0.1:9000", UpstreamClientConfiguration(unixSocketPath: "/run/api.sock")),
     ])
     func anUpgradeLibcurlWouldCarryIsRefusedWith501(url: String, client: UpstreamClientConfiguration) throws {
-        let verdict = UpgradeRule.verdict(for: Self.head("websocket"), upstream: try #require(UpstreamBase(url)), client: client)
+        let verdict = UpgradeRule.verdict(
+            for: Self.head("websocket"), upstream: try #require(UpstreamOrigin(url)), client: client)
         guard case .refuse(let problem) = verdict else {
             Issue.record("not refused: \(verdict)")
             return

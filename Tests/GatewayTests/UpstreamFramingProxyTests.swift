@@ -13,7 +13,7 @@ import Testing
         let canned = try CannedServer(response: response, holdOpen: holdOpen)
         defer { canned.stop() }
         let proxy = try Proxy(
-            routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:\(canned.port)")!)],
+            routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("http://127.0.0.1:\(canned.port)")!)],
             client: UpstreamClientConfiguration(loopHTTP1: loopHTTP1))
         defer { proxy.stop() }
         try await body(proxy)
@@ -117,7 +117,7 @@ import Testing
         client.connectionGauges = metrics.upstreamConnections
         // One loop: both requests meet the same upstream client and its one connection.
         let proxy = try Proxy(
-            routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase("http://127.0.0.1:\(canned.port)")!)], client: client,
+            routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("http://127.0.0.1:\(canned.port)")!)], client: client,
             loops: 1)
         defer { proxy.stop() }
 
@@ -162,7 +162,8 @@ import Testing
         let gauges = UpstreamConnectionGauges()
         var client = UpstreamClientConfiguration()
         client.connectionGauges = gauges
-        let proxy = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamBase(upstream.url)!)], client: client, loops: 1)
+        let proxy = try Proxy(
+            routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin(upstream.url)!)], client: client, loops: 1)
         let origin = upstream.url
         let held = try RawClient(port: proxy.port, timeoutSeconds: 5)
         try held.send("GET /held HTTP/1.1\r\nHost: a\r\n\r\n")

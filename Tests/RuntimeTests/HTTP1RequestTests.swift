@@ -3,33 +3,10 @@ import Testing
 
 @testable import Runtime
 
-/// The pure parts of the loop's HTTP/1.1 client: URL → origin and target, request → head.
+/// The pure parts of the loop's HTTP/1.1 client: request → head.
 struct HTTP1RequestTests {
-    @Test func originsAndTargetsOfHTTPURLs() throws {
-        let cases: [(String, String, Int, String, String)] = [
-            ("http://127.0.0.1:8080/a/b?x=1", "127.0.0.1", 8080, "127.0.0.1:8080", "/a/b?x=1"),
-            ("http://api", "api", 80, "api", "/"),
-            ("http://api?q", "api", 80, "api", "/?q"),
-            ("http://[::1]:9/p#frag", "::1", 9, "[::1]:9", "/p"),
-            ("http://h:65535/", "h", 65535, "h:65535", "/"),
-        ]
-        for (url, host, port, authority, target) in cases {
-            let (origin, t) = try #require(HTTP1Origin.parse(url), "\(url)")
-            #expect(origin == HTTP1Origin(host: host, port: port, authority: authority), "\(url)")
-            #expect(t == target, "\(url)")
-        }
-    }
-
-    @Test func urlsTheLoopClientLeavesToLibcurlOrRefuses() {
-        let urls = [
-            "https://h/", "http://", "http://user@h/", "http://h:0/", "http://h:65536/", "http://h:/", "http://h:8a/",
-            "http://[::1/", "http://[::1]x/", "ftp://h/", "http://h h/",
-        ]
-        for url in urls { #expect(HTTP1Origin.parse(url) == nil, "\(url)") }
-    }
-
     func head(_ request: UpstreamRequest) throws -> String {
-        let (origin, target) = try #require(HTTP1Origin.parse(request.url))
+        let (origin, target) = try #require(UpstreamOrigin.parse(request.url))
         return String(decoding: try HTTP1RequestHead.make(request, target: target, origin: origin).bytes, as: UTF8.self)
     }
 

@@ -30,6 +30,30 @@ import Testing
         #expect(UpstreamOrigin(text) == nil)
     }
 
+    /// A request given as a plain `http://` URL: the origin and target the loop client uses.
+    @Test func originsAndTargetsOfHTTPURLs() throws {
+        let cases: [(String, String, Int, String, String)] = [
+            ("http://127.0.0.1:8080/a/b?x=1", "127.0.0.1", 8080, "127.0.0.1:8080", "/a/b?x=1"),
+            ("http://api", "api", 80, "api", "/"),
+            ("http://api?q", "api", 80, "api", "/?q"),
+            ("http://[::1]:9/p#frag", "::1", 9, "[::1]:9", "/p"),
+            ("http://h:65535/", "h", 65535, "h:65535", "/"),
+        ]
+        for (url, host, port, authority, target) in cases {
+            let (origin, t) = try #require(UpstreamOrigin.parse(url), "\(url)")
+            #expect(origin == UpstreamOrigin(isHTTPS: false, host: host, port: port, authority: authority), "\(url)")
+            #expect(t == target, "\(url)")
+        }
+    }
+
+    @Test func urlsTheLoopClientLeavesToLibcurlOrRefuses() {
+        let urls = [
+            "https://h/", "http://", "http://user@h/", "http://h:0/", "http://h:65536/", "http://h:/", "http://h:8a/",
+            "http://[::1/", "http://[::1]x/", "ftp://h/", "http://h h/",
+        ]
+        for url in urls { #expect(UpstreamOrigin.parse(url) == nil, "\(url)") }
+    }
+
     /// The loop client takes an `http` origin as it is, and the same origin and target a URL
     /// would give; an `https` one goes to libcurl, with the URL put together.
     @Test func anOriginAndTargetAreWhatTheURLWouldGive() throws {

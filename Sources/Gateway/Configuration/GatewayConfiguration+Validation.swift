@@ -83,7 +83,7 @@ extension GatewayConfiguration {
             guard prefixes.insert(r.prefix).inserted else {
                 throw .conflict("routes[\(i)].prefix", "is the same as an earlier route's, which would always win")
             }
-            guard UpstreamBase(r.upstream) != nil, Self.isEndpointURL(r.upstream) else {
+            guard ProxyRoute.parseUpstream(r.upstream) != nil, Self.isEndpointURL(r.upstream) else {
                 throw .invalid(
                     "routes[\(i)].upstream",
                     "must be an http or https URL with a host and a port 1…65535, without query or credentials")

@@ -287,8 +287,9 @@ public struct GatewayConfiguration: Sendable, Codable, Equatable {
     /// The gateway routes.
     public var proxyRoutes: [ProxyRoute] {
         routes.map {
-            ProxyRoute(
-                prefix: $0.prefix, upstream: UpstreamBase($0.upstream)!, stripPrefix: $0.stripPrefix ?? false,
+            let upstream = ProxyRoute.parseUpstream($0.upstream)!
+            return ProxyRoute(
+                prefix: $0.prefix, upstream: upstream.origin, upstreamPath: upstream.path, stripPrefix: $0.stripPrefix ?? false,
                 requiresAuthentication: $0.requiresAuthentication ?? true,
                 forwardClientAuthorization: $0.forwardClientAuthorization, session: $0.session ?? Self.defaultSession,
                 maxInFlight: $0.maxInFlight, queueTimeout: .seconds($0.queueTimeoutSeconds ?? Route.queueTimeoutDefault),

@@ -63,7 +63,8 @@ public enum ForwardedHeaders {
             removeAuthorization: removeAuthorization, trustedProxies: trustedProxies)
     }
 
-    /// `Host: authority`, made and checked once per upstream (``UpstreamBase/hostField``).
+    /// `Host: authority`, made and checked once per route, when its upstream is set
+    /// (``ProxyRoute/upstream``).
     public static func hostField(_ authority: String) -> HTTPHeaders { HTTPHeaders([("Host", authority)]) }
 
     /// ``upstreamRequest(_:clientAddress:upstreamAuthority:removeAuthorization:trustedProxies:)``

@@ -10,7 +10,10 @@ public struct ProxyRoute: Sendable, Equatable {
     /// The settings, as stored.
     private struct Settings: Sendable, Equatable {
         var prefix: String
-        var upstream: UpstreamBase
+        var upstream: UpstreamOrigin
+        var upstreamPath: String
+        /// `Host: authority` of the upstream, made once.
+        var hostField: HTTPHeaders
         var stripPrefix: Bool
         var injectHeaders: HTTPHeaders
         var requiresAuthentication: Bool
@@ -42,12 +45,26 @@ public struct ProxyRoute: Sendable, Equatable {
         get { box.settings.prefix }
         set { change { $0.prefix = newValue } }
     }
-    /// The upstream base URL (`http://127.0.0.1:9000` or `https://api.example.com/v1`).
-    public var upstream: UpstreamBase {
+    /// The upstream's origin (`http://127.0.0.1:9000`, `https://api.example.com`): where
+    /// the route's requests are sent.
+    public var upstream: UpstreamOrigin {
         get { box.settings.upstream }
-        set { change { $0.upstream = newValue } }
+        set {
+            change {
+                $0.upstream = newValue
+                $0.hostField = ForwardedHeaders.hostField(newValue.authority)
+            }
+        }
     }
-    /// Whether the prefix is removed before the path is appended to the upstream base.
+    /// The path every request target sent upstream starts with, without a trailing slash
+    /// (`""`, or `/v1` for the upstream `https://api.example.com/v1`).
+    public var upstreamPath: String {
+        get { box.settings.upstreamPath }
+        set { change { $0.upstreamPath = Self.trimmed(newValue) } }
+    }
+    /// `Host: authority`, the field every request to the upstream carries, made once.
+    var hostField: HTTPHeaders { box.settings.hostField }
+    /// Whether the prefix is removed before the path is appended to ``upstreamPath``.
     public var stripPrefix: Bool {
         get { box.settings.stripPrefix }
         set { change { $0.stripPrefix = newValue } }
@@ -122,16 +139,19 @@ public struct ProxyRoute: Sendable, Equatable {
         lhs.box === rhs.box || lhs.box.settings == rhs.box.settings
     }
 
-    /// Creates a route.
+    /// Creates a route to `upstream`, whose requests' targets start with `upstreamPath`
+    /// (trailing slashes dropped).
     public init(
-        prefix: String, upstream: UpstreamBase, stripPrefix: Bool = false, injectHeaders: HTTPHeaders = HTTPHeaders(),
+        prefix: String, upstream: UpstreamOrigin, upstreamPath: String = "", stripPrefix: Bool = false,
+        injectHeaders: HTTPHeaders = HTTPHeaders(),
         requiresAuthentication: Bool = false, forwardClientAuthorization: Bool? = nil, session: String = "default",
         maxInFlight: Int? = nil, queueTimeout: Duration = .seconds(10), callers: CallerRule? = nil,
         adaptiveLimit: Bool? = nil, clientIdentity: TLSClientIdentity? = nil
     ) {
         box = Box(
             Settings(
-                prefix: prefix, upstream: upstream, stripPrefix: stripPrefix, injectHeaders: injectHeaders,
+                prefix: prefix, upstream: upstream, upstreamPath: Self.trimmed(upstreamPath),
+                hostField: ForwardedHeaders.hostField(upstream.authority), stripPrefix: stripPrefix, injectHeaders: injectHeaders,
                 requiresAuthentication: requiresAuthentication,
                 forwardClientAuthorization: forwardClientAuthorization ?? !requiresAuthentication, session: session,
                 maxInFlight: maxInFlight, queueTimeout: queueTimeout, callers: callers, adaptiveLimit: adaptiveLimit,
@@ -156,13 +176,13 @@ public struct ProxyRoute: Sendable, Equatable {
     /// The upstream URL for a `path` (and `query`) that matches this route: the upstream's
     /// origin and ``upstreamTarget(path:query:)``.
     public func upstreamURL(path: Substring, query: Substring?) -> String {
-        upstream.origin.url(upstreamTarget(path: path, query: query))
+        upstream.url(upstreamTarget(path: path, query: query))
     }
 
     /// ``upstreamTarget(path:query:)`` for a parsed `target`, put together from its bytes in
     /// one allocation.
     func upstreamTarget(for target: RequestTarget) -> String {
-        var base = upstream.basePath
+        var base = upstreamPath
         return base.withUTF8 { base in
             target.withPathAndQuery(dropping: stripPrefix ? prefix.utf8.count : 0) { rest, query in
                 let slash = rest.first != UInt8(ascii: "/")
@@ -182,11 +202,11 @@ public struct ProxyRoute: Sendable, Equatable {
     }
 
     /// The request target sent upstream for a `path` (and `query`) that matches this route:
-    /// the upstream's base path, then the path (without the prefix when ``stripPrefix``),
+    /// ``upstreamPath``, then the path (without the prefix when ``stripPrefix``),
     /// then `?` and the query, bytes as the client sent them.
     public func upstreamTarget(path: Substring, query: Substring?) -> String {
         let rest = stripPrefix ? Substring(path.utf8.dropFirst(prefix.utf8.count)) : path
-        var target = upstream.basePath
+        var target = upstreamPath
         target.reserveCapacity(target.utf8.count + rest.utf8.count + 2 + (query?.utf8.count ?? 0))
         if rest.utf8.first != UInt8(ascii: "/") { target += "/" }
         target += rest
@@ -198,26 +218,16 @@ public struct ProxyRoute: Sendable, Equatable {
     }
 }
 
-/// A parsed upstream base URL: its origin, parsed once when the route is made, and the
-/// path every request's target starts with.
-public struct UpstreamBase: Sendable, Equatable {
-    /// `http` or `https`.
-    public var scheme: String { origin.scheme }
-    /// `host[:port]`, as the `Host` header sent upstream.
-    public var authority: String { origin.authority }
-    /// The path prefix without a trailing slash (`""` or `/v1`).
-    public let basePath: String
-    /// Scheme, host and port, parsed: what a request to this upstream is sent to.
-    public let origin: UpstreamOrigin
-    /// `Host: authority`, the field every request to this upstream carries, made once.
-    public let hostField: HTTPHeaders
-
-    /// `scheme://authority/basePath`, the start of every URL sent to this upstream.
-    public var urlBase: String { origin.urlPrefix + basePath }
-
-    /// Parses `http[s]://host[:port][/path]`; nil for anything else: another scheme, user
-    /// information, an empty host, a port outside 1…65535, a query or a fragment.
-    public init?(_ text: String) {
+extension ProxyRoute {
+    /// The origin and path of an upstream base URL, `http[s]://host[:port][/path]`, the path
+    /// without a trailing slash; nil for anything else: another scheme, user information, an
+    /// empty host, a port outside 1…65535, a query or a fragment.
+    ///
+    /// ```swift
+    /// let (origin, path) = ProxyRoute.parseUpstream("https://api.example.com/v1/")!
+    /// // origin.urlPrefix == "https://api.example.com", path == "/v1"
+    /// ```
+    public static func parseUpstream(_ text: String) -> (origin: UpstreamOrigin, path: String)? {
         let schemeEnd: Int
         if text.hasPrefix("http://") {
             schemeEnd = 7
@@ -229,11 +239,15 @@ public struct UpstreamBase: Sendable, Equatable {
         let rest = text.utf8.dropFirst(schemeEnd)
         let slash = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
         guard let origin = UpstreamOrigin(String(text[..<slash])) else { return nil }
-        var path = String(text[slash...])
+        let path = String(text[slash...])
         guard !path.contains("?"), !path.contains("#") else { return nil }
+        return (origin, trimmed(path))
+    }
+
+    /// `path` without its trailing slashes.
+    fileprivate static func trimmed(_ path: String) -> String {
+        var path = path
         while path.hasSuffix("/") { path.removeLast() }
-        self.origin = origin
-        self.basePath = path
-        self.hostField = ForwardedHeaders.hostField(origin.authority)
+        return path
     }
 }

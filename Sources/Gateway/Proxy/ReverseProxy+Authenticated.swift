@@ -158,7 +158,7 @@ extension ReverseProxy {
     /// The key and origin of the proofs of `route` when `token` is DPoP-bound.
     private static func dpop(_ route: ProxyRoute, _ token: AccessToken) -> (key: DPoPSessionKey, origin: String)? {
         guard token.isDPoP, let key = token.dpopKey else { return nil }
-        return (key, route.upstream.origin.url("/"))
+        return (key, route.upstream.url("/"))
     }
 
     private func respond(_ error: any Error, _ writer: ResponseWriter) -> Int {

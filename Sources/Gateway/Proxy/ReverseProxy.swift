@@ -211,7 +211,7 @@ public final class ReverseProxy: HTTPResponder {
             }
         }
         var headers = ForwardedHeaders.upstreamRequest(
-            request.head.headers, clientAddress: request.remoteAddress, hostField: route.upstream.hostField,
+            request.head.headers, clientAddress: request.remoteAddress, hostField: route.hostField,
             removeAuthorization: !route.forwardClientAuthorization || token != nil, trustedProxies: s.trustedProxies)
         if route.injectHeaders.count > 0 {
             for (name, value) in route.injectHeaders { headers.replaceOrAdd(name: name, value: value) }
@@ -226,7 +226,7 @@ public final class ReverseProxy: HTTPResponder {
             headers.remove(name: "DPoP")
             if token.isDPoP, let key = token.dpopKey,
                 let proof = key.proof(
-                    method: request.head.method, url: route.upstream.origin.url(upstreamTarget), accessToken: token.value)
+                    method: request.head.method, url: route.upstream.url(upstreamTarget), accessToken: token.value)
             {
                 headers.add(name: "DPoP", value: proof)
             }
@@ -235,7 +235,7 @@ public final class ReverseProxy: HTTPResponder {
         let span = trace?.upstream(&headers, route: route)
         let upstream = UpstreamRequest(
             method: request.head.method,
-            destination: .origin(route.upstream.origin, target: upstreamTarget),
+            destination: .origin(route.upstream, target: upstreamTarget),
             headers: headers, body: body, upgrade: request.head.upgrade != nil, clientIdentity: route.clientIdentity)
         let exchange = ProxyExchange(
             writer: writer, decide: decide, tunnelIdleTimeout: s.clientConfiguration.tunnelIdleTimeout, metrics: metrics,

@@ -24,7 +24,7 @@ public enum UpgradeRule {
 
     /// The verdict for `head` on a route whose upstream is `upstream`, with `client` the
     /// upstream clients' settings.
-    public static func verdict(for head: RequestHead, upstream: UpstreamBase, client: UpstreamClientConfiguration) -> Verdict {
+    public static func verdict(for head: RequestHead, upstream: UpstreamOrigin, client: UpstreamClientConfiguration) -> Verdict {
         guard let proto = head.upgrade else { return .none }
         guard upstream.scheme == "http", client.loopHTTP1, client.unixSocketPath == nil else {
             return .refuse(

@@ -7,13 +7,13 @@ extension ProxySettings {
     static func limiters(for routes: [ProxyRoute]) -> [String: InFlightLimiter] {
         var caps: [String: Int] = [:]
         for r in routes where r.isAdaptive {
-            let origin = r.upstream.origin.urlPrefix
+            let origin = r.upstream.urlPrefix
             caps[origin] = min(caps[origin] ?? AdaptiveLimit.Parameters().maximum, r.maxInFlight ?? .max)
         }
         var shared: [String: InFlightLimiter] = [:]
         var limiters: [String: InFlightLimiter] = [:]
         for r in routes where r.requiresAuthentication || r.isAdaptive {
-            let origin = r.upstream.origin.urlPrefix
+            let origin = r.upstream.urlPrefix
             if r.isAdaptive {
                 let limiter =
                     shared[origin]

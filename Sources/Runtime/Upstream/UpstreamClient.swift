@@ -41,7 +41,7 @@ public final class UpstreamClient: @unchecked Sendable {
     /// A check of whether a retired client is quiet is scheduled.
     var quietCheckScheduled = false
     /// The loop's own HTTP/1.1 connections, per `http://` origin.
-    var http1Pools: [HTTP1Origin: HTTP1Pool] = [:]
+    var http1Pools: [UpstreamOrigin: HTTP1Pool] = [:]
     /// The pool of the last `http://` exchange (``http1Pool(for:)``).
     var lastHTTP1Pool: HTTP1Pool?
     /// How deep the client is in libcurl calls that run callbacks: libcurl refuses to

@@ -128,11 +128,11 @@ public struct UpstreamRequest: Sendable {
     }
 
     /// The origin and target the loop's HTTP/1.1 client would use: an `http` origin as it
-    /// is, or a URL parsed (``HTTP1Origin/parse(_:)``); nil for `https` and anything else.
-    var http1Destination: (origin: HTTP1Origin, target: String)? {
+    /// is, or a URL parsed (``UpstreamOrigin/parse(_:)``); nil for `https` and anything else.
+    var http1Destination: (origin: UpstreamOrigin, target: String)? {
         switch destination {
-        case .origin(let origin, let target): origin.isHTTPS ? nil : (origin.endpoint, target)
-        case .url(let url): HTTP1Origin.parse(url)
+        case .origin(let origin, let target): origin.isHTTPS ? nil : (origin, target)
+        case .url(let url): UpstreamOrigin.parse(url)
         }
     }
 }

@@ -5,7 +5,7 @@ import CLibUV
 /// beyond that wait in order. Loop-confined: owned by one ``UpstreamClient``.
 final class HTTP1Pool {
     unowned let client: UpstreamClient
-    let origin: HTTP1Origin
+    let origin: UpstreamOrigin
     /// The pool's decisions.
     private var machine: StateMachine<HTTP1Connection, HTTP1Exchange>
     /// Every open connection, for shutdown.
@@ -23,7 +23,7 @@ final class HTTP1Pool {
     private var publishedBusy = 0
     private var publishedIdle = 0
 
-    init(client: UpstreamClient, origin: HTTP1Origin) {
+    init(client: UpstreamClient, origin: UpstreamOrigin) {
         self.client = client
         self.origin = origin
         machine = StateMachine(

@@ -21,7 +21,8 @@ struct HTTP1RequestHead {
     /// none, and the framing field; refuses (``RuntimeError/Code/invalidRequest``, nothing
     /// sent) a header a peer would read differently: a name that is not a token, a value
     /// with a control character, or a framing field of the caller's own.
-    static func make(_ request: UpstreamRequest, target: String, origin: HTTP1Origin) throws(RuntimeError) -> HTTP1RequestHead {
+    static func make(_ request: UpstreamRequest, target: String, origin: UpstreamOrigin) throws(RuntimeError) -> HTTP1RequestHead
+    {
         var method = request.method
         var target = target
         // Over the bytes in memory: a method is one or more token bytes, like a field name.
