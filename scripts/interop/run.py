@@ -939,16 +939,22 @@ def mint_assertion(ctx, path, key, kid, lifetime):
     os.replace(path + ".new", path)
 
 
-def sc_client_assertion_file(ctx):
+def assertion_signer(ctx, name):
+    """A new RSA key registered as the assertion client's (the server reads its public half
+    from a file at each verification): the private half, PEM. Skips where the server has
+    no such file."""
     if not ctx.info.get("jwt_client_key_file"):
-        # The client's key is a file Authlib reads at each verification; the check that an
-        # expired assertion sends nothing counts the server's token requests.
+        # The checks that an expired assertion sends nothing count the server's token requests.
         raise Skip("needs a registered key read from a file and a count of the server's token requests")
-    signer = os.path.join(ctx.dir, "issuer-key.pem")
+    signer = os.path.join(ctx.dir, name)
     with open(ctx.info["jwt_client_key_file"], "wb") as f:
         f.write(openssl_key(signer, "rsa"))
     with open(signer) as f:
-        key = f.read()
+        return f.read()
+
+
+def sc_client_assertion_file(ctx):
+    key = assertion_signer(ctx, "issuer-key.pem")
     token = os.path.join(ctx.dir, "token")
     mint_assertion(ctx, token, key, "k1", 60)
     ag = assertion_ag(ctx, "asfile", {"clientID": ctx.info["jwt_client_id"],
@@ -986,13 +992,7 @@ def sc_client_assertion_file(ctx):
 
 
 def sc_client_assertion_file_replicas(ctx):
-    if not ctx.info.get("jwt_client_key_file"):
-        raise Skip("needs a registered key read from a file and a count of the server's token requests")
-    signer = os.path.join(ctx.dir, "replicas-issuer-key.pem")
-    with open(ctx.info["jwt_client_key_file"], "wb") as f:
-        f.write(openssl_key(signer, "rsa"))
-    with open(signer) as f:
-        key = f.read()
+    key = assertion_signer(ctx, "replicas-issuer-key.pem")
     work = os.path.join(ctx.dir, "client-assertion-file-replicas")
     url = urllib.parse.urlsplit(postgres_url())
     table = "interop_replicas_%s" % secrets.token_hex(4)

@@ -215,17 +215,23 @@ def start_gunicorn(d, rs_kind, as_info_path):
     _children.append(p)
     note_pid(p.pid)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
+    wait_until_answering(p, url + "/stats", "gunicorn", f"{d}/rs.log", 20)
+    return {"url": url, "port": port, "stats": url + "/stats"}, cmd
+
+
+def wait_until_answering(p, url, name, log, seconds):
+    """Waits until GET url answers 200; raises when p exits first or after `seconds`."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if p.poll() is not None:
-            raise RuntimeError(f"gunicorn exited {p.returncode}; see {d}/rs.log")
+            raise RuntimeError(f"{name} exited {p.returncode} at start; see {log}")
         try:
-            if http("GET", url + "/stats", timeout=2)[0] == 200:
-                return {"url": url, "port": port, "stats": url + "/stats"}, cmd
+            if http("GET", url, timeout=2)[0] == 200:
+                return
         except OSError:
             pass
         time.sleep(0.1)
-    raise RuntimeError("gunicorn did not answer within 20 s")
+    raise RuntimeError(f"{name} not ready within {seconds} s")
 
 
 def start_rs(d, rs_kind, as_info_path):
@@ -290,17 +296,8 @@ def start_authgate(binary, d, cfg_path, cfg, log_level):
     cmd = [binary, "serve", "--config", cfg_path, "--log-level", log_level]
     p = spawn(cmd, os.path.join(d, "authgate.log"))
     admin = f"http://127.0.0.1:{cfg['admin']['port']}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if p.poll() is not None:
-            raise RuntimeError(f"authgate exited {p.returncode} at start; see {d}/authgate.log")
-        try:
-            if http("GET", admin + "/readyz", timeout=2)[0] == 200:
-                return p, cmd
-        except OSError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError("authgate not ready within 30 s")
+    wait_until_answering(p, admin + "/readyz", "authgate", f"{d}/authgate.log", 30)
+    return p, cmd
 
 
 def direct_token(info):
