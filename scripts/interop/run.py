@@ -1340,13 +1340,7 @@ def sc_tls_client_auth_replicas(ctx):
         check((a1.get("bound_thumbprints") or {}).get(thumb, 0) - (a0.get("bound_thumbprints") or {}).get(thumb, 0) == 1,
               "the login's token was not bound to the shared certificate")
         # Replica b serves the session replica a logged in, with no token of its own.
-        check(wait_until(lambda: b.session().get("state") == "logged_in", 10),
-              "replica b did not follow the login made on replica a")
-        r = b.get("/api/replicas/b/1")
-        check(r.status == 200, f"replica b's first API call → {r.status} {r.body[:200]!r}")
-        a2 = ctx.as_stats()
-        check(logins_issued(a2) == logins_issued(a1) and delta(a1, a2, "refreshes") == 0,
-              "replica b asked the server for tokens of its own instead of serving the shared session")
+        replica_follows_login(ctx, b, "/api/replicas/b/1", a1)
         stores = [ag.session().get("store") or {} for ag in (a, b)]
         check(all(s.get("kind") == "postgres" for s in stores) and stores[0].get("replica") != stores[1].get("replica"),
               f"the replicas do not both serve the postgres store under names of their own: {stores}")
@@ -1376,6 +1370,18 @@ def sc_tls_client_auth_replicas(ctx):
         replicas.stop()
 
 
+def replica_follows_login(ctx, b, path, after_login):
+    """Replica b follows the login another replica made, serves `path` with it, and asks
+    the server for no token of its own (`after_login`: the server's counters then)."""
+    check(wait_until(lambda: b.session().get("state") == "logged_in", 10),
+          "replica b did not follow the login made on replica a")
+    r = b.get(path)
+    check(r.status == 200, f"replica b's first API call → {r.status} {r.body[:200]!r}")
+    now = ctx.as_stats()
+    check(logins_issued(now) == logins_issued(after_login) and delta(after_login, now, "refreshes") == 0,
+          "replica b asked the server for tokens of its own instead of serving the shared session")
+
+
 def sc_self_signed_tls_client_auth_replicas(ctx):
     pki, work = mtls_work(ctx, "self-signed-tls-client-auth-replicas")
     # One self-signed certificate, held by the server for the client, copied into each
@@ -1396,13 +1402,7 @@ def sc_self_signed_tls_client_auth_replicas(ctx):
         a1 = ctx.as_stats()
         check(certificates(a1, method) - certificates(a0, method) == 1,
               "the login was not authenticated by the self-signed certificate")
-        check(wait_until(lambda: b.session().get("state") == "logged_in", 10),
-              "replica b did not follow the login made on replica a")
-        r = b.get("/api/ssreplicas/b/1")
-        check(r.status == 200, f"replica b's first API call → {r.status} {r.body[:200]!r}")
-        a2 = ctx.as_stats()
-        check(logins_issued(a2) == logins_issued(a1) and delta(a1, a2, "refreshes") == 0,
-              "replica b asked the server for tokens of its own instead of serving the shared session")
+        replica_follows_login(ctx, b, "/api/ssreplicas/b/1", a1)
         # Two expiries, 24 concurrent requests each dealt to both replicas: one refresh per
         # expiry across both, each one certificate authentication.
         s0 = ctx.as_stats()
