@@ -64,12 +64,7 @@ struct Replicas {
 
     /// `perReplica` concurrent `token()` calls on every replica; the access tokens they got.
     func storm(perReplica: Int) async throws -> [String] {
-        try await withThrowingTaskGroup(of: String.self) { group in
-            for a in actors {
-                for _ in 0..<perReplica { group.addTask { try await a.token().value } }
-            }
-            return try await group.reduce(into: []) { $0.append($1) }
-        }
+        try await tokenStorm(actors, perReplica: perReplica)
     }
 
     /// Every replica follows the others' notifications (as a gateway does).
@@ -79,5 +74,16 @@ struct Replicas {
 
     func close() async {
         for s in stores { await s.close() }
+    }
+}
+
+/// `perReplica` concurrent `token()` calls on each of `actors` (replicas of one session); the
+/// access tokens they got.
+func tokenStorm(_ actors: [AuthActor], perReplica: Int) async throws -> [String] {
+    try await withThrowingTaskGroup(of: String.self) { group in
+        for a in actors {
+            for _ in 0..<perReplica { group.addTask { try await a.token().value } }
+        }
+        return try await group.reduce(into: []) { $0.append($1) }
     }
 }

@@ -74,12 +74,7 @@ import Testing
         // The first expiry: both replicas asked at once, one renewal, one assertion sent.
         for file in files { write(try assertion(dir), to: file) }
         clock.advance(by: .seconds(150))
-        let tokens = try await withThrowingTaskGroup(of: String.self) { group in
-            for actor in [a, b] {
-                for _ in 0..<10 { group.addTask { try await actor.token().value } }
-            }
-            return try await group.reduce(into: []) { $0.append($1) }
-        }
+        let tokens = try await tokenStorm([a, b], perReplica: 10)
         #expect(Set(tokens).count == 1 && tokens[0] != first.value)
         var statistics = await server.statistics
         #expect(statistics.grants["client_credentials"] == 2, "the login and one renewal")
