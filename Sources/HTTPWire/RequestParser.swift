@@ -141,6 +141,11 @@ public final class RequestParser {
         }
         if errno == HPE_INVALID_METHOD && violation == nil {
             unknownMethod = scanner.firstLineSoFar
+            // http-parser stopped before the byte it refused: a CR just before it (blank
+            // lines may precede a request) must be followed by LF, as anywhere in a head.
+            if n < input.count, let e = scanner.scan(UnsafeRawBufferPointer(rebasing: input[n..<n + 1])) {
+                return fail(e, n)
+            }
             return readUnknownMethod(UnsafeRawBufferPointer(rebasing: input[n...]), consumed: n)
         }
         if errno != HPE_OK {

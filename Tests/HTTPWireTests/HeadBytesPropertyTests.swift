@@ -100,6 +100,14 @@ private func headsBeforeFirstBadByte(_ input: [UInt8]) -> (heads: Int, bad: Bool
         }
     }
 
+    /// Inputs the random test below once found, kept so that they run every time.
+    @Test(arguments: [
+        ("GET /pub/a HTTP/1.1\r\nHost: x\r\nFoo: bar\r\n\r\nGET /api/b HTTP/1.1\r\nHost: x\r\n\r\n\rx", [3, 14, 9])
+    ])
+    func foundByTheRandomTest(input: String, pieces: [Int]) {
+        Self.check(Array(input.utf8), pieces: pieces)
+    }
+
     /// CR, LF and NUL put in place of, and before, every byte of the stream, read whole,
     /// byte by byte, and in pieces that end at every offset.
     @Test func crLFAndNULAtEveryPositionAgreeWithTheDefinition() {
