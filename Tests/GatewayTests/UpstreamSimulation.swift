@@ -33,6 +33,10 @@ struct UpstreamSimulation {
     var queue: AdmissionQueue
     var workers: Int
     var serviceTime: ClosedRange<Double> = 0.040...0.080
+    /// Seconds each request already at work adds to the service time of one that starts: an
+    /// API with threads to spare that shares its cores, whose answers slow down as it serves
+    /// more at once while its answer rate still grows (0: a pool of independent workers).
+    var slowdownPerBusy = 0.0
     var rng: SeededGenerator
     private(set) var now = 0.0
     private var busy: [Job] = []
@@ -96,7 +100,8 @@ struct UpstreamSimulation {
 
     private mutating func start(_ job: Job) {
         var job = job
-        let service = nextServiceTime ?? Double.random(in: serviceTime, using: &rng)
+        let service =
+            (nextServiceTime ?? Double.random(in: serviceTime, using: &rng)) + slowdownPerBusy * Double(busy.count)
         nextServiceTime = nil
         job.end = now + service
         busy.append(job)

@@ -18,6 +18,14 @@
 ///   wait in the upstream's queue. By Little's law the upstream serves about
 ///   `inFlight × baseline / mean` at once; the limit drops to that plus half the tolerance
 ///   (never below half of itself in one window, never below ``Parameters/minimum``);
+/// - unless the upstream answers more at this limit than it did lately at that lower one:
+///   the answer rate of each window that reached the limit (by Little's law, in flight ÷
+///   latency) is kept per level of the limit, and a decrease is skipped when this window's
+///   rate exceeds the best recent rate at or under the target by more than half the
+///   tolerance. A queue adds latency at a constant rate; an API with threads to spare on
+///   shared cores answers slower *and* more as it is given more, and throttling it to its
+///   unloaded latency would cut its throughput to a fraction (the rise is then taken as its
+///   latency at this load, and the limit may grow);
 /// - a window with a timeout or a dropped exchange backs off by ``Parameters/backoff``, once
 ///   (AIMD's multiplicative decrease);
 /// - otherwise, when the limit was reached in the window (the load could use more) and no
@@ -184,8 +192,12 @@ public struct AdaptiveLimit: Sendable, Equatable {
     public private(set) var probing = true
     /// Windows evaluated so far.
     public private(set) var windows = 0
+    /// Windows that found a queue by their latency but did not decrease, because every
+    /// lower level the decrease could go to answered less.
+    public private(set) var declinedDecreases = 0
     private var window = Window()
     private var bucket = Bucket()
+    private var rates = RateLevels()
     /// When ``admitted`` last changed.
     private var changed: Duration?
 
@@ -281,8 +293,43 @@ public struct AdaptiveLimit: Sendable, Equatable {
         }
         baseline = base
         let ratio = mean / base
-        if ratio > 1 + p.tolerance && mean - base > max(p.minimumQueueDelay, p.noiseMargin * noise) {
-            let serving = Double(window.inFlight) / Double(window.samples) / ratio
+        let meanInFlight = Double(window.inFlight) / Double(window.samples)
+        let reached = window.mostInFlight >= admitted
+        // What the upstream answers per second at this window's level (Little's law over
+        // the level's recent windows), kept at the level the window really had in flight: a
+        // window in slow start that ramps up to the limit has fewer.
+        let rate =
+            reached
+            ? rates.record(
+                count: window.timed, meanInFlight: meanInFlight, meanLatency: mean, now: now, freshFor: p.baselinePeriod * 2)
+            : meanInFlight / mean
+        let queued = ratio > 1 + p.tolerance && mean - base > max(p.minimumQueueDelay, p.noiseMargin * noise)
+        // Not in slow start: the first queue it finds ends it, as always (its doubling
+        // outruns the levels it ramps through).
+        if queued && !probing {
+            let target = max(p.minimum, Int(meanInFlight / ratio * (1 + p.tolerance / 2)))
+            let verdict = rates.verdict(
+                inFlight: Int(meanInFlight.rounded()), rate: rate, target: target, noise: noise / mean,
+                least: Double(p.windowSamples), minimumGain: p.tolerance / 5, now: now)
+            switch verdict {
+            case .unknown:
+                break
+            case .decrease(let to):
+                limit = min(limit, max(Double(p.minimum), to))
+                return
+            case .hold:
+                declinedDecreases += 1
+                return
+            case .grow:
+                // More in flight buys more answers: the rise is this upstream's latency at
+                // this load, not a queue. Grow as if no queue had been seen.
+                declinedDecreases += 1
+                if reached && !window.superseded { grow() }
+                return
+            }
+        }
+        if queued {
+            let serving = meanInFlight / ratio
             if serving < 1 {
                 // An upstream serves at least one request at a time: a queue that leaves it
                 // less means the baseline is too low (a lucky window set it, or every
@@ -296,12 +343,17 @@ public struct AdaptiveLimit: Sendable, Equatable {
             let target = max(limit / 2, serving * (1 + p.tolerance / 2))
             limit = min(limit, max(Double(p.minimum), target))
             probing = false
-        } else if window.mostInFlight >= admitted && !window.superseded {
-            // At the minimum, one more request at once (a window with no queue at one in
-            // flight says the upstream can take it), not a fifth of one per window.
-            let least = admitted <= p.minimum ? 1 : p.minimumGrowth
-            let grown = probing ? limit * 2 : limit + max(least, limit * p.growth)
-            limit = min(Double(p.maximum), grown)
+        } else if reached && !window.superseded {
+            grow()
         }
+    }
+
+    private mutating func grow() {
+        let p = parameters
+        // At the minimum, one more request at once (a window with no queue at one in flight
+        // says the upstream can take it), not a fifth of one per window.
+        let least = admitted <= p.minimum ? 1 : p.minimumGrowth
+        let grown = probing ? limit * 2 : limit + max(least, limit * p.growth)
+        limit = min(Double(p.maximum), grown)
     }
 }
