@@ -137,9 +137,8 @@ import Testing
     }
 
     @Test func aLimitOfOneInFrontOfASlowUpstreamClimbsWithinAFewAnswers() {
-        // Slow start at 1, then 2, where a queue appears (200 ms against 100: twice the
-        // latency, no more answers a second): the limit
-        // falls to 1 (1.1, admitted 1) and leaves slow start. At 3 answers a second, a
+        // Slow start at 1, then 2, where a queue appears (160 ms against 100): the limit
+        // falls to 1 (1.4, admitted 1) and leaves slow start. At 3 answers a second, a
         // window of 20 and growth of a fifth of a request per window kept it at 1 for half
         // a minute while first tries were shed.
         var limit = AdaptiveLimit(AdaptiveLimit.Parameters())
@@ -152,7 +151,7 @@ import Testing
         }
         feed(.milliseconds(100), 4)
         #expect(limit.admitted == 2)
-        feed(.milliseconds(200), 4)
+        feed(.milliseconds(160), 4)
         #expect(limit.admitted == 1 && !limit.probing)
         feed(.milliseconds(100), 8)
         #expect(limit.admitted >= 2, "still \(limit.admitted) after 8 answers with no queue")
