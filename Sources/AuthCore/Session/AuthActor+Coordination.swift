@@ -110,7 +110,7 @@ extension AuthActor {
             gate.reset()
             needsPersist = false
             pendingLease = nil
-            endDeviceLoginReplacedElsewhere()
+            await endDeviceLoginReplacedElsewhere()
             logger.info("logged in on another replica", metadata: ["auth.generation": "\(generation)", "auth.epoch": "\(epoch)"])
             events.publish(.loggedIn(status), status: status)
         case (.loggedOut, nil):

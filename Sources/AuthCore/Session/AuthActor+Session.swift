@@ -104,6 +104,9 @@ extension AuthActor {
             deviceFlow = nil
             if flow.id != deviceFlowID {
                 flow.task?.cancel()
+                if let shared = flow.shared, let deviceCoordinator {
+                    await deviceCoordinator.endDeviceLogin(shared, outcome: DeviceLoginEnd.replaced.code, for: account)
+                }
                 endedDeviceLogin(.replaced)
             }
         }
