@@ -83,7 +83,8 @@ extension AuthActor {
         }
         let wallNow = clock.wallNow
         let newState = SessionState(
-            isLoggedIn: true, subject: subject, lastLogin: wallNow, isGuest: false, updatedAt: wallNow)
+            isLoggedIn: true, subject: subject, lastLogin: wallNow, isGuest: false, updatedAt: wallNow,
+            loginID: SessionState.newLoginID())
         do {
             try await stateStore.save(newState, for: account)
         } catch {
