@@ -8,7 +8,7 @@ import Testing
 /// A login on another replica while this one is logged in is a login here too, however soon
 /// after the previous one it comes: a new session (its epoch, its `logged_in` event), not a
 /// refresh of the old one.
-@Suite(TestDatabase.required) struct LoginElsewhereTests {
+@Suite(TestDatabase.required, .serialized) struct LoginElsewhereTests {
     @Test func aLoginOnAnotherReplicaWhileLoggedInHereBeginsANewSessionHere() async throws {
         let clock = TestClock()
         let server = FakeAuthorizationServer(clock: clock)

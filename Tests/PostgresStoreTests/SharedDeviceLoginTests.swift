@@ -12,7 +12,7 @@ import Testing
 /// dies, and its device code is kept sealed in the row. The fake authorization server
 /// answers as RFC 8628 says: `authorization_pending` until someone decides, `slow_down` for
 /// a poll sooner than the interval after the previous one (whoever sent it).
-@Suite(TestDatabase.required) struct SharedDeviceLoginTests {
+@Suite(TestDatabase.required, .serialized) struct SharedDeviceLoginTests {
     static let interval = Duration.seconds(5)
     /// The polling lease's term: short, so that a takeover comes within seconds.
     static let leaseTerms = LeaseRule.Terms(term: .seconds(1), maximumWait: .seconds(5))
