@@ -156,6 +156,32 @@ import Testing
         await survivor.kill()
     }
 
+    @Test func aReplicaThatStopsGivesThePollingLeaseUpAndAnotherPollsOn() async throws {
+        let a = try await replica("a")
+        let b = try await replica("b")
+        let status = try await a.actor.startDeviceLogin()
+        #expect(try await b.actor.startDeviceLogin() == status)
+        #expect(await tick(sleepers: 2))
+        #expect(await eventually(timeout: .seconds(15)) { await server.statistics.devicePolls == 1 })
+        let poller = try #require(await pollingOwner())
+        let (stopping, other) = poller == "a" ? (a, b) : (b, a)
+        await stopping.actor.finishBackgroundWork()
+        #expect(await pollingOwner() == nil, "the lease is given up, not left to lapse")
+        #expect(await other.actor.status.deviceAuthorization == status, "the login waits on")
+        var polls = 1
+        for _ in 0..<10 where polls < 2 {
+            guard await tick(sleepers: 1) else { break }
+            _ = await eventually(timeout: .seconds(3)) { await server.statistics.devicePolls > polls }
+            polls = await server.statistics.devicePolls
+        }
+        #expect(polls == 2)
+        let owner = await pollingOwner()
+        #expect(owner == (poller == "a" ? "b" : "a"))
+        #expect(await server.statistics.slowDowns == 0)
+        await other.actor.cancelDeviceLogin()
+        for r in [a, b] { await r.kill() }
+    }
+
     @Test func aDenialEndsTheDeviceLoginOnEveryReplica() async throws {
         let a = try await replica("a")
         let b = try await replica("b")

@@ -62,6 +62,13 @@ extension AuthActor {
             let login = SharedDeviceLogin(
                 id: Self.newSharedDeviceLoginID(), deviceCode: authorization.deviceCode, status: status, subject: subject)
             let shared = try await shareDeviceLogin(login, replacing: replacing, flowID: id, coordinator: deviceCoordinator)
+            guard deviceFlow?.id == id else {
+                // A logout someone asked for while it was being shared: it ends everywhere.
+                if shared.id == login.id {
+                    await deviceCoordinator.endDeviceLogin(login.id, outcome: DeviceLoginEnd.cancelled.code, for: account)
+                }
+                throw AuthError.sessionEnded(.userInitiated)
+            }
             return adoptSharedDeviceLogin(shared, flowID: id, dpop: dpop, startedHere: shared.id == login.id)
         }
         let polling = DevicePolling(interval: authorization.interval, expiresIn: authorization.expiresIn, startedAt: startedAt)
