@@ -98,6 +98,25 @@ import Testing
         }
     }
 
+    /// Each replica reads no login and asks for codes (usually all three at once); the
+    /// first to share wins the compare-and-set, and the others adopt its codes.
+    @Test func replicasStartingTogetherShowOneUserCode() async throws {
+        let replicas = [try await replica("a"), try await replica("b"), try await replica("c")]
+        let shown = try await withThrowingTaskGroup(of: DeviceAuthorizationStatus.self) { group in
+            for r in replicas { group.addTask { try await r.actor.startDeviceLogin() } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(Set(shown.map(\.userCode)).count == 1, "whoever shared first, everyone shows that one")
+        let asked = await server.statistics.deviceAuthorizations
+        #expect(asked >= 1 && asked <= 3)
+        #expect(await server.pendingUserCodes.contains(shown[0].userCode))
+        for r in replicas { #expect(await r.actor.status.deviceAuthorization?.userCode == shown[0].userCode) }
+        for r in replicas {
+            await r.actor.cancelDeviceLogin()
+            await r.kill()
+        }
+    }
+
     @Test func exactlyOneReplicaPollsAtTheIntervalAndTheApprovalLogsEveryReplicaIn() async throws {
         let replicas = [try await replica("a"), try await replica("b"), try await replica("c")]
         let status = try await replicas[0].actor.startDeviceLogin()
