@@ -28,6 +28,13 @@ extension AuthActor {
     /// asked for) when a logout cancelled it while that request was in flight. A logout
     /// someone asked for, or another login, cancels the pending login. The device code is
     /// never logged, published or returned.
+    ///
+    /// When other processes share the stores (a ``DeviceLoginCoordinator``), the device login
+    /// is the session's: one that another process started and a person may still approve is
+    /// adopted (its user code returned, announced and shown here, no new code asked for),
+    /// a new one is shared, and the processes poll it in turn, one at a time. Throws the
+    /// store's error (``AuthError/Code/unavailable``) when the shared login cannot be read or
+    /// shared.
     public func startDeviceLogin(scope: String? = nil, subject: String? = nil) async throws -> DeviceAuthorizationStatus {
         guard deviceFlow == nil else { throw AuthError.deviceLoginPending }
         // The session the approval begins proves its own key, from the first poll on.
