@@ -12,7 +12,8 @@ internal import PostgresNIO
 /// (who refreshes now, until when on the database's clock), `updated_at`; since version 2,
 /// the device login the replicas share: `device_id`, `device_sealed` (its device code and
 /// user code, sealed as the tokens are), `device_interval_ms`, `device_outcome` (how it
-/// ended), `device_owner` and `device_until` (who polls now, until when).
+/// ended), `device_owner` and `device_until` (who polls now, until when),
+/// `device_starting` and `device_starting_until` (who is asking for new codes, until when).
 /// `<table>_schema`: one row, the version.
 ///
 /// A migration adds to a table, in place, in the transaction that records the new version:
@@ -47,7 +48,9 @@ public enum PostgresSchema {
                     ADD COLUMN IF NOT EXISTS device_interval_ms bigint,
                     ADD COLUMN IF NOT EXISTS device_outcome text,
                     ADD COLUMN IF NOT EXISTS device_owner text,
-                    ADD COLUMN IF NOT EXISTS device_until timestamptz
+                    ADD COLUMN IF NOT EXISTS device_until timestamptz,
+                    ADD COLUMN IF NOT EXISTS device_starting text,
+                    ADD COLUMN IF NOT EXISTS device_starting_until timestamptz
                 """
             ],
         ]

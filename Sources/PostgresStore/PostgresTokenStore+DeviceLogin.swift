@@ -43,7 +43,7 @@ extension PostgresTokenStore: DeviceLoginCoordinator {
                 VALUES (\(account.rawValue), \(login.id), \(sealed), \(interval))
                 ON CONFLICT (account) DO UPDATE SET device_id = EXCLUDED.device_id, device_sealed = EXCLUDED.device_sealed,
                 device_interval_ms = EXCLUDED.device_interval_ms, device_outcome = NULL, device_owner = NULL,
-                device_until = NULL, updated_at = now()
+                device_until = NULL, device_starting = NULL, device_starting_until = NULL, updated_at = now()
                 WHERE t.device_id IS NOT DISTINCT FROM \(replacing)::text
                 RETURNING generation)
                 SELECT w.generation FROM w, pg_notify(\(channel), 'device ' || \(account.rawValue) || ' ' || w.generation) AS n
@@ -51,6 +51,63 @@ extension PostgresTokenStore: DeviceLoginCoordinator {
             var shared = false
             for try await _ in rows { shared = true }
             return shared
+        }
+    }
+
+    /// Claims the start of a new device login in one statement: a compare-and-set on the
+    /// shared login still being `replacing` and nobody else's live claim (the row is created
+    /// when absent). The claim lasts a lease's term.
+    public func claimDeviceStart(replacing: String?, for account: AccountID) async throws -> DeviceStartClaim {
+        let me = replicaID
+        let seconds = Double(leaseTerms.term / .milliseconds(1)) / 1000
+        let (claimed, current, remaining) = try await run(account, .tokens) {
+            client, table -> (Bool, String?, Double?) in
+            let rows = try await client.query(
+                """
+                WITH u AS (
+                INSERT INTO \(unescaped: table) AS t (account, device_starting, device_starting_until)
+                VALUES (\(account.rawValue), \(me), clock_timestamp() + make_interval(secs => \(seconds)))
+                ON CONFLICT (account) DO UPDATE SET device_starting = EXCLUDED.device_starting,
+                device_starting_until = EXCLUDED.device_starting_until
+                WHERE t.device_id IS NOT DISTINCT FROM \(replacing)::text
+                AND (t.device_starting IS NULL OR t.device_starting = \(me) OR t.device_starting_until IS NULL
+                OR t.device_starting_until <= clock_timestamp())
+                RETURNING 1)
+                SELECT (SELECT count(*) FROM u)::int8, r.device_id,
+                EXTRACT(EPOCH FROM (r.device_starting_until - clock_timestamp()))::float8
+                FROM (SELECT 1) AS one LEFT JOIN \(unescaped: table) AS r ON r.account = \(account.rawValue)
+                """)
+            // One row, whether or not the statement's snapshot saw the account's (a row
+            // another replica inserted meanwhile is not seen: read again shortly).
+            for try await (count, id, remaining) in rows.decode((Int64, String?, Double?).self) {
+                return (count > 0, id, remaining)
+            }
+            return (false, nil, nil)
+        }
+        if claimed { return .start }
+        if current != replacing { return .changed }
+        guard let remaining, remaining > 0 else { return .wait(atMost: .milliseconds(100)) }
+        return .wait(atMost: .milliseconds(Int64(remaining * 1000)))
+    }
+
+    /// Gives this replica's claim to start a device login up and notifies, so that another
+    /// replica asks at once. A failure is logged: the claim lapses at its term.
+    public func releaseDeviceStart(for account: AccountID) async {
+        let channel = self.channel
+        let me = replicaID
+        do {
+            try await run(account, .tokens) { client, table in
+                _ = try await client.query(
+                    """
+                    WITH w AS (
+                    UPDATE \(unescaped: table) SET device_starting = NULL, device_starting_until = NULL
+                    WHERE account = \(account.rawValue) AND device_starting = \(me)
+                    RETURNING generation)
+                    SELECT w.generation FROM w, pg_notify(\(channel), 'device ' || \(account.rawValue) || ' ' || w.generation) AS n
+                    """)
+            }
+        } catch {
+            logger.info("device login start not released; it lapses at its term", metadata: ["store.error": "\(error)"])
         }
     }
 

@@ -43,10 +43,11 @@ extension AuthActor {
         let id = nextDeviceFlowID
         deviceFlow = DeviceFlow(id: id)
         // With shared stores, the login another process started and a person may still
-        // approve is this one too: one user code, whichever process is asked.
+        // approve is this one too: one user code, whichever process is asked; and of
+        // processes starting together, one asks for codes.
         var replacing: String?
         if let deviceCoordinator {
-            switch try await sharedDeviceLoginToAdopt(id, coordinator: deviceCoordinator) {
+            switch try await claimSharedDeviceStart(id, coordinator: deviceCoordinator) {
             case .adopt(let login): return adoptSharedDeviceLogin(login, flowID: id, dpop: dpop, startedHere: false)
             case .replace(let previous): replacing = previous
             }
@@ -56,13 +57,18 @@ extension AuthActor {
             authorization = try await client.requestDeviceAuthorization(scope: scope)
         } catch {
             if deviceFlow?.id == id { deviceFlow = nil }
+            // Another process may ask at once.
+            if let deviceCoordinator { await deviceCoordinator.releaseDeviceStart(for: account) }
             if let endpoint = error as? AuthError, endpoint.code.domain == .tokenEndpoint {
                 throw AuthError.loginFailed(endpoint)
             }
             throw error
         }
         // A logout someone asked for while the request was in flight cancelled this login.
-        guard deviceFlow?.id == id else { throw AuthError.sessionEnded(.userInitiated) }
+        guard deviceFlow?.id == id else {
+            if let deviceCoordinator { await deviceCoordinator.releaseDeviceStart(for: account) }
+            throw AuthError.sessionEnded(.userInitiated)
+        }
         let startedAt = clock.now
         let status = authorization.status(expiresAt: clock.wallNow.addingTimeInterval(authorization.expiresIn.timeInterval))
         if let deviceCoordinator {

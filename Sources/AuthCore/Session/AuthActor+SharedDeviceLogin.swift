@@ -28,6 +28,33 @@ extension AuthActor {
         return .replace(found?.id)
     }
 
+    /// Reads the shared device login for the device login `flowID` starting here and, when
+    /// none waits, claims the start of a new one: while another process is asking for codes,
+    /// this one waits for them (each wait at most that claim's term) and adopts them. After
+    /// a bounded number of rounds it asks anyway (sharing then decides which codes are shown).
+    func claimSharedDeviceStart(_ flowID: UInt64, coordinator: any DeviceLoginCoordinator) async throws
+        -> SharedDeviceLoginStart
+    {
+        for _ in 0..<20 {
+            let found = try await sharedDeviceLoginToAdopt(flowID, coordinator: coordinator)
+            guard case .replace(let previous) = found else { return found }
+            let claim: DeviceStartClaim
+            do {
+                claim = try await coordinator.claimDeviceStart(replacing: previous, for: account)
+            } catch {
+                if deviceFlow?.id == flowID { deviceFlow = nil }
+                throw error
+            }
+            guard deviceFlow?.id == flowID else { throw AuthError.sessionEnded(.userInitiated) }
+            switch claim {
+            case .start: return found
+            case .changed: continue
+            case .wait(let atMost): await coordinator.waitForDeviceChange(for: account, atMost: atMost)
+            }
+        }
+        return try await sharedDeviceLoginToAdopt(flowID, coordinator: coordinator)
+    }
+
     /// Shares `login` (just issued here) in place of `replacing`; when another process
     /// shared one first, that one is answered and `login`'s codes are left to expire unused.
     func shareDeviceLogin(

@@ -5,7 +5,9 @@
 /// ``AuthActor`` consults it when the store it was given is shared:
 /// 1. ``sharedDeviceLogin(for:)`` before it asks the device authorization endpoint for a
 ///    code: a login still waiting (not ended, not expired) is adopted as it is.
-/// 2. ``shareDeviceLogin(_:replacing:for:)`` with the one it was just issued, in place of
+/// 2. ``claimDeviceStart(replacing:for:)`` before it asks: when another process is asking
+///    already, it waits for that one's codes and adopts them;
+///    ``shareDeviceLogin(_:replacing:for:)`` with the one it was just issued, in place of
 ///    the one it read (compare-and-set: when another process shared one meanwhile, that one
 ///    is adopted and the new code is left to expire).
 /// 3. ``claimDevicePolling(_:for:)`` before each poll: only the holder of the polling lease
@@ -22,8 +24,16 @@ public protocol DeviceLoginCoordinator: Sendable {
     /// ``AuthError`` (store domain) when it cannot tell.
     func sharedDeviceLogin(for account: AccountID) async throws -> SharedDeviceLogin?
 
+    /// Claims the right to ask for new codes in place of the login whose id is `replacing`
+    /// (nil: none was shared), so that processes starting together ask once: the claim lasts
+    /// until the codes are shared, given up (``releaseDeviceStart(for:)``) or a lease's term.
+    func claimDeviceStart(replacing: String?, for account: AccountID) async throws -> DeviceStartClaim
+
+    /// Gives a claim to ask for new codes up (the request failed).
+    func releaseDeviceStart(for account: AccountID) async
+
     /// Shares `login` in place of the one whose id is `replacing` (nil: none was shared);
-    /// false when that is no longer the one shared.
+    /// false when that is no longer the one shared. Ends this process's claim to ask.
     func shareDeviceLogin(_ login: SharedDeviceLogin, replacing: String?, for account: AccountID) async throws -> Bool
 
     /// Takes or keeps the polling lease of the login `id`, or says who polls or how it ended.
@@ -54,4 +64,14 @@ public enum DevicePollClaim: Sendable, Equatable {
     /// The login ended: `approved` or a ``DeviceLoginEnd/code``; nil when another login
     /// took its place or none is shared.
     case ended(String?)
+}
+
+/// What ``DeviceLoginCoordinator/claimDeviceStart(replacing:for:)`` found.
+public enum DeviceStartClaim: Sendable, Equatable {
+    /// This process asks for the codes, and shares them.
+    case start
+    /// Another process is asking: read again after its codes are shared, at most this long.
+    case wait(atMost: Duration)
+    /// The shared login is no longer the one read: read it again.
+    case changed
 }
