@@ -41,13 +41,15 @@ unit: deps
 # skips them, saying so), then three `authgate serve` replicas sharing one session: a refresh
 # storm (and one slower than the lease term), kill -9 of the lease holder, the database
 # stopped and started under load, one replica cut off by a silent partition (network
-# namespaces: as root only, skipped otherwise).
+# namespaces: as root only, skipped otherwise), and one device login shared by three
+# replicas, its poller killed.
 postgres: deps
 	$(SWIFT) build --build-tests
 	timeout 900 scripts/with-postgres $(SWIFT) test --skip-build --filter PostgresStoreTests
 	AUTHGATE_TEST_POSTGRES_OUTAGE=1 timeout 300 scripts/with-postgres $(SWIFT) test --skip-build --filter DatabaseOutageTests
 	AUTHGATE_BIN="$$($(SWIFT) build --show-bin-path)/authgate" scripts/scale-out-storm
 	AUTHGATE_BIN="$$($(SWIFT) build --show-bin-path)/authgate" scripts/scale-out-kill
+	AUTHGATE_BIN="$$($(SWIFT) build --show-bin-path)/authgate" scripts/scale-out-device
 	AUTHGATE_BIN="$$($(SWIFT) build --show-bin-path)/authgate" scripts/scale-out-outage
 	AUTHGATE_BIN="$$($(SWIFT) build --show-bin-path)/authgate" scripts/scale-out-partition || [ $$? -eq 77 ]
 

@@ -35,7 +35,7 @@ public struct FakeAuthorizationServerResponder: HTTPResponder {
                 let grants = c.grants.sorted { $0.key < $1.key }.map { "\(Problem.quote($0.key)):\($0.value)" }.joined(
                     separator: ",")
                 let json =
-                    "{\"requests\":\(c.requests),\"refreshes\":\(c.refreshes),\"refresh_attempts\":\(c.refreshAttempts),\"reuse_detections\":\(c.reuseDetections),\"grace_reuses\":\(c.graceReuses),\"injected_failures\":\(c.injectedFailures),\"revocations\":\(c.revocations),\"grants\":{\(grants)}}"
+                    "{\"requests\":\(c.requests),\"refreshes\":\(c.refreshes),\"refresh_attempts\":\(c.refreshAttempts),\"reuse_detections\":\(c.reuseDetections),\"grace_reuses\":\(c.graceReuses),\"injected_failures\":\(c.injectedFailures),\"revocations\":\(c.revocations),\"device_authorizations\":\(c.deviceAuthorizations),\"device_polls\":\(c.devicePolls),\"slow_downs\":\(c.slowDowns),\"grants\":{\(grants)}}"
                 var h = HTTPHeaders()
                 h.add(name: "Content-Type", value: "application/json")
                 writer.respond(status: 200, headers: h, body: Array(json.utf8))

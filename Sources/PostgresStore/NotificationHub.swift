@@ -27,9 +27,10 @@ final class NotificationHub: Sendable {
     /// One change of the table another replica announced.
     struct Change: Sendable, Equatable {
         /// The kinds the store sends.
-        static let kinds: Set<String> = ["refreshed", "login", "logout", "released", "state"]
+        static let kinds: Set<String> = ["refreshed", "login", "logout", "released", "state", "device"]
 
-        /// `refreshed`, `login`, `logout`, `released` or `state` (`resync` from the hub itself).
+        /// `refreshed`, `login`, `logout`, `released`, `state` or `device` (`resync` from the
+        /// hub itself).
         var kind: String
         /// The account it is about (`*` for a `resync`).
         var account: String

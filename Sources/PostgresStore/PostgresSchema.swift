@@ -9,11 +9,18 @@ internal import PostgresNIO
 /// `<table>`: one row per account: `sealed` (the ``AuthCore/TokenSealer`` box, `NULL` when
 /// logged out), `generation`, `session_epoch` (bumped by every login and logout, on any
 /// replica), `state` (the non-secret session state, JSON), `lease_owner` and `lease_until`
-/// (who refreshes now, until when on the database's clock), `updated_at`.
+/// (who refreshes now, until when on the database's clock), `updated_at`; since version 2,
+/// the device login the replicas share: `device_id`, `device_sealed` (its device code and
+/// user code, sealed as the tokens are), `device_interval_ms`, `device_outcome` (how it
+/// ended), `device_owner` and `device_until` (who polls now, until when),
+/// `device_starting` and `device_starting_until` (who is asking for new codes, until when).
 /// `<table>_schema`: one row, the version.
+///
+/// A migration adds to a table, in place, in the transaction that records the new version:
+/// the rows and every session in them stay as they were.
 public enum PostgresSchema {
     /// The version this build writes and reads.
-    public static let version = 1
+    public static let version = 2
 
     /// The statements that take a table from version `n - 1` to `n` (index `n - 1`).
     static func migrations(_ table: String) -> [[String]] {
@@ -31,7 +38,21 @@ public enum PostgresSchema {
                     updated_at timestamptz NOT NULL DEFAULT now()
                 )
                 """
-            ]
+            ],
+            // 2: a device login shared by the replicas (issue 28).
+            [
+                """
+                ALTER TABLE \(table)
+                    ADD COLUMN IF NOT EXISTS device_id text,
+                    ADD COLUMN IF NOT EXISTS device_sealed bytea,
+                    ADD COLUMN IF NOT EXISTS device_interval_ms bigint,
+                    ADD COLUMN IF NOT EXISTS device_outcome text,
+                    ADD COLUMN IF NOT EXISTS device_owner text,
+                    ADD COLUMN IF NOT EXISTS device_until timestamptz,
+                    ADD COLUMN IF NOT EXISTS device_starting text,
+                    ADD COLUMN IF NOT EXISTS device_starting_until timestamptz
+                """
+            ],
         ]
     }
 

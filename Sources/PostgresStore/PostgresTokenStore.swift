@@ -42,6 +42,8 @@ public final class PostgresTokenStore: SessionRowStore {
     let seen = SeenGenerations()
     /// The renewal task of each lease this replica holds, by account.
     let renewals = Locked<[String: Task<Void, Never>]>([:])
+    /// The renewal task of each device polling lease this replica holds, by account.
+    let deviceRenewals = Locked<[String: Task<Void, Never>]>([:])
     private let runTask: Task<Void, Never>
     private let reachable = Locked(true)
 
@@ -145,6 +147,10 @@ public final class PostgresTokenStore: SessionRowStore {
     /// Stops the connection pool. Operations after this fail as unavailable.
     public func close() async {
         for task in renewals.withLock({ r in
+            defer { r.removeAll() }
+            return Array(r.values)
+        }) { task.cancel() }
+        for task in deviceRenewals.withLock({ r in
             defer { r.removeAll() }
             return Array(r.values)
         }) { task.cancel() }

@@ -94,4 +94,13 @@ import Testing
     @Test(arguments: errors) func aFailedPollsErrorIsReadAsItsOutcome(error: AuthError, outcome: DevicePolling.Outcome) {
         #expect(DevicePolling.outcome(of: error) == outcome)
     }
+
+    @Test func aTakeoverAdoptsTheLongerIntervalAnotherProcessReachedAndNeverAShorterOne() {
+        let start = MonotonicInstant(offset: .zero)
+        var polling = DevicePolling(interval: .seconds(5), expiresIn: .seconds(600), startedAt: start)
+        polling.adopt(interval: .seconds(15))
+        #expect(polling.start(now: start) == .poll(after: .seconds(15)))
+        polling.adopt(interval: .seconds(5))
+        #expect(polling.interval == .seconds(15))
+    }
 }

@@ -1,57 +1,259 @@
 import AuthCore
 import AuthGateTesting
 import Foundation
+import Logging
 import Testing
 
 @testable import PostgresStore
 
-/// Device logins (RFC 8628) on replicas sharing one session: each replica's waiting login
-/// is its own (its device code never leaves it), and a login on any replica ends the ones
-/// waiting on the others, as a login on the same replica does: their approval could only
-/// replace the session everyone now serves.
-@Suite(TestDatabase.required) struct SharedDeviceLoginTests {
-    @Test func aLoginOnAnotherReplicaEndsTheDeviceLoginWaitingHere() async throws {
-        let clock = TestClock()
+/// Device logins (RFC 8628) on replicas sharing one session: one device login per session,
+/// whichever replica started it. Every replica shows its user code, exactly one polls the
+/// token endpoint at a time (a polling lease in the row), another takes over when that one
+/// dies, and its device code is kept sealed in the row. The fake authorization server
+/// answers as RFC 8628 says: `authorization_pending` until someone decides, `slow_down` for
+/// a poll sooner than the interval after the previous one (whoever sent it).
+@Suite(TestDatabase.required, .serialized) struct SharedDeviceLoginTests {
+    static let interval = Duration.seconds(5)
+    /// The polling lease's term: short, so that a takeover comes within seconds.
+    static let leaseTerms = LeaseRule.Terms(term: .seconds(1), maximumWait: .seconds(5))
+
+    let key = TokenStoreKey.random()
+    let clock = TestClock()
+    let server: FakeAuthorizationServer
+    let table = TestDatabase.uniqueTable()
+
+    init() {
         var configuration = FakeAuthorizationServer.Configuration()
         configuration.deviceCodeLifetime = .seconds(600)
-        configuration.deviceInterval = .seconds(5)
-        let server = FakeAuthorizationServer(configuration: configuration, clock: clock)
+        configuration.deviceInterval = Self.interval
+        server = FakeAuthorizationServer(configuration: configuration, clock: clock)
+    }
+
+    /// A replica: its own pool on the shared table, its actor, and the task that follows
+    /// the other replicas' changes.
+    struct Replica {
+        let actor: AuthActor
+        let store: PostgresTokenStore
+        let follower: Task<Void, Never>
+
+        /// Stops it as a process that dies would: its connections close, its leases lapse.
+        func kill() async {
+            await store.close()
+            await follower.value
+            await actor.cancelDeviceLogin()
+        }
+    }
+
+    func replica(_ name: String) async throws -> Replica {
+        let app = try TestDatabase.app()
+        let store = try await PostgresTokenStore.open(
+            try PostgresStoreConfiguration(url: app.storeURL, tlsMode: "disable", table: table), password: app.password,
+            key: key, logger: Logger(label: "test.store"), replicaID: name, leaseTerms: Self.leaseTerms)
         let client = OAuth2Client.Configuration(
             tokenEndpoint: SharedSessionTests.tokenEndpoint, clientID: "authgate", clientSecret: "s3cret",
             deviceAuthorizationEndpoint: "https://auth.example.test/oauth/device_authorization")
-        let shared = SharedSessionTests()
-        let table = TestDatabase.uniqueTable()
-        let (a, storeA) = try await shared.replica(table: table, server: server, clock: clock, client: client)
-        let (b, storeB) = try await shared.replica(table: table, server: server, clock: clock, client: client)
-        for actor in [a, b] { try await actor.restore() }
-        let followers = [(storeA, a), (storeB, b)].map { store, actor in Task { await store.follow([.default: actor]) } }
+        let actor = AuthActor(
+            client: OAuth2Client(configuration: client, transport: server, clock: clock), tokenStore: store, stateStore: store,
+            clock: clock, configuration: .init(skew: .seconds(30), jitter: .zero),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), refreshCoordinator: store)
+        try await actor.restore()
+        let follower = Task { await store.follow([.default: actor]) }
+        return Replica(actor: actor, store: store, follower: follower)
+    }
 
-        // Both replicas wait for a person, as `autoLogin: device` makes each do at start.
-        let waitingA = try await a.startDeviceLogin()
-        let waitingB = try await b.startDeviceLogin()
-        #expect(waitingA.userCode != waitingB.userCode)
-        let mark = b.events.lastEventID
-        #expect(await server.approveDevice(userCode: waitingA.userCode))
-        #expect(await eventually { clock.sleeperCount == 2 }, "both replicas poll")
-        clock.advance(by: .seconds(5))
-        #expect(await eventually { await a.status.isLoggedIn })
-        #expect(await eventually { await b.status.isLoggedIn }, "the login reaches the other replica")
-        #expect(await b.status.deviceAuthorization == nil, "and ends the device login waiting there")
-        #expect(await eventually { clock.sleeperCount == 0 }, "no replica polls any more")
+    /// The device login ends `actor` published after `mark`.
+    func ends(_ actor: AuthActor, after mark: UInt64) async -> [DeviceLoginEnd] {
         var ends: [DeviceLoginEnd] = []
-        for await record in b.events.subscribe(resumingAfter: mark) {
+        guard actor.events.lastEventID > mark else { return ends }
+        for await record in actor.events.subscribe(resumingAfter: mark) {
             if case .deviceLoginEnded(let end) = record.event { ends.append(end) }
-            if record.id >= b.events.lastEventID { break }
+            if record.id >= actor.events.lastEventID { break }
         }
-        #expect(ends == [.replaced])
+        return ends
+    }
 
-        // Approving the other code now logs nobody in again: the session stays the one both serve.
-        let token = try await a.token()
-        #expect(await server.approveDevice(userCode: waitingB.userCode))
-        clock.advance(by: .seconds(30))
-        #expect(try await b.token().value == token.value)
+    /// Moves the clock on by one interval once every replica's polling task sleeps on it,
+    /// and waits for the polls that follows to be answered.
+    func tick(sleepers: Int) async -> Bool {
+        guard await eventually(timeout: .seconds(15), { clock.sleeperCount >= sleepers }) else { return false }
+        clock.advance(by: Self.interval)
+        return true
+    }
+
+    @Test func aReplicaStartingADeviceLoginShowsTheOneAnotherStarted() async throws {
+        let a = try await replica("a")
+        let b = try await replica("b")
+        let started = try await a.actor.startDeviceLogin(scope: "read")
+        let joined = try await b.actor.startDeviceLogin()
+        #expect(joined == started, "the same user code, verification URI and expiry")
+        #expect(await b.actor.status.deviceAuthorization?.userCode == started.userCode)
+        #expect(await server.statistics.deviceAuthorizations == 1, "no second code asked for")
+        let deviceCode = try #require(await server.issuedSecrets.deviceCodes.first)
+        let rows = try await TestDatabase.rawRows(table).joined()
+        #expect(rows.contains("device_sealed") && !rows.contains(deviceCode), "the device code is sealed")
+        #expect(!rows.contains(started.userCode), "and so is the user code")
+        for r in [a, b] {
+            await r.actor.cancelDeviceLogin()
+            await r.kill()
+        }
+    }
+
+    /// Each replica reads no login; one claims the start and asks for codes, the others
+    /// wait for them and adopt them.
+    @Test func replicasStartingTogetherShowOneUserCode() async throws {
+        let replicas = [try await replica("a"), try await replica("b"), try await replica("c")]
+        let shown = try await withThrowingTaskGroup(of: DeviceAuthorizationStatus.self) { group in
+            for r in replicas { group.addTask { try await r.actor.startDeviceLogin() } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(Set(shown.map(\.userCode)).count == 1, "whoever shared first, everyone shows that one")
+        #expect(await server.statistics.deviceAuthorizations == 1, "one replica asked")
+        #expect(await server.pendingUserCodes.contains(shown[0].userCode))
+        for r in replicas { #expect(await r.actor.status.deviceAuthorization?.userCode == shown[0].userCode) }
+        for r in replicas {
+            await r.actor.cancelDeviceLogin()
+            await r.kill()
+        }
+    }
+
+    @Test func exactlyOneReplicaPollsAtTheIntervalAndTheApprovalLogsEveryReplicaIn() async throws {
+        let replicas = [try await replica("a"), try await replica("b"), try await replica("c")]
+        let status = try await replicas[0].actor.startDeviceLogin()
+        for r in replicas.dropFirst() { #expect(try await r.actor.startDeviceLogin() == status) }
+        let marks = replicas.map { $0.actor.events.lastEventID }
+        for round in 1...4 {
+            #expect(await tick(sleepers: 3), "every replica waits on the clock (round \(round))")
+            #expect(await eventually(timeout: .seconds(15)) { await server.statistics.devicePolls == round })
+        }
+        #expect(await server.statistics.devicePolls == 4, "one poll per interval, whichever replica sent it")
+        #expect(await server.statistics.slowDowns == 0, "no poll sooner than the interval")
+        #expect(await server.approveDevice(userCode: status.userCode))
+        #expect(await tick(sleepers: 3))
+        for r in replicas { #expect(await eventually(timeout: .seconds(15)) { await r.actor.status.isLoggedIn }) }
+        for r in replicas {
+            #expect(await eventually(timeout: .seconds(15)) { await r.actor.status.deviceAuthorization == nil })
+        }
         #expect(await server.statistics.grants[Grant.deviceCodeType] == 1)
-        for s in [storeA, storeB] { await s.close() }
-        for f in followers { await f.value }
+        for (r, mark) in zip(replicas, marks) {
+            #expect(await ends(r.actor, after: mark) == [], "approved: no device login ended")
+        }
+        let token = try await replicas[0].actor.token()
+        for r in replicas.dropFirst() { #expect(try await r.actor.token().value == token.value) }
+        for r in replicas { await r.kill() }
+    }
+
+    @Test func anotherReplicaTakesOverPollingWhenThePollerDies() async throws {
+        let a = try await replica("a")
+        let b = try await replica("b")
+        let status = try await a.actor.startDeviceLogin()
+        #expect(try await b.actor.startDeviceLogin() == status)
+        // The first poll: whoever polled holds the polling lease.
+        #expect(await tick(sleepers: 2))
+        #expect(await eventually(timeout: .seconds(15)) { await server.statistics.devicePolls == 1 })
+        let poller = try #require(await pollingOwner())
+        let (dead, survivor) = poller == "a" ? (a, b) : (b, a)
+        await dead.kill()
+        // The survivor takes over once the lease lapses (a term), and polls on at the interval.
+        var polls = 1
+        for _ in 0..<20 where polls < 3 {
+            guard await tick(sleepers: 1) else { break }
+            _ = await eventually(timeout: .seconds(3)) { await server.statistics.devicePolls > polls }
+            polls = await server.statistics.devicePolls
+        }
+        #expect(polls >= 3, "the survivor polls the same device code")
+        #expect(await pollingOwner() == (poller == "a" ? "b" : "a"))
+        #expect(await server.statistics.slowDowns == 0)
+        #expect(await server.statistics.deviceAuthorizations == 1)
+        #expect(await server.approveDevice(userCode: status.userCode))
+        for _ in 0..<10 {
+            if await survivor.actor.status.isLoggedIn { break }
+            guard await tick(sleepers: 1) else { break }
+            _ = await eventually(timeout: .seconds(3)) { await survivor.actor.status.isLoggedIn }
+        }
+        #expect(await survivor.actor.status.isLoggedIn, "the approval reaches the survivor's polls")
+        await survivor.kill()
+    }
+
+    @Test func aReplicaThatStopsGivesThePollingLeaseUpAndAnotherPollsOn() async throws {
+        let a = try await replica("a")
+        let b = try await replica("b")
+        let status = try await a.actor.startDeviceLogin()
+        #expect(try await b.actor.startDeviceLogin() == status)
+        #expect(await tick(sleepers: 2))
+        #expect(await eventually(timeout: .seconds(15)) { await server.statistics.devicePolls == 1 })
+        let poller = try #require(await pollingOwner())
+        let (stopping, other) = poller == "a" ? (a, b) : (b, a)
+        await stopping.actor.finishBackgroundWork()
+        #expect(await pollingOwner() == nil, "the lease is given up, not left to lapse")
+        #expect(await other.actor.status.deviceAuthorization == status, "the login waits on")
+        var polls = 1
+        for _ in 0..<10 where polls < 2 {
+            guard await tick(sleepers: 1) else { break }
+            _ = await eventually(timeout: .seconds(3)) { await server.statistics.devicePolls > polls }
+            polls = await server.statistics.devicePolls
+        }
+        #expect(polls == 2)
+        let owner = await pollingOwner()
+        #expect(owner == (poller == "a" ? "b" : "a"))
+        #expect(await server.statistics.slowDowns == 0)
+        await other.actor.cancelDeviceLogin()
+        for r in [a, b] { await r.kill() }
+    }
+
+    @Test func aDenialEndsTheDeviceLoginOnEveryReplica() async throws {
+        let a = try await replica("a")
+        let b = try await replica("b")
+        let status = try await a.actor.startDeviceLogin()
+        #expect(try await b.actor.startDeviceLogin() == status)
+        let marks = [a, b].map { $0.actor.events.lastEventID }
+        #expect(await server.denyDevice(userCode: status.userCode))
+        for _ in 0..<10 {
+            if await a.actor.status.deviceAuthorization == nil, await b.actor.status.deviceAuthorization == nil { break }
+            guard await tick(sleepers: 1) else { break }
+            try? await Task.sleep(for: .milliseconds(300))
+        }
+        for (r, mark) in zip([a, b], marks) {
+            #expect(await r.actor.status.deviceAuthorization == nil)
+            #expect(await ends(r.actor, after: mark) == [.denied])
+        }
+        #expect(await server.statistics.devicePolls == 1, "one poll learnt it for both")
+        // A new device login asks for a new code: the denied one is not adopted.
+        let next = try await b.actor.startDeviceLogin()
+        #expect(next.userCode != status.userCode)
+        #expect(try await a.actor.startDeviceLogin() == next)
+        for r in [a, b] {
+            await r.actor.cancelDeviceLogin()
+            await r.kill()
+        }
+    }
+
+    @Test func aLogoutSomeoneAskedForCancelsTheSharedDeviceLoginEverywhere() async throws {
+        let a = try await replica("a")
+        let b = try await replica("b")
+        let status = try await a.actor.startDeviceLogin()
+        #expect(try await b.actor.startDeviceLogin() == status)
+        let mark = b.actor.events.lastEventID
+        try await a.actor.logout()
+        for _ in 0..<10 {
+            if await b.actor.status.deviceAuthorization == nil { break }
+            guard await tick(sleepers: 1) else { break }
+            try? await Task.sleep(for: .milliseconds(300))
+        }
+        #expect(await b.actor.status.deviceAuthorization == nil)
+        #expect(await ends(b.actor, after: mark) == [.cancelled])
+        #expect(await server.statistics.devicePolls == 0)
+        for r in [a, b] { await r.kill() }
+    }
+
+    /// The replica holding the polling lease, as the row says.
+    func pollingOwner() async -> String? {
+        let rows = (try? await TestDatabase.rawRows(table)) ?? []
+        for row in rows {
+            guard let data = row.data(using: .utf8),
+                let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            else { continue }
+            return object["device_owner"] as? String
+        }
+        return nil
     }
 }

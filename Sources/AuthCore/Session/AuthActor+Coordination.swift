@@ -67,9 +67,10 @@ extension AuthActor {
     /// changed them (a notification said so, or the notifications were interrupted):
     /// a pair refreshed or logged in elsewhere is adopted, a session logged out elsewhere
     /// ends here (one ``AuthEvent/loggedOut(reason:epoch:)``, as
-    /// ``LogoutReason/endedElsewhere``), a guest switch is taken over. A login elsewhere while
-    /// logged out here ends a device login waiting here (``DeviceLoginEnd/replaced``), as a
-    /// login here would. Nothing is written:
+    /// ``LogoutReason/endedElsewhere``), a guest switch is taken over. A login elsewhere (told
+    /// from a refresh by the state's ``SessionState/loginID``) begins a new session here too,
+    /// logged in or not: a new epoch, one ``AuthEvent/loggedIn(_:)``, and a device login
+    /// waiting here ends (``DeviceLoginEnd/replaced``), as a login here would. Nothing is written:
     /// whoever changed the stores wrote them. Calling it when nothing changed does nothing,
     /// but for a refresh backoff that only waited for the store (a refresh that could not
     /// reach it): the store just answered, so that backoff ends.
@@ -86,9 +87,14 @@ extension AuthActor {
         if gate.lastError?.code.domain == .store { gate.recordSuccess() }
         switch (phase, stored) {
         case (.active(let session), let stored?):
-            guard stored.accessToken != session.credentials.accessToken else { return }
-            if let state, state.isLoggedIn { sessionState = state }
-            await adoptLocked(stored)
+            // A login elsewhere writes its tokens, then its state: its pair may have been
+            // adopted (as a refresh) before its state said it was a login.
+            let anotherLogin = state.map { $0.isAnotherLogin(than: sessionState) } ?? false
+            if stored.accessToken != session.credentials.accessToken {
+                if let state, state.isLoggedIn { sessionState = state }
+                await adoptLocked(stored)
+            }
+            if anotherLogin, let state, case .active = phase { await beginLoginElsewhere(state) }
         case (.active, nil):
             logger.info("the session ended on another replica; ending it here")
             _ = try? await endSessionLocked(reason: .endedElsewhere, persist: false)
@@ -110,7 +116,7 @@ extension AuthActor {
             gate.reset()
             needsPersist = false
             pendingLease = nil
-            endDeviceLoginReplacedElsewhere()
+            await endDeviceLoginReplacedElsewhere()
             logger.info("logged in on another replica", metadata: ["auth.generation": "\(generation)", "auth.epoch": "\(epoch)"])
             events.publish(.loggedIn(status), status: status)
         case (.loggedOut, nil):
@@ -119,5 +125,17 @@ extension AuthActor {
             sessionState.updatedAt = state.updatedAt
             events.publish(.state(status), status: status)
         }
+    }
+
+    /// Makes the pair just adopted the session a login elsewhere began (`state`): a new
+    /// epoch, so that nothing decided about the previous session (a user-info rejection)
+    /// ends this one, and one ``AuthEvent/loggedIn(_:)``. The store lock is held.
+    func beginLoginElsewhere(_ state: SessionState) async {
+        sessionState = state
+        epoch += 1
+        gate.reset()
+        await endDeviceLoginReplacedElsewhere()
+        logger.info("logged in on another replica", metadata: ["auth.epoch": "\(epoch)"])
+        events.publish(.loggedIn(status), status: status)
     }
 }

@@ -9,6 +9,8 @@ extension AuthActor {
         /// Nil while the device authorization request is in flight.
         var status: DeviceAuthorizationStatus?
         var task: Task<Void, Never>?
+        /// The id of the ``SharedDeviceLogin`` this is, when the stores are shared.
+        var shared: String?
     }
 
     /// Starts a device login (RFC 8628): asks the device authorization endpoint for a user
@@ -26,6 +28,13 @@ extension AuthActor {
     /// asked for) when a logout cancelled it while that request was in flight. A logout
     /// someone asked for, or another login, cancels the pending login. The device code is
     /// never logged, published or returned.
+    ///
+    /// When other processes share the stores (a ``DeviceLoginCoordinator``), the device login
+    /// is the session's: one that another process started and a person may still approve is
+    /// adopted (its user code returned, announced and shown here, no new code asked for),
+    /// a new one is shared, and the processes poll it in turn, one at a time. Throws the
+    /// store's error (``AuthError/Code/unavailable``) when the shared login cannot be read or
+    /// shared.
     public func startDeviceLogin(scope: String? = nil, subject: String? = nil) async throws -> DeviceAuthorizationStatus {
         guard deviceFlow == nil else { throw AuthError.deviceLoginPending }
         // The session the approval begins proves its own key, from the first poll on.
@@ -33,20 +42,48 @@ extension AuthActor {
         nextDeviceFlowID += 1
         let id = nextDeviceFlowID
         deviceFlow = DeviceFlow(id: id)
+        // With shared stores, the login another process started and a person may still
+        // approve is this one too: one user code, whichever process is asked; and of
+        // processes starting together, one asks for codes.
+        var replacing: String?
+        if let deviceCoordinator {
+            switch try await claimSharedDeviceStart(id, coordinator: deviceCoordinator) {
+            case .adopt(let login): return adoptSharedDeviceLogin(login, flowID: id, dpop: dpop, startedHere: false)
+            case .replace(let previous): replacing = previous
+            }
+        }
         let authorization: DeviceAuthorization
         do {
             authorization = try await client.requestDeviceAuthorization(scope: scope)
         } catch {
             if deviceFlow?.id == id { deviceFlow = nil }
+            // Another process may ask at once.
+            if let deviceCoordinator { await deviceCoordinator.releaseDeviceStart(for: account) }
             if let endpoint = error as? AuthError, endpoint.code.domain == .tokenEndpoint {
                 throw AuthError.loginFailed(endpoint)
             }
             throw error
         }
         // A logout someone asked for while the request was in flight cancelled this login.
-        guard deviceFlow?.id == id else { throw AuthError.sessionEnded(.userInitiated) }
+        guard deviceFlow?.id == id else {
+            if let deviceCoordinator { await deviceCoordinator.releaseDeviceStart(for: account) }
+            throw AuthError.sessionEnded(.userInitiated)
+        }
         let startedAt = clock.now
         let status = authorization.status(expiresAt: clock.wallNow.addingTimeInterval(authorization.expiresIn.timeInterval))
+        if let deviceCoordinator {
+            let login = SharedDeviceLogin(
+                id: Self.newSharedDeviceLoginID(), deviceCode: authorization.deviceCode, status: status, subject: subject)
+            let shared = try await shareDeviceLogin(login, replacing: replacing, flowID: id, coordinator: deviceCoordinator)
+            guard deviceFlow?.id == id else {
+                // A logout someone asked for while it was being shared: it ends everywhere.
+                if shared.id == login.id {
+                    await deviceCoordinator.endDeviceLogin(login.id, outcome: DeviceLoginEnd.cancelled.code, for: account)
+                }
+                throw AuthError.sessionEnded(.userInitiated)
+            }
+            return adoptSharedDeviceLogin(shared, flowID: id, dpop: dpop, startedHere: shared.id == login.id)
+        }
         let polling = DevicePolling(interval: authorization.interval, expiresIn: authorization.expiresIn, startedAt: startedAt)
         deviceFlow?.status = status
         deviceFlow?.task = Task {
@@ -75,11 +112,23 @@ extension AuthActor {
     /// Ends the device login waiting here, if any, because a login on another process that
     /// shares the stores replaced it (``DeviceLoginEnd/replaced``), as a login here does: its
     /// approval could only replace the session every process now serves.
-    func endDeviceLoginReplacedElsewhere() {
+    ///
+    /// A shared device login that another process's approval ended ends here without an
+    /// event: the login that replaced it is its own.
+    func endDeviceLoginReplacedElsewhere() async {
         guard let flow = deviceFlow else { return }
         deviceFlow = nil
         flow.task?.cancel()
-        if flow.status != nil { endedDeviceLogin(.replaced) }
+        guard flow.status != nil else { return }
+        if let shared = flow.shared, let deviceCoordinator {
+            let stored = try? await deviceCoordinator.sharedDeviceLogin(for: account)
+            if let stored, stored.id == shared, let outcome = stored.outcome {
+                endedSharedDeviceLogin(outcome)
+                return
+            }
+            await deviceCoordinator.endDeviceLogin(shared, outcome: DeviceLoginEnd.replaced.code, for: account)
+        }
+        endedDeviceLogin(.replaced)
     }
 
     /// Publishes, logs and counts the end of a device login that did not log in.
@@ -132,35 +181,55 @@ extension AuthActor {
         while case .poll(let wait) = action {
             do { try await clock.sleep(for: wait) } catch { return }
             guard deviceFlow?.id == id, !Task.isCancelled else { return }
-            let requestedAt = (clock.now, clock.wallNow)
-            let certificate = configuration.shownCertificate?()
-            do {
-                let response = try await client.requestToken(.deviceCode(deviceCode), dpop: dpop)
-                countDevice("authgate_device_polls_total", "answer", Self.answer(of: .issued))
-                _ = try await install(
-                    response, grantType: Grant.deviceCodeType, subject: subject, requestedAt: requestedAt, dpop: dpop,
-                    certificate: certificate, deviceFlowID: id)
-                countDevice("authgate_device_logins_total", "outcome", "approved")
-                return
-            } catch is CancellationError {
-                return
-            } catch let error as AuthError where error.code.domain == .tokenEndpoint {
-                countDevice("authgate_device_polls_total", "answer", Self.answer(of: DevicePolling.outcome(of: error)))
-                action = polling.next(after: DevicePolling.outcome(of: error), now: clock.now)
-                if case .poll = action, case .unavailable = DevicePolling.outcome(of: error) {
-                    logger.notice(
-                        "device login poll failed; polling again", metadata: ["auth.error": "\(error)"])
-                }
-            } catch {
-                // The tokens were issued, and could not be stored.
-                logger.error("device login approved, but the tokens could not be stored", metadata: ["error": "\(error)"])
-                action = .fail(.storeFailed)
-            }
+            guard let next = await pollDeviceOnce(id, deviceCode, &polling, subject: subject, dpop: dpop) else { return }
+            action = next
             guard deviceFlow?.id == id else { return }
-            if deviceFlow?.status?.interval != polling.interval { deviceFlow?.status?.interval = polling.interval }
         }
         guard deviceFlow?.id == id, case .fail(let end) = action else { return }
         deviceFlow = nil
         endedDeviceLogin(end)
+    }
+
+    /// Polls the token endpoint once with `deviceCode` for the device login `id` and
+    /// returns what ``DevicePolling`` says next (``DevicePolling/Action/succeed`` once the
+    /// session is logged in); nil when the login was cancelled meanwhile. For a shared login
+    /// (`shared`), an approval is recorded as its outcome before the tokens are stored, so
+    /// that the processes that adopt the login know it was this one.
+    func pollDeviceOnce(
+        _ id: UInt64, _ deviceCode: String, _ polling: inout DevicePolling, subject: String?, dpop: DPoPSessionKey?,
+        shared: String? = nil
+    ) async -> DevicePolling.Action? {
+        let requestedAt = (clock.now, clock.wallNow)
+        let certificate = configuration.shownCertificate?()
+        let action: DevicePolling.Action
+        do {
+            let response = try await client.requestToken(.deviceCode(deviceCode), dpop: dpop)
+            countDevice("authgate_device_polls_total", "answer", Self.answer(of: .issued))
+            if let shared, let deviceCoordinator {
+                await deviceCoordinator.endDeviceLogin(shared, outcome: SharedDeviceLogin.approved, for: account)
+            }
+            _ = try await install(
+                response, grantType: Grant.deviceCodeType, subject: subject, requestedAt: requestedAt, dpop: dpop,
+                certificate: certificate, deviceFlowID: id)
+            countDevice("authgate_device_logins_total", "outcome", "approved")
+            return .succeed
+        } catch is CancellationError {
+            return nil
+        } catch let error as AuthError where error.code.domain == .tokenEndpoint {
+            countDevice("authgate_device_polls_total", "answer", Self.answer(of: DevicePolling.outcome(of: error)))
+            action = polling.next(after: DevicePolling.outcome(of: error), now: clock.now)
+            if case .poll = action, case .unavailable = DevicePolling.outcome(of: error) {
+                logger.notice(
+                    "device login poll failed; polling again", metadata: ["auth.error": "\(error)"])
+            }
+        } catch {
+            // The tokens were issued, and could not be stored.
+            logger.error("device login approved, but the tokens could not be stored", metadata: ["error": "\(error)"])
+            action = .fail(.storeFailed)
+        }
+        if deviceFlow?.id == id, deviceFlow?.status?.interval != polling.interval {
+            deviceFlow?.status?.interval = polling.interval
+        }
+        return action
     }
 }

@@ -19,7 +19,7 @@ extension AuthActor {
     /// (``DeviceLoginEnd/cancelled``), whether or not a session was logged in: the operator
     /// wants the session out, however it was about to come in.
     public func logout(reason: LogoutReason = .userInitiated) async throws {
-        if reason == .userInitiated { cancelDeviceLogin() }
+        if reason == .userInitiated { await cancelDeviceLoginEverywhere() }
         var ended: Credentials?
         defer {
             if reason == .userInitiated, let ended {

@@ -83,7 +83,8 @@ extension AuthActor {
         }
         let wallNow = clock.wallNow
         let newState = SessionState(
-            isLoggedIn: true, subject: subject, lastLogin: wallNow, isGuest: false, updatedAt: wallNow)
+            isLoggedIn: true, subject: subject, lastLogin: wallNow, isGuest: false, updatedAt: wallNow,
+            loginID: SessionState.newLoginID())
         do {
             try await stateStore.save(newState, for: account)
         } catch {
@@ -104,6 +105,9 @@ extension AuthActor {
             deviceFlow = nil
             if flow.id != deviceFlowID {
                 flow.task?.cancel()
+                if let shared = flow.shared, let deviceCoordinator {
+                    await deviceCoordinator.endDeviceLogin(shared, outcome: DeviceLoginEnd.replaced.code, for: account)
+                }
                 endedDeviceLogin(.replaced)
             }
         }

@@ -7,9 +7,13 @@ extension AuthActor {
     public func finishBackgroundWork() async {
         // A device login still waiting for a person cannot end in a login once the process
         // stops: it is cancelled, and its polling task awaited.
+        // A shared one goes on on the other processes: its polling lease is given up, so
+        // that one of them polls at once.
         if let task = deviceFlow?.task {
+            let shared = deviceFlow?.shared
             cancelDeviceLogin()
             await task.value
+            if let shared, let deviceCoordinator { await deviceCoordinator.releaseDevicePolling(shared, for: account) }
         }
         await finishRevocations()
         while let task = refreshTask {

@@ -35,6 +35,9 @@ public actor AuthActor {
     /// ``RefreshCoordinator``); a ``LocalRefreshCoordinator`` when the store is not shared.
     let coordinator: any RefreshCoordinator
     let stateStore: any SessionStateStore
+    /// Shares a device login with the processes that share ``tokenStore`` (see
+    /// ``DeviceLoginCoordinator``); nil when the store is this process's alone.
+    let deviceCoordinator: (any DeviceLoginCoordinator)?
     let clock: any AuthClock
     /// Timing of refreshes, and the session's DPoP key.
     public nonisolated let configuration: Configuration
@@ -129,15 +132,19 @@ public actor AuthActor {
     ///     when `nil`.
     ///   - refreshCoordinator: who may refresh when other processes share `tokenStore` (a
     ///     ``LocalRefreshCoordinator`` over `tokenStore` when `nil`).
+    ///   - deviceLoginCoordinator: who shares a device login when other processes share
+    ///     `tokenStore` (the refresh coordinator, when it is one, when `nil`).
     public init(
         account: AccountID = .default, client: any TokenGrantClient, tokenStore: any TokenStore,
         stateStore: any SessionStateStore, clock: any AuthClock, events: EventBroadcaster? = nil,
         configuration: Configuration = Configuration(),
         logger: Logger = Logger(label: "authgate.auth"), executor: (any SerialExecutor)? = nil,
         randomFraction: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
-        metricsFactory: (any MetricsFactory)? = nil, refreshCoordinator: (any RefreshCoordinator)? = nil
+        metricsFactory: (any MetricsFactory)? = nil, refreshCoordinator: (any RefreshCoordinator)? = nil,
+        deviceLoginCoordinator: (any DeviceLoginCoordinator)? = nil
     ) {
         self.coordinator = refreshCoordinator ?? LocalRefreshCoordinator(store: tokenStore)
+        self.deviceCoordinator = deviceLoginCoordinator ?? (refreshCoordinator as? any DeviceLoginCoordinator)
         self.account = account
         self.client = client
         self.tokenStore = tokenStore

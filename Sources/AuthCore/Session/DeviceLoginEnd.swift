@@ -39,3 +39,17 @@ public enum DeviceLoginEnd: Sendable, Equatable, CustomStringConvertible {
         }
     }
 }
+
+extension DeviceLoginEnd {
+    /// The end whose ``code`` is `code` (a server's refusal for any code not AuthGate's own).
+    public init(code: String) {
+        switch code {
+        case "expired_token": self = .expired
+        case "access_denied": self = .denied
+        case "cancelled": self = .cancelled
+        case "replaced_by_login": self = .replaced
+        case "token_store_failed": self = .storeFailed
+        default: self = .rejected(code: code)
+        }
+    }
+}

@@ -71,6 +71,12 @@ public struct DevicePolling: Sendable, Equatable {
         schedule(after: interval, now: now)
     }
 
+    /// Takes over the interval another process polled at (it grew with its `slow_down`s):
+    /// the interval never shrinks.
+    public mutating func adopt(interval other: Duration) {
+        interval = max(interval, other)
+    }
+
     /// The action after a poll that came back with `outcome` at `now`.
     public mutating func next(after outcome: Outcome, now: MonotonicInstant) -> Action {
         switch outcome {

@@ -38,8 +38,13 @@ public struct TokenSealer: Sendable {
         } catch {
             throw AuthError.store(.encodingError, .tokens, account: account, message: "record did not encode")
         }
+        return try seal(plaintext, authenticating: associatedData(for: account), for: account)
+    }
+
+    /// The sealed bytes of `plaintext`, with `associatedData` authenticated.
+    func seal(_ plaintext: Data, authenticating associatedData: [UInt8], for account: AccountID) throws -> [UInt8] {
         do {
-            let box = try AES.GCM.seal(plaintext, using: key.key, authenticating: associatedData(for: account))
+            let box = try AES.GCM.seal(plaintext, using: key.key, authenticating: associatedData)
             guard let combined = box.combined else {
                 throw AuthError.store(.encodingError, .tokens, account: account, message: "no combined box")
             }
@@ -54,6 +59,18 @@ public struct TokenSealer: Sendable {
     /// The record `bytes` hold for `account`. Throws ``AuthError/Code/corrupt`` (not a
     /// sealed record, tampered, truncated, another account's) or ``AuthError/Code/wrongKey``.
     public func open(_ bytes: [UInt8], for account: AccountID) throws -> TokenRecord {
+        let plaintext = try open(bytes, authenticating: associatedData(for: account), for: account)
+        do {
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .secondsSince1970
+            return try decoder.decode(TokenRecord.self, from: plaintext)
+        } catch {
+            throw AuthError.store(.corrupt, .tokens, account: account, message: "record did not decode")
+        }
+    }
+
+    /// The plaintext of the sealed `bytes`, with `associatedData` authenticated.
+    func open(_ bytes: [UInt8], authenticating associatedData: [UInt8], for account: AccountID) throws -> Data {
         let headerLength = Self.magic.count + 1 + 8
         guard bytes.count > headerLength + 28, Array(bytes.prefix(4)) == Self.magic else {
             throw AuthError.store(.corrupt, .tokens, account: account, message: "not a sealed token record")
@@ -67,16 +84,10 @@ public struct TokenSealer: Sendable {
         let plaintext: Data
         do {
             let box = try AES.GCM.SealedBox(combined: Data(bytes[headerLength...]))
-            plaintext = try AES.GCM.open(box, using: key.key, authenticating: associatedData(for: account))
+            plaintext = try AES.GCM.open(box, using: key.key, authenticating: associatedData)
         } catch {
             throw AuthError.store(.corrupt, .tokens, account: account, message: "authentication failed (tampered or truncated)")
         }
-        do {
-            let decoder = JSONDecoder()
-            decoder.dateDecodingStrategy = .secondsSince1970
-            return try decoder.decode(TokenRecord.self, from: plaintext)
-        } catch {
-            throw AuthError.store(.corrupt, .tokens, account: account, message: "record did not decode")
-        }
+        return plaintext
     }
 }
