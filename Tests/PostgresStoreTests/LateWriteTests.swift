@@ -29,7 +29,7 @@ import Testing
     func aWriteThatTimedOutBehindARowLockNeverReplacesWhatWasWrittenAfterIt(_ write: Write) async throws {
         let app = try TestDatabase.app()
         let table = TestDatabase.uniqueTable()
-        let store = try await PostgresTokenStore.open(
+        let store = try await PostgresTokenStore.openRunning(
             try PostgresStoreConfiguration(url: app.storeURL, tlsMode: "disable", table: table), password: app.password,
             key: key, logger: Logger(label: "test.store", factory: { _ in SwiftLogNoOpLogHandler() }),
             operationTimeout: .milliseconds(500))
