@@ -8,24 +8,22 @@ import Gateway
 /// events are followed from before the login starts, so none is missed.
 enum DeviceLoginCommand {
     static func run(_ options: AdminOptions, body: [UInt8]) async throws {
-        let endpoint = try options.endpoint()
-        let token = try options.token()
+        let client = try options.client()
         let eventsPath = try options.addressed("/auth/events")
         let loginPath = try options.addressed("/auth/login")
-        let code = try await login(endpoint: endpoint, token: token, eventsPath: eventsPath, loginPath: loginPath, body: body)
+        let code = try await login(client, eventsPath: eventsPath, loginPath: loginPath, body: body)
         if code != 0 { throw ExitCode(code) }
     }
 
     /// Follows the events, starts the login, prints the instructions and waits for the end:
     /// the exit status.
     private static func login(
-        endpoint: AdminEndpoint, token: String?, eventsPath: String, loginPath: String, body: [UInt8]
+        _ client: AdminClient, eventsPath: String, loginPath: String, body: [UInt8]
     ) async throws -> Int32 {
         do {
             let (messages, continuation) = AsyncStream.makeStream(of: EventStreamParser.Message.self)
-            let stream = AdminEventStream(endpoint: endpoint, token: token)
             let follow = Task {
-                try await stream.follow(path: eventsPath) {
+                try await client.follow(path: eventsPath) {
                     continuation.yield($0)
                 } notice: { text in
                     FileHandle.standardError.write(Data("authgate login: \(text)\n".utf8))
@@ -36,7 +34,7 @@ enum DeviceLoginCommand {
             var iterator = messages.makeAsyncIterator()
             // The state now: every event after it comes after the login starts.
             guard await iterator.next() != nil else { return 1 }
-            let response = try await AdminClient(endpoint: endpoint, token: token).send("POST", loginPath, json: body)
+            let response = try await client.send("POST", loginPath, json: body)
             let text = String(decoding: response.body, as: UTF8.self)
             guard response.status == 202, let (instructions, expiresIn) = DeviceLoginWatch.instructions(text) else {
                 print(text)
