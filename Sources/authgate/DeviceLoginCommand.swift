@@ -16,13 +16,14 @@ enum DeviceLoginCommand {
     }
 
     /// Follows the events, starts the login, prints the instructions and waits for the end:
-    /// the exit status.
+    /// the exit status. The follower and the deadline are child tasks: both end with it.
     private static func login(
         _ client: AdminClient, eventsPath: String, loginPath: String, body: [UInt8]
     ) async throws -> Int32 {
-        do {
-            let (messages, continuation) = AsyncStream.makeStream(of: EventStreamParser.Message.self)
-            let follow = Task {
+        let (messages, continuation) = AsyncStream.makeStream(of: EventStreamParser.Message.self)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            defer { group.cancelAll() }
+            group.addTask {
                 try await client.follow(path: eventsPath) {
                     continuation.yield($0)
                 } notice: { text in
@@ -30,7 +31,6 @@ enum DeviceLoginCommand {
                 }
                 continuation.finish()
             }
-            defer { follow.cancel() }
             var iterator = messages.makeAsyncIterator()
             // The state now: every event after it comes after the login starts.
             guard await iterator.next() != nil else { return 1 }
@@ -42,29 +42,24 @@ enum DeviceLoginCommand {
             }
             // Unbuffered: whoever reads a pipe must see the code now, not when the login ends.
             _ = writeLine(instructions)
-            let waiting = Task {
-                while let message = await iterator.next() {
-                    switch DeviceLoginWatch.verdict(event: message.event, data: message.data) {
-                    case .waiting: continue
-                    case .loggedIn(let summary):
-                        _ = writeLine("logged in" + (summary.isEmpty ? "" : ": \(summary)"))
-                        return Int32(0)
-                    case .failed(let reason):
-                        FileHandle.standardError.write(Data("authgate login: the device login ended: \(reason)\n".utf8))
-                        return Int32(1)
-                    }
-                }
-                return Int32(1)
-            }
             // The gateway ends the login at the codes' expiry; past it and a margin, stop
             // waiting for a gateway that no longer answers.
-            let deadline = Task {
+            group.addTask {
                 try? await Task.sleep(for: .seconds(expiresIn + 30))
-                waiting.cancel()
                 continuation.finish()
             }
-            defer { deadline.cancel() }
-            return await waiting.value
+            while let message = await iterator.next() {
+                switch DeviceLoginWatch.verdict(event: message.event, data: message.data) {
+                case .waiting: continue
+                case .loggedIn(let summary):
+                    _ = writeLine("logged in" + (summary.isEmpty ? "" : ": \(summary)"))
+                    return 0
+                case .failed(let reason):
+                    FileHandle.standardError.write(Data("authgate login: the device login ended: \(reason)\n".utf8))
+                    return 1
+                }
+            }
+            return 1
         }
     }
 }
