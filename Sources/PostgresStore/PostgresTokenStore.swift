@@ -3,6 +3,7 @@ internal import Foundation
 internal import Locking
 public import Logging
 internal import PostgresNIO
+public import ServiceLifecycle
 
 /// A ``AuthCore/TokenStore`` and ``AuthCore/SessionStateStore`` in one PostgreSQL table, shared
 /// by every replica that serves the same identity: one row per account.
@@ -17,7 +18,10 @@ internal import PostgresNIO
 ///   and checks that the role may read and write the table.
 /// - Every operation is bounded by ``operationTimeout``: a database that does not answer is
 ///   an ``AuthCore/AuthError/Code/unavailable`` error, never a request that hangs.
-public final class PostgresTokenStore: SessionRowStore {
+/// - It starts no task of its own: its connections (the pool, the listening connection, the
+///   ping) live in ``run()``, a swift-service-lifecycle `Service` that the gateway's service
+///   group runs; until ``run()`` runs, operations wait (within their bound).
+public final class PostgresTokenStore: SessionRowStore, Service {
     /// The settings it was opened with.
     public let configuration: PostgresStoreConfiguration
     /// How long one operation may take before it fails as unavailable.
@@ -44,7 +48,10 @@ public final class PostgresTokenStore: SessionRowStore {
     let renewals = Locked<[String: Task<Void, Never>]>([:])
     /// The renewal task of each device polling lease this replica holds, by account.
     let deviceRenewals = Locked<[String: Task<Void, Never>]>([:])
-    private let runTask: Task<Void, Never>
+    /// The listening connection's settings (``run()`` keeps one open).
+    let listener: PostgresConnection.Configuration
+    /// Whether ``run()`` runs, and who waits for it to end.
+    let lifetime = RunLifetime()
     private let reachable = Locked(true)
 
     /// Whether the last operation reached the database (read without waiting, for `/readyz`).
@@ -67,25 +74,7 @@ public final class PostgresTokenStore: SessionRowStore {
         self.operationTimeout = operationTimeout
         self.replicaID = replicaID
         self.leaseTerms = leaseTerms
-        let reachable = self.reachable
-        let hub = self.hub
-        let channel = configuration.table + "_events"
-        self.runTask = Task {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    await Self.listen(on: channel, with: listener, hub: hub, logger: logger, renewPool: { pool.renew() })
-                }
-                group.addTask {
-                    // Whether the database answers, for `/readyz`, even while no session writes.
-                    while !Task.isCancelled {
-                        try? await Task.sleep(for: .seconds(2))
-                        if Task.isCancelled { break }
-                        let ok = await Self.ping(pool.client, timeout: min(operationTimeout, Self.pingTimeout))
-                        reachable.withLock { $0 = ok }
-                    }
-                }
-            }
-        }
+        self.listener = listener
     }
 
     /// Connects, migrates and checks the store; throws a ``PostgresStoreError`` naming the
@@ -142,22 +131,6 @@ public final class PostgresTokenStore: SessionRowStore {
 
     static func ping(_ client: PostgresClient, timeout: Duration) async -> Bool {
         (try? await Deadline.run(timeout, { _ in _ = try await client.query("SELECT 1") })) != nil
-    }
-
-    /// Stops the connection pool. Operations after this fail as unavailable.
-    public func close() async {
-        for task in renewals.withLock({ r in
-            defer { r.removeAll() }
-            return Array(r.values)
-        }) { task.cancel() }
-        for task in deviceRenewals.withLock({ r in
-            defer { r.removeAll() }
-            return Array(r.values)
-        }) { task.cancel() }
-        hub.finish()
-        runTask.cancel()
-        await runTask.value
-        await pool.close()
     }
 
     var table: String { configuration.table }

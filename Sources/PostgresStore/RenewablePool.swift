@@ -9,44 +9,91 @@ internal import PostgresNIO
 /// the listening connection comes back after a silent loss, the pool is replaced by a new
 /// one (the old one is shut down, which closes its connections) and operations from then on
 /// get fresh connections.
+///
+/// The pool starts nothing by itself: ``run()`` runs the current client, and each one that
+/// replaces it, as child tasks of the caller's task (the store's ``PostgresTokenStore/run()``,
+/// under the gateway's service group), until the caller's task is cancelled.
 final class RenewablePool: Sendable {
-    private struct Running {
+    /// A client and what retires it: finishing `retire` ends the client's run.
+    private struct Generation: Sendable {
         var client: PostgresClient
-        var run: Task<Void, Never>
+        var retire: AsyncStream<Void>.Continuation
+        var retired: AsyncStream<Void>
+    }
+
+    private struct State {
+        var current: Generation
         var closed = false
     }
 
     private let make: @Sendable () -> PostgresClient
-    private let running: Locked<Running>
+    private let state: Locked<State>
+    /// Every client to run, the first one included, in order.
+    private let generations: AsyncStream<Generation>
+    private let handOut: AsyncStream<Generation>.Continuation
+    /// Fired as ``run()`` starts the first client, or by ``close()``.
+    let running = OneTimeSignal()
 
-    /// Creates a pool with `make` and runs it.
+    /// Creates a pool with `make`; ``run()`` runs it.
     init(_ make: @escaping @Sendable () -> PostgresClient) {
         self.make = make
-        let client = make()
-        running = Locked(Running(client: client, run: Task { await client.run() }))
+        let first = Self.generation(make())
+        state = Locked(State(current: first))
+        (generations, handOut) = AsyncStream.makeStream(of: Generation.self)
+        handOut.yield(first)
+    }
+
+    private static func generation(_ client: PostgresClient) -> Generation {
+        let (retired, retire) = AsyncStream.makeStream(of: Void.self)
+        return Generation(client: client, retire: retire, retired: retired)
     }
 
     /// The pool operations use now.
-    var client: PostgresClient { running.withLock { $0.client } }
+    var client: PostgresClient { state.withLock { $0.current.client } }
+
+    /// Runs the current client and every one that replaces it, until the task is cancelled
+    /// or ``close()`` is called; each client's run ends when it is replaced.
+    func run() async {
+        let running = self.running
+        await withDiscardingTaskGroup { group in
+            for await generation in generations {
+                group.addTask {
+                    await withTaskGroup(of: Void.self) { one in
+                        one.addTask {
+                            running.fire()
+                            await generation.client.run()
+                        }
+                        one.addTask { for await _ in generation.retired {} }
+                        _ = await one.next()
+                        one.cancelAll()
+                    }
+                }
+            }
+            group.cancelAll()
+        }
+    }
 
     /// Replaces the pool by a new one and shuts the old one down.
     func renew() {
-        let client = make()
-        let old = running.withLock { r -> Task<Void, Never>? in
-            guard !r.closed else { return nil }
-            defer { r = Running(client: client, run: Task { await client.run() }) }
-            return r.run
+        let next = Self.generation(make())
+        let old = state.withLock { s -> Generation? in
+            guard !s.closed else { return nil }
+            defer { s.current = next }
+            return s.current
         }
-        old?.cancel()
+        guard let old else { return }
+        old.retire.finish()
+        handOut.yield(next)
     }
 
-    /// Shuts the pool down for good.
-    func close() async {
-        let run = running.withLock { r in
-            r.closed = true
-            return r.run
+    /// Shuts the pool down for good: ``run()`` returns once its clients have stopped.
+    func close() {
+        let current = state.withLock { s in
+            s.closed = true
+            return s.current
         }
-        run.cancel()
-        await run.value
+        handOut.finish()
+        current.retire.finish()
+        running.fire()
     }
 }

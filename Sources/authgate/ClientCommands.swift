@@ -18,9 +18,15 @@ struct AdminOptions: ParsableArguments {
         }
     }
 
+    /// The admin token: `--token-file`'s, or `$AUTHGATE_ADMIN_TOKEN`.
     func token() throws -> String? {
         if let f = tokenFile { return try SecretSources.readFile(f, field: "--token-file") }
         return ProcessInfo.processInfo.environment["AUTHGATE_ADMIN_TOKEN"]
+    }
+
+    /// The one client a command calls the admin API with: `--admin`, with the admin token.
+    func client() throws -> AdminClient {
+        AdminClient(endpoint: try endpoint(), token: try token())
     }
 
     /// `path` with `?session=` when `--session` is given.
@@ -36,7 +42,7 @@ struct AdminOptions: ParsableArguments {
     /// Sends one request to the admin API and prints the answer (through `show` when it is
     /// a success, as it came otherwise); non-2xx exits 1.
     func call(_ method: String, _ path: String, body: [UInt8]? = nil, show: (String) -> String = { $0 }) async throws {
-        let client = AdminClient(endpoint: try endpoint(), token: try token())
+        let client = try client()
         let target = try addressed(path)
         let response = try await client.send(method, target, json: body)
         let text = String(decoding: response.body, as: UTF8.self)

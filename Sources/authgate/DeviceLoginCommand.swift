@@ -8,35 +8,33 @@ import Gateway
 /// events are followed from before the login starts, so none is missed.
 enum DeviceLoginCommand {
     static func run(_ options: AdminOptions, body: [UInt8]) async throws {
-        let endpoint = try options.endpoint()
-        let token = try options.token()
+        let client = try options.client()
         let eventsPath = try options.addressed("/auth/events")
         let loginPath = try options.addressed("/auth/login")
-        let code = try await login(endpoint: endpoint, token: token, eventsPath: eventsPath, loginPath: loginPath, body: body)
+        let code = try await login(client, eventsPath: eventsPath, loginPath: loginPath, body: body)
         if code != 0 { throw ExitCode(code) }
     }
 
     /// Follows the events, starts the login, prints the instructions and waits for the end:
-    /// the exit status.
+    /// the exit status. The follower and the deadline are child tasks: both end with it.
     private static func login(
-        endpoint: AdminEndpoint, token: String?, eventsPath: String, loginPath: String, body: [UInt8]
+        _ client: AdminClient, eventsPath: String, loginPath: String, body: [UInt8]
     ) async throws -> Int32 {
-        do {
-            let (messages, continuation) = AsyncStream.makeStream(of: EventStreamParser.Message.self)
-            let stream = AdminEventStream(endpoint: endpoint, token: token)
-            let follow = Task {
-                try await stream.follow(path: eventsPath) {
+        let (messages, continuation) = AsyncStream.makeStream(of: EventStreamParser.Message.self)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            defer { group.cancelAll() }
+            group.addTask {
+                try await client.follow(path: eventsPath) {
                     continuation.yield($0)
                 } notice: { text in
                     FileHandle.standardError.write(Data("authgate login: \(text)\n".utf8))
                 }
                 continuation.finish()
             }
-            defer { follow.cancel() }
             var iterator = messages.makeAsyncIterator()
             // The state now: every event after it comes after the login starts.
             guard await iterator.next() != nil else { return 1 }
-            let response = try await AdminClient(endpoint: endpoint, token: token).send("POST", loginPath, json: body)
+            let response = try await client.send("POST", loginPath, json: body)
             let text = String(decoding: response.body, as: UTF8.self)
             guard response.status == 202, let (instructions, expiresIn) = DeviceLoginWatch.instructions(text) else {
                 print(text)
@@ -44,29 +42,24 @@ enum DeviceLoginCommand {
             }
             // Unbuffered: whoever reads a pipe must see the code now, not when the login ends.
             _ = writeLine(instructions)
-            let waiting = Task {
-                while let message = await iterator.next() {
-                    switch DeviceLoginWatch.verdict(event: message.event, data: message.data) {
-                    case .waiting: continue
-                    case .loggedIn(let summary):
-                        _ = writeLine("logged in" + (summary.isEmpty ? "" : ": \(summary)"))
-                        return Int32(0)
-                    case .failed(let reason):
-                        FileHandle.standardError.write(Data("authgate login: the device login ended: \(reason)\n".utf8))
-                        return Int32(1)
-                    }
-                }
-                return Int32(1)
-            }
             // The gateway ends the login at the codes' expiry; past it and a margin, stop
             // waiting for a gateway that no longer answers.
-            let deadline = Task {
+            group.addTask {
                 try? await Task.sleep(for: .seconds(expiresIn + 30))
-                waiting.cancel()
                 continuation.finish()
             }
-            defer { deadline.cancel() }
-            return await waiting.value
+            while let message = await iterator.next() {
+                switch DeviceLoginWatch.verdict(event: message.event, data: message.data) {
+                case .waiting: continue
+                case .loggedIn(let summary):
+                    _ = writeLine("logged in" + (summary.isEmpty ? "" : ": \(summary)"))
+                    return 0
+                case .failed(let reason):
+                    FileHandle.standardError.write(Data("authgate login: the device login ended: \(reason)\n".utf8))
+                    return 1
+                }
+            }
+            return 1
         }
     }
 }

@@ -30,12 +30,12 @@ struct Events: AsyncParsableCommand {
         signal(SIGTERM) { _ in _exit(0) }
         // A reader that went away is a write that fails (EPIPE), not a signal that kills.
         signal(SIGPIPE, SIG_IGN)
-        let stream = AdminEventStream(endpoint: try options.endpoint(), token: try options.token())
+        let client = try options.client()
         let path = try options.addressed("/auth/events")
         let session = options.session ?? GatewayConfiguration.defaultSession
         let json = json
         do {
-            try await stream.follow(path: path, lastEventID: lastEventID) { message in
+            try await client.follow(path: path, lastEventID: lastEventID) { message in
                 let line = json ? message.data : EventLine.format(event: message.event, data: message.data, session: session)
                 // One write per line, unbuffered: a pipe sees each event as it happens. When
                 // the reader has gone (`authgate events | head -1`), there is no one to tell.
@@ -43,10 +43,10 @@ struct Events: AsyncParsableCommand {
             } notice: { text in
                 FileHandle.standardError.write(Data("authgate events: \(text)\n".utf8))
             }
-        } catch let refused as AdminEventStream.Refused {
+        } catch let refused as AdminClient.Refused {
             FileHandle.standardError.write(Data("authgate events: \(refused)\n".utf8))
             throw ExitCode(1)
-        } catch let unreachable as AdminEventStream.Unreachable {
+        } catch let unreachable as AdminClient.Unreachable {
             FileHandle.standardError.write(Data("authgate events: \(unreachable) (\(options.admin))\n".utf8))
             throw ExitCode(1)
         }

@@ -48,11 +48,11 @@ import Testing
         // The session is written by a store with the default bound: on a loaded machine a new
         // pool's first connections can take longer than 0.5 s, which is not what this test is
         // about (and a write retried after its bound may have committed: generations would be off).
-        let setUp = try await PostgresTokenStore.open(configuration, password: app.password, key: key, logger: logger)
+        let setUp = try await PostgresTokenStore.openRunning(configuration, password: app.password, key: key, logger: logger)
         try await setUp.save(first, for: account)
         try await setUp.save(SessionState(isLoggedIn: true, subject: "alice"), for: account)
         await setUp.close()
-        let store = try await PostgresTokenStore.open(
+        let store = try await PostgresTokenStore.openRunning(
             configuration, password: app.password, key: key, logger: logger, operationTimeout: .milliseconds(500))
         // A take retried after its bound takes again: the same replica at the same generation.
         let lease = try await Self.retried { try await store.acquire(for: account, replacing: first.accessToken) }

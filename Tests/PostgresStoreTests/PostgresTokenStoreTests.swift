@@ -14,7 +14,7 @@ import Testing
     func open(table: String, key: TokenStoreKey? = nil, tlsMode: String = "disable") async throws -> PostgresTokenStore {
         let app = try TestDatabase.app()
         let c = try PostgresStoreConfiguration(url: app.storeURL, tlsMode: tlsMode, table: table)
-        return try await PostgresTokenStore.open(c, password: app.password, key: key ?? self.key, logger: logger)
+        return try await PostgresTokenStore.openRunning(c, password: app.password, key: key ?? self.key, logger: logger)
     }
 
     static func record(_ generation: UInt64, access: String, refresh: String) -> TokenRecord {

@@ -46,7 +46,7 @@ struct Replicas {
         let app = try TestDatabase.app()
         var url = app
         if let port { url.port = port }
-        return try await PostgresTokenStore.open(
+        return try await PostgresTokenStore.openRunning(
             try PostgresStoreConfiguration(url: url.storeURL, tlsMode: "disable", table: table), password: app.password, key: key,
             logger: Logger(label: name, factory: { _ in SwiftLogNoOpLogHandler() }), replicaID: name, leaseTerms: terms)
     }

@@ -18,7 +18,7 @@ import Testing
         let app = try TestDatabase.app()
         var parts = app
         parts.port = relay.port
-        return try await PostgresTokenStore.open(
+        return try await PostgresTokenStore.openRunning(
             try PostgresStoreConfiguration(url: parts.storeURL, tlsMode: "disable", table: TestDatabase.uniqueTable()),
             password: app.password, key: key, logger: Logger(label: "test.store", factory: { _ in SwiftLogNoOpLogHandler() }),
             // A renewal (every third of the term) is off the refresh's path: none within the test.
@@ -63,7 +63,7 @@ import Testing
         let here = try await store(through: relay)
         let first = LateWriteTests.record(access: "access-1", refresh: "refresh-1")
         try await here.save(first, for: account)
-        let elsewhere = try await PostgresTokenStore.open(
+        let elsewhere = try await PostgresTokenStore.openRunning(
             here.configuration, password: try TestDatabase.app().password, key: key,
             logger: Logger(label: "test.other", factory: { _ in SwiftLogNoOpLogHandler() }), replicaID: "elsewhere",
             leaseTerms: .init(term: .seconds(120)))

@@ -51,7 +51,7 @@ import Testing
 
         let app = try TestDatabase.app()
         let configuration = try PostgresStoreConfiguration(url: app.storeURL, tlsMode: "disable", table: table)
-        let store = try await PostgresTokenStore.open(configuration, password: app.password, key: key, logger: logger)
+        let store = try await PostgresTokenStore.openRunning(configuration, password: app.password, key: key, logger: logger)
         let versions = try await TestDatabase.rawRows("\(table)_schema")
         #expect(versions.count == 1 && versions.first?.contains("\"version\":2") == true)
         let session = try await store.loadSession(for: .default)
@@ -71,7 +71,7 @@ import Testing
         await store.close()
 
         // Opening again migrates nothing more.
-        let again = try await PostgresTokenStore.open(configuration, password: app.password, key: key, logger: logger)
+        let again = try await PostgresTokenStore.openRunning(configuration, password: app.password, key: key, logger: logger)
         #expect(try await again.sharedDeviceLogin(for: .default) == login)
         await again.close()
     }

@@ -46,7 +46,7 @@ import Testing
 
     func replica(_ name: String) async throws -> Replica {
         let app = try TestDatabase.app()
-        let store = try await PostgresTokenStore.open(
+        let store = try await PostgresTokenStore.openRunning(
             try PostgresStoreConfiguration(url: app.storeURL, tlsMode: "disable", table: table), password: app.password,
             key: key, logger: Logger(label: "test.store"), replicaID: name, leaseTerms: Self.leaseTerms)
         let client = OAuth2Client.Configuration(

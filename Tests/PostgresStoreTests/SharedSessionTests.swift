@@ -18,7 +18,7 @@ import Testing
         client: OAuth2Client.Configuration? = nil, certificate: (@Sendable () -> CertificateBinding?)? = nil
     ) async throws -> (AuthActor, PostgresTokenStore) {
         let app = try TestDatabase.app()
-        let store = try await PostgresTokenStore.open(
+        let store = try await PostgresTokenStore.openRunning(
             try PostgresStoreConfiguration(url: app.storeURL, tlsMode: "disable", table: table), password: app.password,
             key: key, logger: Logger(label: "test.store"))
         let actor = AuthActor(

@@ -1,8 +1,10 @@
 public import HTTPWire
 import Runtime
 
-/// Calls a running gateway's admin API, for the `authgate` client commands: one request,
-/// on an event loop of its own that lives as long as the call.
+/// Calls a running gateway's admin API: the one client every `authgate` client command
+/// (`status`, `login`, `logout`, `reload`, `events`) shares. Each call (``send(_:_:json:)``,
+/// ``follow(path:lastEventID:message:notice:)``) runs on an event loop of its own that lives
+/// as long as the call.
 ///
 /// ```swift
 /// let client = AdminClient(endpoint: try AdminEndpoint(parsing: "unix:/run/authgate/admin.sock"), token: token)
@@ -24,6 +26,9 @@ public struct AdminClient: Sendable {
     public let endpoint: AdminEndpoint
     /// The admin token sent as `Authorization: Bearer`, if any.
     public let token: String?
+    /// An event stream that moves no byte for this long is given up and made again (the
+    /// admin API sends a heartbeat every 15 s).
+    public var eventsIdleTimeout: Duration = .seconds(45)
 
     /// Creates a client; `token` is never shown in an error.
     public init(endpoint: AdminEndpoint, token: String?) {

@@ -28,6 +28,9 @@ public struct GatewayRunner: Service {
     let started: (@Sendable (GatewayService) -> Void)?
     let reloadSource: GatewayReloader.Source?
     let reloadSignals: [UnixSignal]
+    /// Where a shared store's connections run: the group's ``StoreRunner`` under
+    /// ``runUntilSignalled(alongside:)``; otherwise a task of the gateway's own.
+    var storeRunner: StoreRunner?
 
     /// Creates the service; `started` is called once the listeners are open. With
     /// `reloadSource`, the gateway can reload its configuration from it (``GatewayReloader``),
@@ -53,7 +56,7 @@ public struct GatewayRunner: Service {
         do {
             try await GatewayService.withGateway(
                 configuration: configuration, secrets: secrets, logger: logger, grace: grace,
-                reloadSource: reloadSource
+                reloadSource: reloadSource, storeRunner: storeRunner
             ) { gateway in
                 started?(gateway)
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -87,17 +90,23 @@ public struct GatewayRunner: Service {
     }
 
     /// Runs the gateway until SIGTERM or SIGINT starts a graceful shutdown, in one
-    /// `ServiceGroup` with `alongside` (a span exporter), which stop after it in reverse
-    /// order: what `authgate serve` and `authgate dev` do. Block the signals in every thread
-    /// first, so the group's signal source is the only one to see them.
+    /// `ServiceGroup` with `alongside` (a span exporter) and the shared store's connections
+    /// (``StoreRunner``), which stop after it in reverse order: what `authgate serve` and
+    /// `authgate dev` do. Block the signals in every thread first, so the group's signal
+    /// source is the only one to see them.
     public func runUntilSignalled(alongside: [any Service] = []) async throws {
+        let stores = StoreRunner()
+        var gateway = self
+        gateway.storeRunner = stores
         let group = ServiceGroup(
             configuration: .init(
                 services: alongside.map { .init(service: $0) } + [
+                    // Stopped after the gateway: the sessions' last writes come first.
+                    .init(service: stores),
                     // Ended, or failed to start: the others still stop gracefully (spans flushed).
                     .init(
-                        service: self, successTerminationBehavior: .gracefullyShutdownGroup,
-                        failureTerminationBehavior: .gracefullyShutdownGroup)
+                        service: gateway, successTerminationBehavior: .gracefullyShutdownGroup,
+                        failureTerminationBehavior: .gracefullyShutdownGroup),
                 ],
                 gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger))
         try await group.run()

@@ -36,8 +36,12 @@ public struct GatewayStores: Sendable {
     /// only; nil when no refresh is in flight). Throws when the database does not answer.
     public let leaseHolder: @Sendable (AccountID) async throws -> (owner: String, remaining: Duration)?
 
-    /// Opens the stores `c` names, sealing with `key`.
-    public static func open(_ c: GatewayConfiguration, key: TokenStoreKey, logger: Logger) async throws -> GatewayStores {
+    /// Opens the stores `c` names, sealing with `key`. A PostgreSQL store's connections run
+    /// in `runner` (the gateway's service group) from the moment it is open; without one,
+    /// in a task of their own until ``close``.
+    public static func open(
+        _ c: GatewayConfiguration, key: TokenStoreKey, logger: Logger, runner: StoreRunner? = nil
+    ) async throws -> GatewayStores {
         guard let store = c.store, store.isPostgres else {
             try StateDirectory.prepare(c.stateDirectory)
             if let keyFile = c.keyFile { try StateDirectory.checkKeyFile(keyFile) }
@@ -60,12 +64,23 @@ public struct GatewayStores: Sendable {
         } catch let error as PostgresStoreError {
             throw ConfigurationError(.storeUnavailable, field: error.field ?? "store", "\(error)", underlying: error)
         }
+        // Before any operation: until the store runs, its operations wait.
+        let running: Task<Void, Never>?
+        if let runner {
+            runner.run(postgres)
+            running = nil
+        } else {
+            running = Task { await postgres.run() }
+        }
+        await postgres.untilRunning()
         let following = Locked<Task<Void, Never>?>(nil)
         return GatewayStores(
             kind: "postgres", tokens: postgres, states: postgres, coordinator: postgres, isWritable: { postgres.isReachable },
             freeBytes: { nil },
             close: {
+                // Ends the store's run too, wherever it runs.
                 await postgres.close()
+                await running?.value
                 await following.withLock { $0 }?.value
             },
             follow: { sessions in following.withLock { $0 = Task { await postgres.follow(sessions) } } },

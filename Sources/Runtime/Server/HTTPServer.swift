@@ -65,7 +65,12 @@ public final class HTTPServer: Sendable {
                 done.signal()
             }
             done.wait()
-            try record(result.withLock { $0 }!, into: &plan)
+            do throws(RuntimeError) {
+                try record(result.withLock { $0 }!, into: &plan)
+            } catch {
+                shutdown(grace: .zero)
+                throw error
+            }
         }
         boundPort.store(plan.port, ordering: .relaxed)
     }
@@ -77,7 +82,13 @@ public final class HTTPServer: Sendable {
             let bound = await withCheckedContinuation { (continuation: CheckedContinuation<Bound, Never>) in
                 bind(on: loop, plan) { continuation.resume(returning: $0) }
             }
-            try record(bound, into: &plan)
+            do throws(RuntimeError) {
+                try record(bound, into: &plan)
+            } catch {
+                // Without blocking a thread, as everything here.
+                await close(grace: .zero)
+                throw error
+            }
         }
         boundPort.store(plan.port, ordering: .relaxed)
     }
@@ -116,7 +127,7 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Keeps a loop's listener, or closes the others' and throws its error.
+    /// Keeps a loop's listener, or throws its error (the caller then closes the others').
     private func record(_ bound: Bound, into plan: inout StartPlan) throws(RuntimeError) {
         switch bound {
         case .success(let (port, shared, box)):
@@ -126,7 +137,7 @@ public final class HTTPServer: Sendable {
             if case .tcp(let host, _) = plan.address { plan.address = .tcp(host: host, port: port) }
             states.withLock { $0.append(box) }
         case .failure(let e):
-            shutdown(grace: .zero)
+            // The caller closes the loops that did bind.
             throw e
         }
     }

@@ -3,18 +3,7 @@ import HTTPWire
 import Locking
 import Runtime
 
-/// Follows a session's events on the admin API (`GET /auth/events`) for `authgate events`:
-/// each message as it comes, through dropped connections and gateway restarts, resuming
-/// with `Last-Event-ID` so that no event the gateway still holds is lost or shown twice.
-///
-/// ```swift
-/// let stream = AdminEventStream(endpoint: try AdminEndpoint(parsing: "unix:/run/authgate/admin.sock"), token: token)
-/// try await stream.follow(path: "/auth/events") { message in print(message.data) } notice: { print($0) }
-/// ```
-///
-/// It ends when its task is cancelled (returning normally) or when the admin API refuses
-/// the request for good (``Refused``: a wrong admin token, an unknown session).
-public struct AdminEventStream: Sendable {
+extension AdminClient {
     /// The admin API's refusal: its status and body (a problem document, never a token).
     public struct Refused: Error, CustomStringConvertible {
         /// The HTTP status.
@@ -31,23 +20,19 @@ public struct AdminEventStream: Sendable {
         public var description: String { "the admin API cannot be reached: \(reason)" }
     }
 
-    /// Where the admin API listens.
-    public let endpoint: AdminEndpoint
-    /// The admin token, sent as `Authorization: Bearer`; never shown.
-    public let token: String?
-    /// A connection that moves no byte for this long is given up and made again (the
-    /// admin API sends a heartbeat every 15 s).
-    public var idleTimeout: Duration = .seconds(45)
-
-    /// Creates a follower.
-    public init(endpoint: AdminEndpoint, token: String?) {
-        self.endpoint = endpoint
-        self.token = token
-    }
-
-    /// Follows `path` (`/auth/events`, with its query) until the task is cancelled: calls
-    /// `message` for every new message in order, and `notice` with a sentence whenever the
-    /// connection is lost or made again. `lastEventID` resumes after that event.
+    /// Follows a session's events (`path`: `/auth/events`, with its query) for `authgate
+    /// events` and the device login, until the task is cancelled: calls `message` for every
+    /// new message in order, through dropped connections and gateway restarts, resuming with
+    /// `Last-Event-ID` so that no event the gateway still holds is lost or shown twice, and
+    /// `notice` with a sentence whenever the connection is lost or made again. `lastEventID`
+    /// resumes after that event.
+    ///
+    /// ```swift
+    /// try await client.follow(path: "/auth/events") { message in print(message.data) } notice: { print($0) }
+    /// ```
+    ///
+    /// It ends when its task is cancelled (returning normally) or when the admin API
+    /// refuses the request for good (``Refused``: a wrong admin token, an unknown session).
     public func follow(
         path: String, lastEventID: String? = nil, message: @escaping @Sendable (EventStreamParser.Message) -> Void,
         notice: @escaping @Sendable (String) -> Void
@@ -58,7 +43,7 @@ public struct AdminEventStream: Sendable {
         let client = await UpstreamClient.make(
             on: loop,
             configuration: UpstreamClientConfiguration(
-                totalTimeout: nil, idleTimeout: idleTimeout, unixSocketPath: endpoint.unixSocketPath))
+                totalTimeout: nil, idleTimeout: eventsIdleTimeout, unixSocketPath: endpoint.unixSocketPath))
         var policy = EventStreamReconnect()
         var lastID = lastEventID
         var retry: Int?
@@ -173,9 +158,9 @@ public struct AdminEventStream: Sendable {
 /// Hands an exchange's head, body and end to an `AsyncStream`. Loop-confined (libcurl calls
 /// it on the client's loop).
 private final class StreamHandler: UpstreamResponseHandler {
-    let continuation: AsyncStream<AdminEventStream.Piece>.Continuation
+    let continuation: AsyncStream<AdminClient.Piece>.Continuation
 
-    init(_ continuation: AsyncStream<AdminEventStream.Piece>.Continuation) {
+    init(_ continuation: AsyncStream<AdminClient.Piece>.Continuation) {
         self.continuation = continuation
     }
 

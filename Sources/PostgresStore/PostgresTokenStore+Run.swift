@@ -1,0 +1,71 @@
+internal import Logging
+public import ServiceLifecycle
+
+extension PostgresTokenStore {
+    /// Runs the store's connections until a graceful shutdown, the task's cancellation or
+    /// ``close()``: the connection pool (and each pool that replaces it after a silent
+    /// partition, see ``RenewablePool``), the connection listening to the other replicas'
+    /// notifications, and the ping that keeps ``isReachable`` current every 2 s even while
+    /// no session writes.
+    ///
+    /// `authgate serve` runs it in its one service group, listed before the gateway, so that
+    /// it stops after the gateway's last write; a caller without a group (a test) runs it
+    /// in a task for as long as it uses the store.
+    public func run() async {
+        lifetime.began.fire()
+        defer {
+            stopUsing()
+            lifetime.ended.fire()
+        }
+        let pool = self.pool
+        let hub = self.hub
+        let logger = self.logger
+        let listener = self.listener
+        let channel = self.channel
+        let operationTimeout = self.operationTimeout
+        await withDiscardingTaskGroup { group in
+            group.addTask { await pool.run() }
+            group.addTask {
+                await Self.listen(on: channel, with: listener, hub: hub, logger: logger, renewPool: { pool.renew() })
+            }
+            group.addTask { [self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(2))
+                    if Task.isCancelled { break }
+                    recordReachable(await Self.ping(pool.client, timeout: min(operationTimeout, Self.pingTimeout)))
+                }
+            }
+            for await _ in lifetime.stopped.cancelOnGracefulShutdown() {}
+            group.cancelAll()
+        }
+    }
+
+    /// Returns once ``run()`` runs the connection pool (at once after ``close()``, and when
+    /// the task is cancelled): an operation sent before would wait for it, and PostgresNIO
+    /// would warn that its client does not run yet.
+    public func untilRunning() async {
+        await pool.running.wait()
+    }
+
+    /// Stops the store for good: the lease renewals, the followers, and ``run()``, which it
+    /// waits for. Operations after this fail as unavailable.
+    public func close() async {
+        stopUsing()
+        await lifetime.stop()
+    }
+
+    /// Ends what uses the store: each lease's renewal (device polling leases too), every
+    /// follower, the pool.
+    private func stopUsing() {
+        for task in renewals.withLock({ r in
+            defer { r.removeAll() }
+            return Array(r.values)
+        }) { task.cancel() }
+        for task in deviceRenewals.withLock({ r in
+            defer { r.removeAll() }
+            return Array(r.values)
+        }) { task.cancel() }
+        hub.finish()
+        pool.close()
+    }
+}
