@@ -245,6 +245,25 @@ import Testing
         for r in [a, b] { await r.kill() }
     }
 
+    @Test func aLogoutOnAReplicaThatNeverShowedTheLoginCancelsItToo() async throws {
+        // b has no device login of its own (no autoLogin: device there, say): a logout
+        // someone asks it for still ends the one a shows, so that approving the code later
+        // logs nobody in after the logout.
+        let a = try await replica("a")
+        let b = try await replica("b")
+        _ = try await a.actor.startDeviceLogin()
+        let mark = a.actor.events.lastEventID
+        try await b.actor.logout()
+        for _ in 0..<10 {
+            if await a.actor.status.deviceAuthorization == nil { break }
+            guard await tick(sleepers: 1) else { break }
+            try? await Task.sleep(for: .milliseconds(300))
+        }
+        #expect(await a.actor.status.deviceAuthorization == nil)
+        #expect(await ends(a.actor, after: mark) == [.cancelled])
+        for r in [a, b] { await r.kill() }
+    }
+
     /// The replica holding the polling lease, as the row says.
     func pollingOwner() async -> String? {
         let rows = (try? await TestDatabase.rawRows(table)) ?? []

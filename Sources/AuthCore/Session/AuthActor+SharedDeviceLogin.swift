@@ -175,11 +175,23 @@ extension AuthActor {
     }
 
     /// Cancels the device login waiting here for a logout someone asked for: a shared one
-    /// ends for every process (``DeviceLoginEnd/cancelled``).
+    /// ends for every process (``DeviceLoginEnd/cancelled``), also when this process never
+    /// showed it (a replica without `autoLogin: device` asked to log out must not let an
+    /// approval log everyone in after the logout).
     func cancelDeviceLoginEverywhere() async {
-        let shared = deviceFlow?.shared
+        let shown = deviceFlow?.shared
         cancelDeviceLogin()
-        if let shared, let deviceCoordinator {
+        guard let deviceCoordinator else { return }
+        var shared = shown
+        if shared == nil {
+            do {
+                shared = try await deviceCoordinator.sharedDeviceLogin(for: account)?.id
+            } catch {
+                logger.warning(
+                    "the shared device login could not be read to cancel it", metadata: ["store.error": "\(error)"])
+            }
+        }
+        if let shared {
             await deviceCoordinator.endDeviceLogin(shared, outcome: DeviceLoginEnd.cancelled.code, for: account)
         }
     }
