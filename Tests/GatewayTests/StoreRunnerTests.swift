@@ -31,12 +31,12 @@ import Testing
                 services: [.init(service: runner), .init(service: Recorder(name: "gateway", log: log))],
                 logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })))
         let running = Task { try await group.run() }
-        #expect(await eventually(timeout: .seconds(10)) { log.withLock { $0.count } == 2 }, "both started")
+        #expect(await eventually(timeout: .seconds(60)) { log.withLock { $0.count } == 2 }, "both started")
         // Handed over while the group runs.
         runner.run(Recorder(name: "later", log: log))
-        #expect(await eventually(timeout: .seconds(10)) { log.withLock { $0.contains("later started") } })
+        #expect(await eventually(timeout: .seconds(60)) { log.withLock { $0.contains("later started") } })
         await group.triggerGracefulShutdown()
-        let ended = await eventually(timeout: .seconds(10)) { log.withLock { $0.count } == 6 }
+        let ended = await eventually(timeout: .seconds(60)) { log.withLock { $0.count } == 6 }
         #expect(ended, "every service stopped")
         if !ended { running.cancel() }
         try await running.value
