@@ -22,17 +22,9 @@ import signal
 import time
 import urllib.request
 
-from scale_out_lib import Cluster, check, psql, request, run, wait_until
+from scale_out_lib import Cluster, check, pid_of, psql, request, run, wait_until
 
 INTERVAL = 5
-
-
-def pid_of(owner):
-    """The process id in a replica name (host/pid/random)."""
-    try:
-        return int(owner.split("/")[-2])
-    except (AttributeError, IndexError, ValueError):
-        return None
 
 
 def main():

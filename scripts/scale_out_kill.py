@@ -25,7 +25,7 @@ import signal
 import sys
 import time
 
-from scale_out_lib import Cluster, Load, check, problem_type, psql, run, wait_until
+from scale_out_lib import Cluster, Load, check, pid_of, problem_type, psql, run, wait_until
 
 KILLS = int(os.environ.get("KILLS", "20"))
 LIFETIME = int(os.environ.get("TOKEN_LIFETIME", "2"))
@@ -33,14 +33,6 @@ AUTH_LATENCY_MS = int(os.environ.get("AUTH_LATENCY_MS", "300"))
 LEASE_SECONDS = int(os.environ.get("LEASE_SECONDS", "1"))
 GRACE_MS = int(os.environ.get("GRACE_MS", "10000"))
 SEED = int(os.environ.get("SEED", str(random.randrange(1 << 30))))
-
-
-def pid_of(owner):
-    """The process id in a `lease_owner` (host/pid/random)."""
-    try:
-        return int(owner.split("/")[-2])
-    except (AttributeError, IndexError, ValueError):
-        return None
 
 
 def main():

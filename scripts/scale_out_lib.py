@@ -391,3 +391,11 @@ def run(main):
     finally:
         code = finish()
     sys.exit(code)
+
+
+def pid_of(owner):
+    """The process id in a replica name (host/pid/random), as a lease's owner column holds it."""
+    try:
+        return int(owner.split("/")[-2])
+    except (AttributeError, IndexError, ValueError):
+        return None
