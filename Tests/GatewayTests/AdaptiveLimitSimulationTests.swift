@@ -101,7 +101,7 @@ import Testing
         // cores): 15 ms alone, 0.66 ms more for each request already at work, so 80 ms at
         // 100 in flight while it answers 1,200 a second rather than 900 at 32. Its latency
         // rises with the limit as a queue's would, but so does its answer rate.
-        func answered(_ parameters: AdaptiveLimit.Parameters) -> (rate: Double, limit: Double) {
+        func answered(_ parameters: AdaptiveLimit.Parameters) -> (rate: Double, limit: Double, declined: Int) {
             var sim = UpstreamSimulation(workers: 1_000, clients: 100, seed: seed, parameters: parameters)
             sim.serviceTime = 0.010...0.020
             sim.slowdownPerBusy = 0.00066
@@ -109,13 +109,14 @@ import Testing
             sim.resetMeasurement()
             let before = sim.answered
             sim.run(until: 60)
-            return (Double(sim.answered - before) / 40, sim.meanLimit)
+            return (Double(sim.answered - before) / 40, sim.meanLimit, sim.controller.declinedDecreases)
         }
         let unbounded = answered(.fixed(1_000))
         let adaptive = answered(.init())
         #expect(
             adaptive.rate >= 0.95 * unbounded.rate,
             "\(adaptive.rate) answers/s at a mean limit of \(adaptive.limit), \(unbounded.rate) unbounded")
+        #expect(adaptive.declined > 0, "the rates, not luck, kept the limit up")
     }
 
     @Test func aLuckyFastWindowDoesNotPinTheLimitAtOne() {
