@@ -9,14 +9,20 @@ import Testing
             for (path, upstreamPath, rest) in [
                 ("/sink", "/sink", "XX"), ("/api/sink", "/v1/sink", "XY0\r\n\r\n"), ("/sink", "/sink", "X"),
             ] {
-                let before = upstream.responder.arrivals(upstreamPath)
-                let c = try RawClient(port: proxy.port, timeoutSeconds: 3)
-                try c.send("POST \(path) HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc")
-                // Mid-stream: the upstream has the head before the rest is sent.
-                #expect(
-                    await eventually { upstream.responder.arrivals(upstreamPath) == before + 1 }, "\(path) reached the upstream")
-                try c.send(rest)
-                let raw = c.readToEnd()
+                let responder = upstream.responder
+                let before = responder.arrivals(upstreamPath)
+                let port = proxy.port
+                // The conversation runs on its own thread: the rest of the body must follow
+                // its head well within the proxy's body timeout, whatever holds the pool.
+                let (arrived, raw) = try await onThread { () -> (Bool, [UInt8]) in
+                    let c = try RawClient(port: port, timeoutSeconds: 3)
+                    try c.send("POST \(path) HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc")
+                    // Mid-stream: the upstream has the head before the rest is sent.
+                    let arrived = eventuallyOnThisThread { responder.arrivals(upstreamPath) == before + 1 }
+                    try c.send(rest)
+                    return (arrived, c.readToEnd())
+                }
+                #expect(arrived, "\(path) reached the upstream")
                 guard let (r, _) = TestResponse.parse(raw) else {
                     Issue.record("\(path): no response: \(String(decoding: raw.prefix(200), as: UTF8.self))")
                     continue

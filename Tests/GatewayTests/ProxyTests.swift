@@ -130,18 +130,26 @@ func withProxy(
 
     @Test func bodiesAreForwardedChunkedAndByLength() async throws {
         try await withProxy { proxy, _ in
-            let c = try RawClient(port: proxy.port)
-            try c.send("POST /inspect HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello")
-            #expect(try c.readResponse().text.contains("body: hello"))
-            try c.send("POST /inspect HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
-            #expect(try c.readResponse().text.contains("body: abcde"))
-            // A chunked body that arrives in pieces, with pauses between them.
-            try c.send("POST /inspect HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")
-            for piece in ["4\r\nwxyz\r\n", "1\r\n!\r\n", "0\r\n\r\n"] {
-                try await Task.sleep(for: .milliseconds(30))
-                try c.send(piece)
+            let port = proxy.port
+            // On its own thread: the pauses between pieces stay pauses, whatever holds the pool.
+            let texts = try await onThread { () -> [String] in
+                let c = try RawClient(port: port)
+                try c.send("POST /inspect HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello")
+                let byLength = try c.readResponse().text
+                try c.send(
+                    "POST /inspect HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
+                let chunked = try c.readResponse().text
+                // A chunked body that arrives in pieces, with pauses between them.
+                try c.send("POST /inspect HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")
+                for piece in ["4\r\nwxyz\r\n", "1\r\n!\r\n", "0\r\n\r\n"] {
+                    Thread.sleep(forTimeInterval: 0.03)
+                    try c.send(piece)
+                }
+                return [byLength, chunked, try c.readResponse().text]
             }
-            #expect(try c.readResponse().text.contains("body: wxyz!"))
+            #expect(texts[0].contains("body: hello"))
+            #expect(texts[1].contains("body: abcde"))
+            #expect(texts[2].contains("body: wxyz!"))
         }
     }
 

@@ -104,12 +104,19 @@ let malformedCases: [(name: String, request: String, status: Int)] = [
     @Test(arguments: brokenChunkFraming)
     func malformedChunkFramingMidStreamedBodyIsAnswered400AndClosed(_ chunks: String) async throws {
         try await TestServer.with { server in
-            let client = try RawClient(port: server.port, timeoutSeconds: 3)
-            try client.send("POST /stream-slow HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks.prefix(6))
-            // Mid-stream: the responder has the request before the rest of the body is sent.
-            #expect(await server.arrivals.wait(for: "/stream-slow"), "the streamed request reached the responder")
-            try client.send(String(chunks.dropFirst(6)))
-            let raw = client.readToEnd()
+            let (port, arrivals) = (server.port, server.arrivals)
+            // The conversation runs on its own thread: the rest of the body must follow its
+            // head well within the server's body timeout, whatever holds the pool.
+            let (arrived, raw) = try await onThread { () -> (Bool, [UInt8]) in
+                let client = try RawClient(port: port, timeoutSeconds: 3)
+                try client.send(
+                    "POST /stream-slow HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks.prefix(6))
+                // Mid-stream: the responder has the request before the rest of the body is sent.
+                let arrived = eventuallyOnThisThread { arrivals.count("/stream-slow") >= 1 }
+                try client.send(String(chunks.dropFirst(6)))
+                return (arrived, client.readToEnd())
+            }
+            #expect(arrived, "the streamed request reached the responder")
             guard let (resp, _) = TestResponse.parse(raw) else {
                 Issue.record("no response: \(String(decoding: raw.prefix(200), as: UTF8.self))")
                 return
