@@ -24,16 +24,21 @@ enum DeviceLoginCommand {
         return try await withThrowingTaskGroup(of: Void.self) { group in
             defer { group.cancelAll() }
             group.addTask {
+                // Finished also when the events are refused: the wait below ends either way.
+                defer { continuation.finish() }
                 try await client.follow(path: eventsPath) {
                     continuation.yield($0)
                 } notice: { text in
                     FileHandle.standardError.write(Data("authgate login: \(text)\n".utf8))
                 }
-                continuation.finish()
             }
             var iterator = messages.makeAsyncIterator()
             // The state now: every event after it comes after the login starts.
-            guard await iterator.next() != nil else { return 1 }
+            guard await iterator.next() != nil else {
+                // The events ended before their first message: the follower's refusal says why.
+                try await group.next()
+                return 1
+            }
             let response = try await client.send("POST", loginPath, json: body)
             let text = String(decoding: response.body, as: UTF8.self)
             guard response.status == 202, let (instructions, expiresIn) = DeviceLoginWatch.instructions(text) else {

@@ -223,6 +223,26 @@ import Testing
         }
     }
 
+    /// The device login follows the events before it starts the login: when the admin API
+    /// refuses the events, the command says why and stops, rather than wait for a first event
+    /// that never comes.
+    @Test func aDeviceLoginWhoseEventsAreRefusedStopsWithStatus1() async throws {
+        try await withServed { stack, served in
+            let gateway = try await served.serve()
+            defer { gateway.stop() }
+            let wrong = try ChildProcess(
+                ["login", "--grant", "device", "--admin", served.admin],
+                environment: ["AUTHGATE_ADMIN_TOKEN": "not-the-token"])
+            #expect(await wrong.wait(timeout: .seconds(30)) == 1, "\(wrong.errors)")
+            #expect(wrong.errors.contains("401") && wrong.errors.contains("admin-token-required"), "\(wrong.errors)")
+            #expect(!wrong.errors.contains("not-the-token"))
+            let nowhere = try ChildProcess(
+                ["login", "--grant", "device", "--admin", "unix:\(served.root)/nothing.sock", "--token-file", served.tokenFile])
+            #expect(await nowhere.wait(timeout: .seconds(30)) == 1, "\(nowhere.errors)")
+            #expect(nowhere.errors.contains("the admin API cannot be reached"), "\(nowhere.errors)")
+        }
+    }
+
     @Test func statusIsASummaryForPeopleAndJSONForScripts() async throws {
         try await withServed { stack, served in
             let gateway = try await served.serve()
