@@ -119,6 +119,31 @@ import Testing
         #expect(adaptive.declined > 0, "the rates, not luck, kept the limit up")
     }
 
+    @Test(arguments: [UInt64(1), 2, 3])
+    func anAPIWhoseLatencyStaysFlatIsNotTakenDownByAFastStart(seed: UInt64) {
+        // The interop resource server in front of Authlib: about 38 ms whatever is in flight
+        // (each answer waits on an introspection), and quicker in its first half second,
+        // while nothing else runs yet. Slow start's baseline is that quick start, so later
+        // windows read as a queue and the limit falls, until a decrease would leave the API
+        // serving less than one request: the baseline is measured again and slow start finds
+        // the load it takes. Over the first 12 s that costs about a twentieth of the answers.
+        func answered(_ parameters: AdaptiveLimit.Parameters) -> (rate: Double, limit: Double) {
+            var sim = UpstreamSimulation(workers: 1_000, clients: 100, seed: seed, parameters: parameters)
+            sim.serviceTime = 0.008...0.012
+            sim.run(until: 0.6)
+            sim.serviceTime = 0.030...0.046
+            sim.resetMeasurement()
+            let before = sim.answered
+            sim.run(until: 12)
+            return (Double(sim.answered - before) / 11.4, sim.meanLimit)
+        }
+        let unbounded = answered(.fixed(1_000))
+        let adaptive = answered(.init())
+        #expect(
+            adaptive.rate >= 0.9 * unbounded.rate,
+            "\(adaptive.rate) answers/s at a mean limit of \(adaptive.limit), \(unbounded.rate) unbounded")
+    }
+
     @Test func aLuckyFastWindowDoesNotPinTheLimitAtOne() {
         // One early window twice as fast as the upstream really is sets a baseline every
         // later window is "over": at one request in flight that cannot be a queue.
