@@ -43,10 +43,10 @@ struct Events: AsyncParsableCommand {
             } notice: { text in
                 FileHandle.standardError.write(Data("authgate events: \(text)\n".utf8))
             }
-        } catch let refused as AdminClient.Refused {
+        } catch let refused as GatewayError where refused.code == .adminRefused {
             FileHandle.standardError.write(Data("authgate events: \(refused)\n".utf8))
             throw ExitCode(1)
-        } catch let unreachable as AdminClient.Unreachable {
+        } catch let unreachable as GatewayError where unreachable.code == .adminUnreachable {
             FileHandle.standardError.write(Data("authgate events: \(unreachable) (\(options.admin))\n".utf8))
             throw ExitCode(1)
         }

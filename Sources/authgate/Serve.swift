@@ -100,12 +100,13 @@ struct Serve: AsyncParsableCommand {
             reloadSource: reloadSource(environment: environment), reloadSignals: [.sighup])
         do {
             try await runner.runUntilSignalled(alongside: traceExport.map { [$0] } ?? [])
-        } catch let failure as IssuerDiscovery.Failure {
+        } catch let failure as GatewayError where [.issuerUnusable, .issuerUnreachable].contains(failure.code) {
             // A provider that answered with something unusable is a configuration error (78);
             // one that did not answer in time is unavailable (69, EX_UNAVAILABLE).
-            let kind = failure.isConfigurationError ? "configuration error" : "unavailable"
+            let isConfigurationError = failure.code == .issuerUnusable
+            let kind = isConfigurationError ? "configuration error" : "unavailable"
             FileHandle.standardError.write(Data("authgate: \(kind): \(failure)\n".utf8))
-            throw ExitCode(failure.isConfigurationError ? 78 : 69)
+            throw ExitCode(isConfigurationError ? 78 : 69)
         } catch let error as ConfigurationError {
             // Found only once connected: the token store's database (unreachable, a refused
             // password, missing rights) names its field like any other setting.

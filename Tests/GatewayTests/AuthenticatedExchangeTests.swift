@@ -74,7 +74,7 @@ import Testing
     @Test func noSessionMeansNoToken() async throws {
         let session = Self.session()
         var sent = 0
-        var failure: AuthenticatedExchange.Failure?
+        var failure: GatewayError?
         do {
             _ = try await Self.exchange(session).run(bodyReplayable: true) { _, _ -> AuthenticatedExchange.Step<Int> in
                 sent += 1
@@ -83,7 +83,7 @@ import Testing
         } catch {
             failure = error
         }
-        guard case .token? = failure else {
+        guard failure?.code == .noToken else {
             Issue.record("\(String(describing: failure)) is not a token failure")
             return
         }
@@ -93,7 +93,7 @@ import Testing
     @Test func aReplayWhoseSessionEndedFailsAsARefresh() async throws {
         let (session, _) = try await Self.loggedIn()
         var sent = 0
-        var failure: AuthenticatedExchange.Failure?
+        var failure: GatewayError?
         do {
             _ = try await Self.exchange(session).run(bodyReplayable: true) { _, _ -> AuthenticatedExchange.Step<Int> in
                 sent += 1
@@ -104,7 +104,7 @@ import Testing
             failure = error
         }
         #expect(sent == 1)
-        guard case .refresh? = failure else {
+        guard failure?.code == .replayRefreshFailed else {
             Issue.record("\(String(describing: failure)) is not a refresh failure")
             return
         }

@@ -31,8 +31,8 @@ import Testing
             await #expect {
                 try await stack.startGateway { $0.authorization = .init(tokenEndpoint: nil, issuer: issuer) }
             } throws: { error in
-                let failure = error as? IssuerDiscovery.Failure
-                return failure?.isConfigurationError == true && failure?.description.hasPrefix("authorization.issuer:") == true
+                let failure = error as? GatewayError
+                return failure?.code == .issuerUnusable && failure?.description.hasPrefix("authorization.issuer:") == true
             }
         }
     }
@@ -84,7 +84,11 @@ import Testing
                 .deviceAuthorizationEndpoint == issuer + "/device", "usable without a certificate")
         var device = certified
         device.autoLogin = .init(grant: "device")
-        await #expect(throws: IssuerDiscovery.Failure.self) { try await discovery.resolve(device, field: "authorization") }
+        await #expect {
+            try await discovery.resolve(device, field: "authorization")
+        } throws: { error in
+            (error as? GatewayError)?.code == .issuerUnusable
+        }
     }
 
     @Test func anUnreachableProviderIsRetriedThenReportedAsUnavailable() async throws {
@@ -95,8 +99,8 @@ import Testing
         await #expect {
             _ = try await discovery.resolve(.init(tokenEndpoint: nil, issuer: "http://127.0.0.1:9"), field: "authorization")
         } throws: { error in
-            let failure = error as? IssuerDiscovery.Failure
-            return failure?.isConfigurationError == false && failure?.description.contains("could not be fetched") == true
+            let failure = error as? GatewayError
+            return failure?.code == .issuerUnreachable && failure?.description.contains("could not be fetched") == true
         }
         #expect(transport.count >= 2, "asked again before giving up")
     }

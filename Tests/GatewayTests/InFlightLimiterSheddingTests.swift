@@ -20,7 +20,7 @@ import Testing
         let limiter = try await limiter(limit: 1, latency: 2.5)
         try await limiter.acquire(.first)
         // One ahead at the upstream, 2.5 s each: 2.5 s expected, over the 1 s timeout.
-        await #expect(throws: InFlightLimiter.Failure.shed(retryAfter: 3)) { try await limiter.acquire(.first) }
+        await #expect(throws: GatewayError.upstreamShed(retryAfter: 3)) { try await limiter.acquire(.first) }
         #expect(limiter.load.waiting == 0, "it never joined the queue")
         limiter.release()
     }
@@ -57,7 +57,7 @@ import Testing
         let patient = (0..<2).map { _ in Task { try await limiter.acquire(.replay, timeout: .seconds(3600)) } }
         while limiter.load.waiting < 2 { await Task.yield() }
         // Two still waiting when it leaves, and a newcomer: 3 × 2.5 s at one slot.
-        await #expect(throws: InFlightLimiter.Failure.timedOut(retryAfter: 8)) {
+        await #expect(throws: GatewayError.upstreamBusy(retryAfter: 8)) {
             try await limiter.acquire(.replay, timeout: .milliseconds(20))
         }
         for task in patient { task.cancel() }

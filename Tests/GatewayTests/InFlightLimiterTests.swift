@@ -32,7 +32,7 @@ import Testing
     @Test func aWaiterGivesUpAfterTheTimeoutWithoutTakingASlot() async throws {
         let limiter = InFlightLimiter(limit: 1, timeout: .milliseconds(50))
         try await limiter.acquire(.first)
-        await #expect(throws: InFlightLimiter.Failure.timedOut(retryAfter: 1), "no latency known yet: 1 s") {
+        await #expect(throws: GatewayError.upstreamBusy(retryAfter: 1), "no latency known yet: 1 s") {
             try await limiter.acquire(.first)
         }
         #expect(limiter.load.waiting == 0)
@@ -48,7 +48,7 @@ import Testing
         let waiter = Task { try await limiter.acquire(.first) }
         while limiter.load.waiting == 0 { await Task.yield() }
         waiter.cancel()
-        await #expect(throws: InFlightLimiter.Failure.cancelled) { try await waiter.value }
+        await #expect(throws: GatewayError.slotCancelled) { try await waiter.value }
         #expect(limiter.load.waiting == 0)
         limiter.release()
         #expect(limiter.load.inFlight == 0)

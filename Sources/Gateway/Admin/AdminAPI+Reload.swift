@@ -19,10 +19,10 @@ extension AdminAPI {
     /// 409 `reload-unavailable` when the gateway has no configuration source.
     func reload(_ writer: ResponseWriter) async {
         guard let reloader, reloader.canReload else {
-            writer.respond(problem: GatewayProblem.make("reload-unavailable", 409, ReloadError.unavailable.description))
+            writer.respond(problem: GatewayProblem.make("reload-unavailable", 409, GatewayError.reloadUnavailable.description))
             return
         }
-        do throws(ReloadError) {
+        do throws(GatewayError) {
             let plan = try await reloader.reload()
             json(
                 writer, 200,
@@ -30,16 +30,15 @@ extension AdminAPI {
                     reload: await reloader.generation, applied: plan.applied, restartRequired: plan.restartRequired,
                     rotatedSecrets: plan.rotatedSecrets))
         } catch {
-            switch error {
-            case .unavailable:
+            guard error.code == .reloadRefused else {
                 writer.respond(problem: GatewayProblem.make("reload-unavailable", 409, error.description))
-            case .invalid(let refused):
-                let extensions = refused.field.map { [("field", Problem.quote($0))] } ?? []
-                writer.respond(
-                    problem: GatewayProblem.make(
-                        "invalid-configuration", 422,
-                        "the new configuration is refused and the running one keeps serving: \(refused)", extensions))
+                return
             }
+            let extensions = error.configurationError?.field.map { [("field", Problem.quote($0))] } ?? []
+            writer.respond(
+                problem: GatewayProblem.make(
+                    "invalid-configuration", 422,
+                    "the new configuration is refused and the running one keeps serving: \(error)", extensions))
         }
     }
 }

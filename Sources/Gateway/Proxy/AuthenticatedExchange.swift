@@ -30,17 +30,6 @@ public struct AuthenticatedExchange: Sendable {
         }
     }
 
-    /// Why ``run(bodyReplayable:send:)`` stopped without an answer.
-    public enum Failure: Error {
-        /// No token to start with (no session, or it could not be refreshed).
-        case token(any Error)
-        /// The refresh a replay needed failed (refused, unreachable, or the session ended).
-        case refresh(any Error)
-        /// No slot at the upstream came in time or would have (``InFlightLimiter``), or the
-        /// wait was cancelled.
-        case busy(InFlightLimiter.Failure)
-    }
-
     /// Where an exchange spends its time.
     public enum Phase: String, Sendable, CaseIterable {
         /// Waiting for a slot at the upstream (``InFlightLimiter``).
@@ -82,10 +71,15 @@ public struct AuthenticatedExchange: Sendable {
     }
 
     /// Sends attempts until one is answered; each replay carries a newer token than the try
-    /// before it. Throws ``Failure``.
+    /// before it. Throws a ``GatewayError`` when it stops without an answer:
+    /// ``GatewayError/Code/noToken`` (no token to start with: no session, or it could not be
+    /// refreshed), ``GatewayError/Code/replayRefreshFailed`` (the refresh a replay needed
+    /// failed: refused, unreachable, or the session ended), both with the session's error
+    /// ``GatewayError/underlying``; or the ``InFlightLimiter``'s error when no slot at the
+    /// upstream came in time or would have, or the wait was cancelled.
     public func run<Result: Sendable>(
         bodyReplayable: Bool, send: (AccessToken, ReplayRule.Attempt) async -> Step<Result>
-    ) async throws(Failure) -> Result {
+    ) async throws(GatewayError) -> Result {
         var machine = self.machine(bodyReplayable: bodyReplayable)
         let action = machine.start()
         return try await run(machine, action) { token, sending in await send(token, sending.attempt) }
@@ -100,11 +94,12 @@ public struct AuthenticatedExchange: Sendable {
     /// the proxy's first try, sent from the loop, whose answer was held back) until an
     /// attempt is answered. `send` gets the token and the machine with the attempt at the
     /// upstream (``ExchangeMachine/attempt``), to judge the answer's head
-    /// (``ExchangeMachine/headArrived(_:session:)``). Throws ``Failure``.
+    /// (``ExchangeMachine/headArrived(_:session:)``). Throws as
+    /// ``run(bodyReplayable:send:)`` does.
     func run<Result: Sendable>(
         _ machine: ExchangeMachine, _ action: ExchangeMachine.Action,
         send: (AccessToken, ExchangeMachine) async -> Step<Result>
-    ) async throws(Failure) -> Result {
+    ) async throws(GatewayError) -> Result {
         var machine = machine
         var action = action
         let clock = ContinuousClock()
@@ -122,7 +117,7 @@ public struct AuthenticatedExchange: Sendable {
         var inFlight: Int?
         var result: Result?
         var error: any Error = CancellationError()
-        var refused = InFlightLimiter.Failure.cancelled
+        var refused = GatewayError.slotCancelled
         while true {
             switch action {
             case .acquireSlot(let lane):
@@ -130,7 +125,7 @@ public struct AuthenticatedExchange: Sendable {
                     action = machine.slotGranted()
                     continue
                 }
-                do throws(InFlightLimiter.Failure) {
+                do throws(GatewayError) {
                     inFlight = try await limiter.acquire(lane, timeout: queueTimeout)
                     lap(.queue)
                     action = machine.slotGranted()
@@ -189,11 +184,11 @@ public struct AuthenticatedExchange: Sendable {
                 guard let result else { preconditionFailure("an exchange finishes with an answer") }
                 return result
             case .fail(.token):
-                throw .token(error)
+                throw .noToken(error)
             case .fail(.refresh):
-                throw .refresh(error)
+                throw .replayRefreshFailed(error)
             case .fail(.busy):
-                throw .busy(refused)
+                throw refused
             case .none:
                 preconditionFailure("the exchange machine was given an event out of turn")
             }

@@ -7,9 +7,9 @@ import Locking
 /// the samples ``release(_:at:)`` is given (one limiter per upstream origin).
 ///
 /// The order is an ``AdmissionQueue``: first come, first served, replays first. A request
-/// waits at most its timeout; then it is answered 503 (``Failure/timedOut``) without reaching
-/// the upstream. A first try whose expected wait (waiting × recent latency ÷ limit) is
-/// already longer than that is refused at once (``Failure/shed(retryAfter:)``).
+/// waits at most its timeout; then it is answered 503 (``GatewayError/Code/upstreamBusy``)
+/// without reaching the upstream. A first try whose expected wait (waiting × recent latency ÷
+/// limit) is already longer than that is refused at once (``GatewayError/Code/upstreamShed``).
 ///
 /// ```swift
 /// let limiter = InFlightLimiter(limit: 16, timeout: .seconds(30))
@@ -17,18 +17,6 @@ import Locking
 /// defer { limiter.release() }
 /// ```
 public final class InFlightLimiter: Sendable {
-    /// Why ``acquire(_:)`` gave no slot.
-    public enum Failure: Error, Equatable {
-        /// The request waited `timeout` without a slot; `retryAfter` (whole seconds, at least
-        /// 1) is the expected wait of a request that joined the queue as it gave up.
-        case timedOut(retryAfter: Int)
-        /// The waiting task was cancelled.
-        case cancelled
-        /// The queue is already longer than the timeout would let the request wait: it was
-        /// refused at once; `retryAfter` (whole seconds, at least 1) is the queue's expected wait.
-        case shed(retryAfter: Int)
-    }
-
     private struct State {
         var queue: AdmissionQueue
         var controller: AdaptiveLimit
@@ -115,9 +103,11 @@ public final class InFlightLimiter: Sendable {
     /// Waits for a slot in `lane`, at most `timeout` (default: ``timeout``); every slot
     /// taken must be given back with ``release(_:at:)``. Returns the exchanges at the
     /// upstream when the slot was taken, this one included (0 when a reload handed it over).
-    /// Throws ``Failure``.
+    /// Throws a ``GatewayError``: ``GatewayError/Code/upstreamBusy`` (no slot in time),
+    /// ``GatewayError/Code/upstreamShed`` (refused at once) or
+    /// ``GatewayError/Code/slotCancelled``, with the wait's ``GatewayError/retryAfter``.
     @discardableResult
-    public func acquire(_ lane: AdmissionQueue.Lane, timeout: Duration? = nil) async throws(Failure) -> Int {
+    public func acquire(_ lane: AdmissionQueue.Lane, timeout: Duration? = nil) async throws(GatewayError) -> Int {
         // The common case, a free slot and nobody waiting, takes the lock once.
         let entry: (ticket: UInt64, timeout: Duration)? = state.withLock { s in
             if s.queue.admitWithoutWaiting() { return nil }
@@ -125,7 +115,7 @@ public final class InFlightLimiter: Sendable {
             return (s.nextTicket, timeout ?? s.timeout)
         }
         guard let (ticket, timeout) = entry else { return load.inFlight }
-        if lane == .first, let retryAfter = expectedWaitBeyond(timeout) { throw .shed(retryAfter: retryAfter) }
+        if lane == .first, let retryAfter = expectedWaitBeyond(timeout) { throw .upstreamShed(retryAfter: retryAfter) }
         let timer = Task { [weak self, timeout] in
             try? await Task.sleep(for: timeout)
             if !Task.isCancelled { self?.giveUp(ticket, timedOut: true) }
@@ -136,8 +126,8 @@ public final class InFlightLimiter: Sendable {
                 try await withCheckedThrowingContinuation { (cont: CheckedContinuation<Int, any Error>) in
                     // Joining the queue and leaving the continuation happen under one lock,
                     // so a release can never pick this ticket before it can be resumed.
-                    let now: Result<Int, Failure>? = state.withLock { s in
-                        if Task.isCancelled { return .failure(.cancelled) }
+                    let now: Result<Int, GatewayError>? = state.withLock { s in
+                        if Task.isCancelled { return .failure(.slotCancelled) }
                         if s.queue.admit(ticket, lane: lane) == .proceed { return .success(s.queue.inFlight) }
                         s.waiters[ticket] = cont
                         return nil
@@ -151,10 +141,10 @@ public final class InFlightLimiter: Sendable {
             } onCancel: {
                 giveUp(ticket, timedOut: false)
             }
-        } catch let failure as Failure {
+        } catch let failure as GatewayError {
             throw failure
         } catch {
-            throw .cancelled
+            throw .slotCancelled
         }
     }
 
@@ -221,11 +211,11 @@ public final class InFlightLimiter: Sendable {
     /// Takes `ticket` out of the queue and fails its waiter: timed out (with the queue's
     /// expected wait as it leaves) or cancelled.
     private func giveUp(_ ticket: UInt64, timedOut: Bool) {
-        let left: (CheckedContinuation<Int, any Error>, Failure)? = state.withLock { s in
+        let left: (CheckedContinuation<Int, any Error>, GatewayError)? = state.withLock { s in
             guard s.queue.withdraw(ticket), let waiter = s.waiters.removeValue(forKey: ticket) else { return nil }
-            guard timedOut else { return (waiter, .cancelled) }
+            guard timedOut else { return (waiter, .slotCancelled) }
             let wait = Self.expectedWait(s).map { max(1, Int($0.rounded(.up))) } ?? 1
-            return (waiter, .timedOut(retryAfter: wait))
+            return (waiter, .upstreamBusy(retryAfter: wait))
         }
         if let (waiter, failure) = left { waiter.resume(throwing: failure) }
     }

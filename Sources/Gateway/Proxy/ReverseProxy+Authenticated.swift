@@ -70,7 +70,7 @@ extension ReverseProxy {
         let name = route.session
         var begun = machine ?? path.machine(bodyReplayable: request.bodyIsReplayable)
         let action = machine == nil ? begun.start() : next
-        do throws(AuthenticatedExchange.Failure) {
+        do throws(GatewayError) {
             return try await path.run(begun, action) { token, sending in
                 let attempt = sending.attempt
                 if attempt.replaysSoFar > 0 { metrics.replay("replayed", session: name) }
@@ -87,14 +87,14 @@ extension ReverseProxy {
                 }
             }
         } catch {
-            switch error {
-            case .token(let error):
-                return respond(error, writer)
-            case .refresh(let error):
+            switch error.code {
+            case .noToken:
+                return respond(error.underlying ?? error, writer)
+            case .replayRefreshFailed:
                 metrics.replay("refresh_failed", session: name)
-                return respond(error, writer)
-            case .busy(let failure):
-                return refuse(failure, path.limiter, writer)
+                return respond(error.underlying ?? error, writer)
+            default:
+                return refuse(error, path.limiter, writer)
             }
         }
     }

@@ -24,7 +24,7 @@ extension ReverseProxy {
         }
         tasks.start(on: request.loop) {
             let status: Int
-            do throws(InFlightLimiter.Failure) {
+            do throws(GatewayError) {
                 let inFlight = try await limiter.acquire(.first, timeout: route.queueTimeout)
                 let sent = ContinuousClock.now
                 let outcome = await self.exchange(request, route, target, writer, s, token: nil, decide: nil, trace: trace)
@@ -39,22 +39,24 @@ extension ReverseProxy {
         }
     }
 
-    /// Answers a request that got no slot of `limiter`; the status the client got.
-    func refuse(_ failure: InFlightLimiter.Failure, _ limiter: InFlightLimiter?, _ writer: ResponseWriter) -> Int {
+    /// Answers a request that got no slot of `limiter` (`failure`, the limiter's:
+    /// ``GatewayError/Code/upstreamBusy``, ``GatewayError/Code/upstreamShed`` or
+    /// ``GatewayError/Code/slotCancelled``); the status the client got.
+    func refuse(_ failure: GatewayError, _ limiter: InFlightLimiter?, _ writer: ResponseWriter) -> Int {
         var h = HTTPHeaders()
-        switch failure {
-        case .cancelled:
+        switch failure.code {
+        case .upstreamBusy:
+            metrics.upstreamShed(limiter, reason: "timeout")
+            h.add(name: "Retry-After", value: String(failure.retryAfter ?? 1))
+            writer.respond(problem: GatewayProblem.upstreamBusy, headers: h)
+        case .upstreamShed:
+            metrics.upstreamShed(limiter, reason: "expected_wait")
+            h.add(name: "Retry-After", value: String(failure.retryAfter ?? 1))
+            writer.respond(problem: GatewayProblem.upstreamBusyAtOnce, headers: h)
+        default:
             // The client went away while waiting: nobody to answer.
             writer.abort()
             return 499
-        case .timedOut(let retryAfter):
-            metrics.upstreamShed(limiter, reason: "timeout")
-            h.add(name: "Retry-After", value: String(retryAfter))
-            writer.respond(problem: GatewayProblem.upstreamBusy, headers: h)
-        case .shed(let retryAfter):
-            metrics.upstreamShed(limiter, reason: "expected_wait")
-            h.add(name: "Retry-After", value: String(retryAfter))
-            writer.respond(problem: GatewayProblem.upstreamBusyAtOnce, headers: h)
         }
         return 503
     }

@@ -189,7 +189,7 @@ public final class UserInfoProbe: Sendable {
         let session = self.session
         var machine = path.machine(bodyReplayable: true)
         let action = machine.start()
-        do throws(AuthenticatedExchange.Failure) {
+        do throws(GatewayError) {
             return try await path.run(machine, action) { token, sending -> AuthenticatedExchange.Step<Outcome> in
                 var headers = [("Authorization", token.authorizationHeaderValue), ("Accept", "application/json")]
                 // A DPoP-bound token goes with a proof of its key (RFC 9449 §7), as on a route.
@@ -246,9 +246,9 @@ public final class UserInfoProbe: Sendable {
                 }
             }
         } catch {
-            switch error {
-            case .token(let error), .refresh(let error): return Self.outcome(of: error)
-            case .busy: return .retry("no slot at the upstream")
+            switch error.code {
+            case .noToken, .replayRefreshFailed: return Self.outcome(of: error.underlying ?? error)
+            default: return .retry("no slot at the upstream")
             }
         }
     }

@@ -4,22 +4,6 @@ import Locking
 import Runtime
 
 extension AdminClient {
-    /// The admin API's refusal: its status and body (a problem document, never a token).
-    public struct Refused: Error, CustomStringConvertible {
-        /// The HTTP status.
-        public var status: Int
-        /// The body as text.
-        public var body: String
-        public var description: String { "the admin API answered \(status): \(body)" }
-    }
-
-    /// The admin API could not be reached at the first attempt; the reason.
-    public struct Unreachable: Error, CustomStringConvertible {
-        /// Why, in a few words (never a token).
-        public var reason: String
-        public var description: String { "the admin API cannot be reached: \(reason)" }
-    }
-
     /// Follows a session's events (`path`: `/auth/events`, with its query) for `authgate
     /// events` and the device login, until the task is cancelled: calls `message` for every
     /// new message in order, through dropped connections and gateway restarts, resuming with
@@ -32,7 +16,9 @@ extension AdminClient {
     /// ```
     ///
     /// It ends when its task is cancelled (returning normally) or when the admin API
-    /// refuses the request for good (``Refused``: a wrong admin token, an unknown session).
+    /// refuses the request for good (a ``GatewayError`` with ``GatewayError/Code/adminRefused``:
+    /// a wrong admin token, an unknown session) or cannot be reached at the first attempt
+    /// (``GatewayError/Code/adminUnreachable``).
     public func follow(
         path: String, lastEventID: String? = nil, message: @escaping @Sendable (EventStreamParser.Message) -> Void,
         notice: @escaping @Sendable (String) -> Void
@@ -94,9 +80,9 @@ extension AdminClient {
                 }
             switch policy.decide(status: status, streamed: streamed, retryMilliseconds: retry) {
             case .stop(let s):
-                throw Refused(status: s, body: String(decoding: refusal, as: UTF8.self))
+                throw GatewayError.adminRefused(status: s, body: String(decoding: refusal, as: UTF8.self))
             case .unreachable:
-                throw Unreachable(reason: why)
+                throw GatewayError.adminUnreachable(why)
             case .reconnect(let delay):
                 notice(
                     "connection lost (\(why)); reconnecting in \(Self.seconds(delay))"

@@ -47,10 +47,12 @@ public actor GatewayReloader {
     public nonisolated var canReload: Bool { source != nil }
 
     /// Reads the configuration again and applies what can change without a restart.
-    /// Throws a ``ReloadError``: the new configuration is invalid (the field named), or there
-    /// is nowhere to read it from; the running configuration keeps serving either way.
-    public func reload() async throws(ReloadError) -> ReloadPlan {
-        guard let source, let targets else { throw .unavailable }
+    /// Throws a ``GatewayError``: ``GatewayError/Code/reloadRefused`` when the new
+    /// configuration is invalid (its ``GatewayError/configurationError`` names the field), or
+    /// ``GatewayError/Code/reloadUnavailable`` when there is nowhere to read it from; the
+    /// running configuration keeps serving either way.
+    public func reload() async throws(GatewayError) -> ReloadPlan {
+        guard let source, let targets else { throw .reloadUnavailable }
         let new: GatewayConfiguration
         let newSecrets: GatewayService.Secrets
         let plan: ReloadPlan
@@ -65,10 +67,10 @@ public actor GatewayReloader {
             logger.error(
                 "configuration reload refused; the running configuration stays",
                 metadata: ["config.field": "\(error.field ?? "")", "error": "\(error)"])
-            throw .invalid(error)
+            throw .reloadRefused(error)
         } catch {
             logger.error("configuration reload refused; the running configuration stays", metadata: ["error": "\(error)"])
-            throw .invalid(.other(error))
+            throw .reloadRefused(.other(error))
         }
         var tokenTransport: (any HTTPTransport)?
         if plan.needsNewTokenClient {
@@ -113,22 +115,6 @@ public actor GatewayReloader {
                 metadata: ["config.restart_required": "\(plan.restartRequired.joined(separator: ","))"])
         }
         return plan
-    }
-}
-
-/// Why a reload changed nothing.
-public enum ReloadError: Error, CustomStringConvertible {
-    /// The new configuration is invalid, or cannot be served by this process; the error
-    /// names the field.
-    case invalid(ConfigurationError)
-    /// The gateway was not started from a configuration source (`authgate dev`, tests).
-    case unavailable
-
-    public var description: String {
-        switch self {
-        case .invalid(let e): "\(e)"
-        case .unavailable: "this gateway was not started from a configuration file or environment; nothing to reload from"
-        }
     }
 }
 

@@ -7,17 +7,9 @@ public import Logging
 /// Endpoints set explicitly in the configuration win over discovered ones. An unreachable
 /// provider (no answer, 5xx) is asked again with backoff until `patience` runs out; a
 /// document that answers but cannot be used (another issuer, no token endpoint, not JSON,
-/// 4xx) fails at once.
+/// 4xx) fails at once. Either throws a ``GatewayError`` that names the configuration field:
+/// ``GatewayError/Code/issuerUnusable`` or ``GatewayError/Code/issuerUnreachable``.
 public struct IssuerDiscovery: Sendable {
-    /// Why discovery failed; names the configuration field.
-    public struct Failure: Error, CustomStringConvertible {
-        /// What went wrong, with the field at fault.
-        public let description: String
-        /// Whether the provider answered with something unusable (a configuration error),
-        /// rather than not answering.
-        public let isConfigurationError: Bool
-    }
-
     let transport: any HTTPTransport
     let logger: Logger
     let patience: Duration
@@ -63,7 +55,7 @@ public struct IssuerDiscovery: Sendable {
             guard deviceDiscovered, resolved.deviceAuthorizationEndpoint != nil, !(resolved.autoLogin?.isDevice ?? false),
                 (try? GatewayConfiguration.validate(withoutDevice, at: field, insecure: allowInsecureHTTP)) != nil
             else {
-                throw Failure(description: "\(error) (as discovered from \(issuer))", isConfigurationError: true)
+                throw GatewayError.issuerUnusable("\(error) (as discovered from \(issuer))", underlying: error)
             }
             logger.notice(
                 "the discovered device authorization endpoint is left out: device logins are off",
@@ -94,23 +86,21 @@ public struct IssuerDiscovery: Sendable {
                     do {
                         return try OIDCDiscovery.parse(response.body, expectedIssuer: issuer)
                     } catch {
-                        throw Failure(description: "\(field).issuer: \(error) (\(url))", isConfigurationError: true)
+                        throw GatewayError.issuerUnusable("\(field).issuer: \(error) (\(url))", underlying: error)
                     }
                 case 500...599, 429:
                     problem = "HTTP \(response.status)"
                 default:
-                    throw Failure(
-                        description: "\(field).issuer: \(url) answered HTTP \(response.status)", isConfigurationError: true)
+                    throw GatewayError.issuerUnusable("\(field).issuer: \(url) answered HTTP \(response.status)")
                 }
-            } catch let failure as Failure {
+            } catch let failure as GatewayError {
                 throw failure
             } catch {
                 problem = "no answer"
             }
             guard ContinuousClock.now + delay < deadline else {
-                throw Failure(
-                    description: "\(field).issuer: the discovery document at \(url) could not be fetched (\(problem))",
-                    isConfigurationError: false)
+                throw GatewayError.issuerUnreachable(
+                    "\(field).issuer: the discovery document at \(url) could not be fetched (\(problem))")
             }
             logger.notice(
                 "issuer discovery failed; retrying",
