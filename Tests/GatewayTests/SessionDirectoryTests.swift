@@ -8,7 +8,8 @@ import Testing
 /// The proxy's sessions by name: a lookup finds the session of that name, however the name
 /// was made, and nothing for a name that is not configured.
 struct SessionDirectoryTests {
-    func actor() -> AuthActor {
+    /// A session that talks to a fake authorization server; never started here.
+    static func actor() -> AuthActor {
         let clock = TestClock()
         let server = FakeAuthorizationServer(configuration: .init(), clock: clock)
         let client = OAuth2Client(
@@ -22,7 +23,7 @@ struct SessionDirectoryTests {
 
     @Test func eachNameFindsItsOwnSessionWhateverItsStorage() {
         let long = "a-session-name-longer-than-fifteen-bytes"
-        let (a, b, c) = (actor(), actor(), actor())
+        let (a, b, c) = (Self.actor(), Self.actor(), Self.actor())
         let directory = SessionDirectory(["default": a, "billing": b, long: c])
         // Built at run time, so not the same storage as the keys above.
         let longAgain = ["a-session-name", "longer-than", "fifteen-bytes"].joined(separator: "-")

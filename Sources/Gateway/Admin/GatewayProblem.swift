@@ -11,6 +11,11 @@ public enum GatewayProblem {
 
     /// No route matches the request path.
     public static let noRoute = make("no-route", 404, "no route matches this path")
+    /// The route is authenticated and the proxy has no sessions at all.
+    static let noSessionConfigured = make(
+        "no-session-configured", 500, "this route requires authentication but no session is configured")
+    /// The route is authenticated and the session it names is not configured.
+    static let sessionNotConfigured = make("no-session-configured", 500, "this route's session is not configured")
     /// The route names its callers (`routes[].callers`) and this one is not among them:
     /// nothing was sent upstream.
     public static let callerNotAllowed = make(

@@ -13,6 +13,10 @@ public import HTTPWire
 /// | ``reject(_:)`` | answers with the problem document |
 /// | ``forward(_:_:)`` | sends the request upstream as it is (a public route) |
 /// | ``authenticate(_:_:session:)`` | runs the ``ExchangeMachine`` with the route's session |
+///
+/// Every plan is made from one ``Routing``: the proxy's intake finds it when the head
+/// arrives and keeps a forwarded request's ``Routed``; a request it does not forward is
+/// planned from its head again at the answer, by the same rules.
 public enum ExchangePlan: Sendable, Equatable {
     /// The proxy listener's liveness path (`GET` or `HEAD`): answered without a route.
     case liveness
@@ -44,53 +48,110 @@ public enum ExchangePlan: Sendable, Equatable {
     }
 
     /// ``decide(method:target:livenessPath:table:hasFallback:sessions:)`` with the sessions
-    /// as the proxy keeps them.
+    /// as the proxy keeps them: the ``Routing`` of the request, made into a plan.
     static func decide(
         method: String, target: String, livenessPath: String?, table: RouteTable, hasFallback: Bool,
         sessions: SessionDirectory?
     ) -> ExchangePlan {
-        if let routed = Routed(method: method, target: target, livenessPath: livenessPath, table: table, sessions: sessions) {
-            return routed.plan(target: target, table: table)
-        }
-        return unrouted(
+        Routing(
             method: method, target: target, livenessPath: livenessPath, table: table, hasFallback: hasFallback,
-            sessions: sessions)
+            sessions: sessions
+        ).plan(target: target, table: table)
     }
 
-    /// The plan of a request ``Routed`` found no route for, made again from its head: the
-    /// target's problem, the liveness answer, the fallback, or why the route cannot serve.
-    static func unrouted(
-        method: String, target: String, livenessPath: String?, table: RouteTable, hasFallback: Bool,
-        sessions: SessionDirectory?
-    ) -> ExchangePlan {
-        let parsed: RequestTarget
-        do throws(WireError) {
-            parsed = try RequestTarget(target)
-        } catch {
-            return .reject(error.problem)
+    /// Where a request goes, decided from its method and target: the one place that says
+    /// which requests are forwarded, on which route, and why the others are not. Both the
+    /// proxy's intake (which keeps ``Routed``, when the head arrives) and
+    /// ``decide(method:target:livenessPath:table:hasFallback:sessions:)`` (the plan, for
+    /// the others at the answer) are made from it.
+    ///
+    /// The rules, in order: a target that is not a path, or could escape its route, is
+    /// refused; a `GET` or `HEAD` of the liveness path is the liveness probe; a path no route
+    /// matches goes to the fallback, or is refused; an authenticated route whose session is
+    /// not configured is refused; anything else is forwarded on its route.
+    enum Routing: Sendable, Equatable {
+        /// Forwarded: the route and where the path and query are in the target.
+        case routed(Routed)
+        /// The liveness probe, answered by the proxy.
+        case liveness
+        /// No route matches, and the fallback takes the request.
+        case fallback
+        /// Answered at once with ``Rejection/problem``.
+        case reject(Rejection)
+
+        /// The routing of a request with `method` and `target` on `table`; the parameters
+        /// are ``ExchangePlan/decide(method:target:livenessPath:table:hasFallback:sessions:)``'s.
+        init(
+            method: String, target: String, livenessPath: String?, table: RouteTable, hasFallback: Bool,
+            sessions: SessionDirectory?
+        ) {
+            let span: RequestTarget.Span
+            do throws(WireError) {
+                span = try RequestTarget.Span(target)
+            } catch {
+                self = .reject(.target(error))
+                return
+            }
+            let path = RequestTarget(target, span: span).path
+            if let livenessPath, path == livenessPath, method == "GET" || method == "HEAD" {
+                self = .liveness
+                return
+            }
+            guard let index = table.index(for: path) else {
+                self = hasFallback ? .fallback : .reject(.noRoute)
+                return
+            }
+            if table.routes[index].requiresAuthentication {
+                guard let sessions else {
+                    self = .reject(.noSessions)
+                    return
+                }
+                guard sessions.contains(table.routes[index].session) else {
+                    self = .reject(.sessionNotConfigured)
+                    return
+                }
+            }
+            self = .routed(Routed(route: Int32(index), span: span))
         }
-        if let livenessPath, parsed.path == livenessPath, method == "GET" || method == "HEAD" {
-            return .liveness
+
+        /// The plan this routing says for `target`, the one it was made from, on `table`,
+        /// the same table.
+        func plan(target: String, table: RouteTable) -> ExchangePlan {
+            switch self {
+            case .routed(let routed): routed.plan(target: target, table: table)
+            case .liveness: .liveness
+            case .fallback: .fallback
+            case .reject(let rejection): .reject(rejection.problem)
+            }
         }
-        guard let route = table.route(for: parsed.path) else {
-            return hasFallback ? .fallback : .reject(GatewayProblem.noRoute)
+    }
+
+    /// Why a request is answered at once with a problem (``Routing/reject(_:)``).
+    enum Rejection: Sendable, Equatable {
+        /// The target is not a path or an absolute URL, or could escape its route (400).
+        case target(WireError)
+        /// No route matches the path and there is no fallback (404).
+        case noRoute
+        /// The route is authenticated and the proxy has no sessions at all (500).
+        case noSessions
+        /// The route is authenticated and its session is not among the proxy's (500).
+        case sessionNotConfigured
+
+        /// The problem document the request is answered with.
+        var problem: Problem {
+            switch self {
+            case .target(let error): error.problem
+            case .noRoute: GatewayProblem.noRoute
+            case .noSessions: GatewayProblem.noSessionConfigured
+            case .sessionNotConfigured: GatewayProblem.sessionNotConfigured
+            }
         }
-        guard route.requiresAuthentication else { return .forward(route, parsed) }
-        guard let sessions else {
-            return .reject(
-                GatewayProblem.make(
-                    "no-session-configured", 500, "this route requires authentication but no session is configured"))
-        }
-        guard sessions.contains(route.session) else {
-            return .reject(GatewayProblem.make("no-session-configured", 500, "this route's session is not configured"))
-        }
-        return .authenticate(route, parsed, session: route.session)
     }
 
     /// A ``forward(_:_:)`` or ``authenticate(_:_:session:)`` plan in sixteen bytes: the
     /// route's index in the table and where the path and query are in the target. The proxy
-    /// finds it when the head arrives and carries it to the answer (``ReverseProxy``), so a
-    /// request's target is parsed and its route found once.
+    /// finds it when the head arrives (``Routing``) and carries it to the answer
+    /// (``ReverseProxy``), so a request's target is parsed and its route found once.
     struct Routed: Sendable, Equatable {
         /// The route's index in ``RouteTable/routes``; -1 in ``noRoute``.
         let route: Int32
@@ -103,23 +164,10 @@ public enum ExchangePlan: Sendable, Equatable {
         /// Whether this names a route (it is not ``noRoute``).
         var isRoute: Bool { route >= 0 }
 
-        private init(route: Int32, span: RequestTarget.Span) {
+        /// The route at index `route` of the table, its path and query where `span` says;
+        /// only ``Routing`` finds one.
+        fileprivate init(route: Int32, span: RequestTarget.Span) {
             self.route = route
-            self.span = span
-        }
-
-        /// The route `target` goes to, as ``ExchangePlan/decide(method:target:livenessPath:table:hasFallback:sessions:)``
-        /// would plan it; nil when that plan is not to forward (a bad target, the liveness
-        /// path, no route, a route whose session is not configured).
-        init?(method: String, target: String, livenessPath: String?, table: RouteTable, sessions: SessionDirectory?) {
-            guard let span = try? RequestTarget.Span(target) else { return nil }
-            let path = RequestTarget(target, span: span).path
-            if let livenessPath, path == livenessPath, method == "GET" || method == "HEAD" { return nil }
-            guard let index = table.index(for: path) else { return nil }
-            if table.routes[index].requiresAuthentication {
-                guard let sessions, sessions.contains(table.routes[index].session) else { return nil }
-            }
-            self.route = Int32(index)
             self.span = span
         }
 

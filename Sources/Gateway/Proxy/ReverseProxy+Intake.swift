@@ -18,9 +18,10 @@ extension ReverseProxy {
     }
 
     /// Reads a request's body as ``RouteTable/bodyPolicy(route:framing:bufferLimit:replays:)`` says,
-    /// and keeps the route found for the answer. A request matching no route (or with no
-    /// valid target) is answered after its head, nothing buffered, unless the fallback wants
-    /// its body; what the fallback keeps is handed to it.
+    /// and keeps the route found for the answer (``ExchangePlan/Routing``). A request that is
+    /// not forwarded (the liveness probe, a rejection) is answered after its head, nothing
+    /// read; one the fallback takes is read as the fallback says, and what it keeps is
+    /// handed to it.
     public func intake(for head: RequestHead, limits: HTTPLimits) -> RequestIntake {
         intake(for: head, peer: nil, limits: limits)
     }
@@ -33,26 +34,23 @@ extension ReverseProxy {
 
     private func intake(for head: RequestHead, peer: RequestPeer?, limits: HTTPLimits) -> RequestIntake {
         let s = settings
-        let replays = authentication != nil
-        if let routed = ExchangePlan.Routed(
-            method: head.method, target: head.target, livenessPath: s.livenessPath, table: s.table, sessions: sessionDirectory)
-        {
-            let route = s.table.routes[Int(routed.route)]
-            if let callers = route.callers, let peer, !callers.admits(peer) {
-                return RequestIntake(body: .stream, context: Admission(settings: s, routed: routed))
-            }
-            // A route always has a policy.
-            let body = RouteTable.bodyPolicy(route: route, framing: head.framing, bufferLimit: s.replayLimit, replays: replays)
-            return RequestIntake(body: body ?? .stream, context: Admission(settings: s, routed: routed))
+        let routing = ExchangePlan.Routing(
+            method: head.method, target: head.target, livenessPath: s.livenessPath, table: s.table,
+            hasFallback: hasFallback, sessions: sessionDirectory)
+        guard case .routed(let routed) = routing else {
+            let admission = Admission(settings: s, routed: .noRoute)
+            guard case .fallback = routing, let fallback else { return RequestIntake(body: .stream, context: admission) }
+            let intake = fallback.intake(for: head, limits: limits)
+            return intake.context == nil ? RequestIntake(body: intake.body, context: admission) : intake
         }
-        let admission = Admission(settings: s, routed: .noRoute)
-        let route = (try? RequestTarget(head.target)).flatMap { s.table.route(for: $0.path) }
-        if let body = RouteTable.bodyPolicy(route: route, framing: head.framing, bufferLimit: s.replayLimit, replays: replays) {
-            return RequestIntake(body: body, context: admission)
+        let route = s.table.routes[Int(routed.route)]
+        if let callers = route.callers, let peer, !callers.admits(peer) {
+            return RequestIntake(body: .stream, context: Admission(settings: s, routed: routed))
         }
-        guard let fallback else { return RequestIntake(body: .stream, context: admission) }
-        let intake = fallback.intake(for: head, limits: limits)
-        return intake.context == nil ? RequestIntake(body: intake.body, context: admission) : intake
+        // A route always has a policy.
+        let body = RouteTable.bodyPolicy(
+            route: route, framing: head.framing, bufferLimit: s.replayLimit, replays: authentication != nil)
+        return RequestIntake(body: body ?? .stream, context: Admission(settings: s, routed: routed))
     }
 
     /// ``intake(for:limits:)``'s body policy.
@@ -72,9 +70,6 @@ extension ReverseProxy {
         }
         let s = admission.settings
         if admission.routed.isRoute { return (admission.routed.plan(target: request.head.target, table: s.table), s) }
-        let plan = ExchangePlan.unrouted(
-            method: request.head.method, target: request.head.target, livenessPath: s.livenessPath, table: s.table,
-            hasFallback: fallback != nil, sessions: sessionDirectory)
-        return (plan, s)
+        return (plan(for: request.head, s), s)
     }
 }

@@ -21,6 +21,9 @@ public final class ReverseProxy: HTTPResponder {
     public var settings: ProxySettings { current.withLock { $0 } }
     private let current: Locked<ProxySettings>
     let fallback: (any HTTPResponder)?
+    /// Whether ``fallback`` is set: read per request instead of the existential, which a
+    /// test for nil would copy.
+    let hasFallback: Bool
     let authentication: ProxyAuthentication?
     let metrics: GatewayMetrics
     /// Records where authenticated requests wait; made once, not per request.
@@ -56,6 +59,7 @@ public final class ReverseProxy: HTTPResponder {
         self.sessionDirectory = authentication.map { SessionDirectory($0.sessions) }
         self.metrics = metrics
         self.fallback = fallback
+        self.hasFallback = fallback != nil
     }
 
     /// Authenticated requests waiting for a slot at their route's upstream (`maxInFlight`).
@@ -86,7 +90,7 @@ public final class ReverseProxy: HTTPResponder {
     func plan(for head: RequestHead, _ s: ProxySettings) -> ExchangePlan {
         ExchangePlan.decide(
             method: head.method, target: head.target, livenessPath: s.livenessPath, table: s.table,
-            hasFallback: fallback != nil, sessions: sessionDirectory)
+            hasFallback: hasFallback, sessions: sessionDirectory)
     }
 
     /// Carries out the plan made when the request's head arrived (``intake(for:limits:)``).
@@ -115,8 +119,7 @@ public final class ReverseProxy: HTTPResponder {
         case .authenticate(let route, let target, let name):
             // `plan` checked that the session exists; answer anyway rather than leave the client waiting.
             guard let session = sessionDirectory?.session(named: name) else {
-                writer.respond(
-                    problem: GatewayProblem.make("no-session-configured", 500, "this route's session is not configured"))
+                writer.respond(problem: GatewayProblem.sessionNotConfigured)
                 return
             }
             send(request, route, target, session: session, writer, s)
