@@ -93,22 +93,7 @@ extension PostgresTokenStore: DeviceLoginCoordinator {
     /// Gives this replica's claim to start a device login up and notifies, so that another
     /// replica asks at once. A failure is logged: the claim lapses at its term.
     public func releaseDeviceStart(for account: AccountID) async {
-        let channel = self.channel
-        let me = replicaID
-        do {
-            try await run(account, .tokens) { client, table in
-                _ = try await client.query(
-                    """
-                    WITH w AS (
-                    UPDATE \(unescaped: table) SET device_starting = NULL, device_starting_until = NULL
-                    WHERE account = \(account.rawValue) AND device_starting = \(me)
-                    RETURNING generation)
-                    SELECT w.generation FROM w, pg_notify(\(channel), 'device ' || \(account.rawValue) || ' ' || w.generation) AS n
-                    """)
-            }
-        } catch {
-            logger.info("device login start not released; it lapses at its term", metadata: ["store.error": "\(error)"])
-        }
+        await releaseDeviceLease(.start, for: account)
     }
 
     /// Takes or keeps the polling lease of the login `id` in one statement (a
@@ -217,21 +202,52 @@ extension PostgresTokenStore: DeviceLoginCoordinator {
     /// that another replica polls at once. A failure is logged: the lease lapses at its term.
     public func releaseDevicePolling(_ id: String, for account: AccountID) async {
         stopRenewingDevicePolling(account)
+        await releaseDeviceLease(.polling(id), for: account)
+    }
+
+    /// The two leases a replica holds in the row: the claim to start a device login, and
+    /// the polling lease of the login that waits.
+    private enum DeviceLease {
+        case start
+        case polling(String)
+
+        /// The columns of its holder and its term (constants, never input).
+        var columns: (owner: String, until: String) {
+            switch self {
+            case .start: ("device_starting", "device_starting_until")
+            case .polling: ("device_owner", "device_until")
+            }
+        }
+
+        /// The login it is for; nil for the claim to start one.
+        var login: String? {
+            if case .polling(let id) = self { id } else { nil }
+        }
+    }
+
+    /// Gives `lease` up if this replica holds it, and notifies, in one statement. A failure
+    /// is logged: the lease lapses at its term.
+    private func releaseDeviceLease(_ lease: DeviceLease, for account: AccountID) async {
         let channel = self.channel
         let me = replicaID
+        let (owner, until) = lease.columns
+        let login = lease.login
         do {
             try await run(account, .tokens) { client, table in
                 _ = try await client.query(
                     """
                     WITH w AS (
-                    UPDATE \(unescaped: table) SET device_owner = NULL, device_until = NULL
-                    WHERE account = \(account.rawValue) AND device_id = \(id) AND device_owner = \(me)
+                    UPDATE \(unescaped: table) SET \(unescaped: owner) = NULL, \(unescaped: until) = NULL
+                    WHERE account = \(account.rawValue) AND \(unescaped: owner) = \(me)
+                    AND (\(login)::text IS NULL OR device_id = \(login)::text)
                     RETURNING generation)
                     SELECT w.generation FROM w, pg_notify(\(channel), 'device ' || \(account.rawValue) || ' ' || w.generation) AS n
                     """)
             }
         } catch {
-            logger.info("device polling lease not released; it lapses at its term", metadata: ["store.error": "\(error)"])
+            logger.info(
+                "device login lease not released; it lapses at its term",
+                metadata: ["store.error": "\(error)", "store.lease": "\(owner)"])
         }
     }
 

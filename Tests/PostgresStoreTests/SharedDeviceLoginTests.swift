@@ -100,6 +100,26 @@ import Testing
 
     /// Each replica reads no login; one claims the start and asks for codes, the others
     /// wait for them and adopt them.
+    /// A replica that could not start a device login (its device endpoint failed) gives
+    /// its claim up at once: another replica asks now, not after the claim's term.
+    @Test func aClaimToStartThatIsGivenUpLetsAnotherReplicaStartAtOnce() async throws {
+        let a = try await replica("a")
+        let b = try await replica("b")
+        #expect(try await a.store.claimDeviceStart(replacing: nil, for: .default) == .start)
+        #expect(await startingOwner() == "a")
+        guard case .wait = try await b.store.claimDeviceStart(replacing: nil, for: .default) else {
+            Issue.record("b claimed a start a holds")
+            return
+        }
+        await a.store.releaseDeviceStart(for: .default)
+        #expect(await startingOwner() == nil)
+        #expect(try await b.store.claimDeviceStart(replacing: nil, for: .default) == .start)
+        // Only the holder's claim is given up.
+        await a.store.releaseDeviceStart(for: .default)
+        #expect(await startingOwner() == "b")
+        for r in [a, b] { await r.kill() }
+    }
+
     @Test func replicasStartingTogetherShowOneUserCode() async throws {
         let replicas = [try await replica("a"), try await replica("b"), try await replica("c")]
         let shown = try await withThrowingTaskGroup(of: DeviceAuthorizationStatus.self) { group in
@@ -265,13 +285,18 @@ import Testing
     }
 
     /// The replica holding the polling lease, as the row says.
-    func pollingOwner() async -> String? {
+    func pollingOwner() async -> String? { await rowValue("device_owner") }
+
+    /// The replica that holds the claim to start a device login, if one does.
+    func startingOwner() async -> String? { await rowValue("device_starting") }
+
+    private func rowValue(_ column: String) async -> String? {
         let rows = (try? await TestDatabase.rawRows(table)) ?? []
         for row in rows {
             guard let data = row.data(using: .utf8),
                 let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
             else { continue }
-            return object["device_owner"] as? String
+            return object[column] as? String
         }
         return nil
     }
