@@ -144,6 +144,36 @@ import Testing
             "\(adaptive.rate) answers/s at a mean limit of \(adaptive.limit), \(unbounded.rate) unbounded")
     }
 
+    @Test(arguments: [UInt64(1), 2, 3])
+    func anAPIOnBusySharedCoresIsNotThrottledByItsSwings(seed: UInt64) {
+        // The interop's fast resource server in front of Authlib, everything on two cores:
+        // about 35 ms whatever is in flight, but half or twice that from one tenth of a second
+        // to the next as the other processes take the cores. The quickest window sets the
+        // baseline and an ordinary one reads as a queue; only the answer rate can tell that
+        // fewer in flight would answer less.
+        func answered(_ parameters: AdaptiveLimit.Parameters) -> (rate: Double, limit: Double) {
+            var sim = UpstreamSimulation(workers: 1_000, clients: 100, seed: seed, parameters: parameters)
+            sim.serviceTime = 0.030...0.040
+            sim.contention = (every: 0.05, range: 0.5...2)
+            sim.run(until: 5)
+            sim.resetMeasurement()
+            let before = sim.answered
+            sim.run(until: 25)
+            return (Double(sim.answered - before) / 20, sim.meanLimit)
+        }
+        let unbounded = answered(.fixed(1_000))
+        let adaptive = answered(.init())
+        // Not met yet (issue 32): 12–51 % of the answers. The rates per level cannot hold the
+        // limit up while the levels under it are unmeasured, and measuring them takes more
+        // windows than such swings leave time for. This test fails when that changes, so the
+        // known issue can go.
+        withKnownIssue("an upstream whose latency swings twofold is throttled") {
+            #expect(
+                adaptive.rate >= 0.95 * unbounded.rate,
+                "\(adaptive.rate) answers/s at a mean limit of \(adaptive.limit), \(unbounded.rate) unbounded")
+        }
+    }
+
     @Test func aLuckyFastWindowDoesNotPinTheLimitAtOne() {
         // One early window twice as fast as the upstream really is sets a baseline every
         // later window is "over": at one request in flight that cannot be a queue.

@@ -1,3 +1,4 @@
+import Foundation
 import Gateway
 
 /// A seeded generator (SplitMix64), so a simulation draws the same numbers on every run.
@@ -37,6 +38,13 @@ struct UpstreamSimulation {
     /// API with threads to spare that shares its cores, whose answers slow down as it serves
     /// more at once while its answer rate still grows (0: a pool of independent workers).
     var slowdownPerBusy = 0.0
+    /// Shared cores: every this many seconds each service time that starts is scaled by a new
+    /// factor drawn from `range` (log-uniform), whatever is in flight: an upstream whose
+    /// answers take twice as long in one tenth of a second as in the next because other
+    /// processes took the cores, not because of its queue.
+    var contention: (every: Double, range: ClosedRange<Double>)?
+    private var contentionFactor = 1.0
+    private var contentionUntil = 0.0
     var rng: SeededGenerator
     private(set) var now = 0.0
     private var busy: [Job] = []
@@ -100,8 +108,14 @@ struct UpstreamSimulation {
 
     private mutating func start(_ job: Job) {
         var job = job
+        if let contention, now >= contentionUntil {
+            let range = contention.range
+            contentionFactor = exp2(Double.random(in: log2(range.lowerBound)...log2(range.upperBound), using: &rng))
+            contentionUntil = now + contention.every
+        }
         let service =
-            (nextServiceTime ?? Double.random(in: serviceTime, using: &rng)) + slowdownPerBusy * Double(busy.count)
+            contentionFactor * (nextServiceTime ?? Double.random(in: serviceTime, using: &rng))
+            + slowdownPerBusy * Double(busy.count)
         nextServiceTime = nil
         job.end = now + service
         busy.append(job)
