@@ -126,15 +126,15 @@ extension PostgresTokenStore: DeviceLoginCoordinator {
             return (false, nil, nil)
         }
         if taken {
-            startRenewingDevicePolling(id, for: account)
+            startRenewing(HeldLease(kind: .devicePolling, account: account, key: id))
             return .poll(interval: .milliseconds(interval ?? 0))
         }
         switch DevicePollRule.decide(row, login: id, me: me) {
         case .ended(let outcome):
-            stopRenewingDevicePolling(account)
+            stopRenewing(.devicePolling, for: account)
             return .ended(outcome)
         case .wait(let atMost):
-            stopRenewingDevicePolling(account)
+            stopRenewing(.devicePolling, for: account)
             return .wait(atMost: atMost)
         case .take:
             // Another replica changed the lease between the statement's snapshot and its
@@ -179,7 +179,7 @@ extension PostgresTokenStore: DeviceLoginCoordinator {
     /// its lease up and notifies. A failure is logged: the other replicas then learn the
     /// outcome from the authorization server at their next poll.
     public func endDeviceLogin(_ id: String, outcome: String, for account: AccountID) async {
-        stopRenewingDevicePolling(account)
+        stopRenewing(.devicePolling, for: account)
         let channel = self.channel
         do {
             try await run(account, .tokens) { client, table in
@@ -201,7 +201,7 @@ extension PostgresTokenStore: DeviceLoginCoordinator {
     /// Gives the polling lease of the login `id` up (this replica stops) and notifies, so
     /// that another replica polls at once. A failure is logged: the lease lapses at its term.
     public func releaseDevicePolling(_ id: String, for account: AccountID) async {
-        stopRenewingDevicePolling(account)
+        stopRenewing(.devicePolling, for: account)
         await releaseDeviceLease(.polling(id), for: account)
     }
 
@@ -249,37 +249,5 @@ extension PostgresTokenStore: DeviceLoginCoordinator {
                 "device login lease not released; it lapses at its term",
                 metadata: ["store.error": "\(error)", "store.lease": "\(owner)"])
         }
-    }
-
-    /// Renews the polling lease of the login `id` every ``LeaseRule/Terms/renewalInterval``
-    /// while this replica holds it; stops when the row shows it lost or ended.
-    private func startRenewingDevicePolling(_ id: String, for account: AccountID) {
-        let interval = leaseTerms.renewalInterval
-        let seconds = Double(leaseTerms.term / .milliseconds(1)) / 1000
-        let me = replicaID
-        let task = Task { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                guard let self, !Task.isCancelled else { return }
-                let renewed = try? await self.run(account, .tokens) { client, table in
-                    let rows = try await client.query(
-                        """
-                        UPDATE \(unescaped: table) SET device_until = clock_timestamp() + make_interval(secs => \(seconds))
-                        WHERE account = \(account.rawValue) AND device_id = \(id) AND device_owner = \(me)
-                        AND device_outcome IS NULL
-                        RETURNING 1
-                        """)
-                    var count = 0
-                    for try await _ in rows { count += 1 }
-                    return count
-                }
-                if renewed == 0 { return }
-            }
-        }
-        deviceRenewals.withLock { $0.updateValue(task, forKey: account.rawValue) }?.cancel()
-    }
-
-    private func stopRenewingDevicePolling(_ account: AccountID) {
-        deviceRenewals.withLock { $0.removeValue(forKey: account.rawValue) }?.cancel()
     }
 }

@@ -25,7 +25,7 @@ extension PostgresTokenStore: RefreshCoordinator {
                 switch decision {
                 case .take(let fence):
                     let lease = RefreshLease(owner: replicaID, fence: fence)
-                    startRenewing(lease, for: account)
+                    startRenewing(HeldLease(kind: .refresh, account: account, key: lease.owner, fence: Int64(lease.fence)))
                     return .granted(lease)
                 case .superseded:
                     return .superseded(stored)
@@ -148,44 +148,6 @@ extension PostgresTokenStore: RefreshCoordinator {
         }
     }
 
-    /// Renews `lease` every ``LeaseRule/Terms/renewalInterval`` until it is committed or
-    /// released, or until the row shows it lost (then it stops, and the commit's fence decides).
-    /// A single statement, not a ``transaction(_:_:_:)``: a renewal that lands after its
-    /// bound only moves `lease_until` on, and only while this replica still owns the lease at
-    /// the same fence, so it can never overwrite anything newer.
-    private func startRenewing(_ lease: RefreshLease, for account: AccountID) {
-        let interval = leaseTerms.renewalInterval
-        let seconds = Double(leaseTerms.term / .milliseconds(1)) / 1000
-        let fence = Int64(lease.fence)
-        let task = Task { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                guard let self, !Task.isCancelled else { return }
-                let renewed = try? await self.run(account, .tokens) { client, table in
-                    let rows = try await client.query(
-                        """
-                        UPDATE \(unescaped: table) SET lease_until = clock_timestamp() + make_interval(secs => \(seconds))
-                        WHERE account = \(account.rawValue) AND lease_owner = \(lease.owner) AND generation = \(fence)
-                        RETURNING 1
-                        """)
-                    var count = 0
-                    for try await _ in rows { count += 1 }
-                    return count
-                }
-                if renewed == 0 {
-                    self.logger.notice("refresh lease lost before the refresh finished", metadata: ["auth.lease": "\(lease)"])
-                    return
-                }
-            }
-        }
-        let previous = renewals.withLock { $0.updateValue(task, forKey: account.rawValue) }
-        previous?.cancel()
-    }
-
-    private func stopRenewing(_ account: AccountID) {
-        renewals.withLock { $0.removeValue(forKey: account.rawValue) }?.cancel()
-    }
-
     /// Stores `record` only if the row's generation is still the lease's fence (no refresh,
     /// login or logout since), clears the lease, and notifies the other replicas: one
     /// statement, one round trip. Otherwise answers what is stored now.
@@ -195,7 +157,7 @@ extension PostgresTokenStore: RefreshCoordinator {
     /// caller was told it failed, it stores the pair the authorization server issued last
     /// for that generation, which is the one the caller keeps serving and commits again.
     public func commit(_ record: TokenRecord, for account: AccountID, lease: RefreshLease) async throws -> RefreshCommit {
-        stopRenewing(account)
+        stopRenewing(.refresh, for: account)
         let sealed = Data(try sealer.seal(record, for: account))
         let fence = Int64(lease.fence)
         let channel = self.channel
@@ -223,7 +185,7 @@ extension PostgresTokenStore: RefreshCoordinator {
     /// Gives `lease` up (the refresh failed) and wakes the replicas waiting for it: one
     /// statement, fenced on the owner and the generation, so a late one changes nothing.
     public func release(_ lease: RefreshLease, for account: AccountID) async {
-        stopRenewing(account)
+        stopRenewing(.refresh, for: account)
         let fence = Int64(lease.fence)
         let payload = NotificationHub.Change(kind: "released", account: account.rawValue, generation: lease.fence).payload
         let channel = self.channel

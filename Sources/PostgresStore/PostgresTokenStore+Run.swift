@@ -5,8 +5,8 @@ extension PostgresTokenStore {
     /// Runs the store's connections until a graceful shutdown, the task's cancellation or
     /// ``close()``: the connection pool (and each pool that replaces it after a silent
     /// partition, see ``RenewablePool``), the connection listening to the other replicas'
-    /// notifications, and the ping that keeps ``isReachable`` current every 2 s even while
-    /// no session writes.
+    /// notifications, the renewal of the leases this replica holds, and the ping that keeps
+    /// ``isReachable`` current every 2 s even while no session writes.
     ///
     /// `authgate serve` runs it in its one service group, listed before the gateway, so that
     /// it stops after the gateway's last write; a caller without a group (a test) runs it
@@ -28,6 +28,7 @@ extension PostgresTokenStore {
             group.addTask {
                 await Self.listen(on: channel, with: listener, hub: hub, logger: logger, renewPool: { pool.renew() })
             }
+            group.addTask { [self] in await renewHeldLeases() }
             group.addTask { [self] in
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(2))
@@ -47,8 +48,8 @@ extension PostgresTokenStore {
         await pool.running.wait()
     }
 
-    /// Stops the store for good: the lease renewals, the followers, and ``run()``, which it
-    /// waits for. Operations after this fail as unavailable.
+    /// Stops the store for good: the followers, and ``run()`` with the lease renewals, which
+    /// it waits for. Operations after this fail as unavailable.
     public func close() async {
         stopUsing()
         await lifetime.stop()
@@ -57,14 +58,7 @@ extension PostgresTokenStore {
     /// Ends what uses the store: each lease's renewal (device polling leases too), every
     /// follower, the pool.
     private func stopUsing() {
-        for task in renewals.withLock({ r in
-            defer { r.removeAll() }
-            return Array(r.values)
-        }) { task.cancel() }
-        for task in deviceRenewals.withLock({ r in
-            defer { r.removeAll() }
-            return Array(r.values)
-        }) { task.cancel() }
+        held.withLock { $0.removeAll() }
         hub.finish()
         pool.close()
     }

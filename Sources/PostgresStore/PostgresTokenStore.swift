@@ -44,10 +44,8 @@ public final class PostgresTokenStore: SessionRowStore, Service {
     let hub = NotificationHub()
     /// The generation at which each account's pair was last seen (the fence a refresh tries first).
     let seen = SeenGenerations()
-    /// The renewal task of each lease this replica holds, by account.
-    let renewals = Locked<[String: Task<Void, Never>]>([:])
-    /// The renewal task of each device polling lease this replica holds, by account.
-    let deviceRenewals = Locked<[String: Task<Void, Never>]>([:])
+    /// The leases this replica holds and ``run()`` renews (``renewHeldLeases()``).
+    let held = Locked<[HeldKey: HeldLease]>([:])
     /// The listening connection's settings (``run()`` keeps one open).
     let listener: PostgresConnection.Configuration
     /// Whether ``run()`` runs, and who waits for it to end.

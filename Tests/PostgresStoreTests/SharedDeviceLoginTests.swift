@@ -194,6 +194,27 @@ import Testing
         await survivor.kill()
     }
 
+    @Test func thePollerRenewsItsLeaseWhileItWaitsForTheNextPoll() async throws {
+        let a = try await replica("a")
+        let b = try await replica("b")
+        let status = try await a.actor.startDeviceLogin()
+        #expect(try await b.actor.startDeviceLogin() == status)
+        #expect(await tick(sleepers: 2))
+        #expect(await eventually(timeout: .seconds(15)) { await server.statistics.devicePolls == 1 })
+        let poller = try #require(await pollingOwner())
+        let until = try #require(await rowValue("device_until"))
+        // An interval can be far longer than the lease's term (1 s here): the lease is
+        // renewed every third of a term meanwhile, so nobody takes the polling over.
+        #expect(
+            await eventually(timeout: .seconds(5)) { await rowValue("device_until").map { $0 > until } == true },
+            "the lease's expiry moves on while its holder waits")
+        try await Task.sleep(for: .seconds(2))
+        #expect(await tick(sleepers: 2))
+        #expect(await eventually(timeout: .seconds(15)) { await server.statistics.devicePolls == 2 })
+        #expect(await pollingOwner() == poller, "two terms later, the same replica polls")
+        for r in [a, b] { await r.kill() }
+    }
+
     @Test func aReplicaThatStopsGivesThePollingLeaseUpAndAnotherPollsOn() async throws {
         let a = try await replica("a")
         let b = try await replica("b")
@@ -290,7 +311,7 @@ import Testing
     /// The replica that holds the claim to start a device login, if one does.
     func startingOwner() async -> String? { await rowValue("device_starting") }
 
-    private func rowValue(_ column: String) async -> String? {
+    func rowValue(_ column: String) async -> String? {
         let rows = (try? await TestDatabase.rawRows(table)) ?? []
         for row in rows {
             guard let data = row.data(using: .utf8),
