@@ -136,6 +136,20 @@ import Testing
         }
     }
 
+    /// Replicas "a" and "b" showing one device login, after its first poll: whoever polled
+    /// holds the polling lease (`poller`).
+    func twoReplicasAfterTheFirstPoll() async throws -> (
+        a: Replica, b: Replica, status: DeviceAuthorizationStatus, poller: String
+    ) {
+        let a = try await replica("a")
+        let b = try await replica("b")
+        let status = try await a.actor.startDeviceLogin()
+        #expect(try await b.actor.startDeviceLogin() == status)
+        #expect(await tick(sleepers: 2))
+        #expect(await eventually(timeout: .seconds(15)) { await server.statistics.devicePolls == 1 })
+        return (a, b, status, try #require(await pollingOwner()))
+    }
+
     @Test func exactlyOneReplicaPollsAtTheIntervalAndTheApprovalLogsEveryReplicaIn() async throws {
         let replicas = [try await replica("a"), try await replica("b"), try await replica("c")]
         let status = try await replicas[0].actor.startDeviceLogin()
@@ -163,14 +177,7 @@ import Testing
     }
 
     @Test func anotherReplicaTakesOverPollingWhenThePollerDies() async throws {
-        let a = try await replica("a")
-        let b = try await replica("b")
-        let status = try await a.actor.startDeviceLogin()
-        #expect(try await b.actor.startDeviceLogin() == status)
-        // The first poll: whoever polled holds the polling lease.
-        #expect(await tick(sleepers: 2))
-        #expect(await eventually(timeout: .seconds(15)) { await server.statistics.devicePolls == 1 })
-        let poller = try #require(await pollingOwner())
+        let (a, b, status, poller) = try await twoReplicasAfterTheFirstPoll()
         let (dead, survivor) = poller == "a" ? (a, b) : (b, a)
         await dead.kill()
         // The survivor takes over once the lease lapses (a term), and polls on at the interval.
@@ -195,13 +202,7 @@ import Testing
     }
 
     @Test func thePollerRenewsItsLeaseWhileItWaitsForTheNextPoll() async throws {
-        let a = try await replica("a")
-        let b = try await replica("b")
-        let status = try await a.actor.startDeviceLogin()
-        #expect(try await b.actor.startDeviceLogin() == status)
-        #expect(await tick(sleepers: 2))
-        #expect(await eventually(timeout: .seconds(15)) { await server.statistics.devicePolls == 1 })
-        let poller = try #require(await pollingOwner())
+        let (a, b, _, poller) = try await twoReplicasAfterTheFirstPoll()
         let until = try #require(await rowValue("device_until"))
         // An interval can be far longer than the lease's term (1 s here): the lease is
         // renewed every third of a term meanwhile, so nobody takes the polling over.
@@ -216,13 +217,7 @@ import Testing
     }
 
     @Test func aReplicaThatStopsGivesThePollingLeaseUpAndAnotherPollsOn() async throws {
-        let a = try await replica("a")
-        let b = try await replica("b")
-        let status = try await a.actor.startDeviceLogin()
-        #expect(try await b.actor.startDeviceLogin() == status)
-        #expect(await tick(sleepers: 2))
-        #expect(await eventually(timeout: .seconds(15)) { await server.statistics.devicePolls == 1 })
-        let poller = try #require(await pollingOwner())
+        let (a, b, status, poller) = try await twoReplicasAfterTheFirstPoll()
         let (stopping, other) = poller == "a" ? (a, b) : (b, a)
         await stopping.actor.finishBackgroundWork()
         #expect(await pollingOwner() == nil, "the lease is given up, not left to lapse")
