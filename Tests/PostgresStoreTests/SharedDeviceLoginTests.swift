@@ -201,6 +201,33 @@ import Testing
         await survivor.kill()
     }
 
+    @Test func aTakeoverPollsNoSoonerThanTheIntervalAfterTheLastPoll() async throws {
+        let (a, b, _, poller) = try await twoReplicasAfterTheFirstPoll()
+        let (dead, survivor) = poller == "a" ? (a, b) : (b, a)
+        // Both sleep until the next interval (the survivor after its wait for the lease).
+        #expect(await eventually(timeout: .seconds(15)) { clock.sleeperCount >= 2 })
+        await dead.kill()
+        try await Task.sleep(for: .milliseconds(1_500))  // the lease lapses (a term)
+        // The last poll comes as the survivor wakes: the replica that died polled just
+        // before; the survivor takes the lapsed lease over at once.
+        clock.advance(by: Self.interval)
+        let code = try #require(await server.issuedSecrets.deviceCodes.first)
+        let client = OAuth2Client(
+            configuration: .init(tokenEndpoint: SharedSessionTests.tokenEndpoint, clientID: "authgate", clientSecret: "s3cret"),
+            transport: server, clock: clock)
+        _ = try? await client.requestToken(.deviceCode(code))
+        #expect(await eventually(timeout: .seconds(15)) { await pollingOwner() == (poller == "a" ? "b" : "a") })
+        var polls = await server.statistics.devicePolls
+        for _ in 0..<4 where polls < 3 {
+            guard await tick(sleepers: 1) else { break }
+            _ = await eventually(timeout: .seconds(3)) { await server.statistics.devicePolls > polls }
+            polls = await server.statistics.devicePolls
+        }
+        #expect(polls >= 3, "the survivor polls on")
+        #expect(await server.statistics.slowDowns == 0, "no poll sooner than the interval after the last")
+        await survivor.kill()
+    }
+
     @Test func thePollerRenewsItsLeaseWhileItWaitsForTheNextPoll() async throws {
         let (a, b, _, poller) = try await twoReplicasAfterTheFirstPoll()
         let until = try #require(await rowValue("device_until"))

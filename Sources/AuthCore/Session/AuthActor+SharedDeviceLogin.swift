@@ -112,8 +112,9 @@ extension AuthActor {
     /// (``DeviceLoginCoordinator/claimDevicePolling(_:for:)``); while another process holds
     /// it, this one waits, and takes over when that one stops. ``DevicePolling`` decides
     /// the schedule as for a login of one process, at the interval the polling processes
-    /// reached; after a wait, a whole interval passes before this process polls, so a
-    /// takeover never polls sooner than the interval after the last poll.
+    /// reached. A process that takes the lease over after waiting holds it a whole interval
+    /// before it polls: the last poll came before the takeover, but at any time during the
+    /// wait, so polling at once could come sooner than the interval after it (`slow_down`).
     func pollSharedDevice(
         _ flowID: UInt64, _ login: SharedDeviceLogin, dpop: DPoPSessionKey?, coordinator: any DeviceLoginCoordinator
     ) async {
@@ -121,6 +122,8 @@ extension AuthActor {
         var polling = DevicePolling(
             interval: login.status.interval, expiresIn: .milliseconds(Int64(left * 1000)), startedAt: clock.now)
         var action = polling.start(now: clock.now)
+        // Whether another process held the lease at this one's last claim.
+        var waited = false
         while case .poll(let wait) = action {
             do { try await clock.sleep(for: wait) } catch { return }
             guard deviceFlow?.id == flowID, !Task.isCancelled else { return }
@@ -140,11 +143,17 @@ extension AuthActor {
                 endedSharedDeviceLogin(outcome ?? DeviceLoginEnd.replaced.code)
                 return
             case .wait(let atMost):
+                waited = true
                 await coordinator.waitForDeviceChange(for: account, atMost: atMost)
                 guard deviceFlow?.id == flowID, !Task.isCancelled else { return }
                 action = polling.start(now: clock.now)
             case .poll(let interval):
                 polling.adopt(interval: interval)
+                if waited {
+                    waited = false
+                    action = polling.start(now: clock.now)
+                    continue
+                }
                 let before = polling.interval
                 guard
                     let next = await pollDeviceOnce(
