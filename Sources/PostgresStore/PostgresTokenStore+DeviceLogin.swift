@@ -199,7 +199,7 @@ extension PostgresTokenStore: DeviceLoginCoordinator {
     }
 
     /// Gives the polling lease of the login `id` up (this replica stops) and notifies, so
-    /// that another replica polls at once. A failure is logged: the lease lapses at its term.
+    /// that another replica takes it at once. A failure is logged: the lease lapses at its term.
     public func releaseDevicePolling(_ id: String, for account: AccountID) async {
         stopRenewing(.devicePolling, for: account)
         await releaseDeviceLease(.polling(id), for: account)

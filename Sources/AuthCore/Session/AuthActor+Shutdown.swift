@@ -8,7 +8,7 @@ extension AuthActor {
         // A device login still waiting for a person cannot end in a login once the process
         // stops: it is cancelled, and its polling task awaited.
         // A shared one goes on on the other processes: its polling lease is given up, so
-        // that one of them polls at once.
+        // that one of them takes it at once (and polls an interval later).
         if let task = deviceFlow?.task {
             let shared = deviceFlow?.shared
             cancelDeviceLogin()

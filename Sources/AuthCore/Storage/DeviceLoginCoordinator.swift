@@ -51,7 +51,7 @@ public protocol DeviceLoginCoordinator: Sendable {
     /// ``DeviceLoginEnd/code``. Nothing happens when it has ended already.
     func endDeviceLogin(_ id: String, outcome: String, for account: AccountID) async
 
-    /// Gives the polling lease of the login `id` up, so that another process polls at once.
+    /// Gives the polling lease of the login `id` up, so that another process takes it at once.
     func releaseDevicePolling(_ id: String, for account: AccountID) async
 }
 
