@@ -175,6 +175,7 @@ let package = Package(
         .testTarget(
             name: "PostgresStoreTests",
             dependencies: [
+                "TestSupport",
                 "AuthCore",
                 "AuthGateTesting",
                 "PostgresStore",
@@ -188,6 +189,7 @@ let package = Package(
         .testTarget(
             name: "AuthCoreTests",
             dependencies: [
+                "TestSupport",
                 "Locking",
                 "AuthCore",
                 "AuthGateTesting",

@@ -4,6 +4,7 @@ import Crypto
 import Foundation
 import Locking
 import Logging
+import TestSupport
 import Testing
 
 /// The device authorization grant (RFC 8628) through the session, against the fake server,
@@ -30,7 +31,7 @@ import Testing
 
     /// Waits until the polling task sleeps on the test clock, then moves the clock on.
     func tick(_ h: Harness, _ duration: Duration) async {
-        _ = await eventually("the poll sleeps") { h.clock.sleeperCount > 0 }
+        _ = await eventually { h.clock.sleeperCount > 0 }  // the poll sleeps
         h.clock.advance(by: duration)
     }
 
@@ -248,7 +249,7 @@ import Testing
                 tokenEndpoint: Harness.tokenEndpoint, clientID: "authgate", clientSecret: "s3cret",
                 deviceAuthorizationEndpoint: Self.deviceEndpoint))
         let started = Task { try await h.actor.startDeviceLogin() }
-        _ = await eventually("the request is in flight") { h.clock.sleeperCount > 0 }
+        _ = await eventually { h.clock.sleeperCount > 0 }  // the request is in flight
         try await h.actor.logout(reason: .userInitiated)
         h.clock.advance(by: .seconds(1))
         let error = await #expect(throws: AuthError.self) { try await started.value }

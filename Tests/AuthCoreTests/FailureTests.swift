@@ -2,6 +2,7 @@ import AuthCore
 import AuthGateTesting
 import Foundation
 import Logging
+import TestSupport
 import Testing
 
 /// REFERENCES.md items 3, 4, 8, 11: failures, backoff, logout semantics.

@@ -53,23 +53,6 @@ struct Harness {
     }
 }
 
-/// Polls `condition` until it holds (real time, bounded), for waiting on other tasks.
-/// The bound is generous on purpose: a condition that holds returns at once, and under
-/// ThreadSanitizer, beside the rest of the suite on two loaded cores, 10,000 callers took
-/// more than the 10 s this once allowed to queue behind one refresh.
-func eventually(
-    _ what: String = "", timeout: Duration = .seconds(60), _ condition: () async -> Bool
-) async -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while clock.now < deadline {
-        if await condition() { return true }
-        await Task.yield()
-        try? await Task.sleep(for: .milliseconds(1))
-    }
-    return false
-}
-
 /// Collects events from a subscription in the background.
 final class EventLog: Sendable {
     private let storage = Storage()

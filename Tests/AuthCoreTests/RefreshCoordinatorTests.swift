@@ -3,6 +3,7 @@ import AuthGateTesting
 import Foundation
 import Locking
 import Logging
+import TestSupport
 import Testing
 
 /// A coordinator over a shared in-memory "table" that behaves like the PostgreSQL one: the

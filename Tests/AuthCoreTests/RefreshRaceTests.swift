@@ -3,6 +3,7 @@ import AuthGateTesting
 import Dispatch
 import Locking
 import Logging
+import TestSupport
 import Testing
 
 /// A serial executor that is also a task executor and runs every job with both (the shape of

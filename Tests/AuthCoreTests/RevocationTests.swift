@@ -2,6 +2,7 @@ import AuthCore
 import AuthGateTesting
 import Foundation
 import Locking
+import TestSupport
 import Testing
 
 /// RFC 7009 at logout: a logout someone asked for revokes the session's tokens at the

@@ -2,6 +2,7 @@ import AuthGateTesting
 import Foundation
 import Gateway
 import Locking
+import TestSupport
 import Testing
 
 /// A graceful shutdown is bounded: whatever is stuck, it ends within `grace` + 3 s, inside
@@ -22,17 +23,11 @@ import Testing
                 while !release.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(20)) }
             }
             let stuck = Task { try? await stack.proxy("GET", "/api/stuck") }
-            let deadline = ContinuousClock.now + .seconds(10)
-            while !arrived.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-            #expect(arrived.withLock { $0 })
+            #expect(await eventually { arrived.withLock { $0 } })
             // A refresh that the token endpoint never answers.
             await stack.authorization.holdRefreshes()
             let refresh = Task { try? await stack.admin("POST", "/auth/refresh") }
-            let held = ContinuousClock.now + .seconds(10)
-            while await stack.authorization.heldRefreshCount == 0, ContinuousClock.now < held {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            #expect(await stack.authorization.heldRefreshCount == 1)
+            #expect(await eventually { await stack.authorization.heldRefreshCount == 1 })
 
             let started = ContinuousClock.now
             await service.shutdown(grace: .seconds(1))

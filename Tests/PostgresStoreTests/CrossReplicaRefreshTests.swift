@@ -1,6 +1,7 @@
 import AuthCore
 import AuthGateTesting
 import Foundation
+import TestSupport
 import Testing
 
 @testable import PostgresStore

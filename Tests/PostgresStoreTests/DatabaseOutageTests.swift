@@ -2,6 +2,7 @@ import AuthCore
 import AuthGateTesting
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 @testable import PostgresStore

@@ -1,4 +1,5 @@
 import Locking
+import TestSupport
 import Testing
 
 @testable import PostgresStore

@@ -4,6 +4,7 @@ import Foundation
 import Locking
 import Logging
 import PostgresNIO
+import TestSupport
 import Testing
 
 @testable import PostgresStore

@@ -2,6 +2,7 @@ import AuthCore
 import Foundation
 import Logging
 import PostgresNIO
+import TestSupport
 import Testing
 
 @testable import PostgresStore

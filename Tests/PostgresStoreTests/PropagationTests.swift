@@ -2,6 +2,7 @@ import AuthCore
 import AuthGateTesting
 import Foundation
 import Locking
+import TestSupport
 import Testing
 
 @testable import PostgresStore

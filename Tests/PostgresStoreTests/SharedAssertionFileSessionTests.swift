@@ -2,6 +2,7 @@ import AuthCore
 import AuthGateTesting
 import Crypto
 import Foundation
+import TestSupport
 import Testing
 
 @testable import PostgresStore

@@ -2,6 +2,7 @@ import AuthCore
 import AuthGateTesting
 import Foundation
 import Logging
+import TestSupport
 import Testing
 
 @testable import PostgresStore

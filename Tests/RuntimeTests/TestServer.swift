@@ -1,6 +1,7 @@
 import Foundation
 import HTTPWire
 import Locking
+import TestSupport
 
 @testable import Runtime
 
@@ -62,12 +63,7 @@ final class Arrivals: Sendable {
 
     /// Waits (polling, up to `timeout`) until `count` requests for `path` have arrived.
     func wait(for path: String, count: Int = 1, timeout: Duration = .seconds(20)) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while self.count(path) < count {
-            if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return true
+        await eventually(timeout: timeout, interval: .milliseconds(5)) { self.count(path) >= count }
     }
 }
 
