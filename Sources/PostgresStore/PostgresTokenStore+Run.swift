@@ -5,8 +5,9 @@ extension PostgresTokenStore {
     /// Runs the store's connections until a graceful shutdown, the task's cancellation or
     /// ``close()``: the connection pool (and each pool that replaces it after a silent
     /// partition, see ``RenewablePool``), the connection listening to the other replicas'
-    /// notifications, the renewal of the leases this replica holds, and the ping that keeps
-    /// ``isReachable`` current every 2 s even while no session writes.
+    /// notifications, the sessions that follow them (``follow(_:)``), the renewal of the
+    /// leases this replica holds, and the ping that keeps ``isReachable`` current every 2 s
+    /// even while no session writes.
     ///
     /// `authgate serve` runs it in its one service group, listed before the gateway, so that
     /// it stops after the gateway's last write; a caller without a group (a test) runs it
@@ -29,6 +30,13 @@ extension PostgresTokenStore {
                 await Self.listen(on: channel, with: listener, hub: hub, logger: logger, renewPool: { pool.renew() })
             }
             group.addTask { [self] in await renewHeldLeases() }
+            group.addTask { [self] in
+                await withDiscardingTaskGroup { followers in
+                    for await sessions in followed.requests {
+                        followers.addTask { await self.keepInLine(sessions) }
+                    }
+                }
+            }
             group.addTask { [self] in
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(2))
@@ -59,6 +67,7 @@ extension PostgresTokenStore {
     /// follower, the pool.
     private func stopUsing() {
         held.withLock { $0.removeAll() }
+        followed.finish()
         hub.finish()
         pool.close()
     }

@@ -50,6 +50,8 @@ public final class PostgresTokenStore: SessionRowStore, Service {
     let listener: PostgresConnection.Configuration
     /// Whether ``run()`` runs, and who waits for it to end.
     let lifetime = RunLifetime()
+    /// The sessions to keep in line with the other replicas' writes, which ``run()`` follows.
+    let followed = FollowRequests()
     private let reachable = Locked(true)
 
     /// Whether the last operation reached the database (read without waiting, for `/readyz`).

@@ -34,7 +34,7 @@ import Testing
     @Test func aStrangerNotifyingForManyAccountsGrowsNoReplicaAndChangesNoSession() async throws {
         let r = try await Replicas(2, terms: .init(term: .seconds(5)))
         let token = try await r.loginEverywhere()
-        let followers = r.follow()
+        r.follow()
         let events = Locked<[AuthEvent]>([])
         let watching = r.actors.map { actor in
             let stream = actor.events.subscribe()
@@ -80,13 +80,12 @@ import Testing
         #expect(events.withLock { $0 }.isEmpty, "events after forged notifications: \(events.withLock { $0 })")
         for t in watching { t.cancel() }
         await r.close()
-        for f in followers { await f.value }
     }
 
     @Test func forgedNotificationsWakeAWaiterButNeverLetItRefreshBesideTheLeaseHolder() async throws {
         let r = try await Replicas(2, terms: .init(term: .seconds(5)))
         _ = try await r.loginEverywhere()
-        let followers = r.follow()
+        r.follow()
         r.clock.advance(by: .seconds(3600))
         await r.server.holdRefreshes()
         let storm = Task { try await r.storm(perReplica: 5) }
@@ -105,6 +104,5 @@ import Testing
         #expect(await r.server.statistics.reuseDetections == 0)
         for a in r.actors { #expect(await a.status.isLoggedIn) }
         await r.close()
-        for f in followers { await f.value }
     }
 }

@@ -23,7 +23,6 @@ import Testing
     struct CutReplicas {
         let relay: PostgresRelay
         let replicas: Replicas
-        let followers: [Task<Void, Never>]
 
         init(loggedIn: Bool) async throws {
             relay = try PostgresRelay(toPort: try TestDatabase.app().port)
@@ -33,7 +32,7 @@ import Testing
             } else {
                 for a in replicas.actors { try await a.restore() }
             }
-            followers = replicas.follow()
+            replicas.follow()
         }
 
         /// Cuts the first replica off until its store noticed (its listening connection's
@@ -60,7 +59,6 @@ import Testing
 
         func close() async {
             await replicas.close()
-            for f in followers { await f.value }
             relay.close()
         }
     }

@@ -67,9 +67,10 @@ struct Replicas {
         try await tokenStorm(actors, perReplica: perReplica)
     }
 
-    /// Every replica follows the others' notifications (as a gateway does).
-    func follow() -> [Task<Void, Never>] {
-        zip(stores, actors).map { store, actor in Task { await store.follow([.default: actor]) } }
+    /// Every replica follows the others' notifications (as a gateway does), until its
+    /// store stops.
+    func follow() {
+        for (store, actor) in zip(stores, actors) { store.follow([.default: actor]) }
     }
 
     func close() async {

@@ -69,7 +69,7 @@ import Testing
         let first = try await a.login(.clientCredentials())
         #expect(try await b.restore().isLoggedIn)
         // Each follows the other's commits, as a gateway does.
-        let followers = [(storeA, a), (storeB, b)].map { store, actor in Task { await store.follow([.default: actor]) } }
+        for (store, actor) in [(storeA, a), (storeB, b)] { store.follow([.default: actor]) }
         #expect(try await b.token().value == first.value)
 
         // The first expiry: both replicas asked at once, one renewal, one assertion sent.
@@ -120,6 +120,5 @@ import Testing
         #expect(statistics.grants["client_credentials"] == 5)
         #expect(statistics.assertionRefusals.isEmpty, "\(statistics.assertionRefusals)")
         for s in [storeA, storeB] { await s.close() }
-        for f in followers { await f.value }
     }
 }

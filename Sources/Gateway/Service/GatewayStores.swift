@@ -1,6 +1,5 @@
 public import AuthCore
 import Foundation
-import Locking
 public import Logging
 import PostgresStore
 
@@ -73,7 +72,6 @@ public struct GatewayStores: Sendable {
             running = Task { await postgres.run() }
         }
         await postgres.untilRunning()
-        let following = Locked<Task<Void, Never>?>(nil)
         return GatewayStores(
             kind: "postgres", tokens: postgres, states: postgres, coordinator: postgres, isWritable: { postgres.isReachable },
             freeBytes: { nil },
@@ -81,9 +79,8 @@ public struct GatewayStores: Sendable {
                 // Ends the store's run too, wherever it runs.
                 await postgres.close()
                 await running?.value
-                await following.withLock { $0 }?.value
             },
-            follow: { sessions in following.withLock { $0 = Task { await postgres.follow(sessions) } } },
+            follow: { sessions in postgres.follow(sessions) },
             replica: postgres.replicaID,
             leaseHolder: { account in
                 try await postgres.leaseHolder(for: account).map { (owner: $0.owner, remaining: $0.remaining) }
