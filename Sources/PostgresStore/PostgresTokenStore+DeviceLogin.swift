@@ -37,17 +37,16 @@ extension PostgresTokenStore: DeviceLoginCoordinator {
         let channel = self.channel
         return try await run(account, .tokens) { client, table in
             let rows = try await client.query(
-                """
-                WITH w AS (
-                INSERT INTO \(unescaped: table) AS t (account, device_id, device_sealed, device_interval_ms)
-                VALUES (\(account.rawValue), \(login.id), \(sealed), \(interval))
-                ON CONFLICT (account) DO UPDATE SET device_id = EXCLUDED.device_id, device_sealed = EXCLUDED.device_sealed,
-                device_interval_ms = EXCLUDED.device_interval_ms, device_outcome = NULL, device_owner = NULL,
-                device_until = NULL, device_starting = NULL, device_starting_until = NULL, updated_at = now()
-                WHERE t.device_id IS NOT DISTINCT FROM \(replacing)::text
-                RETURNING generation)
-                SELECT w.generation FROM w, pg_notify(\(channel), 'device ' || \(account.rawValue) || ' ' || w.generation) AS n
-                """)
+                .notifying(
+                    "device", account: account, on: channel,
+                    """
+                    INSERT INTO \(unescaped: table) AS t (account, device_id, device_sealed, device_interval_ms)
+                    VALUES (\(account.rawValue), \(login.id), \(sealed), \(interval))
+                    ON CONFLICT (account) DO UPDATE SET device_id = EXCLUDED.device_id, device_sealed = EXCLUDED.device_sealed,
+                    device_interval_ms = EXCLUDED.device_interval_ms, device_outcome = NULL, device_owner = NULL,
+                    device_until = NULL, device_starting = NULL, device_starting_until = NULL, updated_at = now()
+                    WHERE t.device_id IS NOT DISTINCT FROM \(replacing)::text
+                    """))
             var shared = false
             for try await _ in rows { shared = true }
             return shared
@@ -184,14 +183,13 @@ extension PostgresTokenStore: DeviceLoginCoordinator {
         do {
             try await run(account, .tokens) { client, table in
                 _ = try await client.query(
-                    """
-                    WITH w AS (
-                    UPDATE \(unescaped: table) SET device_outcome = \(outcome), device_owner = NULL, device_until = NULL,
-                    updated_at = now()
-                    WHERE account = \(account.rawValue) AND device_id = \(id) AND device_outcome IS NULL
-                    RETURNING generation)
-                    SELECT w.generation FROM w, pg_notify(\(channel), 'device ' || \(account.rawValue) || ' ' || w.generation) AS n
-                    """)
+                    .notifying(
+                        "device", account: account, on: channel,
+                        """
+                        UPDATE \(unescaped: table) SET device_outcome = \(outcome), device_owner = NULL, device_until = NULL,
+                        updated_at = now()
+                        WHERE account = \(account.rawValue) AND device_id = \(id) AND device_outcome IS NULL
+                        """))
             }
         } catch {
             logger.info("device login end not stored", metadata: ["store.error": "\(error)"])
@@ -235,14 +233,13 @@ extension PostgresTokenStore: DeviceLoginCoordinator {
         do {
             try await run(account, .tokens) { client, table in
                 _ = try await client.query(
-                    """
-                    WITH w AS (
-                    UPDATE \(unescaped: table) SET \(unescaped: owner) = NULL, \(unescaped: until) = NULL
-                    WHERE account = \(account.rawValue) AND \(unescaped: owner) = \(me)
-                    AND (\(login)::text IS NULL OR device_id = \(login)::text)
-                    RETURNING generation)
-                    SELECT w.generation FROM w, pg_notify(\(channel), 'device ' || \(account.rawValue) || ' ' || w.generation) AS n
-                    """)
+                    .notifying(
+                        "device", account: account, on: channel,
+                        """
+                        UPDATE \(unescaped: table) SET \(unescaped: owner) = NULL, \(unescaped: until) = NULL
+                        WHERE account = \(account.rawValue) AND \(unescaped: owner) = \(me)
+                        AND (\(login)::text IS NULL OR device_id = \(login)::text)
+                        """))
             }
         } catch {
             logger.info(

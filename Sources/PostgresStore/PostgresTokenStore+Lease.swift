@@ -163,14 +163,13 @@ extension PostgresTokenStore: RefreshCoordinator {
         let channel = self.channel
         let committed = try await run(account, .tokens) { client, table in
             let rows = try await client.query(
-                """
-                WITH w AS (
-                UPDATE \(unescaped: table) SET sealed = \(sealed), generation = generation + 1, lease_owner = NULL,
-                lease_until = NULL, updated_at = now()
-                WHERE account = \(account.rawValue) AND generation = \(fence) AND sealed IS NOT NULL
-                RETURNING generation)
-                SELECT w.generation FROM w, pg_notify(\(channel), 'refreshed ' || \(account.rawValue) || ' ' || w.generation) AS n
-                """)
+                .notifying(
+                    "refreshed", account: account, on: channel,
+                    """
+                    UPDATE \(unescaped: table) SET sealed = \(sealed), generation = generation + 1, lease_owner = NULL,
+                    lease_until = NULL, updated_at = now()
+                    WHERE account = \(account.rawValue) AND generation = \(fence) AND sealed IS NOT NULL
+                    """))
             var generation: Int64?
             for try await (g) in rows.decode(Int64.self) { generation = g }
             return generation

@@ -146,15 +146,14 @@ public final class PostgresTokenStore: SessionRowStore, Service {
         let channel = self.channel
         let generation = try await write(account, .tokens) { connection, table, logger in
             try await connection.query(
-                """
-                WITH w AS (
-                INSERT INTO \(unescaped: table) AS t (account, sealed, generation, session_epoch)
-                VALUES (\(account.rawValue), \(sealed), 1, 1)
-                ON CONFLICT (account) DO UPDATE SET sealed = EXCLUDED.sealed, generation = t.generation + 1,
-                session_epoch = t.session_epoch + 1, lease_owner = NULL, lease_until = NULL, updated_at = now()
-                RETURNING generation)
-                SELECT w.generation FROM w, pg_notify(\(channel), 'login ' || \(account.rawValue) || ' ' || w.generation) AS n
-                """, logger: logger)
+                .notifying(
+                    "login", account: account, on: channel,
+                    """
+                    INSERT INTO \(unescaped: table) AS t (account, sealed, generation, session_epoch)
+                    VALUES (\(account.rawValue), \(sealed), 1, 1)
+                    ON CONFLICT (account) DO UPDATE SET sealed = EXCLUDED.sealed, generation = t.generation + 1,
+                    session_epoch = t.session_epoch + 1, lease_owner = NULL, lease_until = NULL, updated_at = now()
+                    """), logger: logger)
         }
         seen.remember(record.accessToken, generation: generation, for: account.rawValue)
     }
@@ -173,14 +172,13 @@ public final class PostgresTokenStore: SessionRowStore, Service {
         let channel = self.channel
         try await write(account, .tokens) { connection, table, logger in
             try await connection.query(
-                """
-                WITH w AS (
-                UPDATE \(unescaped: table) SET sealed = NULL, generation = generation + 1, session_epoch = session_epoch + 1,
-                lease_owner = NULL, lease_until = NULL, updated_at = now()
-                WHERE account = \(account.rawValue) AND sealed IS NOT NULL
-                RETURNING generation)
-                SELECT w.generation FROM w, pg_notify(\(channel), 'logout ' || \(account.rawValue) || ' ' || w.generation) AS n
-                """, logger: logger)
+                .notifying(
+                    "logout", account: account, on: channel,
+                    """
+                    UPDATE \(unescaped: table) SET sealed = NULL, generation = generation + 1, session_epoch = session_epoch + 1,
+                    lease_owner = NULL, lease_until = NULL, updated_at = now()
+                    WHERE account = \(account.rawValue) AND sealed IS NOT NULL
+                    """), logger: logger)
         }
     }
 
@@ -230,13 +228,12 @@ public final class PostgresTokenStore: SessionRowStore, Service {
         let channel = self.channel
         try await write(account, .sessionState) { connection, table, logger in
             try await connection.query(
-                """
-                WITH w AS (
-                INSERT INTO \(unescaped: table) AS t (account, state) VALUES (\(account.rawValue), \(text))
-                ON CONFLICT (account) DO UPDATE SET state = EXCLUDED.state, updated_at = now()
-                RETURNING generation)
-                SELECT w.generation FROM w, pg_notify(\(channel), 'state ' || \(account.rawValue) || ' ' || w.generation) AS n
-                """, logger: logger)
+                .notifying(
+                    "state", account: account, on: channel,
+                    """
+                    INSERT INTO \(unescaped: table) AS t (account, state) VALUES (\(account.rawValue), \(text))
+                    ON CONFLICT (account) DO UPDATE SET state = EXCLUDED.state, updated_at = now()
+                    """), logger: logger)
         }
     }
 

@@ -35,12 +35,10 @@ import Testing
     struct Replica {
         let actor: AuthActor
         let store: PostgresTokenStore
-        let follower: Task<Void, Never>
 
         /// Stops it as a process that dies would: its connections close, its leases lapse.
         func kill() async {
             await store.close()
-            await follower.value
             await actor.cancelDeviceLogin()
         }
     }
@@ -58,8 +56,8 @@ import Testing
             clock: clock, configuration: .init(skew: .seconds(30), jitter: .zero),
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), refreshCoordinator: store)
         try await actor.restore()
-        let follower = Task { await store.follow([.default: actor]) }
-        return Replica(actor: actor, store: store, follower: follower)
+        store.follow([.default: actor])
+        return Replica(actor: actor, store: store)
     }
 
     /// The device login ends `actor` published after `mark`.
