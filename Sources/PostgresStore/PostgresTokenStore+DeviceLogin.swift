@@ -30,8 +30,10 @@ extension PostgresTokenStore: DeviceLoginCoordinator {
     }
 
     /// Shares `login` (its codes sealed) if the row's device login is still `replacing`
-    /// (compare-and-set); the row is created when absent. One statement.
+    /// (compare-and-set); the row is created when absent. One statement, which also ends this
+    /// replica's claim to start one.
     public func shareDeviceLogin(_ login: SharedDeviceLogin, replacing: String?, for account: AccountID) async throws -> Bool {
+        stopRenewing(.deviceStart, for: account)
         let sealed = Data(try sealer.seal(login, for: account))
         let interval = Int64(login.status.interval / .milliseconds(1))
         let channel = self.channel
@@ -55,7 +57,9 @@ extension PostgresTokenStore: DeviceLoginCoordinator {
 
     /// Claims the start of a new device login in one statement: a compare-and-set on the
     /// shared login still being `replacing` and nobody else's live claim (the row is created
-    /// when absent). The claim lasts a lease's term.
+    /// when absent). The claim lasts a lease's term and is renewed while this replica lives,
+    /// until it shares the codes (``shareDeviceLogin(_:replacing:for:)``) or gives the claim
+    /// up (``releaseDeviceStart(for:)``).
     public func claimDeviceStart(replacing: String?, for account: AccountID) async throws -> DeviceStartClaim {
         let me = replicaID
         let seconds = Double(leaseTerms.term / .milliseconds(1)) / 1000
@@ -83,7 +87,13 @@ extension PostgresTokenStore: DeviceLoginCoordinator {
             }
             return (false, nil, nil)
         }
-        if claimed { return .start }
+        if claimed {
+            // Renewed while the codes are being asked for, however slow the endpoint: a
+            // claim that lapsed meanwhile would let another replica ask for other codes.
+            startRenewing(HeldLease(kind: .deviceStart, account: account, key: replacing ?? ""))
+            return .start
+        }
+        stopRenewing(.deviceStart, for: account)
         if current != replacing { return .changed }
         guard let remaining, remaining > 0 else { return .wait(atMost: .milliseconds(100)) }
         return .wait(atMost: .milliseconds(Int64(remaining * 1000)))
@@ -92,6 +102,7 @@ extension PostgresTokenStore: DeviceLoginCoordinator {
     /// Gives this replica's claim to start a device login up and notifies, so that another
     /// replica asks at once. A failure is logged: the claim lapses at its term.
     public func releaseDeviceStart(for account: AccountID) async {
+        stopRenewing(.deviceStart, for: account)
         await releaseDeviceLease(.start, for: account)
     }
 

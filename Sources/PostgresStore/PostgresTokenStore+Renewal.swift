@@ -4,16 +4,19 @@ internal import PostgresNIO
 
 extension PostgresTokenStore {
     /// A lease this replica holds and renews until it gives it up: a refresh lease (its
-    /// owner and fence) or a device login's polling lease (the login's id).
+    /// owner and fence), a device login's polling lease (the login's id), or the claim to
+    /// start a device login (the id of the login it replaces).
     struct HeldLease: Sendable, Equatable {
         enum Kind: Sendable, Hashable {
             case refresh
             case devicePolling
+            case deviceStart
         }
 
         var kind: Kind
         var account: AccountID
-        /// The refresh lease's owner, or the device login's id.
+        /// The refresh lease's owner, the device login's id, or for the claim to start one
+        /// the id of the login it replaces ("" for none).
         var key: String
         /// The refresh lease's fence (unused for a polling lease).
         var fence: Int64 = 0
@@ -80,6 +83,14 @@ extension PostgresTokenStore {
                     UPDATE \(unescaped: table) SET device_until = clock_timestamp() + make_interval(secs => \(seconds))
                     WHERE account = \(account) AND device_id = \(lease.key) AND device_owner = \(me)
                     AND device_outcome IS NULL
+                    RETURNING 1
+                    """)
+            case .deviceStart:
+                rows = try await client.query(
+                    """
+                    UPDATE \(unescaped: table)
+                    SET device_starting_until = clock_timestamp() + make_interval(secs => \(seconds))
+                    WHERE account = \(account) AND device_starting = \(me) AND COALESCE(device_id, '') = \(lease.key)
                     RETURNING 1
                     """)
             }

@@ -101,6 +101,33 @@ import Testing
     /// wait for them and adopt them.
     /// A replica that could not start a device login (its device endpoint failed) gives
     /// its claim up at once: another replica asks now, not after the claim's term.
+    /// A device authorization endpoint slower than the claim's term: the claim is renewed
+    /// while the codes are asked for, so no other replica asks for codes of its own, and it
+    /// ends when the codes are shared.
+    @Test func aClaimToStartOutlivesItsTermWhileTheCodesAreAskedFor() async throws {
+        let a = try await replica("a")
+        let b = try await replica("b")
+        #expect(try await a.store.claimDeviceStart(replacing: nil, for: .default) == .start)
+        // Three terms; without renewal the claim would have lapsed two terms ago.
+        try await Task.sleep(for: Self.leaseTerms.term * 3)
+        guard case .wait = try await b.store.claimDeviceStart(replacing: nil, for: .default) else {
+            Issue.record("b claimed the start while a still asked for codes")
+            for r in [a, b] { await r.kill() }
+            return
+        }
+        #expect(await startingOwner() == "a")
+        let login = SharedDeviceLogin(
+            id: "slow", deviceCode: "dc_slow",
+            status: DeviceAuthorizationStatus(
+                userCode: "BCDF-GHJK", verificationURI: "https://auth.example.test/device",
+                expiresAt: Date().addingTimeInterval(600), interval: Self.interval))
+        #expect(try await a.store.shareDeviceLogin(login, replacing: nil, for: .default))
+        #expect(await startingOwner() == nil, "sharing the codes ends the claim")
+        try await Task.sleep(for: Self.leaseTerms.term)
+        #expect(await startingOwner() == nil, "and it is not renewed after")
+        for r in [a, b] { await r.kill() }
+    }
+
     @Test func aClaimToStartThatIsGivenUpLetsAnotherReplicaStartAtOnce() async throws {
         let a = try await replica("a")
         let b = try await replica("b")
