@@ -43,6 +43,7 @@ extension GatewayService {
             let actor = s.actor
             background.start(on: nil) { await actor.finishBackgroundWork() }
         }
+        background.start(on: nil) { [keyFileCheck] in await keyFileCheck.finish() }
         let backgroundDone = await background.idle(timeout: left(atMost: .seconds(5), atLeast: .seconds(1)))
         if !drained || !adminDrained || !backgroundDone {
             logger.warning(

@@ -35,6 +35,8 @@ public final class GatewayService: Sendable {
     public var userInfo: UserInfoProbe? { sessions[GatewayConfiguration.defaultSession]!.userInfo }
     /// Subscribers of the session's events (the user-info call) that shutdown waits for.
     let eventTasks: [Task<Void, Never>]
+    /// The check of the sessions' DPoP key files that `/readyz` starts, which shutdown waits for.
+    let keyFileCheck: SingleFlight
     /// The tasks serving proxied requests (a request whose token is current starts none).
     public let proxyTasks: TaskTracker
     let adminTasks: TaskTracker
@@ -44,7 +46,7 @@ public final class GatewayService: Sendable {
         group: EventLoopGroup, proxyServer: HTTPServer, adminServer: HTTPServer, probeServer: HTTPServer?,
         metricsServer: HTTPServer?, sessions: [String: GatewaySession],
         metrics: GatewayMetrics, readiness: Readiness, stores: GatewayStores, eventTasks: [Task<Void, Never>],
-        proxyTasks: TaskTracker, adminTasks: TaskTracker, logger: Logger, reloader: GatewayReloader
+        keyFileCheck: SingleFlight, proxyTasks: TaskTracker, adminTasks: TaskTracker, logger: Logger, reloader: GatewayReloader
     ) {
         self.reloader = reloader
         self.stores = stores
@@ -60,6 +62,7 @@ public final class GatewayService: Sendable {
         self.metrics = metrics
         self.readiness = readiness
         self.eventTasks = eventTasks
+        self.keyFileCheck = keyFileCheck
     }
 
     /// Starts everything; throws when a store cannot be opened or a listener cannot be bound
@@ -162,17 +165,19 @@ public final class GatewayService: Sendable {
             let actors = sessions.values.map(\.actor)
             let credentialWatch = ClientCredentialWatch(c, logger: logger)
             // Sessions proving a key file's key: each readiness probe also checks that the file
-            // still holds the key their tokens are bound to (a changed key ends the session).
+            // still holds the key their tokens are bound to (a changed key ends the session),
+            // one check at a time.
             let keyFileSessions = actors.filter {
                 if case .file = $0.configuration.dpop { return true } else { return false }
             }
+            let keyFileCheck = SingleFlight { for actor in keyFileSessions { _ = await actor.checkDPoPKey() } }
             let autoLogins = Self.autoLogins(c, sessions: sessions, clock: clock, logger: logger)
             let readiness = Readiness(
                 storesWritable: stores.isWritable, freeBytes: stores.freeBytes,
                 unsavedCredentials: { actors.contains { $0.holdsUnsavedCredentials } },
                 pending: { probes.lazy.compactMap(\.notReadyReason).first }, sharedStore: stores.kind == "postgres",
                 clientCredentialsUsable: {
-                    if !keyFileSessions.isEmpty { Task { for actor in keyFileSessions { await actor.checkDPoPKey() } } }
+                    if !keyFileSessions.isEmpty { keyFileCheck.start() }
                     return credentialWatch.usable()
                 }, loggedIn: { autoLogins.allSatisfy { $0.0.isLoggedIn } },
                 clockSkewed: { actors.contains { $0.clockSkew.isSkewed } },
@@ -251,7 +256,8 @@ public final class GatewayService: Sendable {
             return GatewayService(
                 group: group, proxyServer: proxyServer, adminServer: adminServer, probeServer: probeServer,
                 metricsServer: metricsServer, sessions: sessions, metrics: metrics,
-                readiness: readiness, stores: stores, eventTasks: eventTasks, proxyTasks: proxyResponder.tasks,
+                readiness: readiness, stores: stores, eventTasks: eventTasks, keyFileCheck: keyFileCheck,
+                proxyTasks: proxyResponder.tasks,
                 adminTasks: admin.tasks,
                 logger: logger, reloader: reloader)
         } catch {
