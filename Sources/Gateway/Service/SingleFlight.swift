@@ -18,7 +18,8 @@ final class SingleFlight: Sendable {
     func start() -> Bool {
         running.withLock { task in
             guard task == nil else { return false }
-            // The task clears the slot under the same lock, so after this assignment.
+            // The task takes this lock to clear the slot, so it cannot clear it before the
+            // assignment below, however soon its work ends.
             task = Task { [running, work] in
                 await work()
                 running.withLock { $0 = nil }
