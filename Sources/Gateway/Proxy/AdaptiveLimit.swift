@@ -1,44 +1,41 @@
+import Foundation
+
 /// How many exchanges an upstream should have at once, found from what its answers say: a
 /// pure value that takes samples (latency, in flight at send, outcome) with the time they
 /// ended and moves its ``limit``. ``InFlightLimiter`` feeds it under its lock and applies
-/// the limit to its ``AdmissionQueue``.
+/// ``admitted`` to its ``AdmissionQueue``.
 ///
-/// It works in windows of ``Parameters/windowSamples`` samples. At the end of each:
-/// - the window's mean latency (each sample clipped at ``Parameters/clip`` times the last
-///   window's, so one slow request moves it little) is compared with the **baseline**, the
-///   smallest window mean of the last two baseline buckets: the latency of the upstream when
-///   nothing waits in its own queue (Envoy's min-RTT, without pinning the concurrency to
-///   measure it: the sawtooth below brings the limit under the upstream's concurrency often
-///   enough for the baseline to be seen);
-/// - when the mean is more than ``Parameters/tolerance`` above the baseline, more than
-///   ``Parameters/minimumQueueDelay`` in absolute terms, and more than
-///   ``Parameters/noiseMargin`` standard errors of a window's mean (an upstream whose
-///   answers take 50 to 500 ms has window means that differ by a tenth with no queue at all,
-///   and the least of a period's windows lies that much under its usual latency), requests
-///   wait in the upstream's queue. By Little's law the upstream serves about
-///   `inFlight × baseline / mean` at once; the limit drops to that plus half the tolerance
-///   (never below half of itself in one window, never below ``Parameters/minimum``);
-/// - unless the upstream answers more at this limit than it did lately at that lower one:
-///   the answer rate of each window that reached the limit (by Little's law, in flight ÷
-///   latency) is kept per level of the limit, and a decrease is skipped when this window's
-///   rate exceeds the best recent rate at or under the target by more than half the
-///   tolerance. A queue adds latency at a constant rate; an API with threads to spare on
-///   shared cores answers slower *and* more as it is given more, and throttling it to its
-///   unloaded latency would cut its throughput to a fraction (the rise is then taken as its
-///   latency at this load, and the limit may grow);
-/// - a window with a timeout or a dropped exchange backs off by ``Parameters/backoff``, once
-///   (AIMD's multiplicative decrease);
-/// - otherwise, when the limit was reached in the window (the load could use more) and no
-///   answer in it was a 401 for a token superseded while at the upstream, the limit grows by
-///   ``Parameters/growth`` of itself (at least ``Parameters/minimumGrowth``). A superseded 401
-///   means a rotation caught requests at the upstream; growing then would put more of them
-///   there for the next one.
-/// - a decrease that would leave the upstream serving less than one request at a time
-///   re-measures the baseline and starts slow start again instead: at one request in flight
-///   there is no queue of ours;
-/// - when the baseline rises by more than the tolerance (a whole baseline period without a
-///   window as fast as before: each request got slower, which the decreases above took for a
-///   queue), slow start begins again from where the limit fell to.
+/// It works in windows of ``Parameters/windowSamples`` samples, in two phases:
+/// - **Slow start** (TCP's): from ``Parameters/initial`` the limit doubles per window that
+///   reached it, until a window's mean latency (each sample clipped at ``Parameters/clip``
+///   times the last window's, so one slow request moves it little) is more than
+///   ``Parameters/tolerance`` above the **baseline**, more than
+///   ``Parameters/minimumQueueDelay`` and more than ``Parameters/noiseMargin`` standard
+///   errors of a window's mean. The baseline is the smallest window mean of the last two
+///   baseline buckets: the upstream's latency with nothing queued there (Envoy's min-RTT),
+///   measured while the limit is still low. That first queue ends slow start at what the
+///   upstream serves by Little's law (`inFlight × baseline / mean`) plus half the
+///   tolerance, never under the level before the last doubling.
+/// - **Probes** (BBR's) after it: latency no longer moves the limit, because an upstream on
+///   busy shared cores answers twice as slow from one tenth of a second to the next with
+///   no queue at all. In each cycle of ``Parameters/probeEvery`` windows at the limit, one
+///   window runs at ``Parameters/probeDown`` times it and one (after a window to fill the
+///   upstream) at ``Parameters/probeUp`` times it. Each probe's answer rate (in flight ÷
+///   latency, Little's law) is compared with the recent windows at the limit and averaged
+///   since the limit last moved: the limit goes down to the lower level when
+///   ``Parameters/probesNeeded`` probes say it answers within ``Parameters/probeMargin`` as
+///   much and faster, and up to the higher one when two say it answers clearly more. A
+///   queue at the upstream makes the lower level answer as much and faster; an upstream
+///   with threads to spare answers more at the higher one. While the lower level answered
+///   as much and faster the upward probe is skipped: it would only lengthen a queue.
+/// - A window with a timeout or a dropped exchange backs off by ``Parameters/backoff``, once
+///   (AIMD's multiplicative decrease). A window with a 401 for a token superseded while at
+///   the upstream never grows the limit: growing would put more requests there for the next
+///   rotation.
+/// - Slow start begins again, growing by half per window rather than doubling, when the
+///   baseline rises by more than the tolerance (every request got slower for a whole
+///   baseline period) or a queue would leave the upstream serving under one request at once
+///   (the baseline was a lucky window).
 ///
 /// ```swift
 /// var limit = AdaptiveLimit(AdaptiveLimit.Parameters())
@@ -82,13 +79,32 @@ public struct AdaptiveLimit: Sendable, Equatable {
         /// the typical one; four leave a window with no queue a few per cent chance of
         /// reading as one.
         public var noiseMargin: Double
+        /// Windows in a probe cycle after slow start: the last two of each are a window at
+        /// ``probeDown`` times the limit, then one at ``probeUp`` times it.
+        public var probeEvery: Int
+        /// The level of a downward probe, as a share of the limit.
+        public var probeDown: Double
+        /// The level of an upward probe, as a share of the limit.
+        public var probeUp: Double
+        /// How close (a share) the lower probe's answer rate must come to the limit's for the
+        /// limit to go down to it; the upper probe must answer that much more and half again
+        /// for the limit to go up to it.
+        public var probeMargin: Double
+        /// Probes of a direction needed before their rates move the limit.
+        public var probesNeeded: Int
 
         /// The defaults, justified in docs/RUNTIME.md; `maximum` is the fixed cap.
         public init(
             initial: Int = 1, minimum: Int = 1, maximum: Int = 1_000, tolerance: Double = 0.25, windowSamples: Int = 20,
             baselinePeriod: Duration = .seconds(5), growth: Double = 0.1, minimumGrowth: Double = 0.2, backoff: Double = 0.9,
-            clip: Double = 4, minimumQueueDelay: Double = 0.005, noiseMargin: Double = 4
+            clip: Double = 4, minimumQueueDelay: Double = 0.005, noiseMargin: Double = 4, probeEvery: Int = 4,
+            probeDown: Double = 0.8, probeUp: Double = 1.3, probeMargin: Double = 0.02, probesNeeded: Int = 3
         ) {
+            self.probeEvery = max(3, probeEvery)
+            self.probeDown = probeDown
+            self.probeUp = probeUp
+            self.probeMargin = probeMargin
+            self.probesNeeded = max(1, probesNeeded)
             self.minimumQueueDelay = minimumQueueDelay
             self.noiseMargin = noiseMargin
             precondition(minimum >= 1 && maximum >= minimum && windowSamples >= 1 && baselinePeriod > .zero)
@@ -190,14 +206,16 @@ public struct AdaptiveLimit: Sendable, Equatable {
     /// queue at the upstream (TCP's slow start). Starting low and doubling measures the
     /// baseline before the upstream's own queue can inflate it.
     public private(set) var probing = true
+    /// Whether slow start has ended once (a later one grows more gently).
+    private var restarted = false
     /// Windows evaluated so far.
     public private(set) var windows = 0
-    /// Windows that found a queue by their latency but did not decrease, because every
-    /// lower level the decrease could go to answered less.
+    /// Windows after slow start whose latency read as a queue at the upstream. Only the
+    /// probes move the limit then, so none of these decreased it by itself.
     public private(set) var declinedDecreases = 0
     private var window = Window()
     private var bucket = Bucket()
-    private var rates = RateLevels()
+    private var probes = Probes()
     /// When ``admitted`` last changed.
     private var changed: Duration?
 
@@ -207,9 +225,18 @@ public struct AdaptiveLimit: Sendable, Equatable {
         self.limit = Double(parameters.initial)
     }
 
-    /// The whole number of exchanges admitted at once.
+    /// The whole number of exchanges admitted at once: the limit, or during a probe window
+    /// the level probed (``Parameters/probeDown`` or ``Parameters/probeUp`` times it).
     public var admitted: Int {
-        min(parameters.maximum, max(parameters.minimum, Int(limit)))
+        min(parameters.maximum, max(parameters.minimum, level(probes.factor)))
+    }
+
+    /// The whole number of exchanges at `factor` times the limit: a probe moves by at least
+    /// one.
+    private func level(_ factor: Double) -> Int {
+        let base = Int(limit)
+        let probed = Int((limit * factor).rounded())
+        return factor > 1 ? max(base + 1, probed) : factor < 1 ? min(base - 1, probed) : base
     }
 
     /// Takes one exchange's facts, ended at `now` (any monotonic origin). Returns whether
@@ -289,45 +316,13 @@ public struct AdaptiveLimit: Sendable, Equatable {
             // The upstream got slower per request for a whole baseline period, not more
             // queued (a queue would have shown in the decreases): find its concurrency again
             // from where the limit fell to.
-            probing = true
+            restartSlowStart()
         }
         baseline = base
         let ratio = mean / base
         let meanInFlight = Double(window.inFlight) / Double(window.samples)
         let reached = window.mostInFlight >= admitted
-        // What the upstream answers per second at this window's level (Little's law over
-        // the level's recent windows), kept at the level the window really had in flight: a
-        // window in slow start that ramps up to the limit has fewer.
-        let rate =
-            reached
-            ? rates.record(
-                count: window.timed, meanInFlight: meanInFlight, meanLatency: mean, now: now, freshFor: p.baselinePeriod * 2)
-            : meanInFlight / mean
         let queued = ratio > 1 + p.tolerance && mean - base > max(p.minimumQueueDelay, p.noiseMargin * noise)
-        // Not in slow start: the first queue it finds ends it, as always (its doubling
-        // outruns the levels it ramps through).
-        if queued && !probing {
-            let target = max(p.minimum, Int(meanInFlight / ratio * (1 + p.tolerance / 2)))
-            let verdict = rates.verdict(
-                inFlight: Int(meanInFlight.rounded()), rate: rate, target: target, noise: noise / mean,
-                least: Double(p.windowSamples), minimumGain: p.tolerance / 5, now: now)
-            switch verdict {
-            case .unknown:
-                break
-            case .decrease(let to):
-                limit = min(limit, max(Double(p.minimum), to))
-                return
-            case .hold:
-                declinedDecreases += 1
-                return
-            case .grow:
-                // More in flight buys more answers: the rise is this upstream's latency at
-                // this load, not a queue. Grow as if no queue had been seen.
-                declinedDecreases += 1
-                if reached && !window.superseded { grow() }
-                return
-            }
-        }
         if queued {
             let serving = meanInFlight / ratio
             if serving < 1 {
@@ -337,15 +332,96 @@ public struct AdaptiveLimit: Sendable, Equatable {
                 // finds its concurrency again from here.
                 bucket = Bucket(current: mean, previous: mean, started: now)
                 baseline = mean
-                probing = true
+                restartSlowStart()
                 return
             }
-            let target = max(limit / 2, serving * (1 + p.tolerance / 2))
-            limit = min(limit, max(Double(p.minimum), target))
-            probing = false
-        } else if reached && !window.superseded {
-            grow()
+            if probing {
+                // The first queue ends slow start: down to what the upstream serves (Little's
+                // law), plus half the tolerance.
+                let target = max(limit / 2, serving * (1 + p.tolerance / 2))
+                limit = min(limit, max(Double(p.minimum), target))
+                probing = false
+                probes = Probes()
+                probes.fresh = true
+                return
+            }
         }
+        if probing {
+            if reached && !window.superseded { grow() }
+            return
+        }
+        evaluateProbes(rate: meanInFlight / mean, latency: mean, reached: reached, queued: queued)
+    }
+
+    /// After slow start: the cycle of windows at the limit and probe windows under and over
+    /// it, and what their rates say.
+    private mutating func evaluateProbes(rate: Double, latency: Double, reached: Bool, queued: Bool) {
+        let p = parameters
+        let settling = probes.settling
+        probes.settling = false
+        switch probes.phase {
+        case .down:
+            probes.record(down: rate, latency: latency)
+            probes.phase = .cruise
+            probes.factor = 1
+            probes.settling = true
+            if probes.lowerServesAsMuch(p), probes.latencyGap > p.minimumQueueDelay {
+                limit = max(Double(p.minimum), Double(level(p.probeDown)))
+                probes.forgetDown()
+            }
+            return
+        case .up:
+            // The first window over the limit fills the upstream from the limit's level:
+            // its latency is that level's, and its rate too high by Little's law.
+            if settling {
+                probes.settling = false
+                return
+            }
+            probes.record(up: rate)
+            probes.phase = .cruise
+            probes.position = 0
+            probes.factor = 1
+            probes.settling = true
+            if probes.higherServesMore(p), !window.superseded {
+                limit = min(Double(p.maximum), Double(level(p.probeUp)))
+                probes.forgetDown()
+                probes.ups = probes.up >= log(1 + 6 * p.probeMargin) ? min(probes.ups, 1) : 0
+            }
+            return
+        case .cruise:
+            break
+        }
+        if reached && !settling { probes.record(reference: rate, latency: latency) }
+        probes.position += 1
+        let useless = probes.lowerServesAsMuch(p) || probes.higherServesNoMore(p)
+        if queued { declinedDecreases += 1 }
+        if reached && !window.superseded && !queued && !useless && admitted <= p.minimum { grow() }
+        guard reached, !settling, probes.reference != nil else { return }
+        if probes.position == p.probeEvery / 2 {
+            probes.phase = .down
+            probes.factor = p.probeDown
+        } else if probes.position >= p.probeEvery && probes.lowerServedAsMuch(p)
+            && (probes.fresh || probes.downs > 1 && probes.latencyGap > 2 * (noise ?? 0))
+        {
+            // The level under the limit answered as much and clearly faster: the limit is
+            // over the upstream's concurrency (slow start's last window overstates what it
+            // serves), and a level above it would only lengthen its queue.
+            probes.position = 0
+        } else if probes.position >= p.probeEvery {
+            probes.phase = .up
+            probes.fresh = false
+            probes.factor = p.probeUp
+            probes.settling = true
+        }
+    }
+
+    /// Slow start again, after its first end: the limit was near the upstream's concurrency
+    /// a moment ago, so it grows by half per window rather than doubling (doubling from
+    /// there would put as many requests again in the upstream's own queue). The probes'
+    /// findings stay: they describe the upstream, not the limit.
+    private mutating func restartSlowStart() {
+        probing = true
+        restarted = true
     }
 
     private mutating func grow() {
@@ -353,7 +429,7 @@ public struct AdaptiveLimit: Sendable, Equatable {
         // At the minimum, one more request at once (a window with no queue at one in flight
         // says the upstream can take it), not a fifth of one per window.
         let least = admitted <= p.minimum ? 1 : p.minimumGrowth
-        let grown = probing ? limit * 2 : limit + max(least, limit * p.growth)
+        let grown = probing ? limit * (restarted ? 1.5 : 2) : limit + max(least, limit * p.growth)
         limit = min(Double(p.maximum), grown)
     }
 }
