@@ -176,10 +176,13 @@ final class Stack: Sendable {
     static func request(
         to address: ListenAddress, _ method: String, _ path: String, headers: [String], body: String
     ) throws -> TestResponse {
+        // The answer can wait on the fakes, which run on the cooperative pool; under the
+        // sanitizers the suite's other tests hold that pool for a minute and more, so a short
+        // read timeout fails a request that is only late.
         let c: RawClient
         switch address {
-        case .tcp(_, let port): c = try RawClient(port: port, timeoutSeconds: 10)
-        case .unix(let path, _): c = try RawClient(unixPath: path, timeoutSeconds: 10)
+        case .tcp(_, let port): c = try RawClient(port: port, timeoutSeconds: 180)
+        case .unix(let path, _): c = try RawClient(unixPath: path, timeoutSeconds: 180)
         }
         var text = "\(method) \(path) HTTP/1.1\r\nHost: test\r\nConnection: close\r\n"
         for h in headers { text += h + "\r\n" }
