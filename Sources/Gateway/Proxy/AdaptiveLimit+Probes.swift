@@ -64,8 +64,9 @@ extension AdaptiveLimit {
         }
 
         /// Whether the probes under the limit so far answered as much as the limit, and
-        /// faster (one is enough to hold back a probe over it, not to lower the limit).
-        func lowerServedAsMuch(_ p: Parameters) -> Bool {
+        /// faster: a queue at the upstream (one probe is enough to hold back a probe over
+        /// the limit, not to lower it; that takes ``lowerServesAsMuch(_:)``).
+        func limitLooksQueued(_ p: Parameters) -> Bool {
             downs >= 1 && down >= log(1 - p.probeMargin) && latencyGap > p.minimumQueueDelay
         }
 

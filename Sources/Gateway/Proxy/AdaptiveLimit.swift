@@ -373,10 +373,7 @@ public struct AdaptiveLimit: Sendable, Equatable {
         case .up:
             // The first window over the limit fills the upstream from the limit's level:
             // its latency is that level's, and its rate too high by Little's law.
-            if settling {
-                probes.settling = false
-                return
-            }
+            if settling { return }
             probes.record(up: rate)
             probes.phase = .cruise
             probes.position = 0
@@ -400,7 +397,7 @@ public struct AdaptiveLimit: Sendable, Equatable {
         if probes.position == p.probeEvery / 2 {
             probes.phase = .down
             probes.factor = p.probeDown
-        } else if probes.position >= p.probeEvery && probes.lowerServedAsMuch(p)
+        } else if probes.position >= p.probeEvery && probes.limitLooksQueued(p)
             && (probes.fresh || probes.downs > 1 && probes.latencyGap > 2 * (noise ?? 0))
         {
             // The level under the limit answered as much and clearly faster: the limit is
