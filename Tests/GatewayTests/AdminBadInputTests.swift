@@ -160,7 +160,7 @@ import Testing
     /// Sends `c` on a fresh connection with the admin token and reads the answer.
     func send(_ c: AdminBadInput, port: Int) async throws -> TestResponse {
         try await onThread {
-            let client = try RawClient(port: port, timeoutSeconds: 10)
+            let client = try RawClient(port: port, timeoutSeconds: 180)
             var head = "\(c.method) \(c.target) HTTP/1.1\r\nHost: test\r\nConnection: close\r\n"
             head += "Authorization: Bearer \(Stack.adminToken)\r\n"
             for h in c.headers { head += h + "\r\n" }

@@ -183,7 +183,7 @@ struct ClientSide: Sendable {
     static func exchange(port: Int, bytes: [UInt8], expected: DesyncCase.Expected, waitsForContinue: Bool) -> ClientSide {
         var seen = ClientSide()
         do {
-            let c = try RawClient(port: port, timeoutSeconds: 10)
+            let c = try RawClient(port: port, timeoutSeconds: 180)
             if waitsForContinue, let end = bytes.firstRange(of: [13, 10, 13, 10]) {
                 try c.send(Array(bytes[..<end.upperBound]))
                 seen.interim.append(try c.readResponse().status)

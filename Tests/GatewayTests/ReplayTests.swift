@@ -74,7 +74,7 @@ import Testing
             let port = stack.proxyPort
             func post(_ chunks: [String]) async throws -> TestResponse {
                 try await onThread {
-                    let c = try RawClient(port: port, timeoutSeconds: 10)
+                    let c = try RawClient(port: port, timeoutSeconds: 180)
                     var text =
                         "POST /api/orders HTTP/1.1\r\nHost: test\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
                     for chunk in chunks { text += String(chunk.utf8.count, radix: 16) + "\r\n" + chunk + "\r\n" }

@@ -21,7 +21,8 @@ import Testing
     }
 
     /// Writes a subject token of the trusted issuer `workload` for the stack's token
-    /// endpoint to `path`.
+    /// endpoint to `path`. It lives two minutes, as a workload token would, so it is written
+    /// again just before each use: under the sanitizers a step can wait that long.
     func writeSubjectToken(_ stack: Stack, to path: String) throws {
         let keyPath = path + ".key.pem"
         FileManager.default.createFile(
@@ -49,6 +50,7 @@ import Testing
             }
             try await stack.startGateway(configure: exchange)
             #expect(try await Self.session(stack)["issued_token_type"] == nil, "logged out")
+            try writeSubjectToken(stack, to: subject)
             let login = try await stack.admin(
                 "POST", "/auth/login", json: #"{"grant_type":"urn:ietf:params:oauth:grant-type:token-exchange"}"#)
             let refusals = await stack.authorization.statistics.grantRefusals
@@ -61,6 +63,7 @@ import Testing
 
             // Kept with the tokens: a restart shows it without asking the server.
             await stack.stopGateway()
+            try writeSubjectToken(stack, to: subject)
             try await stack.startGateway(configure: exchange)
             let restored = try await Self.session(stack)
             #expect(restored["state"] as? String == "logged_in")

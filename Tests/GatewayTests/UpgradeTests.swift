@@ -63,7 +63,7 @@ struct UpgradeTests {
             #expect(try await stack.loginAlice().status == 200)
             let port = stack.proxyPort
             let (first, second) = try await onThread {
-                let c = try RawClient(port: port, timeoutSeconds: 10)
+                let c = try RawClient(port: port, timeoutSeconds: 180)
                 try c.send("GET /me HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
                 let first = try c.readResponse()
                 try c.send("GET /me HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
