@@ -10,6 +10,23 @@ import Testing
         abs(limit - Double(workers)) <= 0.25 * Double(workers)
     }
 
+    /// The answer rate, mean limit and declined decreases under `parameters` of an API with
+    /// threads to spare (100 clients, `seed`), set up by `setUp`, measured from `warm` to `end`
+    /// seconds; `atWarm` changes the API as the measurement starts.
+    func answered(
+        _ parameters: AdaptiveLimit.Parameters, seed: UInt64, warm: Double, end: Double,
+        setUp: (inout UpstreamSimulation) -> Void, atWarm: (inout UpstreamSimulation) -> Void = { _ in }
+    ) -> (rate: Double, limit: Double, declined: Int) {
+        var sim = UpstreamSimulation(workers: 1_000, clients: 100, seed: seed, parameters: parameters)
+        setUp(&sim)
+        sim.run(until: warm)
+        atWarm(&sim)
+        sim.resetMeasurement()
+        let before = sim.answered
+        sim.run(until: end)
+        return (Double(sim.answered - before) / (end - warm), sim.meanLimit, sim.controller.declinedDecreases)
+    }
+
     @Test(arguments: [2, 8, 32])
     func theLimitConvergesToTheAPIsConcurrency(workers: Int) {
         for seed in UInt64(1)...3 {
@@ -102,14 +119,10 @@ import Testing
         // 100 in flight while it answers 1,200 a second rather than 900 at 32. Its latency
         // rises with the limit as a queue's would, but so does its answer rate.
         func answered(_ parameters: AdaptiveLimit.Parameters) -> (rate: Double, limit: Double, declined: Int) {
-            var sim = UpstreamSimulation(workers: 1_000, clients: 100, seed: seed, parameters: parameters)
-            sim.serviceTime = 0.010...0.020
-            sim.slowdownPerBusy = 0.00066
-            sim.run(until: 20)
-            sim.resetMeasurement()
-            let before = sim.answered
-            sim.run(until: 60)
-            return (Double(sim.answered - before) / 40, sim.meanLimit, sim.controller.declinedDecreases)
+            self.answered(parameters, seed: seed, warm: 20, end: 60) {
+                $0.serviceTime = 0.010...0.020
+                $0.slowdownPerBusy = 0.00066
+            }
         }
         let unbounded = answered(.fixed(1_000))
         let adaptive = answered(.init())
@@ -127,15 +140,10 @@ import Testing
         // windows read as a queue and slow start ends early (or begins again, when the queue
         // would leave the API serving less than one request); the probes over the limit then
         // find that more in flight answers more, and raise it.
-        func answered(_ parameters: AdaptiveLimit.Parameters) -> (rate: Double, limit: Double) {
-            var sim = UpstreamSimulation(workers: 1_000, clients: 100, seed: seed, parameters: parameters)
-            sim.serviceTime = 0.008...0.012
-            sim.run(until: 0.6)
-            sim.serviceTime = 0.030...0.046
-            sim.resetMeasurement()
-            let before = sim.answered
-            sim.run(until: 12)
-            return (Double(sim.answered - before) / 11.4, sim.meanLimit)
+        func answered(_ parameters: AdaptiveLimit.Parameters) -> (rate: Double, limit: Double, declined: Int) {
+            self.answered(
+                parameters, seed: seed, warm: 0.6, end: 12, setUp: { $0.serviceTime = 0.008...0.012 },
+                atWarm: { $0.serviceTime = 0.030...0.046 })
         }
         let unbounded = answered(.fixed(1_000))
         let adaptive = answered(.init())
@@ -151,15 +159,11 @@ import Testing
         // to the next as the other processes take the cores. The quickest window sets the
         // baseline and an ordinary one reads as a queue; only the probes' answer rates can tell that
         // fewer in flight would answer less.
-        func answered(_ parameters: AdaptiveLimit.Parameters) -> (rate: Double, limit: Double) {
-            var sim = UpstreamSimulation(workers: 1_000, clients: 100, seed: seed, parameters: parameters)
-            sim.serviceTime = 0.030...0.040
-            sim.contention = (every: 0.05, range: 0.5...2)
-            sim.run(until: 5)
-            sim.resetMeasurement()
-            let before = sim.answered
-            sim.run(until: 25)
-            return (Double(sim.answered - before) / 20, sim.meanLimit)
+        func answered(_ parameters: AdaptiveLimit.Parameters) -> (rate: Double, limit: Double, declined: Int) {
+            self.answered(parameters, seed: seed, warm: 5, end: 25) {
+                $0.serviceTime = 0.030...0.040
+                $0.contention = (every: 0.05, range: 0.5...2)
+            }
         }
         let unbounded = answered(.fixed(1_000))
         let adaptive = answered(.init())
