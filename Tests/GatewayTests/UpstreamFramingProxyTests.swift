@@ -123,7 +123,7 @@ import Testing
 
         // 48 MiB in 1 MiB chunks, more than the kernel's buffers on both sides hold: the body
         // pump waits on a full write queue when the answer arrives.
-        let upload = try RawClient(port: proxy.port, timeoutSeconds: 5)
+        let upload = try RawClient(port: proxy.port, timeoutSeconds: 180)
         try upload.send("POST /upload HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")
         // Sent from another thread on the same socket while this one reads the answer.
         let fd = upload.fd
@@ -142,7 +142,7 @@ import Testing
         let answer = try upload.readResponse()
         #expect(answer.status == 200 && answer.text == "ok")
 
-        let next = try RawClient(port: proxy.port, timeoutSeconds: 5)
+        let next = try RawClient(port: proxy.port, timeoutSeconds: 180)
         try next.send("GET /next HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
         let r = try next.readResponse()
         #expect(r.status == 200 && r.text == "ok", "the only upstream connection was freed")
@@ -165,7 +165,7 @@ import Testing
         let proxy = try Proxy(
             routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin(upstream.url)!)], client: client, loops: 1)
         let origin = upstream.url
-        let held = try RawClient(port: proxy.port, timeoutSeconds: 5)
+        let held = try RawClient(port: proxy.port, timeoutSeconds: 180)
         try held.send("GET /held HTTP/1.1\r\nHost: a\r\n\r\n")
         #expect(await eventually { upstream.responder.arrivals("/held") == 1 })
         #expect(gauges.snapshot().first { $0.origin == origin }.map { ($0.busy, $0.idle) } ?? (-1, -1) == (1, 0))
