@@ -81,7 +81,12 @@ import Testing
             #expect(try await stack.loginAlice().status == 200)
             let port = stack.proxyPort
             let (status, output) = try await onThread {
-                let client = try Python("scripts/websocket/client.py", ["--url", "ws://127.0.0.1:\(port)/ws", "--idle", "2"])
+                // Under the sanitizers the gateway's side of a handshake can take longer than
+                // the client's usual 10 s.
+                let openTimeout = ProcessInfo.processInfo.environment["AUTHGATE_SANITIZER"] == nil ? "10" : "30"
+                let client = try Python(
+                    "scripts/websocket/client.py",
+                    ["--url", "ws://127.0.0.1:\(port)/ws", "--idle", "2", "--open-timeout", openTimeout])
                 try? client.input.fileHandleForWriting.close()
                 return client.finish(seconds: 150)
             }

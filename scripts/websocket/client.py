@@ -15,6 +15,8 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 results = []
+# Seconds an opening handshake may take (--open-timeout).
+OPEN_TIMEOUT = 10
 
 
 def record(name, ok, **facts):
@@ -23,13 +25,13 @@ def record(name, ok, **facts):
 
 
 async def stats(url):
-    async with connect(url + "/stats", max_size=None, ping_interval=None, open_timeout=10) as ws:
+    async with connect(url + "/stats", max_size=None, ping_interval=None, open_timeout=OPEN_TIMEOUT) as ws:
         await ws.send("stats")
         return json.loads(await asyncio.wait_for(ws.recv(), 10))
 
 
 async def echo_both_ways(url):
-    async with connect(url + "/echo", max_size=None, ping_interval=None, open_timeout=10) as ws:
+    async with connect(url + "/echo", max_size=None, ping_interval=None, open_timeout=OPEN_TIMEOUT) as ws:
         await ws.send("hello")
         text = await asyncio.wait_for(ws.recv(), 10)
         big = os.urandom(3 * 1024 * 1024 + 17)
@@ -53,14 +55,14 @@ async def refreshed_once(url):
 
 async def not_switched(url):
     try:
-        async with connect(url + "/missing", open_timeout=10):
+        async with connect(url + "/missing", open_timeout=OPEN_TIMEOUT):
             record("non-101", False, why="connected")
     except InvalidStatus as e:
         record("non-101", e.response.status_code == 404, status=e.response.status_code)
 
 
 async def idle_closes(url, idle):
-    async with connect(url + "/idle", ping_interval=None, open_timeout=10, close_timeout=5) as ws:
+    async with connect(url + "/idle", ping_interval=None, open_timeout=OPEN_TIMEOUT, close_timeout=5) as ws:
         started = time.monotonic()
         try:
             await asyncio.wait_for(ws.recv(), idle * 5 + 10)
@@ -72,7 +74,7 @@ async def idle_closes(url, idle):
 
 
 async def server_closes(url):
-    async with connect(url + "/close", ping_interval=None, open_timeout=10) as ws:
+    async with connect(url + "/close", ping_interval=None, open_timeout=OPEN_TIMEOUT) as ws:
         await ws.send("close-please")
         try:
             await asyncio.wait_for(ws.recv(), 10)
@@ -86,12 +88,12 @@ async def server_closes(url):
 
 async def client_closes(url):
     before = (await stats(url))["ended"]
-    async with connect(url + "/bye", ping_interval=None, open_timeout=10) as ws:
+    async with connect(url + "/bye", ping_interval=None, open_timeout=OPEN_TIMEOUT) as ws:
         await ws.send("x")
         await asyncio.wait_for(ws.recv(), 10)
         await asyncio.wait_for(ws.close(1000, "done"), 10)
     # The client then drops its TCP connection without any close handshake.
-    async with connect(url + "/drop", ping_interval=None, open_timeout=10) as ws:
+    async with connect(url + "/drop", ping_interval=None, open_timeout=OPEN_TIMEOUT) as ws:
         await ws.send("y")
         await asyncio.wait_for(ws.recv(), 10)
         ws.transport.abort()
@@ -110,7 +112,10 @@ async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
     parser.add_argument("--idle", type=float, required=True)
+    parser.add_argument("--open-timeout", type=float, default=10)
     args = parser.parse_args()
+    global OPEN_TIMEOUT
+    OPEN_TIMEOUT = args.open_timeout
     url = args.url.rstrip("/")
     for scenario in (
         lambda: echo_both_ways(url), lambda: refreshed_once(url), lambda: not_switched(url),
