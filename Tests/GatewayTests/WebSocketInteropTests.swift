@@ -83,7 +83,7 @@ import Testing
             let (status, output) = try await onThread {
                 // Under the sanitizers the gateway's side of a handshake can take longer than
                 // the client's usual 10 s.
-                let openTimeout = ProcessInfo.processInfo.environment["AUTHGATE_SANITIZER"] == nil ? "10" : "30"
+                let openTimeout = runsUnderSanitizer ? "30" : "10"
                 let client = try Python(
                     "scripts/websocket/client.py",
                     ["--url", "ws://127.0.0.1:\(port)/ws", "--idle", "2", "--open-timeout", openTimeout])

@@ -10,7 +10,7 @@ public final class RawClient {
     /// the sanitizers (`scripts/sanitize` sets `AUTHGATE_SANITIZER`), whose slowdown on two
     /// shared cores makes an ordinary answer take longer than 5 s. A test that relies on a
     /// timeout passing (to show that nothing came) names its own.
-    public static let defaultTimeoutSeconds = getenv("AUTHGATE_SANITIZER") == nil ? 5 : 30
+    public static let defaultTimeoutSeconds = runsUnderSanitizer ? 30 : 5
 
     /// Connects to `port` on 127.0.0.1.
     public init(port: Int, timeoutSeconds: Int = RawClient.defaultTimeoutSeconds) throws {
