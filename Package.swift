@@ -1,19 +1,28 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-let strict: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
-    .enableUpcomingFeature("InternalImportsByDefault"),
-    // Release builds leave out the run-time exclusivity checks (about a tenth of a proxied
-    // request's instructions, docs/BENCHMARKS.md); debug builds, and so every test and the
-    // sanitizer builds, keep them.
-    .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
-]
+// `scripts/sanitize` sets AUTHGATE_SANITIZER to `address` or `thread`. AuthGate's own targets,
+// its C shims included, are then compiled and linked with that sanitizer in the ordinary
+// `.build` directory, where the dependencies are already built: they stay uninstrumented and
+// are not compiled again (SwiftPM's `--sanitize` would rebuild all of them, BoringSSL included,
+// in a scratch directory of their own; that build took 15 minutes of `make test` per
+// sanitizer). Memory from the dependencies' allocations is still tracked, and LeakSanitizer
+// still sees every block; what is lost is the detection of errors and races inside the
+// dependencies' own code.
+let sanitizer = Context.environment["AUTHGATE_SANITIZER"].flatMap { ["address", "thread"].contains($0) ? $0 : nil }
+let sanitized: [SwiftSetting] = sanitizer.map { [.unsafeFlags(["-sanitize=\($0)"])] } ?? []
+let sanitizedC: [CSetting] = sanitizer.map { [.unsafeFlags(["-fsanitize=\($0)"])] } ?? []
+let sanitizedLink: [LinkerSetting] = sanitizer.map { [.unsafeFlags(["-sanitize=\($0)"])] } ?? []
 
-// swift-otel 1.6.0 does not compile under `--sanitize=thread` with Swift 6.3 (region-based
-// isolation rejects its batch span processor), so the TSan build (scripts/sanitize sets
-// AUTHGATE_SANITIZER) leaves span export out; the spans themselves are still made and tested.
-let exportsSpans = Context.environment["AUTHGATE_SANITIZER"] != "thread"
+let strict: [SwiftSetting] =
+    [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("InternalImportsByDefault"),
+        // Release builds leave out the run-time exclusivity checks (about a tenth of a proxied
+        // request's instructions, docs/BENCHMARKS.md); debug builds, and so every test and the
+        // sanitizer builds, keep them.
+        .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
+    ] + sanitized
 
 let package = Package(
     name: "AuthGate",
@@ -40,7 +49,8 @@ let package = Package(
         // Spans (W3C trace context in and out); exported over OTLP/HTTP only, when the OTEL_*
         // variables ask: the gRPC exporter's trait stays off (it would add minutes to every build).
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
-    ] + (exportsSpans ? [.package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"])] : []),
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+    ],
     targets: [
         .systemLibrary(
             name: "CLibUV",
@@ -53,14 +63,16 @@ let package = Package(
         ),
         .target(
             name: "CCurl",
-            linkerSettings: [.linkedLibrary("curl")]
+            cSettings: sanitizedC,
+            linkerSettings: [.linkedLibrary("curl")] + sanitizedLink
         ),
-        .target(name: "CProcess"),
-        .target(name: "Locking", swiftSettings: strict),
+        .target(name: "CProcess", cSettings: sanitizedC, linkerSettings: sanitizedLink),
+        .target(name: "Locking", swiftSettings: strict, linkerSettings: sanitizedLink),
         .target(
             name: "HTTPWire",
             dependencies: ["CHTTPParser"],
-            swiftSettings: strict
+            swiftSettings: strict,
+            linkerSettings: sanitizedLink
         ),
         .target(
             name: "Runtime",
@@ -135,7 +147,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ] + (exportsSpans ? [.product(name: "OTel", package: "swift-otel")] : []),
+                .product(name: "OTel", package: "swift-otel"),
+            ],
             swiftSettings: strict
         ),
         .executableTarget(

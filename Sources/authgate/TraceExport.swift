@@ -1,11 +1,8 @@
 import Gateway
 import Logging
+import OTel
 import ServiceLifecycle
 import Tracing
-
-#if canImport(OTel)
-    import OTel
-#endif
 
 /// Span export over OTLP/HTTP (swift-otel), off by default: bootstrapped only when the
 /// environment asks (``TracingSwitch/exportRequested(environment:)``: `OTEL_TRACES_EXPORTER=otlp`),
@@ -20,20 +17,14 @@ enum TraceExport {
     static func start(environment: [String: String], logger: Logger) throws -> (any Service)? {
         guard TracingSwitch.exportRequested(environment: environment) else { return nil }
         if let problem = TracingSwitch.unsupported(environment: environment) { throw problem }
-        #if canImport(OTel)
-            var configuration = OTel.Configuration.default
-            configuration.serviceName = "authgate"  // OTEL_SERVICE_NAME overrides it
-            configuration.diagnosticLogger = .custom(logger)
-            configuration.diagnosticLogLevel = .warning  // OTEL_LOG_LEVEL overrides it
-            configuration.logs.enabled = false
-            configuration.metrics.enabled = false
-            let backend = try OTel.makeTracingBackend(configuration: configuration)
-            InstrumentationSystem.bootstrap(backend.factory)
-            return backend.service
-        #else
-            // A build without swift-otel (the TSan build): export cannot be honoured.
-            throw ConfigurationError.at(
-                "OTEL_TRACES_EXPORTER", .unsupported, "this build has no span exporter (built without swift-otel)")
-        #endif
+        var configuration = OTel.Configuration.default
+        configuration.serviceName = "authgate"  // OTEL_SERVICE_NAME overrides it
+        configuration.diagnosticLogger = .custom(logger)
+        configuration.diagnosticLogLevel = .warning  // OTEL_LOG_LEVEL overrides it
+        configuration.logs.enabled = false
+        configuration.metrics.enabled = false
+        let backend = try OTel.makeTracingBackend(configuration: configuration)
+        InstrumentationSystem.bootstrap(backend.factory)
+        return backend.service
     }
 }
