@@ -1,12 +1,13 @@
 import AuthCore
 import AuthGateTesting
 import Foundation
-import Gateway
 import HTTPWire
 import Locking
 import Logging
 import Runtime
 import TestSupport
+
+@testable import Gateway
 
 /// Log lines kept in memory, to search them for secrets.
 final class LogCapture: Sendable {
@@ -31,6 +32,12 @@ struct CapturingHandler: LogHandler {
         let meta = (metadata.merging(event.metadata ?? [:]) { $1 }).map { "\($0)=\($1)" }.sorted().joined(separator: " ")
         sink.lines.withLock { $0.append("\(event.level) \(label) \(event.message) \(meta)") }
     }
+}
+
+/// Changes the stores a gateway opened before its sessions use them (a value, not a bare
+/// closure, so that `startGateway`'s trailing closure stays `configure`).
+struct StoreAdapter: Sendable {
+    let adapt: @Sendable (GatewayStores) -> GatewayStores
 }
 
 /// A fake authorization server and a fake API over real HTTP, and the gateway in front,
@@ -100,6 +107,7 @@ final class Stack: Sendable {
     func startGateway(
         key: TokenStoreKey? = nil, session: AuthActor.Configuration = AuthActor.Configuration(skew: .zero, jitter: .zero),
         sessionSecrets: [String: String] = [:], accessLogger: Logger? = nil,
+        adaptStores: StoreAdapter? = nil,
         configure: (inout GatewayConfiguration) -> Void = { _ in }
     ) async throws -> GatewayService {
         var c = configuration
@@ -111,8 +119,8 @@ final class Stack: Sendable {
             configuration: c,
             secrets: .init(
                 clientSecret: "s3cret", adminToken: Stack.adminToken, storeKey: storeKey, sessionClientSecrets: sessionSecrets),
-            logger: logs.logger(), clock: clock ?? SystemAuthClock(), sessionConfiguration: session,
-            accessLogger: accessLogger ?? logs.logger("authgate.access"))
+            logger: logs.logger(), clock: clock ?? SystemAuthClock(), sessionConfiguration: session, reloadSource: nil,
+            accessLogger: accessLogger ?? logs.logger("authgate.access"), storeRunner: nil, adaptStores: adaptStores?.adapt)
         gateway.withLock { $0 = service }
         return service
     }

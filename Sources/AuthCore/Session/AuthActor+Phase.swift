@@ -57,5 +57,8 @@ extension AuthActor {
         /// The client certificate shown for this refresh: what its tokens are bound to.
         let certificate: CertificateBinding?
         var waiters: [UInt64: CheckedContinuation<AccessToken, any Error>] = [:]
+        /// The token endpoint has issued the new pair (and spent the previous refresh
+        /// token): what is left is its save.
+        var answered = false
     }
 }

@@ -17,6 +17,7 @@ extension AuthActor {
         }
         switch result {
         case .success(let response):
+            inFlight?.answered = true
             if configuration.dpop != nil { clockSkew.proofAccepted() }
             await commitRefresh(response, flightID: flightID, epoch: flightEpoch, lease: lease)
         case .failure(let error as AuthError) where error.code.domain == .store:

@@ -23,6 +23,20 @@ extension AuthActor {
         await flushPendingCredentials()
     }
 
+    /// Waits for the refresh in flight only when the token endpoint has already answered it,
+    /// then saves a pair held only in memory; returns at once when neither is pending. The
+    /// server has by then rotated the pair and spent the previous refresh token, so what is
+    /// left is a store write, and losing it leaves the next start only a spent refresh token.
+    /// Shutdown calls this once its cap on ``finishBackgroundWork()`` has expired: a request
+    /// still waiting on the token endpoint is given up on, a pair already issued is not.
+    public func finishSavingIssuedTokens() async {
+        while inFlight?.answered == true, let task = refreshTask {
+            await task.value
+            if refreshTask == task { refreshTask = nil }
+        }
+        await flushPendingCredentials()
+    }
+
     /// Saves a pair held only in memory (its save failed after a rotation: the previous
     /// refresh token is already spent at the server), whatever the retry backoff says — at
     /// shutdown there is no later. Returns whether nothing is left unsaved; a failure is

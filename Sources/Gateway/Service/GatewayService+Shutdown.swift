@@ -13,7 +13,12 @@ extension GatewayService {
     /// The whole drain takes at most `grace` + 3 s (13 s by default, inside the systemd unit's
     /// `TimeoutStopSec=15`): whatever is left of that after the exchanges, at least 1 s, goes
     /// to the refreshes and revocations in flight and to saving a rotated pair whose save
-    /// had failed (``AuthCore/AuthActor/flushPendingCredentials()``).
+    /// had failed (``AuthCore/AuthActor/flushPendingCredentials()``). One thing outlasts the
+    /// cap: a refresh the token endpoint has already answered is waited for until its pair is
+    /// saved, for up to 10 s more, and the stores close only after it
+    /// (``AuthCore/AuthActor/finishSavingIssuedTokens()``). The server has spent the previous
+    /// refresh token by then, so a pair dropped there would end the session at the next start;
+    /// a save takes milliseconds on a healthy store.
     public func shutdown(grace: Duration = .seconds(10)) async {
         let clock = ContinuousClock()
         let deadline = clock.now + grace + .seconds(3)
@@ -53,9 +58,25 @@ extension GatewayService {
                     "session.background": "\(background.count)",
                 ])
         }
+        if !backgroundDone {
+            let saving = TaskTracker()
+            for s in sessions.values {
+                let actor = s.actor
+                saving.start(on: nil) { await actor.finishSavingIssuedTokens() }
+            }
+            if await !saving.idle(timeout: Self.issuedTokensSaveLimit) {
+                logger.error(
+                    "issued tokens still being saved at shutdown; stopping anyway",
+                    metadata: ["session.saving": "\(saving.count)"])
+            }
+        }
         await stores.close()
         await Self.onThread { group.shutdown() }
     }
+
+    /// How long shutdown waits past its cap for a refresh the token endpoint has answered to
+    /// be saved.
+    static let issuedTokensSaveLimit = Duration.seconds(10)
 
     /// Runs blocking work on a thread of its own (never on a loop or the cooperative pool).
     private static func onThread(_ work: @escaping @Sendable () -> Void) async {

@@ -81,12 +81,26 @@ public final class GatewayService: Sendable {
         clock: any AuthClock = SystemAuthClock(), sessionConfiguration: AuthActor.Configuration? = nil,
         reloadSource: GatewayReloader.Source? = nil, accessLogger: Logger? = nil, storeRunner: StoreRunner? = nil
     ) async throws -> GatewayService {
+        try await start(
+            configuration: c, secrets: secrets, logger: logger, clock: clock, sessionConfiguration: sessionConfiguration,
+            reloadSource: reloadSource, accessLogger: accessLogger, storeRunner: storeRunner, adaptStores: nil)
+    }
+
+    /// ``start(configuration:secrets:logger:clock:sessionConfiguration:reloadSource:accessLogger:storeRunner:)``,
+    /// with the opened stores passed through `adaptStores` first (tests wrap them to hold or
+    /// fail their writes).
+    static func start(
+        configuration c: GatewayConfiguration, secrets: Secrets, logger: Logger, clock: any AuthClock,
+        sessionConfiguration: AuthActor.Configuration?, reloadSource: GatewayReloader.Source?, accessLogger: Logger?,
+        storeRunner: StoreRunner?, adaptStores: (@Sendable (GatewayStores) -> GatewayStores)?
+    ) async throws -> GatewayService {
         let accessLogger = accessLogger ?? Logger(label: "authgate.access")
         let group = try EventLoopGroup(loopCount: c.loops ?? EventLoopGroup.coreCount)
         let reloader = GatewayReloader(source: reloadSource, running: c, secrets: secrets, logger: logger)
         do {
             return try await start(
-                c, secrets, logger, clock, sessionConfiguration, group, reloader, accessLogger, storeRunner)
+                c, secrets, logger, clock, sessionConfiguration, group, reloader, accessLogger, storeRunner,
+                adaptStores ?? { $0 })
         } catch {
             group.shutdown()
             throw error
@@ -96,7 +110,7 @@ public final class GatewayService: Sendable {
     private static func start(
         _ c: GatewayConfiguration, _ secrets: Secrets, _ logger: Logger, _ clock: any AuthClock,
         _ sessionConfiguration: AuthActor.Configuration?, _ group: EventLoopGroup, _ reloader: GatewayReloader,
-        _ accessLogger: Logger, _ storeRunner: StoreRunner?
+        _ accessLogger: Logger, _ storeRunner: StoreRunner?, _ adaptStores: (GatewayStores) -> GatewayStores
     ) async throws -> GatewayService {
         let proxyAddress = try c.proxy.address(at: "proxy")
         let adminAddress = try c.admin.address(at: "admin")
@@ -112,7 +126,8 @@ public final class GatewayService: Sendable {
         let discovery = IssuerDiscovery(
             transport: CurlTransport(client: tokenClient), logger: logger, allowInsecureHTTP: c.allowInsecureHTTP == true)
         let rejectionPolicy = c.upstreamRejection ?? UpstreamRejectionPolicy()
-        let stores = try await GatewayStores.open(c, key: secrets.storeKey, logger: logger, runner: storeRunner)
+        let stores = adaptStores(
+            try await GatewayStores.open(c, key: secrets.storeKey, logger: logger, runner: storeRunner))
         // Closed when anything below fails (a discovery, a listener), before the error goes on.
         do {
             let tokenStore = stores.tokens
