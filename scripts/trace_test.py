@@ -17,6 +17,7 @@ stopped after, whatever happens.
 import base64
 import json
 import os
+import shutil
 import secrets
 import signal
 import subprocess
@@ -254,6 +255,12 @@ def main():
                     p.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     p.kill()
+        # The directory holds the admin token and the client secret: kept only when a check
+        # failed, for its log and spans.
+        if failures:
+            print(f"trace test: files kept in {tmp}", flush=True)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import Testing
 
     @Test func proxiesToNginxOverTLSWithHTTP2AndATestCA() async throws {
         let pki = try TestCertificates()
+        defer { pki.remove() }
         let nginx = try Nginx(
             serverBlock: #"location / { return 200 "tls $server_protocol $ssl_protocol"; }"#,
             tls: (pki.serverCert, pki.serverKey))
@@ -41,6 +42,7 @@ import Testing
 
     @Test func untrustedUpstreamCertificateIs502() async throws {
         let pki = try TestCertificates()
+        defer { pki.remove() }
         let nginx = try Nginx(serverBlock: #"location / { return 200 "x"; }"#, tls: (pki.serverCert, pki.serverKey))
         defer { nginx.stop() }
         // No caFile: the system store does not know the test CA.
@@ -55,6 +57,7 @@ import Testing
 
     @Test func mutualTLSPresentsTheClientCertificate() async throws {
         let pki = try TestCertificates()
+        defer { pki.remove() }
         let nginx = try Nginx(
             serverBlock: """
                 ssl_client_certificate \(pki.caCert);
@@ -88,6 +91,7 @@ import Testing
 
     @Test func eachRouteShowsItsOwnCertificateOverConnectionsNeverShared() async throws {
         let pki = try TestCertificates()
+        defer { pki.remove() }
         let other = try pki.issueClient("other")
         let nginx = try Nginx(
             serverBlock: """
@@ -126,6 +130,7 @@ import Testing
 
     @Test func aCertificateRenewedOnDiskIsShownWithoutARestartOverNewConnections() async throws {
         let pki = try TestCertificates()
+        defer { pki.remove() }
         let renewed = try pki.issueClient("renewed")
         let nginx = try Nginx(
             serverBlock: """

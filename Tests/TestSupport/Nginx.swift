@@ -128,6 +128,11 @@ public struct TestCertificates: Sendable {
         for key in [serverKey, clientKey] { chmod(key, 0o600) }
     }
 
+    /// Deletes the files, keys included (a test defers this once it has made them).
+    public func remove() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
     /// Another client certificate from the same CA, for `CN=commonName`: the paths of the
     /// certificate and its key (readable by its owner only).
     public func issueClient(_ commonName: String) throws -> (cert: String, key: String) {
