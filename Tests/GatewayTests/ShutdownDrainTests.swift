@@ -11,7 +11,7 @@ import Testing
     /// Not under the sanitizers: the loops stop with the held refresh still waiting on one of
     /// them, by design (a stuck refresh must not hold the process), and LeakSanitizer reports
     /// that task and what it holds as leaked.
-    @Test(.disabled(if: ProcessInfo.processInfo.environment["AUTHGATE_SANITIZER"] != nil))
+    @Test(.disabled(if: runsUnderSanitizer))
     func aRequestStuckAtTheAPIAndARefreshStuckAtTheTokenEndpointDoNotHoldShutdownPastItsCap() async throws {
         try await Stack.run { stack in
             let service = try await stack.startGateway()

@@ -41,7 +41,7 @@ final class Tally: Sendable {
         let producers = 8
         // Under the sanitizers a tenth: the hops would otherwise hold the two-thread
         // cooperative pool for a minute, stalling every test that runs beside this one.
-        let sanitized = getenv("AUTHGATE_SANITIZER") != nil
+        let sanitized = runsUnderSanitizer
         let perProducer = sanitized ? 1_250 : 12_500
         await withTaskGroup(of: Void.self) { group in
             for p in 0..<producers {
