@@ -115,12 +115,14 @@ final class Stack: Sendable {
         try FileManager.default.createDirectory(
             atPath: stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let storeKey = try key ?? TokenStoreKey.load(fromFile: keyFile, createIfMissing: true)
-        let service = try await GatewayService.start(
+        var startup = GatewayService.Startup(
             configuration: c,
             secrets: .init(
                 clientSecret: "s3cret", adminToken: Stack.adminToken, storeKey: storeKey, sessionClientSecrets: sessionSecrets),
-            logger: logs.logger(), clock: clock ?? SystemAuthClock(), sessionConfiguration: session, reloadSource: nil,
-            accessLogger: accessLogger ?? logs.logger("authgate.access"), storeRunner: nil, adaptStores: adaptStores?.adapt)
+            logger: logs.logger(), clock: clock ?? SystemAuthClock(), sessionConfiguration: session,
+            accessLogger: accessLogger ?? logs.logger("authgate.access"))
+        if let adaptStores { startup.adaptStores = adaptStores.adapt }
+        let service = try await GatewayService.start(startup)
         gateway.withLock { $0 = service }
         return service
     }

@@ -1,5 +1,6 @@
 import AuthCore
 import Logging
+import Runtime
 
 extension GatewayService {
     /// The refresh timing of every session: `base` (``AuthCore/AuthActor/Configuration``'s
@@ -49,5 +50,57 @@ extension GatewayService {
             }
         }
         readiness.restored(restoreProblems.isEmpty, problem: restoreProblems.first)
+    }
+
+    /// One ``GatewaySession`` per configured session, each with the grant client a reload
+    /// replaces, its actor on `home` over the shared `stores`, and its user-info call. Each
+    /// session's authorization server is discovered first when the configuration names
+    /// only its issuer.
+    static func makeSessions(
+        _ startup: Startup, stores: GatewayStores, metrics: GatewayMetrics,
+        upstreamLatency: @escaping @Sendable () -> Duration?, home: EventLoop, tokenClient: UpstreamClient,
+        discovery: IssuerDiscovery, rejectionPolicy: UpstreamRejectionPolicy, replayRule: ReplayRule
+    ) async throws -> (sessions: [String: GatewaySession], grantClients: [String: ReloadableGrantClient]) {
+        let c = startup.configuration
+        let sessionConfig = sessionConfiguration(c, base: startup.sessionConfiguration, upstreamLatency: upstreamLatency)
+        var sessions: [String: GatewaySession] = [:]
+        var grantClients: [String: ReloadableGrantClient] = [:]
+        for s in c.allSessions {
+            let field = s.name == GatewayConfiguration.defaultSession ? "authorization" : "sessions[\(s.name)].authorization"
+            let authorization = try await discovery.resolve(s.authorization, field: field)
+            let (authentication, assertion) = GatewayConfiguration.clientAuthentication(authorization)
+            let certificate = GatewayConfiguration.clientCertificate(authorization)
+            let oauth = ReloadableGrantClient(
+                configuration: .init(
+                    tokenEndpoint: authorization.tokenEndpoint ?? "", clientID: authorization.clientID,
+                    clientSecret: startup.secrets.clientSecret(for: s.name), authentication: authentication,
+                    mapping: authorization.mapping ?? .standard, revocationEndpoint: authorization.revocationEndpoint,
+                    assertion: assertion, certificate: certificate, jwtBearer: authorization.jwtBearerSettings,
+                    tokenExchange: authorization.tokenExchangeSettings,
+                    deviceAuthorizationEndpoint: authorization.deviceAuthorizationEndpoint),
+                transport: CurlTransport(client: tokenClient), clock: startup.clock)
+            grantClients[s.name] = oauth
+            var sessionLogger = startup.logger
+            sessionLogger[metadataKey: "auth.session"] = "\(s.name)"
+            var actorConfig = sessionConfig
+            actorConfig.dpop = GatewayConfiguration.dpopKeySource(authorization)
+            if let certificate {
+                let shown = ShownCertificate(certificate)
+                actorConfig.shownCertificate = { shown.current() }
+            }
+            let actor = AuthActor(
+                account: AccountID(s.name), client: oauth, tokenStore: stores.tokens, stateStore: stores.states,
+                clock: startup.clock, configuration: actorConfig, logger: sessionLogger, executor: home,
+                metricsFactory: metrics.factory, refreshCoordinator: stores.coordinator)
+            let userInfo = s.userInfo.map {
+                UserInfoProbe(
+                    configuration: $0, session: actor, transport: CurlTransport(client: tokenClient), policy: rejectionPolicy,
+                    rule: replayRule, logger: sessionLogger, certificate: certificate)
+            }
+            sessions[s.name] = GatewaySession(
+                name: s.name, actor: actor, userInfo: userInfo,
+                deviceLogin: authorization.deviceAuthorizationEndpoint != nil)
+        }
+        return (sessions, grantClients)
     }
 }

@@ -25,16 +25,8 @@ extension GatewayService {
         func left(atMost cap: Duration, atLeast floor: Duration = .zero) -> Duration {
             max(floor, min(cap, deadline - clock.now))
         }
-        let proxy = proxyServer
-        let admin = adminServer
-        let probes = probeServer
-        let scrapes = metricsServer
         let group = group
-        // Closing the admin listener removes its socket file, when it is a Unix socket.
-        await admin.close(grace: .zero)
-        await probes?.close(grace: .zero)
-        await scrapes?.close(grace: .zero)
-        await proxy.close(grace: grace)
+        await listeners.close(grace: grace)
         // End every subscription to the sessions (SSE streams, the user-info followers),
         // and wait for the gateway's own subscribers to end.
         for s in sessions.values { s.actor.events.finish() }

@@ -11,14 +11,16 @@ public import Runtime
 public final class GatewayService: Sendable {
     /// The event loops every listener and upstream client runs on.
     public let group: EventLoopGroup
+    /// Every listener.
+    let listeners: GatewayListeners
     /// The proxy listener.
-    public let proxyServer: HTTPServer
+    public var proxyServer: HTTPServer { listeners.proxy }
     /// The admin API's listener.
-    public let adminServer: HTTPServer
+    public var adminServer: HTTPServer { listeners.admin }
     /// The probe listener (`/livez`, `/readyz` only), when configured.
-    public let probeServer: HTTPServer?
+    public var probeServer: HTTPServer? { listeners.probes }
     /// The metrics listener (`/metrics` only, no admin token), when configured.
-    public let metricsServer: HTTPServer?
+    public var metricsServer: HTTPServer? { listeners.metrics }
     /// Every session by name; `default` is always there.
     public let sessions: [String: GatewaySession]
     /// The metrics every part reports to (served at `/metrics`).
@@ -43,8 +45,7 @@ public final class GatewayService: Sendable {
     let logger: Logger
 
     private init(
-        group: EventLoopGroup, proxyServer: HTTPServer, adminServer: HTTPServer, probeServer: HTTPServer?,
-        metricsServer: HTTPServer?, sessions: [String: GatewaySession],
+        group: EventLoopGroup, listeners: GatewayListeners, sessions: [String: GatewaySession],
         metrics: GatewayMetrics, readiness: Readiness, stores: GatewayStores, eventTasks: [Task<Void, Never>],
         keyFileCheck: SingleFlight, proxyTasks: TaskTracker, adminTasks: TaskTracker, logger: Logger, reloader: GatewayReloader
     ) {
@@ -54,10 +55,7 @@ public final class GatewayService: Sendable {
         self.adminTasks = adminTasks
         self.logger = logger
         self.group = group
-        self.proxyServer = proxyServer
-        self.adminServer = adminServer
-        self.probeServer = probeServer
-        self.metricsServer = metricsServer
+        self.listeners = listeners
         self.sessions = sessions
         self.metrics = metrics
         self.readiness = readiness
@@ -82,25 +80,20 @@ public final class GatewayService: Sendable {
         reloadSource: GatewayReloader.Source? = nil, accessLogger: Logger? = nil, storeRunner: StoreRunner? = nil
     ) async throws -> GatewayService {
         try await start(
-            configuration: c, secrets: secrets, logger: logger, clock: clock, sessionConfiguration: sessionConfiguration,
-            reloadSource: reloadSource, accessLogger: accessLogger, storeRunner: storeRunner, adaptStores: nil)
+            Startup(
+                configuration: c, secrets: secrets, logger: logger, clock: clock,
+                sessionConfiguration: sessionConfiguration, reloadSource: reloadSource,
+                accessLogger: accessLogger ?? Logger(label: "authgate.access"), storeRunner: storeRunner))
     }
 
-    /// ``start(configuration:secrets:logger:clock:sessionConfiguration:reloadSource:accessLogger:storeRunner:)``,
-    /// with the opened stores passed through `adaptStores` first (tests wrap them to hold or
-    /// fail their writes).
-    static func start(
-        configuration c: GatewayConfiguration, secrets: Secrets, logger: Logger, clock: any AuthClock,
-        sessionConfiguration: AuthActor.Configuration?, reloadSource: GatewayReloader.Source?, accessLogger: Logger?,
-        storeRunner: StoreRunner?, adaptStores: (@Sendable (GatewayStores) -> GatewayStores)?
-    ) async throws -> GatewayService {
-        let accessLogger = accessLogger ?? Logger(label: "authgate.access")
+    /// Starts what `startup` describes (``start(configuration:secrets:logger:clock:sessionConfiguration:reloadSource:accessLogger:storeRunner:)``).
+    static func start(_ startup: Startup) async throws -> GatewayService {
+        let c = startup.configuration
         let group = try EventLoopGroup(loopCount: c.loops ?? EventLoopGroup.coreCount)
-        let reloader = GatewayReloader(source: reloadSource, running: c, secrets: secrets, logger: logger)
+        let reloader = GatewayReloader(
+            source: startup.reloadSource, running: c, secrets: startup.secrets, logger: startup.logger)
         do {
-            return try await start(
-                c, secrets, logger, clock, sessionConfiguration, group, reloader, accessLogger, storeRunner,
-                adaptStores ?? { $0 })
+            return try await start(startup, group: group, reloader: reloader)
         } catch {
             group.shutdown()
             throw error
@@ -108,10 +101,10 @@ public final class GatewayService: Sendable {
     }
 
     private static func start(
-        _ c: GatewayConfiguration, _ secrets: Secrets, _ logger: Logger, _ clock: any AuthClock,
-        _ sessionConfiguration: AuthActor.Configuration?, _ group: EventLoopGroup, _ reloader: GatewayReloader,
-        _ accessLogger: Logger, _ storeRunner: StoreRunner?, _ adaptStores: (GatewayStores) -> GatewayStores
+        _ startup: Startup, group: EventLoopGroup, reloader: GatewayReloader
     ) async throws -> GatewayService {
+        let c = startup.configuration
+        let logger = startup.logger
         let proxyAddress = try c.proxy.address(at: "proxy")
         let adminAddress = try c.admin.address(at: "admin")
         let probeAddress = try c.probes?.address(at: "probes")
@@ -126,55 +119,16 @@ public final class GatewayService: Sendable {
         let discovery = IssuerDiscovery(
             transport: CurlTransport(client: tokenClient), logger: logger, allowInsecureHTTP: c.allowInsecureHTTP == true)
         let rejectionPolicy = c.upstreamRejection ?? UpstreamRejectionPolicy()
-        let stores = adaptStores(
-            try await GatewayStores.open(c, key: secrets.storeKey, logger: logger, runner: storeRunner))
+        let stores = startup.adaptStores(
+            try await GatewayStores.open(c, key: startup.secrets.storeKey, logger: logger, runner: startup.storeRunner))
         // Closed when anything below fails (a discovery, a listener), before the error goes on.
         do {
-            let tokenStore = stores.tokens
-            let stateStore = stores.states
             let metrics = GatewayMetrics(sessions: c.allSessions.map(\.name))
             let recent = metrics.recentUpstreamLatency()
-            let sessionConfig = Self.sessionConfiguration(
-                c, base: sessionConfiguration, upstreamLatency: { recent.estimate() })
             upstreamConfig.connectionGauges = metrics.upstreamConnections
-            var sessions: [String: GatewaySession] = [:]
-            var grantClients: [String: ReloadableGrantClient] = [:]
-            for s in c.allSessions {
-                let field = s.name == GatewayConfiguration.defaultSession ? "authorization" : "sessions[\(s.name)].authorization"
-                let authorization = try await discovery.resolve(s.authorization, field: field)
-                let (authentication, assertion) = GatewayConfiguration.clientAuthentication(authorization)
-                let oauth = ReloadableGrantClient(
-                    configuration: .init(
-                        tokenEndpoint: authorization.tokenEndpoint ?? "", clientID: authorization.clientID,
-                        clientSecret: secrets.clientSecret(for: s.name), authentication: authentication,
-                        mapping: authorization.mapping ?? .standard, revocationEndpoint: authorization.revocationEndpoint,
-                        assertion: assertion, certificate: GatewayConfiguration.clientCertificate(authorization),
-                        jwtBearer: authorization.jwtBearerSettings, tokenExchange: authorization.tokenExchangeSettings,
-                        deviceAuthorizationEndpoint: authorization.deviceAuthorizationEndpoint),
-                    transport: CurlTransport(client: tokenClient), clock: clock)
-                grantClients[s.name] = oauth
-                var sessionLogger = logger
-                sessionLogger[metadataKey: "auth.session"] = "\(s.name)"
-                var actorConfig = sessionConfig
-                actorConfig.dpop = GatewayConfiguration.dpopKeySource(authorization)
-                if let certificate = GatewayConfiguration.clientCertificate(authorization) {
-                    let shown = ShownCertificate(certificate)
-                    actorConfig.shownCertificate = { shown.current() }
-                }
-                let actor = AuthActor(
-                    account: AccountID(s.name), client: oauth, tokenStore: tokenStore, stateStore: stateStore, clock: clock,
-                    configuration: actorConfig, logger: sessionLogger, executor: home, metricsFactory: metrics.factory,
-                    refreshCoordinator: stores.coordinator)
-                let userInfo = s.userInfo.map {
-                    UserInfoProbe(
-                        configuration: $0, session: actor, transport: CurlTransport(client: tokenClient), policy: rejectionPolicy,
-                        rule: replayRule, logger: sessionLogger,
-                        certificate: GatewayConfiguration.clientCertificate(authorization))
-                }
-                sessions[s.name] = GatewaySession(
-                    name: s.name, actor: actor, userInfo: userInfo,
-                    deviceLogin: authorization.deviceAuthorizationEndpoint != nil)
-            }
+            let (sessions, grantClients) = try await makeSessions(
+                startup, stores: stores, metrics: metrics, upstreamLatency: { recent.estimate() }, home: home,
+                tokenClient: tokenClient, discovery: discovery, rejectionPolicy: rejectionPolicy, replayRule: replayRule)
             let directory = c.stateDirectory
             let probes = sessions.values.sorted { $0.name < $1.name }.compactMap(\.userInfo)
             let actors = sessions.values.map(\.actor)
@@ -186,7 +140,7 @@ public final class GatewayService: Sendable {
                 if case .file = $0.configuration.dpop { return true } else { return false }
             }
             let keyFileCheck = SingleFlight { for actor in keyFileSessions { _ = await actor.checkDPoPKey() } }
-            let autoLogins = Self.autoLogins(c, sessions: sessions, clock: clock, logger: logger)
+            let autoLogins = Self.autoLogins(c, sessions: sessions, clock: startup.clock, logger: logger)
             let readiness = Readiness(
                 storesWritable: stores.isWritable, freeBytes: stores.freeBytes,
                 unsavedCredentials: { actors.contains { $0.holdsUnsavedCredentials } },
@@ -213,14 +167,15 @@ public final class GatewayService: Sendable {
                     replayLimit: c.replayLimitBytes ?? 1 << 20, replayRule: replayRule),
                 metrics: metrics, livenessPath: c.proxyLivenessPath ?? "/livez", trustedProxies: Set(c.trustForwardedFrom ?? []))
             proxyResponder.replaceSettings(
-                c.proxySettings(accessLogger: accessLogger, connectionGauges: metrics.upstreamConnections))
+                c.proxySettings(accessLogger: startup.accessLogger, connectionGauges: metrics.upstreamConnections))
             let budget = BufferBudget(limit: c.maxBufferedRequestBytes ?? 64 << 20)
             let proxyServer = HTTPServer(
                 configuration: HTTPServerConfiguration(
                     address: proxyAddress, maxConnections: c.maxConnections ?? 10_000, bufferBudget: budget),
                 group: group, responder: proxyResponder)
             let admin = AdminAPI(
-                configuration: .init(adminToken: c.adminTokenDisabled == true ? nil : secrets.adminToken), sessions: sessions,
+                configuration: .init(adminToken: c.adminTokenDisabled == true ? nil : startup.secrets.adminToken),
+                sessions: sessions,
                 metrics: metrics, readiness: readiness,
                 processGauges: { [weak proxyServer] in
                     GatewayMetrics.ProcessGauges(
@@ -230,7 +185,8 @@ public final class GatewayService: Sendable {
                 }, reloader: reloader, store: StoreView(stores))
             await reloader.attach(
                 .init(
-                    proxy: proxyResponder, admin: admin, grantClients: grantClients, home: home, accessLogger: accessLogger,
+                    proxy: proxyResponder, admin: admin, grantClients: grantClients, home: home,
+                    accessLogger: startup.accessLogger,
                     tokenClient: tokenClient))
             let adminServer = HTTPServer(
                 configuration: HTTPServerConfiguration(address: adminAddress, maxConnections: 1_024, bufferBudget: budget),
@@ -245,32 +201,20 @@ public final class GatewayService: Sendable {
                     configuration: HTTPServerConfiguration(address: $0, maxConnections: 1_024), group: group,
                     responder: TokenFreeAPI(.metrics(admin.metricsEndpoint)))
             }
+            let listeners = GatewayListeners(
+                proxy: proxyServer, admin: adminServer, probes: probeServer, metrics: metricsServer)
             do {
-                // The admin listener first: a second instance over the same admin socket stops
-                // there, before it shares the proxy's port (SO_REUSEPORT would let it). The probe
-                // listener last: /readyz is not seen before the proxy accepts.
-                try await adminServer.listen()
-                try await proxyServer.listen()
-                try await probeServer?.listen()
-                try await metricsServer?.listen()
+                try await listeners.listen()
             } catch {
-                await proxyServer.close(grace: .zero)
-                await adminServer.close(grace: .zero)
-                await probeServer?.close(grace: .zero)
                 for s in sessions.values { s.actor.events.finish() }
                 for t in eventTasks { await t.value }
                 throw error
             }
-            var listening: Logger.Metadata = [
-                "proxy.address": "\(proxyServer.address)", "admin.address": "\(adminServer.address)",
-                "proxy.port": "\(proxyServer.port)", "admin.port": "\(adminServer.port)", "loops": "\(group.loops.count)",
-            ]
-            if let probeServer { listening["probes.address"] = "\(probeServer.address)" }
-            if let metricsServer { listening["metrics.address"] = "\(metricsServer.address)" }
+            var listening = listeners.metadata
+            listening["loops"] = "\(group.loops.count)"
             logger.info("listening", metadata: listening)
             return GatewayService(
-                group: group, proxyServer: proxyServer, adminServer: adminServer, probeServer: probeServer,
-                metricsServer: metricsServer, sessions: sessions, metrics: metrics,
+                group: group, listeners: listeners, sessions: sessions, metrics: metrics,
                 readiness: readiness, stores: stores, eventTasks: eventTasks, keyFileCheck: keyFileCheck,
                 proxyTasks: proxyResponder.tasks,
                 adminTasks: admin.tasks,
