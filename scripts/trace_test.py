@@ -17,8 +17,8 @@ stopped after, whatever happens.
 import base64
 import json
 import os
-import shutil
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
