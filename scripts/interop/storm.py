@@ -544,6 +544,9 @@ def analyse(args, ctx, results, before, after, login_sent, login_done, load_star
     ttl = ctx["ttl"]
     done = [r for r in results if r.done is not None]
     lat = sorted(r.done - r.sent for r in done if r.error is None)
+    steady_from = load_start + args.warm_up
+    steady = [r for r in done if r.sent >= steady_from]
+    steady_lat = sorted(r.done - r.sent for r in steady if r.error is None)
     status_counts, error_counts = {}, {}
     for r in done:
         if r.error is not None:
@@ -591,6 +594,11 @@ def analyse(args, ctx, results, before, after, login_sent, login_done, load_star
         "p99_ms": percentile(lat, 99) * 1000 if lat else None,
         "max_ms": lat[-1] * 1000 if lat else None,
         "throughput_rps": len(done) / (load_end - load_start) if load_end > load_start else None,
+        # The same after the first --warm-up seconds of load: what is left once the adaptive
+        # limit's slow start from one request is over.
+        "warm_up_s": args.warm_up,
+        "steady_rps": len(steady) / (load_end - steady_from) if load_end > steady_from else None,
+        "steady_p99_ms": percentile(steady_lat, 99) * 1000 if steady_lat else None,
         "elapsed_login_to_end_s": elapsed,
         "expiries": expiries,
         "refreshes": refreshes,
@@ -793,6 +801,8 @@ def main(argv=None):
     r.add_argument("--log-level", default="info")
     r.add_argument("--label")
     r.add_argument("--json-out")
+    r.add_argument("--warm-up", type=float, default=4.0,
+                   help="seconds of load left out of the steady-state throughput and p99")
     r.add_argument("--workdir")
     r.add_argument("--pidfile")
     r.add_argument("--keep", action="store_true")
