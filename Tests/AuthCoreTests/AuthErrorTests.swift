@@ -95,6 +95,10 @@ import Testing
         (.notFound, "store.not_found"), (.encodingError, "store.encoding_error"), (.corrupt, "store.corrupt"),
         (.wrongKey, "store.wrong_key"), (.keyUnavailable, "store.key_unavailable"), (.io, "store.io"),
         (.unavailable, "store.unavailable"),
+        (.unusableKey, "input.unusable_key"), (.unusableAssertion, "input.unusable_assertion"),
+        (.unusableDPoPKey, "input.unusable_dpop_key"), (.dpopKeyChanged, "input.dpop_key_changed"),
+        (.dpopKeyUnreadable, "input.dpop_key_unreadable"), (.invalidDiscovery, "input.invalid_discovery"),
+        (.invalidPolicy, "input.invalid_policy"),
     ]
 
     @Test func codesAreStable() {

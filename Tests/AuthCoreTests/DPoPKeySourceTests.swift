@@ -23,10 +23,10 @@ struct DPoPKeySourceTests {
         #expect(try source.key(for: key.binding).get() == key)
         #expect(try source.key(for: nil).get() == key, "tokens stored before bindings were kept take the file's key")
         let other = DPoPBinding(thumbprint: try DPoPSessionKey.generate(algorithm: .es256).thumbprint, generatedKey: nil)
-        #expect(source.key(for: other) == .failure(.keyChanged))
+        #expect(source.key(for: other) == .failure(.dpopKeyChanged))
         let generated = try DPoPSessionKey.generate(algorithm: .es256).binding
-        #expect(source.key(for: generated) == .failure(.keyChanged), "a generated key is not the file's")
-        #expect(DPoPKeySource.file(DPoPKey(path: path + ".missing")).key(for: key.binding) == .failure(.unreadable))
+        #expect(source.key(for: generated) == .failure(.dpopKeyChanged), "a generated key is not the file's")
+        #expect(DPoPKeySource.file(DPoPKey(path: path + ".missing")).key(for: key.binding) == .failure(.dpopKeyUnreadable))
     }
 
     @Test(arguments: [ClientKey.Algorithm.es256, .ps256])
@@ -37,13 +37,13 @@ struct DPoPKeySourceTests {
         let back = try source.key(for: key.binding).get()
         #expect(back == key && back.isGenerated)
         #expect(try source.keyForNewSession() != key, "each session its own key")
-        #expect(source.key(for: nil) == .failure(.keyChanged))
-        #expect(source.key(for: DPoPBinding(thumbprint: key.thumbprint, generatedKey: nil)) == .failure(.keyChanged))
+        #expect(source.key(for: nil) == .failure(.dpopKeyChanged))
+        #expect(source.key(for: DPoPBinding(thumbprint: key.thumbprint, generatedKey: nil)) == .failure(.dpopKeyChanged))
         var forged = key.binding
         forged.thumbprint = try DPoPSessionKey.generate(algorithm: .es256).thumbprint
-        #expect(source.key(for: forged) == .failure(.keyChanged), "a key that is not the one the tokens are bound to")
+        #expect(source.key(for: forged) == .failure(.dpopKeyChanged), "a key that is not the one the tokens are bound to")
         let other: ClientKey.Algorithm = algorithm == .es256 ? .ps256 : .es256
-        #expect(DPoPKeySource.generated(other).key(for: key.binding) == .failure(.keyChanged), "another algorithm")
+        #expect(DPoPKeySource.generated(other).key(for: key.binding) == .failure(.dpopKeyChanged), "another algorithm")
     }
 
     @Test func theBindingTravelsSealedInTheRecordAndIsNeverPrinted() throws {

@@ -82,9 +82,10 @@ import Testing
     }
 
     @Test func aKeyThatCannotSignTheAlgorithmIsRefused() {
-        #expect(throws: DPoPProof.Unusable.self) {
+        let error = #expect(throws: AuthError.self) {
             _ = try DPoPProof.make(key: .p256(key), algorithm: .ps256, method: "GET", url: "https://a/", now: now)
         }
+        #expect(error?.code == .unusableDPoPKey && error?.message == "the DPoP key cannot sign PS256")
     }
 
     @Test func noncesAreKeptPerOrigin() {
@@ -156,7 +157,8 @@ import Testing
     }
 
     @Test func anUnreadableKeyFileIsNamedNeverRead() {
-        let error = #expect(throws: DPoPProof.Unusable.self) { try DPoPSessionKey(file: DPoPKey(path: "/nonexistent/dpop.pem")) }
-        #expect(error?.description == "the DPoP key file /nonexistent/dpop.pem cannot be read")
+        let error = #expect(throws: AuthError.self) { try DPoPSessionKey(file: DPoPKey(path: "/nonexistent/dpop.pem")) }
+        #expect(error?.code == .unusableDPoPKey)
+        #expect(error?.message == "the DPoP key file /nonexistent/dpop.pem cannot be read")
     }
 }

@@ -298,7 +298,7 @@ import Testing
     @Test func anOpaqueSubjectTokenIsOneLineOfVisibleASCII() throws {
         let settings = TokenExchangeSettings(subjectTokenFile: "/t", subjectTokenType: TokenExchangeSettings.accessTokenType)
         #expect(try settings.subjectToken(now: Date(), read: { _ in Data("at_abc\n".utf8) }) == "at_abc")
-        #expect(throws: ClientAssertion.Unusable.self) {
+        #expect(throws: AuthError.self) {
             try settings.subjectToken(now: Date(), read: { _ in Data("two words".utf8) })
         }
     }

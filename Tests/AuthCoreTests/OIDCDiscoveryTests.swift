@@ -4,7 +4,7 @@ import Testing
 @Suite struct OIDCDiscoveryTests {
     let issuer = "https://id.example.test/realms/main"
 
-    func parse(_ json: String, issuer: String? = nil) throws(OIDCDiscovery.Failure) -> OIDCDiscovery {
+    func parse(_ json: String, issuer: String? = nil) throws(AuthError) -> OIDCDiscovery {
         try OIDCDiscovery.parse(Array(json.utf8), expectedIssuer: issuer ?? self.issuer)
     }
 
@@ -67,7 +67,7 @@ import Testing
         #expect {
             _ = try parse(json)
         } throws: { error in
-            (error as? OIDCDiscovery.Failure)?.description.contains(message) == true
+            (error as? AuthError).map { $0.code == .invalidDiscovery && $0.message.contains(message) } == true
         }
     }
 

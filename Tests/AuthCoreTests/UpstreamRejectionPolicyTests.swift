@@ -70,12 +70,12 @@ import Testing
     }
 
     @Test func invalidPoliciesAreRefusedNamingTheField() throws {
-        let bad = #expect(throws: UpstreamRejectionPolicy.InvalidPolicy.self) {
+        let bad = #expect(throws: AuthError.self) {
             try UpstreamRejectionPolicy(statuses: [401, 500])
         }
-        #expect(bad?.description == "statuses: 500 is not a 4xx status")
-        #expect(throws: UpstreamRejectionPolicy.InvalidPolicy.self) { try UpstreamRejectionPolicy(statuses: []) }
-        #expect(throws: UpstreamRejectionPolicy.InvalidPolicy.self) { try UpstreamRejectionPolicy(realms: []) }
+        #expect(bad?.code == .invalidPolicy && bad?.message == "statuses: 500 is not a 4xx status")
+        #expect(throws: AuthError.self) { try UpstreamRejectionPolicy(statuses: []) }
+        #expect(throws: AuthError.self) { try UpstreamRejectionPolicy(realms: []) }
         let decoded = try JSONDecoder().decode(
             UpstreamRejectionPolicy.self, from: Data(#"{"statuses":[401,419],"realms":["api"]}"#.utf8))
         #expect(decoded == (try UpstreamRejectionPolicy(statuses: [401, 419], realms: ["api"])))

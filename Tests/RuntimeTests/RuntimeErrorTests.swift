@@ -19,6 +19,26 @@ import Testing
         #expect(RuntimeError.Code.invalidRequest.description == "upstream-invalid-request")
         #expect(RuntimeError.Code.upstreamFailed.description == "upstream-failed")
         #expect(RuntimeError.Code.all.filter(\.isUpstream).count == 9)
+        #expect(RuntimeError.Code.requestBodyTooLarge.description == "request-body-too-large")
+        #expect(RuntimeError.Code.clientDisconnected.description == "client-disconnected")
+    }
+
+    @Test func theClientsSideOfARequestFailsWithItsOwnCodesAndStatuses() async throws {
+        let tooLarge = RuntimeError.requestBodyTooLarge(limit: 16)
+        #expect(tooLarge.status == 413 && tooLarge.description == "request-body-too-large: the request body is over 16 bytes")
+        #expect(RuntimeError.clientDisconnected.status == 499)
+        let loop = try EventLoop(name: "body-test")
+        loop.start()
+        defer { loop.shutdown() }
+        let stream = await withCheckedContinuation { c in
+            loop.execute {
+                let stream = BodyStream(loop: loop, highWater: 64)
+                for byte in [UInt8(1), 2] { [UInt8](repeating: byte, count: 10).withUnsafeBytes { stream.append($0) } }
+                stream.finish()
+                c.resume(returning: stream)
+            }
+        }
+        await #expect(throws: tooLarge) { _ = try await stream.collect(maxBytes: 16) }
     }
 
     @Test func upstreamErrorsAnswer504ForATimeoutAnd502OtherwiseWithTheirCodeAsProblemType() {

@@ -45,43 +45,42 @@ public struct ClientAssertion: Sendable, Equatable {
         self.lifetime = lifetime
     }
 
-    /// Why no assertion could be made; the text names the file, never its contents.
-    public struct Unusable: Error, Sendable, Equatable, CustomStringConvertible {
-        /// What is wrong.
-        public let description: String
-    }
-
     /// Makes the assertion for `clientID` at `now`; `read` reads a file (injected for tests).
     public func make(
         clientID: String, secret: String?, now: Date,
         read: (String) throws -> Data = { try Data(contentsOf: URL(fileURLWithPath: $0)) }
-    ) throws(Unusable) -> String {
+    ) throws(AuthError) -> String {
         switch source {
         case .file(let path):
             let data: Data
-            do { data = try read(path) } catch { throw Unusable(description: "the client assertion file \(path) cannot be read") }
+            do { data = try read(path) } catch {
+                throw AuthError(.unusableAssertion, message: "the client assertion file \(path) cannot be read")
+            }
             return try Self.checkedAssertion(data, path: path, now: now)
         case .secret:
             guard let secret, !secret.isEmpty else {
-                throw Unusable(description: "client_secret_jwt needs the client secret, and there is none")
+                throw AuthError(.unusableAssertion, message: "client_secret_jwt needs the client secret, and there is none")
             }
             let input = signingInput(header: #"{"alg":"HS256","typ":"JWT"}"#, clientID: clientID, now: now)
             let mac = HMAC<SHA256>.authenticationCode(for: input, using: SymmetricKey(data: Array(secret.utf8)))
             return String(decoding: input, as: UTF8.self) + "." + Base64URL.encode(Array(mac))
         case .privateKey(let path, let configured, let keyID):
             let pem: Data
-            do { pem = try read(path) } catch { throw Unusable(description: "the client key file \(path) cannot be read") }
+            do { pem = try read(path) } catch {
+                throw AuthError(.unusableAssertion, message: "the client key file \(path) cannot be read")
+            }
             let key: ClientKey
             do { key = try ClientKey(pem: String(decoding: pem, as: UTF8.self)) } catch {
-                throw Unusable(description: "the client key file \(path) \(error.description)")
+                throw AuthError(.unusableAssertion, message: "the client key file \(path) \(error.message)")
             }
             let algorithm = configured ?? key.defaultAlgorithm
             guard key.supports(algorithm) else {
-                throw Unusable(description: "the client key file \(path) holds a key that cannot sign \(algorithm.rawValue)")
+                throw AuthError(
+                    .unusableAssertion, message: "the client key file \(path) holds a key that cannot sign \(algorithm.rawValue)")
             }
             let kid: String
             do { kid = try keyID ?? key.thumbprint() } catch {
-                throw Unusable(description: "the client key file \(path) has no usable public key")
+                throw AuthError(.unusableAssertion, message: "the client key file \(path) has no usable public key")
             }
             let header = #"{"alg":"\#(algorithm.rawValue)","kid":\#(Self.json(kid)),"typ":"JWT"}"#
             let input = signingInput(header: header, clientID: clientID, now: now)
@@ -89,7 +88,7 @@ public struct ClientAssertion: Sendable, Equatable {
                 let signature = try key.sign(input, with: algorithm)
                 return String(decoding: input, as: UTF8.self) + "." + Base64URL.encode(signature)
             } catch {
-                throw Unusable(description: "the client key file \(path) could not sign the assertion")
+                throw AuthError(.unusableAssertion, message: "the client key file \(path) could not sign the assertion")
             }
         }
     }
@@ -109,7 +108,7 @@ public struct ClientAssertion: Sendable, Equatable {
     /// not passed.
     /// `what` names the file in errors (`client assertion`, `JWT bearer assertion`, …).
     public static func checkedAssertion(_ data: Data, path: String, now: Date, what: String = "client assertion")
-        throws(Unusable) -> String
+        throws(AuthError) -> String
     {
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
@@ -120,10 +119,11 @@ public struct ClientAssertion: Sendable, Equatable {
             let claimsData = Base64URL.decode(parts[1]),
             let claims = try? JSONSerialization.jsonObject(with: claimsData) as? [String: Any]
         else {
-            throw Unusable(description: "the \(what) file \(path) does not hold one compact JWT")
+            throw AuthError(.unusableAssertion, message: "the \(what) file \(path) does not hold one compact JWT")
         }
         if let exp = claims["exp"] as? Double, exp <= now.timeIntervalSince1970 {
-            throw Unusable(description: "the \(what) in \(path) expired at \(Int(exp)) (it is not being renewed)")
+            throw AuthError(
+                .unusableAssertion, message: "the \(what) in \(path) expired at \(Int(exp)) (it is not being renewed)")
         }
         return text
     }

@@ -25,14 +25,8 @@ public enum ClientKey: @unchecked Sendable {
         case rs256 = "RS256"
     }
 
-    /// Why a key cannot be used; the text names no byte of the key.
-    public struct Unusable: Error, Sendable, Equatable, CustomStringConvertible {
-        /// What is wrong, to follow the file's name.
-        public let description: String
-    }
-
     /// Parses a PEM private key (PKCS #8, SEC 1 or PKCS #1).
-    public init(pem: String) throws(Unusable) {
+    public init(pem: String) throws(AuthError) {
         if let key = try? P256.Signing.PrivateKey(pemRepresentation: pem) {
             self = .p256(key)
             return
@@ -40,16 +34,16 @@ public enum ClientKey: @unchecked Sendable {
         if pem.contains("EC PRIVATE KEY") || (try? P384.Signing.PrivateKey(pemRepresentation: pem)) != nil
             || (try? P521.Signing.PrivateKey(pemRepresentation: pem)) != nil
         {
-            throw Unusable(description: "is an EC key on a curve other than P-256 (ES256 needs P-256)")
+            throw AuthError(.unusableKey, message: "is an EC key on a curve other than P-256 (ES256 needs P-256)")
         }
         if let key = try? _RSA.Signing.PrivateKey(unsafePEMRepresentation: pem) {
             guard key.keySizeInBits >= 2048 else {
-                throw Unusable(description: "is an RSA key of \(key.keySizeInBits) bits; at least 2048 are needed")
+                throw AuthError(.unusableKey, message: "is an RSA key of \(key.keySizeInBits) bits; at least 2048 are needed")
             }
             self = .rsa(key)
             return
         }
-        throw Unusable(description: "holds no EC P-256 or RSA private key in PEM")
+        throw AuthError(.unusableKey, message: "holds no EC P-256 or RSA private key in PEM")
     }
 
     /// The algorithm used when none is configured: ES256 for an EC key, RS256 for an RSA key
@@ -80,7 +74,7 @@ public enum ClientKey: @unchecked Sendable {
             // RS256 is RSASSA-PKCS1-v1_5 by definition (RFC 7518 §3.3).
             return Array(try key.signature(for: input, padding: .insecurePKCS1v1_5).rawRepresentation)
         default:
-            throw Unusable(description: "cannot sign with \(algorithm.rawValue)")
+            throw AuthError(.unusableKey, message: "cannot sign with \(algorithm.rawValue)")
         }
     }
 

@@ -35,7 +35,7 @@ public enum DPoPKeySource: Sendable, Hashable {
     case generated(ClientKey.Algorithm)
 
     /// A key for a session beginning now: the file's, read now, or a new one.
-    public func keyForNewSession() throws(DPoPProof.Unusable) -> DPoPSessionKey {
+    public func keyForNewSession() throws(AuthError) -> DPoPSessionKey {
         switch self {
         case .file(let file): try DPoPSessionKey(file: file)
         case .generated(let algorithm): try DPoPSessionKey.generate(algorithm: algorithm)
@@ -43,35 +43,28 @@ public enum DPoPKeySource: Sendable, Hashable {
     }
 
     /// The key of tokens stored with `binding`, or why they cannot be used with this source:
-    /// ``Mismatch/keyChanged`` when the file now holds another key, or the store holds no
-    /// generated key; ``Mismatch/unreadable`` when the key file cannot be read now (the
-    /// session may keep its tokens and try again).
+    /// ``AuthError/dpopKeyChanged`` when the file now holds another key, or the store holds
+    /// no generated key; ``AuthError/dpopKeyUnreadable`` when the key file cannot be read now
+    /// (the session may keep its tokens and try again).
     ///
     /// Tokens stored without a binding (before bindings were kept) take the file's key.
-    public func key(for binding: DPoPBinding?) -> Result<DPoPSessionKey, Mismatch> {
+    public func key(for binding: DPoPBinding?) -> Result<DPoPSessionKey, AuthError> {
         switch self {
         case .file(let file):
-            guard let key = try? DPoPSessionKey(file: file) else { return .failure(.unreadable) }
+            guard let key = try? DPoPSessionKey(file: file) else { return .failure(.dpopKeyUnreadable) }
             if let binding, binding.thumbprint != key.thumbprint || binding.generatedKey != nil {
-                return .failure(.keyChanged)
+                return .failure(.dpopKeyChanged)
             }
             return .success(key)
         case .generated(let algorithm):
             guard let pem = binding?.generatedKey,
                 let key = try? DPoPSessionKey(pem: pem, algorithm: algorithm, generated: true),
                 key.thumbprint == binding?.thumbprint
-            else { return .failure(.keyChanged) }
+            else { return .failure(.dpopKeyChanged) }
             return .success(key)
         }
     }
 
-    /// Why stored tokens cannot be used with the configured key.
-    public enum Mismatch: Error, Sendable, Equatable {
-        /// They are bound to another key than the one configured now.
-        case keyChanged
-        /// The key file cannot be read now.
-        case unreadable
-    }
 }
 
 /// The last `DPoP-Nonce` each server sent (RFC 9449 §8 and §9), by origin: a proof to that

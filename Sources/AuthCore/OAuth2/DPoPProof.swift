@@ -9,17 +9,11 @@ public import Foundation
 /// fresh random `jti`, `htm` the method, `htu` the target URI without query or fragment,
 /// `iat`, and when given the server's `nonce` and the access token's `ath`.
 public enum DPoPProof {
-    /// Why no proof could be made.
-    public struct Unusable: Error, Sendable, Equatable, CustomStringConvertible {
-        /// What is wrong; never the key.
-        public let description: String
-    }
-
     /// The proof of `method` to `url` at `now`, signed with `key` and `algorithm`.
     public static func make(
         key: ClientKey, algorithm: ClientKey.Algorithm, method: String, url: String, now: Date, nonce: String? = nil,
         accessToken: String? = nil
-    ) throws(Unusable) -> String {
+    ) throws(AuthError) -> String {
         try make(
             key: key, algorithm: algorithm, header: try header(key: key, algorithm: algorithm), method: method, url: url,
             now: now, nonce: nonce, accessToken: accessToken)
@@ -27,12 +21,14 @@ public enum DPoPProof {
 
     /// The base64url header of every proof signed with `key` and `algorithm` (the same for
     /// all of them: a signer keeps it).
-    public static func header(key: ClientKey, algorithm: ClientKey.Algorithm) throws(Unusable) -> String {
+    public static func header(key: ClientKey, algorithm: ClientKey.Algorithm) throws(AuthError) -> String {
         guard key.supports(algorithm) else {
-            throw Unusable(description: "the DPoP key cannot sign \(algorithm.rawValue)")
+            throw AuthError(.unusableDPoPKey, message: "the DPoP key cannot sign \(algorithm.rawValue)")
         }
         let jwk: String
-        do { jwk = try key.publicJWK() } catch { throw Unusable(description: "the DPoP key has no usable public key") }
+        do { jwk = try key.publicJWK() } catch {
+            throw AuthError(.unusableDPoPKey, message: "the DPoP key has no usable public key")
+        }
         return Base64URL.encode(Array(#"{"alg":"\#(algorithm.rawValue)","jwk":\#(jwk),"typ":"dpop+jwt"}"#.utf8))
     }
 
@@ -40,7 +36,7 @@ public enum DPoPProof {
     public static func make(
         key: ClientKey, algorithm: ClientKey.Algorithm, header: String, method: String, url: String, now: Date,
         nonce: String? = nil, accessToken: String? = nil
-    ) throws(Unusable) -> String {
+    ) throws(AuthError) -> String {
         var jti = [UInt8](repeating: 0, count: 16)
         var generator = SystemRandomNumberGenerator()
         for i in stride(from: 0, to: 16, by: 8) {
@@ -56,7 +52,7 @@ public enum DPoPProof {
     static func make(
         key: ClientKey, algorithm: ClientKey.Algorithm, header: String, method: String, url: String, now: Date,
         nonce: String?, ath: String?, jti: [UInt8]
-    ) throws(Unusable) -> String {
+    ) throws(AuthError) -> String {
         var claims: [UInt8] = []
         claims.reserveCapacity(160 + url.utf8.count + (nonce?.utf8.count ?? 0))
         claims.append(UInt8(ascii: "{"))
@@ -87,7 +83,7 @@ public enum DPoPProof {
         Base64URL.append(claims, to: &proof)
         let signature: [UInt8]
         do { signature = try key.sign(proof, with: algorithm) } catch {
-            throw Unusable(description: "the DPoP key could not sign the proof")
+            throw AuthError(.unusableDPoPKey, message: "the DPoP key could not sign the proof")
         }
         proof.append(UInt8(ascii: "."))
         Base64URL.append(signature, to: &proof)

@@ -32,42 +32,42 @@ public final class DPoPSessionKey: Sendable, Equatable, CustomStringConvertible 
     /// request until it is refreshed, so it is hashed once per token, not once per request.
     private let lastHash = Locked<(token: String, hash: String)?>(nil)
 
-    private init(key: ClientKey, algorithm: ClientKey.Algorithm?, generatedPEM: String?) throws(DPoPProof.Unusable) {
+    private init(key: ClientKey, algorithm: ClientKey.Algorithm?, generatedPEM: String?) throws(AuthError) {
         let algorithm = algorithm ?? Self.defaultAlgorithm(for: key)
         self.key = key
         self.algorithm = algorithm
         self.header = try DPoPProof.header(key: key, algorithm: algorithm)
         do { self.thumbprint = try key.thumbprint() } catch {
-            throw DPoPProof.Unusable(description: "the DPoP key has no usable public key")
+            throw AuthError(.unusableDPoPKey, message: "the DPoP key has no usable public key")
         }
         self.generatedPEM = generatedPEM
     }
 
     /// The key in `pem` (a key file's contents, or a generated key from the store when
     /// `generated`); `algorithm` nil means ES256 for an EC key, PS256 for an RSA key.
-    public convenience init(pem: String, algorithm: ClientKey.Algorithm?, generated: Bool) throws(DPoPProof.Unusable) {
+    public convenience init(pem: String, algorithm: ClientKey.Algorithm?, generated: Bool) throws(AuthError) {
         let key: ClientKey
-        do { key = try ClientKey(pem: pem) } catch { throw DPoPProof.Unusable(description: "the DPoP key \(error.description)") }
+        do { key = try ClientKey(pem: pem) } catch { throw AuthError(.unusableDPoPKey, message: "the DPoP key \(error.message)") }
         try self.init(key: key, algorithm: algorithm, generatedPEM: generated ? pem : nil)
     }
 
     /// The key in the file of `file`, read now.
     public convenience init(
         file: DPoPKey, read: (String) throws -> Data = { try Data(contentsOf: URL(fileURLWithPath: $0)) }
-    ) throws(DPoPProof.Unusable) {
+    ) throws(AuthError) {
         let pem: Data
         do { pem = try read(file.path) } catch {
-            throw DPoPProof.Unusable(description: "the DPoP key file \(file.path) cannot be read")
+            throw AuthError(.unusableDPoPKey, message: "the DPoP key file \(file.path) cannot be read")
         }
         let key: ClientKey
         do { key = try ClientKey(pem: String(decoding: pem, as: UTF8.self)) } catch {
-            throw DPoPProof.Unusable(description: "the DPoP key file \(file.path) \(error.description)")
+            throw AuthError(.unusableDPoPKey, message: "the DPoP key file \(file.path) \(error.message)")
         }
         try self.init(key: key, algorithm: file.algorithm, generatedPEM: nil)
     }
 
     /// A new key for `algorithm`: EC P-256 for ES256, RSA of 2,048 bits for PS256 and RS256.
-    public static func generate(algorithm: ClientKey.Algorithm) throws(DPoPProof.Unusable) -> DPoPSessionKey {
+    public static func generate(algorithm: ClientKey.Algorithm) throws(AuthError) -> DPoPSessionKey {
         switch algorithm {
         case .es256:
             let key = P256.Signing.PrivateKey()
@@ -75,7 +75,7 @@ public final class DPoPSessionKey: Sendable, Equatable, CustomStringConvertible 
         case .ps256, .rs256:
             let key: _RSA.Signing.PrivateKey
             do { key = try _RSA.Signing.PrivateKey(keySize: .bits2048) } catch {
-                throw DPoPProof.Unusable(description: "no RSA key could be generated")
+                throw AuthError(.unusableDPoPKey, message: "no RSA key could be generated")
             }
             return try DPoPSessionKey(key: .rsa(key), algorithm: algorithm, generatedPEM: key.pemRepresentation)
         }

@@ -20,10 +20,10 @@ public struct JWTBearerGrantSettings: Sendable, Equatable {
     /// The error names the file, never its contents.
     public func assertion(
         now: Date, read: (String) throws -> Data = { try Data(contentsOf: URL(fileURLWithPath: $0)) }
-    ) throws(ClientAssertion.Unusable) -> String {
+    ) throws(AuthError) -> String {
         let data: Data
         do { data = try read(assertionFile) } catch {
-            throw ClientAssertion.Unusable(description: "the JWT-bearer assertion file \(assertionFile) cannot be read")
+            throw AuthError(.unusableAssertion, message: "the JWT-bearer assertion file \(assertionFile) cannot be read")
         }
         return try ClientAssertion.checkedAssertion(data, path: assertionFile, now: now, what: "JWT-bearer assertion")
     }
@@ -76,18 +76,19 @@ public struct TokenExchangeSettings: Sendable, Equatable {
     /// never its contents.
     public func subjectToken(
         now: Date, read: (String) throws -> Data = { try Data(contentsOf: URL(fileURLWithPath: $0)) }
-    ) throws(ClientAssertion.Unusable) -> String {
+    ) throws(AuthError) -> String {
         let data: Data
         do { data = try read(subjectTokenFile) } catch {
-            throw ClientAssertion.Unusable(description: "the subject token file \(subjectTokenFile) cannot be read")
+            throw AuthError(.unusableAssertion, message: "the subject token file \(subjectTokenFile) cannot be read")
         }
         if subjectIsJWT {
             return try ClientAssertion.checkedAssertion(data, path: subjectTokenFile, now: now, what: "subject token")
         }
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.isEmpty, text.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-            throw ClientAssertion.Unusable(
-                description: "the subject token file \(subjectTokenFile) must hold one token of visible ASCII on one line")
+            throw AuthError(
+                .unusableAssertion,
+                message: "the subject token file \(subjectTokenFile) must hold one token of visible ASCII on one line")
         }
         return text
     }

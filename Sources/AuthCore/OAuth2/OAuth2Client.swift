@@ -154,7 +154,7 @@ public struct OAuth2Client: TokenGrantClient {
             return try assertion.make(
                 clientID: configuration.clientID ?? "", secret: configuration.clientSecret, now: clock.wallNow)
         } catch {
-            throw AuthError.tokenEndpoint(.clientCredentialsUnusable, .transient, message: error.description)
+            throw AuthError.tokenEndpoint(.clientCredentialsUnusable, .transient, message: error.message)
         }
     }
 
@@ -163,23 +163,23 @@ public struct OAuth2Client: TokenGrantClient {
     /// used: a transient ``AuthError/Code/clientCredentialsUnusable`` error naming the file,
     /// so a session keeps its token and tries again once the file is put right.
     func currentGrantToken(for grant: Grant) throws -> String? {
-        do throws(ClientAssertion.Unusable) {
+        do throws(AuthError) {
             switch grant {
             case .jwtBearer:
                 guard let settings = configuration.jwtBearer else {
-                    throw ClientAssertion.Unusable(description: "the JWT bearer grant needs an assertion file (jwtBearer)")
+                    throw AuthError(.unusableAssertion, message: "the JWT bearer grant needs an assertion file (jwtBearer)")
                 }
                 return try settings.assertion(now: clock.wallNow)
             case .tokenExchange:
                 guard let settings = configuration.tokenExchange else {
-                    throw ClientAssertion.Unusable(description: "token exchange needs a subject token file (tokenExchange)")
+                    throw AuthError(.unusableAssertion, message: "token exchange needs a subject token file (tokenExchange)")
                 }
                 return try settings.subjectToken(now: clock.wallNow)
             default:
                 return nil
             }
         } catch {
-            throw AuthError.tokenEndpoint(.clientCredentialsUnusable, .transient, message: error.description)
+            throw AuthError.tokenEndpoint(.clientCredentialsUnusable, .transient, message: error.message)
         }
     }
 

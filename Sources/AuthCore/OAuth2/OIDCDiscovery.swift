@@ -66,14 +66,6 @@ public struct OIDCDiscovery: Sendable, Equatable {
         self.authorizationEndpoint = authorizationEndpoint
     }
 
-    /// Why a discovery document cannot be used; the message names the field at fault and
-    /// never quotes more of the document than the issuer.
-    public struct Failure: Error, Equatable, CustomStringConvertible {
-        /// What was wrong.
-        public let description: String
-        init(_ description: String) { self.description = description }
-    }
-
     /// Where the document of `issuer` lives: the issuer without a trailing `/`, then
     /// `/.well-known/openid-configuration`.
     public static func documentURL(forIssuer issuer: String) -> String {
@@ -90,38 +82,42 @@ public struct OIDCDiscovery: Sendable, Equatable {
     }
 
     /// Parses the document served for `expectedIssuer`.
-    public static func parse(_ body: [UInt8], expectedIssuer: String) throws(Failure) -> OIDCDiscovery {
+    public static func parse(_ body: [UInt8], expectedIssuer: String) throws(AuthError) -> OIDCDiscovery {
         let object: [String: Any]
         do {
             guard let o = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
-                throw Failure("the discovery document is not a JSON object")
+                throw AuthError(.invalidDiscovery, message: "the discovery document is not a JSON object")
             }
             object = o
-        } catch let e as Failure {
+        } catch let e as AuthError {
             throw e
         } catch {
-            throw Failure("the discovery document is not valid JSON")
+            throw AuthError(.invalidDiscovery, message: "the discovery document is not valid JSON")
         }
-        guard let issuer = object["issuer"] as? String else { throw Failure("the discovery document has no issuer") }
+        guard let issuer = object["issuer"] as? String else {
+            throw AuthError(.invalidDiscovery, message: "the discovery document has no issuer")
+        }
         guard issuer == expectedIssuer else {
-            throw Failure("the discovery document names another issuer (\(issuer.prefix(200))) than the one configured")
+            throw AuthError(
+                .invalidDiscovery,
+                message: "the discovery document names another issuer (\(issuer.prefix(200))) than the one configured")
         }
-        func endpoint(_ key: String, in object: [String: Any], at path: String = "", required: Bool) throws(Failure)
+        func endpoint(_ key: String, in object: [String: Any], at path: String = "", required: Bool) throws(AuthError)
             -> String?
         {
             guard let value = object[key], !(value is NSNull) else {
-                if required { throw Failure("the discovery document has no \(path)\(key)") }
+                if required { throw AuthError(.invalidDiscovery, message: "the discovery document has no \(path)\(key)") }
                 return nil
             }
             guard let text = value as? String, isEndpoint(text) else {
-                throw Failure("the discovery document's \(path)\(key) is not an http or https URL")
+                throw AuthError(.invalidDiscovery, message: "the discovery document's \(path)\(key) is not an http or https URL")
             }
             return text
         }
         var aliases = MutualTLSAliases()
         if let value = object["mtls_endpoint_aliases"], !(value is NSNull) {
             guard let members = value as? [String: Any] else {
-                throw Failure("the discovery document's mtls_endpoint_aliases is not a JSON object")
+                throw AuthError(.invalidDiscovery, message: "the discovery document's mtls_endpoint_aliases is not a JSON object")
             }
             let path = "mtls_endpoint_aliases."
             aliases.tokenEndpoint = try endpoint("token_endpoint", in: members, at: path, required: false)

@@ -7,7 +7,7 @@ extension AuthActor {
     /// kept), else the one the configured source gives; nil without DPoP.
     func dpopKey(
         for binding: DPoPBinding?, current: DPoPSessionKey? = nil
-    ) -> Result<DPoPSessionKey?, DPoPKeySource.Mismatch> {
+    ) -> Result<DPoPSessionKey?, AuthError> {
         guard let source = configuration.dpop else { return .success(nil) }
         if let current, let binding, binding.thumbprint == current.thumbprint { return .success(current) }
         return source.key(for: binding).map { $0 }
@@ -35,7 +35,7 @@ extension AuthActor {
         do {
             return try source.keyForNewSession()
         } catch {
-            throw AuthError.loginFailed(.tokenEndpoint(.clientCredentialsUnusable, .transient, message: error.description))
+            throw AuthError.loginFailed(.tokenEndpoint(.clientCredentialsUnusable, .transient, message: error.message))
         }
     }
 
@@ -74,14 +74,15 @@ extension AuthActor {
             updated.token = AccessToken(session.credentials, dpopKey: key)
             phase = .active(updated)
             return false
-        case .failure(.unreadable):
-            return false
-        case .failure(.keyChanged):
+        case .failure(let mismatch) where mismatch.code == .dpopKeyChanged:
             logger.notice("the DPoP key file holds another key than the session's tokens are bound to; logging out")
             await acquireStoreLock()
             defer { releaseStoreLock() }
             guard epoch == sessionEpoch else { return false }
             return (try? await endSessionLocked(reason: .keyChanged, persist: !coordinator.sharesStore)) != nil
+        case .failure:
+            // The key file cannot be read now: keep the session and look again later.
+            return false
         }
     }
 }

@@ -46,7 +46,7 @@ extension AuthActor {
                     credentials, grantType: record.grantType, dpopKey: try? dpop.get(), storedDPoP: record.dpop,
                     certificate: record.certificate))
             logger.info("session restored", metadata: ["auth.generation": "\(credentials.generation)"])
-            if case .failure(.keyChanged) = dpop {
+            if case .failure(let mismatch) = dpop, mismatch.code == .dpopKeyChanged {
                 // Tokens bound to a key no proof can be made with any more end here, once.
                 logger.notice("the stored tokens are bound to another DPoP key than the configured one; logging out")
                 // A shared store keeps them for the replicas that hold their key.

@@ -13,6 +13,10 @@ extension AuthError {
             case transport
             /// A ``TokenStore`` or ``SessionStateStore``.
             case store
+            /// What AuthCore is given to work with cannot be used: a key or assertion file, an
+            /// issuer's discovery document, a rejection policy. ``AuthError/message`` says
+            /// what is wrong, naming the file or field and never its contents.
+            case input
         }
 
         /// The domain.
@@ -114,6 +118,27 @@ extension AuthError {
         /// The backing store refused for another reason.
         public static let unavailable = Code(.store, "unavailable")
 
+        // MARK: input
+
+        /// A private key cannot be used (``ClientKey``): not PEM, a curve other than P-256, an
+        /// RSA key under 2,048 bits, or an algorithm it cannot sign.
+        public static let unusableKey = Code(.input, "unusable_key")
+        /// No client assertion or grant token could be made or read (``ClientAssertion``,
+        /// ``GrantTokenFiles``): a file missing, unreadable, not one JWT, or expired.
+        public static let unusableAssertion = Code(.input, "unusable_assertion")
+        /// No DPoP proof could be made (``DPoPProof``, ``DPoPSessionKey``): the DPoP key is
+        /// missing, unreadable or cannot sign.
+        public static let unusableDPoPKey = Code(.input, "unusable_dpop_key")
+        /// The stored tokens are bound to another DPoP key than the one configured now
+        /// (``DPoPKeySource/key(for:)``).
+        public static let dpopKeyChanged = Code(.input, "dpop_key_changed")
+        /// The DPoP key file the stored tokens are bound to cannot be read now.
+        public static let dpopKeyUnreadable = Code(.input, "dpop_key_unreadable")
+        /// An issuer's discovery document cannot be used (``OIDCDiscovery/parse(_:expectedIssuer:)``).
+        public static let invalidDiscovery = Code(.input, "invalid_discovery")
+        /// An ``UpstreamRejectionPolicy`` cannot be used; the message names the field.
+        public static let invalidPolicy = Code(.input, "invalid_policy")
+
         /// Every code, in the order above.
         public static let all: [Code] = [
             .loginRequired, .sessionEnded, .refreshFailed, .backingOff, .excessiveRefresh, .refreshNotPossible,
@@ -122,6 +147,8 @@ extension AuthError {
             .network, .networkAfterSend, .invalidConfiguration, .clientCredentialsUnusable,
             .connectFailed, .connectionLost, .timeout, .other,
             .notFound, .encodingError, .corrupt, .wrongKey, .keyUnavailable, .io, .unavailable,
+            .unusableKey, .unusableAssertion, .unusableDPoPKey, .dpopKeyChanged, .dpopKeyUnreadable, .invalidDiscovery,
+            .invalidPolicy,
         ]
     }
 }

@@ -7,6 +7,14 @@ extension AuthError {
     /// A device login is already waiting for a person.
     public static let deviceLoginPending = AuthError(.deviceLoginPending)
 
+    // MARK: input
+
+    /// The stored tokens are bound to another DPoP key than the one configured now.
+    public static let dpopKeyChanged = AuthError(.dpopKeyChanged)
+
+    /// The DPoP key file cannot be read now.
+    public static let dpopKeyUnreadable = AuthError(.dpopKeyUnreadable)
+
     /// The session ended (`reason`) while the caller waited.
     public static func sessionEnded(_ reason: LogoutReason) -> AuthError {
         var error = AuthError(.sessionEnded)

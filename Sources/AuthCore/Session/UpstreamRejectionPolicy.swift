@@ -25,12 +25,6 @@ public struct UpstreamRejectionPolicy: Sendable, Equatable, Codable {
         case notAboutToken
     }
 
-    /// A policy that cannot be used; the message names the field.
-    public struct InvalidPolicy: Error, Sendable, Equatable, CustomStringConvertible {
-        /// What is wrong, naming the field.
-        public let description: String
-    }
-
     /// The statuses that can mean "token rejected" (default `[401]`). Some APIs answer an
     /// expired token with 403 or a private status such as 419 or 440; list them here. A
     /// status listed here still needs a matching challenge (or none at all, see
@@ -51,13 +45,13 @@ public struct UpstreamRejectionPolicy: Sendable, Equatable, Codable {
     /// Creates a policy; throws when a status is not a 4xx or a realm list is empty.
     public init(statuses: [Int] = [401], realms: [String]? = nil, bareUnauthorizedMeansTokenRejected: Bool = true) throws {
         if statuses.isEmpty {
-            throw InvalidPolicy(description: "statuses must name at least one status")
+            throw AuthError(.invalidPolicy, message: "statuses must name at least one status")
         }
         if let bad = statuses.first(where: { !(400...499).contains($0) }) {
-            throw InvalidPolicy(description: "statuses: \(bad) is not a 4xx status")
+            throw AuthError(.invalidPolicy, message: "statuses: \(bad) is not a 4xx status")
         }
         if let realms, realms.isEmpty {
-            throw InvalidPolicy(description: "realms must name at least one realm, or be left out to accept any")
+            throw AuthError(.invalidPolicy, message: "realms must name at least one realm, or be left out to accept any")
         }
         self.statuses = statuses
         self.realms = realms
@@ -84,8 +78,8 @@ public struct UpstreamRejectionPolicy: Sendable, Equatable, Codable {
                 realms: c.decodeIfPresent([String].self, forKey: .realms),
                 bareUnauthorizedMeansTokenRejected: c.decodeIfPresent(Bool.self, forKey: .bareUnauthorizedMeansTokenRejected)
                     ?? true)
-        } catch let error as InvalidPolicy {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.description))
+        } catch let error as AuthError where error.code == .invalidPolicy {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.message))
         }
     }
 

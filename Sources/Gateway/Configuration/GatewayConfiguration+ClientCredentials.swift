@@ -132,7 +132,7 @@ extension GatewayConfiguration {
         }
         let key: ClientKey
         do { key = try ClientKey(pem: String(decoding: data, as: UTF8.self)) } catch {
-            throw .invalid(name, "\(path) \(error.description)")
+            throw .invalid(name, "\(path) \(error.message)")
         }
         let chosen = algorithm(key)
         guard key.supports(chosen) else {

@@ -166,12 +166,12 @@ extension GatewayConfiguration {
         if let settings = a.jwtBearerSettings {
             let name = "\(field).jwtBearer.assertionFile"
             let data = try SecretSources.readBytes(settings.assertionFile, field: name)
-            do { _ = try settings.assertion(now: now, read: { _ in data }) } catch { throw .invalid(name, error.description) }
+            do { _ = try settings.assertion(now: now, read: { _ in data }) } catch { throw .invalid(name, error.message) }
         }
         if let settings = a.tokenExchangeSettings {
             let name = "\(field).tokenExchange.subjectTokenFile"
             let data = try SecretSources.readBytes(settings.subjectTokenFile, field: name)
-            do { _ = try settings.subjectToken(now: now, read: { _ in data }) } catch { throw .invalid(name, error.description) }
+            do { _ = try settings.subjectToken(now: now, read: { _ in data }) } catch { throw .invalid(name, error.message) }
         }
     }
 }

@@ -86,7 +86,7 @@ public struct IssuerDiscovery: Sendable {
                     do {
                         return try OIDCDiscovery.parse(response.body, expectedIssuer: issuer)
                     } catch {
-                        throw GatewayError.issuerUnusable("\(field).issuer: \(error) (\(url))", underlying: error)
+                        throw GatewayError.issuerUnusable("\(field).issuer: \(error.message) (\(url))", underlying: error)
                     }
                 case 500...599, 429:
                     problem = "HTTP \(response.status)"

@@ -18,6 +18,8 @@ extension RuntimeError {
             case cancelled = "upstream-cancelled"
             case invalidRequest = "upstream-invalid-request"
             case upstreamFailed = "upstream-failed"
+            case requestBodyTooLarge = "request-body-too-large"
+            case clientDisconnected = "client-disconnected"
         }
 
         private let base: Base
@@ -67,11 +69,20 @@ extension RuntimeError {
         /// The exchange failed for another reason.
         public static let upstreamFailed = Code(.upstreamFailed)
 
+        // MARK: The client's side of a request
+
+        /// A request body streamed in is larger than its consumer accepts
+        /// (``BodyStream/collect(maxBytes:)``); the message names the limit.
+        public static let requestBodyTooLarge = Code(.requestBodyTooLarge)
+        /// The client closed the connection before its request was done: reading the body or
+        /// writing the response cannot go on.
+        public static let clientDisconnected = Code(.clientDisconnected)
+
         /// Every code, in the order above.
         public static let all: [Code] = [
             .libuvFailed, .systemCallFailed, .listenFailed, .curlFailed,
             .connectFailed, .connectionReset, .tls, .timeout, .invalidResponse, .responseTooLarge, .cancelled,
-            .invalidRequest, .upstreamFailed,
+            .invalidRequest, .upstreamFailed, .requestBodyTooLarge, .clientDisconnected,
         ]
     }
 }

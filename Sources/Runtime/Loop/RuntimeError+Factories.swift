@@ -12,6 +12,14 @@ extension RuntimeError {
         RuntimeError(.systemCallFailed, operation: operation, systemCode: -errno)
     }
 
+    /// A request body over `limit` bytes (``Code/requestBodyTooLarge``).
+    public static func requestBodyTooLarge(limit: Int) -> RuntimeError {
+        RuntimeError(.requestBodyTooLarge, "the request body is over \(limit) bytes")
+    }
+
+    /// The client left before its request was done (``Code/clientDisconnected``).
+    public static let clientDisconnected = RuntimeError(.clientDisconnected)
+
     /// A server could not listen: `rc` is the libuv code or negated `errno`, `operation`
     /// names the address (`bind 127.0.0.1:8080`, `listen unix:/run/a.sock`), `reason`
     /// says why when the code alone does not.

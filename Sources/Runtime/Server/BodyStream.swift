@@ -64,12 +64,13 @@ public final class BodyStream: Sendable {
         }
     }
 
-    /// Reads the rest of the body into memory, failing past `maxBytes`.
+    /// Reads the rest of the body into memory; throws ``RuntimeError/Code/requestBodyTooLarge``
+    /// past `maxBytes`, ``RuntimeError/Code/clientDisconnected`` when the client leaves.
     public func collect(maxBytes: Int) async throws -> [UInt8] {
         var out: [UInt8] = []
         while let chunk = try await next() {
             out += chunk
-            if out.count > maxBytes { throw BodyTooLarge(limit: maxBytes) }
+            if out.count > maxBytes { throw RuntimeError.requestBodyTooLarge(limit: maxBytes) }
         }
         return out
     }
@@ -141,12 +142,3 @@ public final class BodyStream: Sendable {
         state.value.onDrain = f
     }
 }
-
-/// A streamed body exceeded what the consumer accepts.
-public struct BodyTooLarge: Error, Sendable {
-    /// The limit in bytes.
-    public let limit: Int
-}
-
-/// The client closed the connection before the request was done.
-public struct ClientDisconnected: Error, Sendable {}

@@ -69,7 +69,7 @@ extension Connection {
             case .failBodyStream(let why):
                 switch why {
                 case .wire(let error): stream?.fail(error)
-                case .clientDisconnected: stream?.fail(ClientDisconnected())
+                case .clientDisconnected: stream?.fail(RuntimeError.clientDisconnected)
                 }
                 stream = nil
             case .releaseBudget(let n):
@@ -81,7 +81,7 @@ extension Connection {
             case .failWriters:
                 let waiters = drainWaiters
                 drainWaiters = []
-                for w in waiters { w.resume(throwing: ClientDisconnected()) }
+                for w in waiters { w.resume(throwing: RuntimeError.clientDisconnected) }
                 writableHandlers = []
             case .notifyGone:
                 let handlers = goneHandlers

@@ -245,7 +245,7 @@ final class Connection {
 
     func writeBody(_ seq: Int, _ bytes: [UInt8], continuation: CheckedContinuation<Void, any Error>) {
         guard machine.isStreaming(seq) else {
-            continuation.resume(throwing: ClientDisconnected())
+            continuation.resume(throwing: RuntimeError.clientDisconnected)
             return
         }
         bytes.withUnsafeBytes { raw in execute(step { m, _ in m.writeBody(seq, raw) }, input: raw) }

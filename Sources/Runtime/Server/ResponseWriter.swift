@@ -32,7 +32,7 @@ public struct ResponseWriter: Sendable {
     }
 
     /// Sends body bytes; returns once the connection's write queue is below its
-    /// high-water mark. Throws ``ClientDisconnected`` when the client is gone.
+    /// high-water mark. Throws ``RuntimeError/Code/clientDisconnected`` when the client is gone.
     public func writeBody(_ bytes: [UInt8]) async throws {
         let seq = sequence
         try await withCheckedThrowingContinuation { (cont: CheckedContinuation<Void, any Error>) in

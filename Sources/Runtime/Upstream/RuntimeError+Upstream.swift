@@ -22,9 +22,17 @@ extension RuntimeError {
             .curlFailed, String(cString: curl_multi_strerror(code)), operation: operation, curlCode: Int32(code.rawValue))
     }
 
-    /// The status a client gets for an upstream failure: 504 for a timeout, 502 for
+    /// The status a client gets for this failure: 504 for an upstream timeout, 413 for a
+    /// request body over its limit, 499 (nobody to tell) for a client that left, 502 for
     /// everything else.
-    public var status: Int { code == .timeout ? 504 : 502 }
+    public var status: Int {
+        switch code {
+        case .timeout: 504
+        case .requestBodyTooLarge: 413
+        case .clientDisconnected: 499
+        default: 502
+        }
+    }
 
     /// The problem+json document a client gets for an upstream failure: its type names
     /// the code, its detail is the ``message``.
