@@ -21,6 +21,13 @@ import Testing
             #expect(metrics.contains(#"authgate_upstream_recent_latency_seconds{origin="\#(origin)",route="*"}"#))
             #expect(metrics.contains(#"authgate_upstream_shed_total{origin="\#(origin)",route="*",reason="expected_wait"} 0"#))
             #expect(metrics.contains(#"authgate_exchange_phase_seconds_count{phase="queue"} 30"#))
+            // One request at a time: slow start's first window (four answers at one in
+            // flight) doubles the limit once, and later windows never fill it. Each scrape
+            // brings the counter up to the controller's count, not by it again.
+            let moved = #"authgate_upstream_limit_changes_total{origin="\#(origin)",route="*",reason="slow_start"} 1"#
+            #expect(metrics.contains(moved))
+            #expect(metrics.contains(#"authgate_upstream_limit_changes_total{origin="\#(origin)",route="*",reason="backoff"} 0"#))
+            #expect(try await stack.admin("GET", "/metrics").text.contains(moved))
         }
     }
 

@@ -205,10 +205,13 @@ import Testing
         }
         feed(.milliseconds(100), 4)
         #expect(limit.admitted == 2)
+        #expect(limit.changes.slowStart == 1)
         feed(.milliseconds(160), 4)
         #expect(limit.admitted == 1 && !limit.probing)
+        #expect(limit.changes.queueFound == 1)
         feed(.milliseconds(100), 8)
         #expect(limit.admitted >= 2, "still \(limit.admitted) after 8 answers with no queue")
+        #expect(limit.changes.growth >= 1 && limit.changes.backoff == 0 && limit.changes.restart == 0)
     }
 
     @Test(arguments: [2, 8])

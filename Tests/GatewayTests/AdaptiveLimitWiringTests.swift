@@ -67,6 +67,18 @@ import Testing
         limiter.release()
     }
 
+    @Test func aReloadThatChangesTheParametersKeepsTheCountOfMoves() async throws {
+        let limiter = InFlightLimiter(.init(), timeout: .seconds(5), origin: "http://127.0.0.1:9000")
+        for _ in 0..<4 {
+            try await limiter.acquire(.first)
+            limiter.release(.init(latency: .milliseconds(10), inFlight: 1, outcome: .answered), at: .now)
+        }
+        #expect(limiter.controller.changes.slowStart == 1 && limiter.limit == 2)
+        limiter.reconfigure(.init(maximum: 500), timeout: .seconds(5))
+        #expect(limiter.controller.parameters.maximum == 500)
+        #expect(limiter.reading.changes?.slowStart == 1, "authgate_upstream_limit_changes_total never goes back")
+    }
+
     @Test func aPublicRouteMayOptIntoItsOriginsLimit() throws {
         var open = Self.route("/public", "http://127.0.0.1:9000", authenticated: false)
         open.adaptiveLimit = true

@@ -218,6 +218,9 @@ public struct AdaptiveLimit: Sendable, Equatable {
     private var probes = Probes()
     /// When ``admitted`` last changed.
     private var changed: Duration?
+    /// How many times the limit moved, by why; a new controller that takes over from this
+    /// one (a reload's) carries them on.
+    public internal(set) var changes = Changes()
 
     /// A limit at `parameters.initial`.
     public init(_ parameters: Parameters) {
@@ -293,7 +296,9 @@ public struct AdaptiveLimit: Sendable, Equatable {
         windows += 1
         let p = parameters
         if window.failed {
+            let before = limit
             limit = max(Double(p.minimum), limit * p.backoff)
+            if limit != before { changes.backoff += 1 }
             return
         }
         guard window.timed > 0 else { return }
@@ -339,7 +344,9 @@ public struct AdaptiveLimit: Sendable, Equatable {
                 // The first queue ends slow start: down to what the upstream serves (Little's
                 // law), plus half the tolerance.
                 let target = max(limit / 2, serving * (1 + p.tolerance / 2))
+                let before = limit
                 limit = min(limit, max(Double(p.minimum), target))
+                if limit != before { changes.queueFound += 1 }
                 probing = false
                 probes = Probes()
                 probes.fresh = true
@@ -367,6 +374,7 @@ public struct AdaptiveLimit: Sendable, Equatable {
             probes.settling = true
             if probes.lowerServesAsMuch(p), probes.latencyGap > p.minimumQueueDelay {
                 limit = max(Double(p.minimum), Double(level(p.probeDown)))
+                changes.probeDown += 1
                 probes.forgetDown()
             }
             return
@@ -381,6 +389,7 @@ public struct AdaptiveLimit: Sendable, Equatable {
             probes.settling = true
             if probes.higherServesMore(p), !window.superseded {
                 limit = min(Double(p.maximum), Double(level(p.probeUp)))
+                changes.probeUp += 1
                 probes.forgetDown()
                 probes.ups = probes.up >= log(1 + 6 * p.probeMargin) ? min(probes.ups, 1) : 0
             }
@@ -417,6 +426,7 @@ public struct AdaptiveLimit: Sendable, Equatable {
     /// there would put as many requests again in the upstream's own queue). The probes'
     /// findings stay: they describe the upstream, not the limit.
     private mutating func restartSlowStart() {
+        changes.restart += 1
         probing = true
         restarted = true
     }
@@ -427,6 +437,9 @@ public struct AdaptiveLimit: Sendable, Equatable {
         // says the upstream can take it), not a fifth of one per window.
         let least = admitted <= p.minimum ? 1 : p.minimumGrowth
         let grown = probing ? limit * (restarted ? 1.5 : 2) : limit + max(least, limit * p.growth)
+        let before = limit
         limit = min(Double(p.maximum), grown)
+        guard limit != before else { return }
+        if probing { changes.slowStart += 1 } else { changes.growth += 1 }
     }
 }

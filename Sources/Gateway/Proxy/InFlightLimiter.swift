@@ -72,7 +72,9 @@ public final class InFlightLimiter: Sendable {
             guard parameters != s.controller.parameters else { return [] }
             var p = parameters
             p.initial = min(max(s.queue.limit, p.minimum), p.maximum)
+            let changes = s.controller.changes
             s.controller = AdaptiveLimit(p)
+            s.controller.changes = changes
             return s.queue.setLimit(s.controller.admitted).compactMap { t in
                 s.waiters.removeValue(forKey: t)
             }
@@ -85,7 +87,8 @@ public final class InFlightLimiter: Sendable {
         state.withLock { s in
             GatewayMetrics.UpstreamLimitReading(
                 origin: origin, route: route, limit: s.queue.limit, inFlight: s.queue.inFlight, waiting: s.queue.waiting,
-                baselineSeconds: s.controller.baseline, latencySeconds: s.controller.recentLatency)
+                baselineSeconds: s.controller.baseline, latencySeconds: s.controller.recentLatency,
+                changes: s.controller.parameters.minimum == s.controller.parameters.maximum ? nil : s.controller.changes)
         }
     }
 

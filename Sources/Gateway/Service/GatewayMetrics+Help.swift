@@ -45,6 +45,8 @@ extension GatewayMetrics {
         "authgate_upstream_baseline_latency_seconds":
             "An upstream's latency with nothing queued there, as its adaptive limit measures it.",
         "authgate_upstream_recent_latency_seconds": "An upstream's recent latency (a running mean), per in-flight limit.",
+        "authgate_upstream_limit_changes_total":
+            "Moves of an origin's adaptive limit, by reason: slow_start, queue_found, backoff, probe_down, probe_up, growth, restart.",
         "authgate_upstream_shed_total":
             "Requests answered 503 upstream-busy by an in-flight limit: at once (expected_wait) or after queueTimeoutSeconds (timeout).",
         "authgate_upstream_connections":

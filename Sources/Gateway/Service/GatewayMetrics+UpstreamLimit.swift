@@ -17,11 +17,13 @@ extension GatewayMetrics {
         public var baselineSeconds: Double?
         /// The upstream's recent latency.
         public var latencySeconds: Double?
+        /// How many times an adaptive limit moved, by why; nil for a fixed one.
+        public var changes: AdaptiveLimit.Changes?
 
         /// Creates a reading.
         public init(
             origin: String, route: String, limit: Int, inFlight: Int, waiting: Int, baselineSeconds: Double? = nil,
-            latencySeconds: Double? = nil
+            latencySeconds: Double? = nil, changes: AdaptiveLimit.Changes? = nil
         ) {
             self.origin = origin
             self.route = route
@@ -30,6 +32,7 @@ extension GatewayMetrics {
             self.waiting = waiting
             self.baselineSeconds = baselineSeconds
             self.latencySeconds = latencySeconds
+            self.changes = changes
         }
     }
 
@@ -60,6 +63,24 @@ extension GatewayMetrics {
                 .record(r.baselineSeconds ?? .nan)
             CoreMetrics.Gauge(label: "authgate_upstream_recent_latency_seconds", dimensions: labels, factory: factory)
                 .record(r.latencySeconds ?? .nan)
+            if let changes = r.changes { recordChanges(changes, labels: labels) }
+        }
+    }
+
+    /// Brings `authgate_upstream_limit_changes_total` up to the controller's counts: by what
+    /// they grew since the last scrape (all of them once a fresh limiter counts from 0).
+    private func recordChanges(_ changes: AdaptiveLimit.Changes, labels: [(String, String)]) {
+        for (reason, count) in zip(AdaptiveLimit.Changes.reasons, changes.counts) {
+            let dimensions = labels + [("reason", reason)]
+            let key = dimensions.map { "\($0.0)=\($0.1)" }.joined(separator: ",")
+            let step = limitChangesRecorded.withLock { recorded -> Int in
+                let last = recorded[key] ?? 0
+                recorded[key] = count
+                return count >= last ? count - last : count
+            }
+            let counter = CoreMetrics.Counter(
+                label: "authgate_upstream_limit_changes_total", dimensions: dimensions, factory: factory)
+            if step > 0 { counter.increment(by: step) }
         }
     }
 }

@@ -54,6 +54,9 @@ public final class GatewayMetrics: Sendable {
     private let stateFreeBytes = Locked<Prometheus.Gauge?>(nil)
     private let bufferedBytes: CoreMetrics.Gauge
     private let queueWaiting: CoreMetrics.Gauge
+    /// The counts of each adaptive limit's moves as last published, by labels: the counter
+    /// grows by the difference at each scrape.
+    let limitChangesRecorded = Locked<[String: Int]>([:])
     /// The proxy's HTTP/1.1 connections per upstream origin, busy and idle, summed over the
     /// loops (``UpstreamClientConfiguration/connectionGauges``); rendered as
     /// `authgate_upstream_connections{origin, state}`.
