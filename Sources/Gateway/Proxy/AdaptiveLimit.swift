@@ -120,6 +120,9 @@ public struct AdaptiveLimit: Sendable, Equatable {
             self.clip = clip
         }
 
+        /// Whether the limit can move (a fixed one has `minimum` equal to `maximum`).
+        public var isAdaptive: Bool { minimum != maximum }
+
         /// A limit that never moves: `minimum`, `maximum` and `initial` all `limit`.
         public static func fixed(_ limit: Int) -> Parameters {
             Parameters(initial: limit, minimum: limit, maximum: limit)

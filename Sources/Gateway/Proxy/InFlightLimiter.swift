@@ -37,7 +37,7 @@ public final class InFlightLimiter: Sendable {
     /// How the limit moves (``AdaptiveLimit/Parameters/fixed(_:)`` for a fixed one).
     public var parameters: AdaptiveLimit.Parameters { state.withLock { $0.controller.parameters } }
     /// Whether the limit moves with the samples.
-    public var isAdaptive: Bool { state.withLock { $0.controller.parameters.minimum != $0.controller.parameters.maximum } }
+    public var isAdaptive: Bool { state.withLock { $0.controller.parameters.isAdaptive } }
     /// The controller's state now (its limit, baseline and recent latency).
     public var controller: AdaptiveLimit { state.withLock { $0.controller } }
     private let state: Locked<State>
@@ -88,7 +88,7 @@ public final class InFlightLimiter: Sendable {
             GatewayMetrics.UpstreamLimitReading(
                 origin: origin, route: route, limit: s.queue.limit, inFlight: s.queue.inFlight, waiting: s.queue.waiting,
                 baselineSeconds: s.controller.baseline, latencySeconds: s.controller.recentLatency,
-                changes: s.controller.parameters.minimum == s.controller.parameters.maximum ? nil : s.controller.changes)
+                changes: s.controller.parameters.isAdaptive ? s.controller.changes : nil)
         }
     }
 
