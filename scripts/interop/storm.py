@@ -526,7 +526,9 @@ async def run_async(args, ctx):
 # Analysis
 # --------------------------------------------------------------------------------------
 
-def mdelta(before, after, prefix):
+def mdelta(before, after, prefix, label="outcome"):
+    """How much each series of `prefix` grew, summed by `label` (the whole label set when a
+    series has none)."""
     out = {}
     for k, v in after.items():
         if k.startswith(prefix + "{"):
@@ -534,7 +536,7 @@ def mdelta(before, after, prefix):
             if d:
                 labels = k[len(prefix) + 1:-1]
                 outcome = next((p.split("=", 1)[1].strip('"') for p in labels.split(",")
-                                if p.startswith("outcome=")), labels)
+                                if p.startswith(label + "=")), labels)
                 out[outcome] = out.get(outcome, 0) + int(d)
     return out
 
@@ -610,6 +612,9 @@ def analyse(args, ctx, results, before, after, login_sent, login_done, load_star
         "replays": mdelta(before["metrics"], after["metrics"], "authgate_replays_total"),
         "refreshes_total": mdelta(before["metrics"], after["metrics"], "authgate_refreshes_total"),
         "upstream_failures": mdelta(before["metrics"], after["metrics"], "authgate_upstream_failures_total"),
+        # Why the adaptive limit moved during the load (slow_start, queue_found, probe_down…).
+        "limit_changes": mdelta(before["metrics"], after["metrics"], "authgate_upstream_limit_changes_total",
+                                label="reason"),
         "rs_requests": rs1["requests"] - rs0["requests"],
         "rs_401": rs1["unauthorized"] - rs0["unauthorized"],
         "rs_max_queued": rs1.get("max_queued"), "rs_max_in_flight": rs1.get("max_in_flight"),
