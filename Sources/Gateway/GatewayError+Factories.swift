@@ -37,7 +37,7 @@ extension GatewayError {
 
     /// The new configuration is refused; the message is `error`'s, which names the field
     /// (``Code/reloadRefused``).
-    public static func reloadRefused(_ error: ConfigurationError) -> GatewayError {
+    public static func reloadRefused(_ error: GatewayError) -> GatewayError {
         GatewayError(.reloadRefused, error.description, underlying: error)
     }
 

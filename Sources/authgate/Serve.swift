@@ -45,7 +45,7 @@ struct Serve: AsyncParsableCommand {
             var file: (path: String, data: Data)?
             if let config {
                 guard let data = FileManager.default.contents(atPath: config) else {
-                    throw ConfigurationError.unreadable("--config", path: config)
+                    throw GatewayError.unreadable("--config", path: config)
                 }
                 file = (config, data)
             }
@@ -86,7 +86,7 @@ struct Serve: AsyncParsableCommand {
         let traceExport: (any Service)?
         do {
             traceExport = try TraceExport.start(environment: environment, logger: Logger(label: "authgate.otel"))
-        } catch let error as ConfigurationError {
+        } catch let error as GatewayError where error.code.isConfiguration {
             // It names its variable.
             FileHandle.standardError.write(Data("authgate: configuration error: \(error)\n".utf8))
             throw ExitCode(78)
@@ -107,7 +107,7 @@ struct Serve: AsyncParsableCommand {
             let kind = isConfigurationError ? "configuration error" : "unavailable"
             FileHandle.standardError.write(Data("authgate: \(kind): \(failure)\n".utf8))
             throw ExitCode(isConfigurationError ? 78 : 69)
-        } catch let error as ConfigurationError {
+        } catch let error as GatewayError where error.code.isConfiguration {
             // Found only once connected: the token store's database (unreachable, a refused
             // password, missing rights) names its field like any other setting.
             FileHandle.standardError.write(Data("authgate: configuration error: \(error)\n".utf8))
@@ -127,7 +127,7 @@ struct Serve: AsyncParsableCommand {
             var file: (path: String, data: Data)?
             if let path {
                 guard let data = FileManager.default.contents(atPath: path) else {
-                    throw ConfigurationError.unreadable("--config", path: path)
+                    throw GatewayError.unreadable("--config", path: path)
                 }
                 file = (path, data)
             }

@@ -67,7 +67,7 @@ import Testing
     @Test func aGatewayWhoseSocketDirectoryIsMissingDoesNotStart() async throws {
         try await Stack.run { stack in
             await #expect(
-                throws: ConfigurationError(
+                throws: GatewayError(
                     .unusablePath, field: "admin.unix", "admin.unix: the directory /nonexistent-authgate does not exist")
             ) {
                 try await stack.startGateway { $0.admin = .init(unix: "/nonexistent-authgate/admin.sock") }

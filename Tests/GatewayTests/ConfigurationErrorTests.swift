@@ -10,23 +10,23 @@ import Testing
 /// parsed back out of its sentence), and its description never quotes a secret.
 @Suite struct ConfigurationErrorTests {
     /// The error loading the minimal file with `edit` applied throws.
-    static func error(_ edit: (inout [String: Any]) -> Void) -> ConfigurationError? {
+    static func error(_ edit: (inout [String: Any]) -> Void) -> GatewayError? {
         do {
             _ = try GatewayConfigurationTests.load(edit)
             return nil
         } catch {
-            return error as? ConfigurationError
+            return error as? GatewayError
         }
     }
 
     /// The error the layers (minimal file, `env`, `flags`) throw.
-    static func layeredError(env: [String: String] = [:], flags: [String] = []) -> ConfigurationError? {
+    static func layeredError(env: [String: String] = [:], flags: [String] = []) -> GatewayError? {
         do {
             _ = try GatewayConfiguration.load(
                 file: ("authgate.json", Data(GatewayConfigurationTests.minimal.utf8)), environment: env, arguments: flags)
             return nil
         } catch {
-            return error as? ConfigurationError
+            return error as? GatewayError
         }
     }
 
@@ -36,21 +36,22 @@ import Testing
         return path
     }
 
-    @Test func everyCodeHasItsOwnKebabCaseName() {
-        let names = ConfigurationError.Code.allCases.map(\.description)
-        #expect(Set(names).count == names.count)
-        #expect(names.allSatisfy { $0.allSatisfy { $0.isLowercase || $0 == "-" } && !$0.hasPrefix("-") })
-        #expect(ConfigurationError.Code.invalidValue.description == "invalid-value")
+    @Test func theConfigurationCodesAreTheOnesAServeExits78For() {
+        #expect(GatewayError.Code.configuration.allSatisfy { $0.isConfiguration })
+        #expect(GatewayError.Code.all.filter(\.isConfiguration) == GatewayError.Code.configuration)
+        #expect(!GatewayError.Code.reloadRefused.isConfiguration && !GatewayError.Code.issuerUnusable.isConfiguration)
+        #expect(GatewayError.Code.invalidValue.description == "invalid-value")
+        #expect(GatewayError.invalid("maxReplays", "must be 0…10").code.isConfiguration)
     }
 
     @Test func decodingErrorsCarryCodeAndField() throws {
         let notJSON = try #require(
-            #expect(throws: ConfigurationError.self) { try GatewayConfiguration.load(from: Data("{".utf8)) })
+            #expect(throws: GatewayError.self) { try GatewayConfiguration.load(from: Data("{".utf8)) })
         #expect(notJSON.code == .invalidJSON && notJSON.field == nil && notJSON.underlying != nil)
         #expect(notJSON.description.hasPrefix("not valid JSON: "))
 
         let array = try #require(
-            #expect(throws: ConfigurationError.self) { try GatewayConfiguration.load(from: Data("[]".utf8)) })
+            #expect(throws: GatewayError.self) { try GatewayConfiguration.load(from: Data("[]".utf8)) })
         #expect(array.code == .invalidJSON && array.field == nil)
 
         let type = try #require(Self.error { $0["proxy"] = ["host": "127.0.0.1", "port": "8080"] })
@@ -100,7 +101,7 @@ import Testing
         #expect(GatewayConfiguration.Listener(host: "127.0.0.1", port: 0).error(at: "probes") == nil)
 
         let c = try GatewayConfigurationTests.load { $0["admin"] = ["unix": "/nonexistent-authgate-e/admin.sock"] }
-        let missing = try #require(#expect(throws: ConfigurationError.self) { try c.checkListenerDirectories() })
+        let missing = try #require(#expect(throws: GatewayError.self) { try c.checkListenerDirectories() })
         #expect(missing.code == .unusablePath && missing.field == "admin.unix")
     }
 
@@ -108,7 +109,7 @@ import Testing
         let root = Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let absent = try #require(
-            #expect(throws: ConfigurationError.self) {
+            #expect(throws: GatewayError.self) {
                 try SecretSources.readFile(root + "/absent", field: "adminTokenFile")
             })
         #expect(absent.code == .unreadableFile && absent.field == "adminTokenFile")
@@ -118,7 +119,7 @@ import Testing
         let twoLines = root + "/two-lines"
         FileManager.default.createFile(atPath: twoLines, contents: Data("\(secret)\u{1}more\n".utf8))
         let control = try #require(
-            #expect(throws: ConfigurationError.self) {
+            #expect(throws: GatewayError.self) {
                 try SecretSources.readFile(twoLines, field: "authorization.clientSecretFile")
             })
         #expect(control.code == .unreadableFile && control.field == "authorization.clientSecretFile")
@@ -130,14 +131,14 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: root) }
         let file = root + "/file"
         FileManager.default.createFile(atPath: file, contents: Data())
-        let notDirectory = try #require(#expect(throws: ConfigurationError.self) { try StateDirectory.prepare(file) })
+        let notDirectory = try #require(#expect(throws: GatewayError.self) { try StateDirectory.prepare(file) })
         #expect(notDirectory.code == .unusablePath && notDirectory.field == "stateDirectory")
         #expect(notDirectory.description == "the state directory \(file) is not a directory")
 
         let open = root + "/open"
         try FileManager.default.createDirectory(
             atPath: open, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
-        let unsafe = try #require(#expect(throws: ConfigurationError.self) { try StateDirectory.prepare(open) })
+        let unsafe = try #require(#expect(throws: GatewayError.self) { try StateDirectory.prepare(open) })
         #expect(unsafe.code == .unsafePermissions && unsafe.field == "stateDirectory")
         #expect(
             unsafe.description
@@ -146,7 +147,7 @@ import Testing
 
         let key = root + "/key"
         FileManager.default.createFile(atPath: key, contents: Data(), attributes: [.posixPermissions: 0o644])
-        let openKey = try #require(#expect(throws: ConfigurationError.self) { try StateDirectory.checkKeyFile(key) })
+        let openKey = try #require(#expect(throws: GatewayError.self) { try StateDirectory.checkKeyFile(key) })
         #expect(openKey.code == .unsafePermissions && openKey.field == "keyFile")
         #expect(
             openKey.description == "the store key file \(key) is accessible to its group or others (mode 0644); chmod 600 \(key)")
@@ -159,7 +160,7 @@ import Testing
         let prefixed = unsafe.prefixed(with: "stateDirectory")
         #expect(prefixed.code == .unsafePermissions && prefixed.field == "stateDirectory")
         #expect(prefixed.description == "stateDirectory: \(unsafe.description)")
-        #expect(prefixed.underlying as? ConfigurationError == unsafe)
+        #expect(prefixed.underlying as? GatewayError == unsafe)
     }
 
     @Test func variablesAndFlagsKeepTheFieldAndNameTheirLayer() throws {
@@ -221,7 +222,7 @@ import Testing
         let key = "not-a-key-but-secret-looking-\(UUID().uuidString)"
         let c = try GatewayConfigurationTests.load { _ in }
         let badKey = try #require(
-            #expect(throws: ConfigurationError.self) {
+            #expect(throws: GatewayError.self) {
                 try SecretSources.resolve(c, environment: ["AUTHGATE_STORE_KEY": key])
             })
         #expect(badKey.code == .invalidValue && badKey.field == "AUTHGATE_STORE_KEY")
@@ -243,7 +244,7 @@ import Testing
             ]
         }
         let error = try #require(
-            await #expect(throws: ConfigurationError.self) {
+            await #expect(throws: GatewayError.self) {
                 _ = try await GatewayStores.open(
                     c, key: TokenStoreKey.random(), logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
             })
@@ -256,8 +257,8 @@ import Testing
         struct Broken: Error, CustomStringConvertible {
             var description: String { "the disk is on fire" }
         }
-        let error = ConfigurationError.other(Broken())
-        #expect(error.code == .other && error.field == nil && error.description == "the disk is on fire")
+        let error = GatewayError.configurationFailed(Broken())
+        #expect(error.code == .configurationFailed && error.field == nil && error.description == "the disk is on fire")
         #expect(error.underlying is Broken)
     }
 }

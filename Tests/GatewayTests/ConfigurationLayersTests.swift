@@ -174,7 +174,7 @@ struct ConfigurationLayersTests {
             ),
         ] as [([String], Int, String)])
     func aValueNoFlagTakesIsRefusedByItsPositionAndTheFlagBeforeIt(flags: [String], position: Int, after: String) throws {
-        let error = try #require(throws: ConfigurationError.self) { try Self.merged(flags: flags) }
+        let error = try #require(throws: GatewayError.self) { try Self.merged(flags: flags) }
         #expect(error.code == .invalidValue)
         #expect(error.field == nil)
         #expect("\(error)" == "argument \(position) of the field flags: a value without a flag before it (\(after))")
@@ -197,7 +197,7 @@ struct ConfigurationLayersTests {
             ["--admin-token-file", "/run/t", String(secret.dropFirst())], ["--admin-token-file=/run/t", secret],
             ["--loops", String(secret.dropFirst()), "x"],  // nor the value of the flag before it
         ] {
-            let error = try #require(throws: ConfigurationError.self, "\(flags)") {
+            let error = try #require(throws: GatewayError.self, "\(flags)") {
                 _ = try GatewayConfiguration.load(file: ("authgate.json", Self.file), environment: [:], arguments: flags)
             }
             for text in ["\(error)", error.message, String(reflecting: error), error.field ?? ""] {
@@ -263,7 +263,7 @@ struct ConfigurationLayersTests {
         #expect(postgres?["poolSize"] as? Int == 8)
         #expect(postgres?["tls"] as? Bool == true)
         #expect(m.sources["store.postgres.poolSize"] == .flag("--store-postgres-pool-size"))
-        #expect(throws: ConfigurationError.self) {
+        #expect(throws: GatewayError.self) {
             try layers.merge(file: nil, environment: ["AUTHGATE_STORE_POSTGRES_USER": "u"], arguments: [])
         }
     }

@@ -2,9 +2,9 @@ import AuthCore
 import Gateway
 import Testing
 
-/// The Gateway module's run-time error: stable, distinct codes; the context callers read
-/// (the admin API's status and body, the retry delay, the refused configuration) kept as
-/// values; and messages that never quote a secret.
+/// The Gateway module's one error: stable, distinct codes; the context callers read (the
+/// field at fault, the admin API's status and body, the retry delay, the refused
+/// configuration) kept as values; and messages that never quote a secret.
 @Suite struct GatewayErrorTests {
     /// A secret that must never reach a message.
     static let secret = "eyJhbGciOiJSUzI1NiJ9.c2VjcmV0.c2lnbmF0dXJl"
@@ -14,9 +14,24 @@ import Testing
         var description: String { "Authorization: Bearer \(GatewayErrorTests.secret)" }
     }
 
+    /// A file error, as reading a configuration meets one.
+    struct DiskError: Error, CustomStringConvertible {
+        var description: String { "the disk is on fire" }
+    }
+
     /// One error of every code, built by its factory, with ``Leaky`` underlying where the
-    /// factory takes an error.
+    /// factory takes an error and does not describe the configuration error as itself
+    /// (``GatewayError/configurationFailed(_:)`` does: it is given what reading a file threw).
     static let everyCode: [GatewayError] = [
+        .invalidJSON("unexpected end of file"), .missing("stateDirectory"), .unknownField("refreshLaed"),
+        .invalid("maxReplays", "must be 0…10"), .conflict("routes[1].prefix", "repeats routes[0].prefix"),
+        .unreadable("authorization.clientSecretFile", path: "/run/secrets/client", underlying: Leaky()),
+        .at("stateDirectory", .unusablePath, "is not a directory"),
+        .at("keyFile", .unsafePermissions, "lets its group or others read it"),
+        .at("store.url", .secretExposed, "must not hold a password: put it in store.passwordFile"),
+        .unsupported("proxy.unixSocket", "is not supported for the proxy"),
+        .at("store", .storeUnavailable, "the database refused the password", underlying: Leaky()),
+        .configurationFailed(DiskError()),
         .upstreamBusy(retryAfter: 2), .upstreamShed(retryAfter: 3), .slotCancelled,
         .noToken(Leaky()), .replayRefreshFailed(Leaky()),
         .reloadRefused(.invalid("maxReplays", "must be 0…10")), .reloadUnavailable,
@@ -30,7 +45,10 @@ import Testing
         let names = GatewayError.Code.all.map(\.description)
         #expect(
             names == [
-                "upstream-busy", "upstream-shed", "slot-cancelled", "no-token", "replay-refresh-failed", "reload-refused",
+                "invalid-json", "missing-field", "unknown-field", "invalid-value", "conflict", "unreadable-file",
+                "unusable-path", "unsafe-permissions", "secret-exposed", "unsupported", "store-unavailable",
+                "configuration-failed", "upstream-busy", "upstream-shed", "slot-cancelled", "no-token", "replay-refresh-failed",
+                "reload-refused",
                 "reload-unavailable", "issuer-unusable", "issuer-unreachable", "admin-refused", "admin-unreachable",
             ])
         #expect(Set(names).count == names.count)
@@ -67,7 +85,7 @@ import Testing
     }
 
     @Test func aRefusedReloadSaysWhatTheConfigurationErrorSaysAndKeepsItsField() {
-        let invalid = ConfigurationError.invalid("routes[1].upstream", "must be http or https")
+        let invalid = GatewayError.invalid("routes[1].upstream", "must be http or https")
         let refused = GatewayError.reloadRefused(invalid.attributed(to: .environment("AUTHGATE_ROUTES")))
         #expect(refused.code == .reloadRefused)
         #expect(refused.description == "routes[1].upstream must be http or https (set by env AUTHGATE_ROUTES)")

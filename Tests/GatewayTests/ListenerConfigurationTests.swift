@@ -172,7 +172,7 @@ import Testing
     @Test func theSocketDirectoryMustExist() throws {
         let c = try GatewayConfigurationTests.load { $0["admin"] = ["unix": "/nonexistent-authgate-dir/admin.sock"] }
         #expect(
-            throws: ConfigurationError(
+            throws: GatewayError(
                 .unusablePath, field: "admin.unix", "admin.unix: the directory /nonexistent-authgate-dir does not exist")
         ) {
             try c.checkListenerDirectories()
@@ -185,7 +185,7 @@ import Testing
         // A file is not a directory.
         let file = try GatewayConfigurationTests.load { $0["admin"] = ["unix": dir + "/admin.sock/x.sock"] }
         FileManager.default.createFile(atPath: dir + "/admin.sock", contents: Data())
-        #expect(throws: ConfigurationError.self) { try file.checkListenerDirectories() }
+        #expect(throws: GatewayError.self) { try file.checkListenerDirectories() }
         // TCP listeners have no directory to check.
         var asked: [String] = []
         try GatewayConfigurationTests.load { _ in }.checkListenerDirectories {
@@ -205,8 +205,8 @@ import Testing
         #expect(tcp.url("/auth/session") == "http://127.0.0.1:8081/auth/session")
         #expect(tcp.curlArguments("/auth/events") == "http://127.0.0.1:8081/auth/events")
         for bad in ["unix:run/admin.sock", "unix:", "unix:/run/authgate/", "127.0.0.1:8081", "ftp://x", "http://x/?q=1"] {
-            #expect(throws: ConfigurationError.self, "\(bad)") { try AdminEndpoint(parsing: bad) }
+            #expect(throws: GatewayError.self, "\(bad)") { try AdminEndpoint(parsing: bad) }
         }
-        #expect(throws: ConfigurationError.self) { try AdminEndpoint(parsing: "unix:/" + String(repeating: "a", count: 107)) }
+        #expect(throws: GatewayError.self) { try AdminEndpoint(parsing: "unix:/" + String(repeating: "a", count: 107)) }
     }
 }

@@ -76,10 +76,10 @@ import Testing
         // A restart with the new file would be accepted ...
         try new.validate()
         // ... but a reload keeps the restart-only fields, and is refused naming the field.
-        #expect(throws: ConfigurationError.self, "\(c.name)") { try Self.decide(running: running, new: new) }
+        #expect(throws: GatewayError.self, "\(c.name)") { try Self.decide(running: running, new: new) }
         do {
             _ = try Self.decide(running: running, new: new)
-        } catch let error as ConfigurationError {
+        } catch let error as GatewayError {
             #expect(error.field == c.field, "\(c.name)")
             #expect(error.message.contains("fields that need a restart keep their running values"), "\(c.name)")
         }

@@ -163,7 +163,7 @@ import Testing
             try ReloadPlan.decide(
                 running: Self.configuration(), new: new, runningSecrets: Self.secrets(), newSecrets: Self.secrets())
         } throws: { error in
-            let e = error as? ConfigurationError
+            let e = error as? GatewayError
             return e?.field == "routes[2].session" && "\(e!)".contains("needs a restart")
         }
     }
@@ -175,15 +175,15 @@ import Testing
     }
 
     @Test func configurationErrorsNameTheirField() {
-        let upstream = ConfigurationError.invalid("routes[1].upstream", "must be http or https")
+        let upstream = GatewayError.invalid("routes[1].upstream", "must be http or https")
         #expect(upstream.field == "routes[1].upstream" && "\(upstream)" == "routes[1].upstream must be http or https")
-        let unknown = ConfigurationError.unknownField("routes[0].prefx")
+        let unknown = GatewayError.unknownField("routes[0].prefx")
         #expect(unknown.field == "routes[0].prefx" && "\(unknown)" == "unknown field routes[0].prefx")
-        let missing = ConfigurationError.missing("stateDirectory")
+        let missing = GatewayError.missing("stateDirectory")
         #expect(missing.field == "stateDirectory" && "\(missing)" == "missing field stateDirectory")
-        let unreadable = ConfigurationError.unreadable("adminTokenFile", path: "/x", reason: "no such file")
+        let unreadable = GatewayError.unreadable("adminTokenFile", path: "/x", reason: "no such file")
         #expect(unreadable.field == "adminTokenFile" && "\(unreadable)" == "adminTokenFile: cannot read /x (no such file)")
-        let json = ConfigurationError.invalidJSON("line 1")
+        let json = GatewayError.invalidJSON("line 1")
         #expect(json.field == nil && "\(json)" == "not valid JSON: line 1")
     }
 }

@@ -59,7 +59,7 @@ import Testing
         for open: mode_t in [0o755, 0o750, 0o710, 0o701, 0o707, 0o770] {
             let path = root + "/state-\(String(open, radix: 8))"
             makeDirectory(path, mode: open)
-            let error = #expect(throws: ConfigurationError.self) { try StateDirectory.prepare(path) }
+            let error = #expect(throws: GatewayError.self) { try StateDirectory.prepare(path) }
             #expect(error?.description.contains(path) == true, "\(String(describing: error))")
         }
         let closed = root + "/closed"
@@ -75,7 +75,7 @@ import Testing
         for open: mode_t in [0o644, 0o640, 0o604, 0o660, 0o620] {
             let path = root + "/key-\(String(open, radix: 8))"
             makeFile(path, mode: open)
-            let error = #expect(throws: ConfigurationError.self) { try StateDirectory.checkKeyFile(path) }
+            let error = #expect(throws: GatewayError.self) { try StateDirectory.checkKeyFile(path) }
             #expect(error?.description.contains(path) == true, "\(String(describing: error))")
         }
         for closed: mode_t in [0o600, 0o400] {
@@ -92,7 +92,7 @@ import Testing
         makeDirectory(root + "/state", mode: 0o755)
         let stack = try Stack(stateDirectory: root + "/state")
         defer { Task { await stack.stop() } }
-        await #expect(throws: ConfigurationError.self) {
+        await #expect(throws: GatewayError.self) {
             _ = try await GatewayService.start(
                 configuration: stack.configuration,
                 secrets: .init(clientSecret: "s3cret", adminToken: Stack.adminToken, storeKey: TokenStoreKey.random()),

@@ -103,7 +103,7 @@ import Tracing
         ] as [([String: String], Refusal?)])
     func whatThisBuildCannotExportIsRefusedNamingTheVariable(environment: [String: String], expected: Refusal?) {
         let problem = TracingSwitch.unsupported(environment: environment)
-        #expect(problem?.code == (expected == nil ? nil : ConfigurationError.Code.unsupported))
+        #expect(problem?.code == (expected == nil ? nil : GatewayError.Code.unsupported))
         #expect(problem?.field == expected?.field)
         #expect(problem?.message == expected?.message)
         // Nothing set it through AUTHGATE_* or a flag: the description is the message.

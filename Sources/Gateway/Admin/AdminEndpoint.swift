@@ -16,11 +16,11 @@ public struct AdminEndpoint: Sendable, Equatable {
     public let unixSocketPath: String?
 
     /// Reads `http://HOST:PORT`, `https://…` or `unix:/ABSOLUTE/PATH`.
-    public init(parsing text: String) throws(ConfigurationError) {
+    public init(parsing text: String) throws(GatewayError) {
         if text.hasPrefix("unix:") {
             let path = String(text.dropFirst("unix:".count))
             guard path.hasPrefix("/"), !path.hasSuffix("/") else {
-                throw ConfigurationError(
+                throw GatewayError(
                     .invalidValue, field: "--admin",
                     "--admin unix: needs an absolute socket path, such as unix:/run/authgate/admin.sock")
             }

@@ -39,7 +39,7 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
     }
 
     /// Merges the file (`nil`: none, `{}`), the environment and the flags (`arguments`, the
-    /// ones the command did not take itself). Throws a ``ConfigurationError`` naming the
+    /// ones the command did not take itself). Throws a ``GatewayError`` naming the
     /// file's syntax error, or the variable or flag that names no field or holds a value
     /// that cannot be read.
     public func merge(file: (path: String, data: Data)?, environment: [String: String], arguments: [String]) throws
@@ -50,7 +50,7 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
             do {
                 document = try StrictJSON.parse(Array(file.data))
             } catch {
-                throw ConfigurationError.invalidJSON("\(error)", underlying: error)
+                throw GatewayError.invalidJSON("\(error)", underlying: error)
             }
         }
         // Every path a layer may set: the file's leaves and whatever the variables and flags name.
@@ -66,7 +66,7 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
             )
             .map(String.init)
             guard let path = ConfigurationNames.resolve(tokens, in: schema.root), !path.isEmpty else {
-                throw ConfigurationError(
+                throw GatewayError(
                     .unknownField, field: name,
                     "unknown environment variable \(name): no configuration field has that name "
                         + "(nested fields join with _, such as AUTHGATE_AUTHORIZATION_TOKEN_ENDPOINT)")
@@ -82,7 +82,7 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
                 // A short option (`-l`) is named; anything longer may be a value (a
                 // base64url secret can start with `-`): named by its position only.
                 let isShortOption = name.count <= 3 && name.dropFirst().allSatisfy(\.isLetter)
-                throw ConfigurationError(
+                throw GatewayError(
                     .invalidValue, field: isShortOption ? name : nil,
                     "\(isShortOption ? name : "argument \(index + 1) of the field flags"): "
                         + "configuration flags are long options, such as --loops 2")
@@ -90,13 +90,13 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
             let tokens = name.dropFirst(2).split(separator: "-", omittingEmptySubsequences: false).map(String.init)
             let path = ConfigurationNames.resolve(tokens, in: schema.root)
             if ConfigurationValues.isSecretName(path?.last ?? String(name.dropFirst(2))) {
-                throw ConfigurationError.at(
+                throw GatewayError.at(
                     name, .secretExposed,
                     "secrets are never taken from flags; put the secret in a file and name it in the "
                         + "configuration (adminTokenFile, authorization.clientSecretFile, keyFile), or use AUTHGATE_STORE_KEY")
             }
             guard let path, !path.isEmpty else {
-                throw ConfigurationError(
+                throw GatewayError(
                     .unknownField, field: name, "unknown flag \(name): no configuration field has that name (see --help)")
             }
             paths.insert(path)
@@ -175,7 +175,7 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
     /// last into the flag's value. The error names the value's position among the field
     /// flags and the flag before it, never the value nor the flag's: a secret typed in the
     /// wrong place is not printed.
-    static func strayValue(in arguments: [String], singleValued: Set<String>) -> ConfigurationError? {
+    static func strayValue(in arguments: [String], singleValued: Set<String>) -> GatewayError? {
         // The flag the next value would go to, and how many values it has taken.
         var flag: (name: String, inline: Bool, values: Int)?
         for (index, argument) in arguments.enumerated() {
@@ -195,7 +195,7 @@ public struct ConfigurationLayers<C: Decodable>: Sendable {
                 flag = (name, false, values + 1)
                 continue
             }
-            return ConfigurationError(
+            return GatewayError(
                 .invalidValue, field: nil,
                 "argument \(index + 1) of the field flags: a value without a flag before it (\(after))")
         }

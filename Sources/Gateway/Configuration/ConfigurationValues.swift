@@ -78,7 +78,7 @@ public enum ConfigurationValues {
     /// --a y`) and are joined again; a flag with no value is `true`. Errors name `source`.
     static func json(
         _ values: [String], node: ConfigurationSchema.Node, isFlag: Bool, source: ConfigurationSource
-    ) throws(ConfigurationError) -> JSONValue {
+    ) throws(GatewayError) -> JSONValue {
         if isFlag && values.isEmpty { return .bool(true) }
         let (name, field) = ("\(source)", source.layerName)
         let text = values.joined(separator: ",")
@@ -87,7 +87,7 @@ public enum ConfigurationValues {
             do {
                 return try StrictJSON.parse(Array(text.utf8))
             } catch {
-                throw ConfigurationError(.invalidJSON, field: field, "\(name): not valid JSON: \(error)", underlying: error)
+                throw GatewayError(.invalidJSON, field: field, "\(name): not valid JSON: \(error)", underlying: error)
             }
         }
         switch node {
@@ -100,7 +100,7 @@ public enum ConfigurationValues {
                     element == .string ? .string(String($0)) : scalar(String($0).trimmingCharacters(in: .whitespaces))
                 })
         default:
-            throw ConfigurationError(
+            throw GatewayError(
                 .invalidValue, field: field,
                 "\(name): this field takes a JSON \(node == .map ? "object" : "value"), such as {…} or […]")
         }
@@ -119,14 +119,14 @@ public enum ConfigurationValues {
     /// array grows by one element at a time: an index past its end is refused.
     static func setting(
         _ value: JSONValue, at path: [String], in document: JSONValue, source: ConfigurationSource
-    ) throws(ConfigurationError) -> JSONValue {
+    ) throws(GatewayError) -> JSONValue {
         guard let first = path.first else { return value }
         let rest = Array(path.dropFirst())
         if let index = Int(first), first.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
             var elements: [JSONValue] = []
             if case .array(let e) = document { elements = e }
             guard index <= elements.count else {
-                throw ConfigurationError(
+                throw GatewayError(
                     .invalidValue, field: source.layerName,
                     "\(source): there is no element \(index) to set (the array has \(elements.count); the next one is \(elements.count))"
                 )

@@ -39,7 +39,7 @@ extension GatewayConfiguration {
         /// The rule these callers make, names resolved; throws naming the field (under
         /// `field`) of a name no user or group has, an address that is not one, or callers
         /// that name nobody.
-        func rule(at field: String) throws(ConfigurationError) -> CallerRule {
+        func rule(at field: String) throws(GatewayError) -> CallerRule {
             var uids = Set(self.uids ?? [])
             var gids = Set(self.gids ?? [])
             for (i, name) in (users ?? []).enumerated() {

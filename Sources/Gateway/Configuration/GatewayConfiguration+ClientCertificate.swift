@@ -6,7 +6,7 @@ import X509
 extension GatewayConfiguration {
     /// The rules between a certificate field and its key field at `field` (no file is read):
     /// both or neither.
-    static func validateCertificatePair(certificate: String?, key: String?, at field: String) throws(ConfigurationError) {
+    static func validateCertificatePair(certificate: String?, key: String?, at field: String) throws(GatewayError) {
         switch (certificate, key) {
         case (.some, nil):
             throw .required("\(field).clientCertificateKeyFile", "is required with \(field).clientCertificateFile")
@@ -23,7 +23,7 @@ extension GatewayConfiguration {
     /// readable by its owner only. The error names the field and the file,
     /// never the contents.
     public static func checkCertificateFiles(certificate: String, key: String, at field: String, now: Date = Date())
-        throws(ConfigurationError)
+        throws(GatewayError)
     {
         let certificateField = "\(field).clientCertificateFile"
         let keyField = "\(field).clientCertificateKeyFile"

@@ -8,7 +8,7 @@ extension GatewayConfiguration {
     ]
 
     /// The rules between the client authentication fields of `a` (no file is read).
-    static func validateClientAuthentication(_ a: Authorization, at field: String) throws(ConfigurationError) {
+    static func validateClientAuthentication(_ a: Authorization, at field: String) throws(GatewayError) {
         let method = a.clientAuthentication ?? "basic"
         guard clientAuthenticationMethods.contains(method) else {
             throw .invalid(
@@ -93,7 +93,7 @@ extension GatewayConfiguration {
     /// holding one compact JWT that has not expired. The error names the field and the
     /// file, never its contents.
     public static func checkClientCredentialFiles(_ a: Authorization, at field: String, now: Date = Date())
-        throws(ConfigurationError)
+        throws(GatewayError)
     {
         if let path = a.clientKeyFile {
             try checkSigningKeyFile(path, field: "\(field).clientKeyFile", algorithmField: "\(field).clientKeyAlgorithm") {
@@ -124,7 +124,7 @@ extension GatewayConfiguration {
     /// `algorithm` picks for it (`algorithmField` names that setting).
     static func checkSigningKeyFile(
         _ path: String, field name: String, algorithmField: String, algorithm: (ClientKey) -> ClientKey.Algorithm
-    ) throws(ConfigurationError) {
+    ) throws(GatewayError) {
         let data = try SecretSources.readBytes(path, field: name)
         let attributes = try? FileManager.default.attributesOfItem(atPath: path)
         if let mode = (attributes?[.posixPermissions] as? NSNumber)?.uint16Value, mode & 0o077 != 0 {

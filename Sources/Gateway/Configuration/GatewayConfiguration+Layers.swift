@@ -29,7 +29,7 @@ extension GatewayConfiguration {
 
     /// `error` with the variable or flag that set its field (or the nearest enclosing field
     /// a layer set whole), when one did.
-    static func attributed(_ error: ConfigurationError, _ sources: [String: ConfigurationSource]) -> ConfigurationError {
+    static func attributed(_ error: GatewayError, _ sources: [String: ConfigurationSource]) -> GatewayError {
         var candidate = error.field ?? ""
         while !candidate.isEmpty {
             if let source = sources[candidate] { return error.attributed(to: source) }

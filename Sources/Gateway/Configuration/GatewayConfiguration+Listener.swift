@@ -57,7 +57,7 @@ extension GatewayConfiguration {
 
         /// What is wrong with this listener, as an error naming the field (`admin.unix`), or nil.
         /// Pure: the socket's directory is checked by ``GatewayConfiguration/checkListenerDirectories(isDirectory:)``.
-        public func error(at field: String) -> ConfigurationError? {
+        public func error(at field: String) -> GatewayError? {
             if let unix {
                 if host != nil || port != nil {
                     return .at(field, .conflict, "set either host and port, or unix, not both")
@@ -96,7 +96,7 @@ extension GatewayConfiguration {
         }
 
         /// Where to listen; throws when the listener is not valid (see ``error(at:)``).
-        public func address(at field: String) throws(ConfigurationError) -> ListenAddress {
+        public func address(at field: String) throws(GatewayError) -> ListenAddress {
             if let error = error(at: field) { throw error }
             if let unix, let bits = unixMode { return .unix(path: unix, mode: bits) }
             return .tcp(host: host ?? "", port: port ?? 0)
@@ -112,7 +112,7 @@ extension GatewayConfiguration {
 
     /// Checks what ``validate()`` cannot without the file system: the directory of every
     /// Unix socket exists (bind would fail with a misleading `EACCES` otherwise).
-    public func checkListenerDirectories(isDirectory: (String) -> Bool = Self.isDirectory) throws(ConfigurationError) {
+    public func checkListenerDirectories(isDirectory: (String) -> Bool = Self.isDirectory) throws(GatewayError) {
         for (field, listener) in listeners {
             guard let path = listener.unix else { continue }
             let directory = (path as NSString).deletingLastPathComponent

@@ -11,7 +11,7 @@ extension GatewayConfiguration {
     /// string (but for `mapping.extraFields` values), a value of the wrong type, and a key
     /// the configuration does not have (a misspelt `refreshLaed` would otherwise be ignored
     /// without a word).
-    public static func load(from data: Data) throws(ConfigurationError) -> GatewayConfiguration {
+    public static func load(from data: Data) throws(GatewayError) -> GatewayConfiguration {
         let document: JSONValue
         do {
             document = try StrictJSON.parse(Array(data))
@@ -19,7 +19,7 @@ extension GatewayConfiguration {
             throw .invalidJSON("\(error)", underlying: error)
         }
         guard case .object = document else {
-            throw ConfigurationError(.invalidJSON, field: nil, "the configuration must be a JSON object, not \(document.kind)")
+            throw GatewayError(.invalidJSON, field: nil, "the configuration must be a JSON object, not \(document.kind)")
         }
         if let error = valueError(in: document, at: "") { throw error }
         let c: GatewayConfiguration
@@ -37,15 +37,15 @@ extension GatewayConfiguration {
                 throw .invalid(path(ctx.codingPath), "must be an integer within range")
             }
             let field = path(ctx.codingPath)
-            throw ConfigurationError(.invalidValue, field: field, "invalid value at \(field): \(ctx.debugDescription)")
+            throw GatewayError(.invalidValue, field: field, "invalid value at \(field): \(ctx.debugDescription)")
         } catch {
-            throw .other(error)
+            throw .configurationFailed(error)
         }
         let unknown: String?
         do {
             unknown = try unknownField(in: document, decoded: c)
         } catch {
-            throw .other(error)
+            throw .configurationFailed(error)
         }
         if let unknown { throw .unknownField(unknown) }
         try c.validate()
@@ -80,7 +80,7 @@ extension GatewayConfiguration {
     /// The first string (value or member name) that has a control character or, as a value,
     /// is empty, or number that is not an integer an `Int` holds (no field takes another);
     /// an error naming where. Values in `mapping.extraFields` may be empty.
-    static func valueError(in value: JSONValue, at path: String) -> ConfigurationError? {
+    static func valueError(in value: JSONValue, at path: String) -> GatewayError? {
         switch value {
         case .number(let literal):
             if JSONValue.integer(literal) == nil { return .invalid(path, "must be an integer (no fraction, not this large)") }
@@ -98,7 +98,7 @@ extension GatewayConfiguration {
         case .object(let members):
             for member in members {
                 if member.name.unicodeScalars.contains(where: LoginFieldSyntax.isControl) || member.name.isEmpty {
-                    return ConfigurationError(
+                    return GatewayError(
                         .invalidValue, field: path.isEmpty ? nil : path,
                         "\(path.isEmpty ? "the configuration" : path) has a member name that is empty or has control characters")
                 }
@@ -111,7 +111,7 @@ extension GatewayConfiguration {
     }
 
     /// "`proxy.port` must be an integer, not a string".
-    static func typeError(_ type: Any.Type, at codingPath: [any CodingKey], in document: JSONValue) -> ConfigurationError {
+    static func typeError(_ type: Any.Type, at codingPath: [any CodingKey], in document: JSONValue) -> GatewayError {
         let expected = expected(type)
         let field = path(codingPath)
         guard let found = value(at: codingPath, in: document) else {

@@ -106,7 +106,7 @@ extension GatewayConfiguration.Authorization {
 
 extension GatewayConfiguration {
     /// The rules of `jwtBearer`, `tokenExchange` and `autoLogin` in `a` (no file is read).
-    static func validateLoginGrants(_ a: Authorization, at field: String) throws(ConfigurationError) {
+    static func validateLoginGrants(_ a: Authorization, at field: String) throws(GatewayError) {
         if let x = a.tokenExchange {
             for (name, value) in [("subjectTokenType", x.subjectTokenType), ("requestedTokenType", x.requestedTokenType)] {
                 if let value, !isAbsoluteURI(value) {
@@ -162,7 +162,7 @@ extension GatewayConfiguration {
     /// Reads the JWT bearer assertion and the token exchange's subject token files `a` names
     /// and checks they can be used now (as before every token request). The error names
     /// the field and the file, never its contents.
-    static func checkLoginGrantFiles(_ a: Authorization, at field: String, now: Date) throws(ConfigurationError) {
+    static func checkLoginGrantFiles(_ a: Authorization, at field: String, now: Date) throws(GatewayError) {
         if let settings = a.jwtBearerSettings {
             let name = "\(field).jwtBearer.assertionFile"
             let data = try SecretSources.readBytes(settings.assertionFile, field: name)

@@ -55,7 +55,7 @@ extension GatewayConfiguration {
     }
 
     /// Checks `store` without connecting (the connection is checked at start).
-    func validateStore() throws(ConfigurationError) {
+    func validateStore() throws(GatewayError) {
         guard let store else { return }
         switch store.kind ?? "file" {
         case "file":

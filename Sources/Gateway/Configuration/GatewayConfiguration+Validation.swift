@@ -4,7 +4,7 @@ import Foundation
 /// The checks of values the types cannot express; every error names the field at fault.
 extension GatewayConfiguration {
     /// Checks values the types cannot.
-    public func validate() throws(ConfigurationError) {
+    public func validate() throws(GatewayError) {
         try validateListeners()
         try validateStore()
         if adminTokenFile == nil && adminTokenDisabled != true {
@@ -13,7 +13,7 @@ extension GatewayConfiguration {
         if routes.isEmpty { throw .required("routes", "must name at least one route") }
         if let lead = refreshLead {
             if refreshSkewSeconds != nil {
-                throw ConfigurationError(.conflict, field: "refreshLead", "refreshLead and refreshSkewSeconds: set only one")
+                throw GatewayError(.conflict, field: "refreshLead", "refreshLead and refreshSkewSeconds: set only one")
             }
             if let problem = lead.problem { throw .invalid("refreshLead", problem) }
         }
@@ -125,7 +125,7 @@ extension GatewayConfiguration {
 
     /// Each listener is TCP or a Unix socket, well formed; no two share a port or a path (`SO_REUSEPORT` would let two of them share a port, and split its
     /// connections between them).
-    func validateListeners() throws(ConfigurationError) {
+    func validateListeners() throws(GatewayError) {
         for (field, listener) in listeners {
             if let error = listener.error(at: field) { throw error }
         }
@@ -176,14 +176,14 @@ extension GatewayConfiguration {
     }
 
     /// Refuses an `http://` URL to a host other than loopback, unless `insecure`.
-    static func requireTLS(_ url: String, at field: String, insecure: Bool) throws(ConfigurationError) {
+    static func requireTLS(_ url: String, at field: String, insecure: Bool) throws(GatewayError) {
         guard !insecure, url.lowercased().hasPrefix("http://"), let host = URLComponents(string: url)?.host,
             !isLoopback(host: host)
         else { return }
         throw .invalid(field, "must be https unless its host is loopback (or set allowInsecureHTTP: true)")
     }
 
-    static func validate(_ a: Authorization, at field: String, insecure: Bool = false) throws(ConfigurationError) {
+    static func validate(_ a: Authorization, at field: String, insecure: Bool = false) throws(GatewayError) {
         try validateClientAuthentication(a, at: field)
         try validateLoginGrants(a, at: field)
         if let issuer = a.issuer, !OIDCDiscovery.isValidIssuer(issuer) {
@@ -220,7 +220,7 @@ extension GatewayConfiguration {
     }
 
     /// Checks a token endpoint mapping's names and statuses.
-    static func validate(_ m: TokenEndpointMapping, at field: String) throws(ConfigurationError) {
+    static func validate(_ m: TokenEndpointMapping, at field: String) throws(GatewayError) {
         if let header = m.accessTokenHeader, !TokenSyntax.isTokenType(header) {
             throw .invalid("\(field).accessTokenHeader", "must be a header name (an RFC 9110 token)")
         }
@@ -232,13 +232,13 @@ extension GatewayConfiguration {
             "client_secret",
         ]
         for name in m.requestFieldNames.keys.sorted() where !standard.contains(name) {
-            throw ConfigurationError(
+            throw GatewayError(
                 .unknownField, field: "\(field).requestFieldNames.\(name)",
                 "\(field).requestFieldNames.\(name) renames no request field; the fields are \(standard.joined(separator: ", "))")
         }
     }
 
-    static func validate(_ u: UserInfoProbe.Configuration?, at field: String, insecure: Bool = false) throws(ConfigurationError) {
+    static func validate(_ u: UserInfoProbe.Configuration?, at field: String, insecure: Bool = false) throws(GatewayError) {
         guard let u else { return }
         if !isEndpointURL(u.url) {
             throw .invalid("\(field).url", "must be an http or https URL with a host, without spaces, credentials or fragment")

@@ -57,7 +57,7 @@ public struct ReloadPlan: Sendable, Equatable, Codable {
     /// The plan for replacing `running` (served with `runningSecrets`) by `new` (whose secret
     /// files hold `newSecrets`). Both configurations have passed ``GatewayConfiguration/validate()``.
     ///
-    /// Throws a ``ConfigurationError`` naming the field when the new configuration cannot be
+    /// Throws a ``GatewayError`` naming the field when the new configuration cannot be
     /// served by the running process even in part: a route naming a session the process does
     /// not run (adding a session needs a restart), or a configuration that is invalid *as it
     /// would run* (``effective(running:new:)``): `adminTokenDisabled: true` beside an admin
@@ -67,7 +67,7 @@ public struct ReloadPlan: Sendable, Equatable, Codable {
     public static func decide(
         running: GatewayConfiguration, new: GatewayConfiguration, runningSecrets: GatewayService.Secrets,
         newSecrets: GatewayService.Secrets
-    ) throws(ConfigurationError) -> ReloadPlan {
+    ) throws(GatewayError) -> ReloadPlan {
         let runningSessions = Set(running.allSessions.map(\.name))
         for (i, route) in new.routes.enumerated() where route.requiresAuthentication ?? true {
             let name = route.session ?? GatewayConfiguration.defaultSession
@@ -79,7 +79,7 @@ public struct ReloadPlan: Sendable, Equatable, Codable {
         do {
             try effective(running: running, new: new).validate()
         } catch {
-            throw ConfigurationError(
+            throw GatewayError(
                 error.code, field: error.field,
                 "\(error.message) (as the process would run after this reload: fields that need a restart keep their running values)",
                 underlying: error, source: error.source)

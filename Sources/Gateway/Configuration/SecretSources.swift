@@ -6,7 +6,7 @@ import Foundation
 public enum SecretSources {
     /// The secret in the file at `path`, which the configuration names as `field`: one line
     /// of text, trimmed. Every refusal names the field and the path, never the content.
-    public static func readFile(_ path: String, field: String) throws(ConfigurationError) -> String {
+    public static func readFile(_ path: String, field: String) throws(GatewayError) -> String {
         let data = try readBytes(path, field: field)
         guard let text = String(data: data, encoding: .utf8) else {
             throw .at(field, .unreadableFile, "\(path) is not UTF-8 text")
@@ -21,7 +21,7 @@ public enum SecretSources {
 
     /// The bytes of the file at `path`; a file that cannot be read is refused naming `field`
     /// and why (no such file, a directory, no permission).
-    static func readBytes(_ path: String, field: String) throws(ConfigurationError) -> Data {
+    static func readBytes(_ path: String, field: String) throws(GatewayError) -> Data {
         do {
             return try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
@@ -37,8 +37,7 @@ public enum SecretSources {
     /// `authgate-store-key`, or the configured key file. The caller removes
     /// `AUTHGATE_STORE_KEY` from its process environment once it has read it, so nothing
     /// that reads it later (a child process, a crash reporter, getenv) finds the key there.
-    static func storeKey(_ c: GatewayConfiguration, environment env: [String: String]) throws(ConfigurationError) -> TokenStoreKey
-    {
+    static func storeKey(_ c: GatewayConfiguration, environment env: [String: String]) throws(GatewayError) -> TokenStoreKey {
         if let b64 = env["AUTHGATE_STORE_KEY"], !b64.isEmpty {
             do { return try TokenStoreKey(base64: b64) } catch {
                 throw .invalid("AUTHGATE_STORE_KEY", "is not a base64 32-byte key")
@@ -50,7 +49,7 @@ public enum SecretSources {
                 named: "the systemd credential authgate-store-key")
         }
         guard let file = c.keyFile else {
-            throw ConfigurationError(
+            throw GatewayError(
                 .missingField, field: "keyFile",
                 "no store key: set keyFile, AUTHGATE_STORE_KEY or a systemd credential authgate-store-key")
         }
@@ -59,7 +58,7 @@ public enum SecretSources {
 
     /// The key in the file at `path`, which `field` names (`keyFile`, or the systemd
     /// credential); `name` is how the message names it.
-    private static func loadKey(_ path: String, create: Bool, field: String, named name: String) throws(ConfigurationError)
+    private static func loadKey(_ path: String, create: Bool, field: String, named name: String) throws(GatewayError)
         -> TokenStoreKey
     {
         do {
@@ -68,19 +67,19 @@ public enum SecretSources {
             throw error.prefixed(with: field, named: name)
         }
         do { return try TokenStoreKey.load(fromFile: path, createIfMissing: create) } catch {
-            throw ConfigurationError(
+            throw GatewayError(
                 .unreadableFile, field: field, "\(name): cannot use the store key file \(path): \(error)", underlying: error)
         }
     }
 
     /// Every secret `c` names; `environment` is the process environment as read at start.
-    /// Throws a ``ConfigurationError`` naming the field, never quoting a secret.
+    /// Throws a ``GatewayError`` naming the field, never quoting a secret.
     public static func resolve(_ c: GatewayConfiguration, environment: [String: String]) throws -> GatewayService.Secrets {
         try resolve(c, keeping: try storeKey(c, environment: environment))
     }
 
     /// The secret files `c` names, read again, with the store key the process already holds
-    /// (a reload: the key never changes without a restart). Throws a ``ConfigurationError``
+    /// (a reload: the key never changes without a restart). Throws a ``GatewayError``
     /// naming the field, never quoting a secret.
     public static func resolve(_ c: GatewayConfiguration, keeping storeKey: TokenStoreKey) throws -> GatewayService.Secrets {
         let clientSecret = try c.authorization.clientSecretFile.map { try readFile($0, field: "authorization.clientSecretFile") }

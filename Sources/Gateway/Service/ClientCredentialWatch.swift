@@ -8,27 +8,27 @@ import Logging
 /// A file that turns unusable is logged once, naming the field and the file, never its
 /// contents; its recovery is logged too.
 final class ClientCredentialWatch: Sendable {
-    private let checks: [(field: String, check: @Sendable () throws(ConfigurationError) -> Void)]
+    private let checks: [(field: String, check: @Sendable () throws(GatewayError) -> Void)]
     private let logger: Logger
     private let failing = Locked<Set<String>>([])
 
     init(_ c: GatewayConfiguration, logger: Logger) {
         var list: [(String, GatewayConfiguration.Authorization)] = [("authorization", c.authorization)]
         for (i, s) in (c.sessions ?? []).enumerated() { list.append(("sessions[\(i)].authorization", s.authorization)) }
-        var checks: [(field: String, check: @Sendable () throws(ConfigurationError) -> Void)] = []
+        var checks: [(field: String, check: @Sendable () throws(GatewayError) -> Void)] = []
         for (field, a) in list
         where a.clientKeyFile != nil || a.clientAssertionFile != nil || a.clientCertificateFile != nil || a.dpop != nil
             || a.jwtBearer != nil || a.tokenExchange != nil
         {
             checks.append(
-                (field, { () throws(ConfigurationError) in try GatewayConfiguration.checkClientCredentialFiles(a, at: field) }))
+                (field, { () throws(GatewayError) in try GatewayConfiguration.checkClientCredentialFiles(a, at: field) }))
         }
         for (i, r) in c.routes.enumerated() {
             guard let certificate = r.clientCertificateFile, let key = r.clientCertificateKeyFile else { continue }
             checks.append(
                 (
                     "routes[\(i)]",
-                    { () throws(ConfigurationError) in
+                    { () throws(GatewayError) in
                         try GatewayConfiguration.checkCertificateFiles(certificate: certificate, key: key, at: "routes[\(i)]")
                     }
                 ))
@@ -41,7 +41,7 @@ final class ClientCredentialWatch: Sendable {
     func usable() -> Bool {
         var ok = true
         for (field, check) in checks {
-            do throws(ConfigurationError) {
+            do throws(GatewayError) {
                 try check()
                 if failing.withLock({ $0.remove(field) }) != nil {
                     logger.info("client credentials usable again", metadata: ["field": "\(field)"])

@@ -10,7 +10,7 @@ import Runtime
 /// One reload at a time (an actor); a refused one changes nothing.
 public actor GatewayReloader {
     /// Reads the configuration again: the file, `AUTHGATE_*` variables and the original
-    /// flags, layered and checked as at start. Throws a ``ConfigurationError``.
+    /// flags, layered and checked as at start. Throws a ``GatewayError``.
     public typealias Source = @Sendable () throws -> GatewayConfiguration
 
     /// What a reload swaps.
@@ -63,14 +63,14 @@ public actor GatewayReloader {
             new = ReloadPlan.effective(running: running, new: read)
             newSecrets = try SecretSources.resolve(new, keeping: secrets.storeKey)
             plan = try ReloadPlan.decide(running: running, new: read, runningSecrets: secrets, newSecrets: newSecrets)
-        } catch let error as ConfigurationError {
+        } catch let error as GatewayError where error.code.isConfiguration {
             logger.error(
                 "configuration reload refused; the running configuration stays",
                 metadata: ["config.field": "\(error.field ?? "")", "error": "\(error)"])
             throw .reloadRefused(error)
         } catch {
             logger.error("configuration reload refused; the running configuration stays", metadata: ["error": "\(error)"])
-            throw .reloadRefused(.other(error))
+            throw .reloadRefused(.configurationFailed(error))
         }
         var tokenTransport: (any HTTPTransport)?
         if plan.needsNewTokenClient {

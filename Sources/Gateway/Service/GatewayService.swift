@@ -65,7 +65,7 @@ public final class GatewayService: Sendable {
 
     /// Starts everything; throws when a store cannot be opened or a listener cannot be bound
     /// (a ``Runtime/RuntimeError``, `listen-failed`: a port in use, a Unix socket another
-    /// process answers on or a file that is not a socket at its path), and a ``ConfigurationError`` when a listener
+    /// process answers on or a file that is not a socket at its path), and a ``GatewayError`` when a listener
     /// is not valid, a socket's directory is missing, or the state directory or the key file
     /// is not owner-only (see ``StateDirectory``).
     ///

@@ -8,7 +8,7 @@ import PostgresStore
 /// PostgreSQL table that replicas share.
 ///
 /// A PostgreSQL store that cannot be used at start (unreachable, refused password, missing
-/// database or rights, a schema newer than this build) is a ``ConfigurationError`` naming
+/// database or rights, a schema newer than this build) is a ``GatewayError`` naming
 /// the field (`store.url`, `store.passwordFile`, `store.table`, `store.tlsMode`): `serve`
 /// exits 78 on it.
 public struct GatewayStores: Sendable {
@@ -61,7 +61,7 @@ public struct GatewayStores: Sendable {
                 settings, password: password, key: key, logger: logger,
                 leaseTerms: LeaseRule.Terms(term: lease.term, maximumWait: lease.maximumWait))
         } catch let error as PostgresStoreError {
-            throw ConfigurationError(.storeUnavailable, field: error.field ?? "store", "\(error)", underlying: error)
+            throw GatewayError(.storeUnavailable, field: error.field ?? "store", "\(error)", underlying: error)
         }
         // Before any operation: until the store runs, its operations wait.
         let running: Task<Void, Never>?

@@ -17,20 +17,20 @@ public enum StateDirectory {
 
     /// Creates `path` (mode 0700; missing parents with the usual mode) when `create` is true
     /// and it is absent, then checks that it is a directory only its owner can enter.
-    /// Throws a ``ConfigurationError`` naming the path otherwise (field `stateDirectory`).
-    public static func prepare(_ path: String, create: Bool = true) throws(ConfigurationError) {
+    /// Throws a ``GatewayError`` naming the path otherwise (field `stateDirectory`).
+    public static func prepare(_ path: String, create: Bool = true) throws(GatewayError) {
         let (what, advice) = ("the state directory", "it holds the sealed tokens: chmod 700 \(path)")
         if try check(path, what, field: "stateDirectory", advice: advice) || !create { return }
         try makeDirectory(path)
         // Made a moment ago: gone again only if something removed it meanwhile.
         guard try check(path, what, field: "stateDirectory", advice: advice) else {
-            throw ConfigurationError(.unusablePath, field: "stateDirectory", "cannot use \(what) \(path): \(reason(ENOENT))")
+            throw GatewayError(.unusablePath, field: "stateDirectory", "cannot use \(what) \(path): \(reason(ENOENT))")
         }
     }
 
     /// Checks that the key file at `path`, when it exists, is a file only its owner can
-    /// read (0600 or 0400). Throws a ``ConfigurationError`` naming the path otherwise (field `keyFile`).
-    public static func checkKeyFile(_ path: String) throws(ConfigurationError) {
+    /// read (0600 or 0400). Throws a ``GatewayError`` naming the path otherwise (field `keyFile`).
+    public static func checkKeyFile(_ path: String) throws(GatewayError) {
         _ = try check(path, "the store key file", field: "keyFile", advice: "chmod 600 \(path)", isDirectory: false)
     }
 
@@ -39,38 +39,38 @@ public enum StateDirectory {
     /// directory`), `advice` ends the one about its mode.
     private static func check(
         _ path: String, _ what: String, field: String, advice: String, isDirectory: Bool = true
-    ) throws(ConfigurationError) -> Bool {
+    ) throws(GatewayError) -> Bool {
         var st = stat()
         guard stat(path, &st) == 0 else {
             let e = errno
             if e == ENOENT { return false }
-            throw ConfigurationError(.unusablePath, field: field, "cannot use \(what) \(path): \(reason(e))")
+            throw GatewayError(.unusablePath, field: field, "cannot use \(what) \(path): \(reason(e))")
         }
         if isDirectory, st.st_mode & S_IFMT != S_IFDIR {
-            throw ConfigurationError(.unusablePath, field: field, "\(what) \(path) is not a directory")
+            throw GatewayError(.unusablePath, field: field, "\(what) \(path) is not a directory")
         }
         guard isOwnerOnly(st.st_mode) else {
-            throw ConfigurationError(
+            throw GatewayError(
                 .unsafePermissions, field: field,
                 "\(what) \(path) is accessible to its group or others (mode \(octal(st.st_mode))); \(advice)")
         }
         return true
     }
 
-    private static func makeDirectory(_ path: String) throws(ConfigurationError) {
+    private static func makeDirectory(_ path: String) throws(GatewayError) {
         let parent = (path as NSString).deletingLastPathComponent
         if !parent.isEmpty, parent != path {
             do {
                 try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
             } catch {
-                throw ConfigurationError(
+                throw GatewayError(
                     .unusablePath, field: "stateDirectory", "cannot create the parent of the state directory \(path)",
                     underlying: error)
             }
         }
         // mkdir applies the umask, which can only remove bits: 0700 stays 0700 or less.
         guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
-            throw ConfigurationError(
+            throw GatewayError(
                 .unusablePath, field: "stateDirectory", "cannot create the state directory \(path): \(reason(errno))")
         }
     }

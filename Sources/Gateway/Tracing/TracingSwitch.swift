@@ -21,26 +21,26 @@ public enum TracingSwitch {
     }
 
     /// Why `environment` asks for something this build cannot export: a
-    /// ``ConfigurationError`` with code ``ConfigurationError/Code/unsupported`` whose
-    /// ``ConfigurationError/field`` is the variable at fault (`OTEL_EXPORTER_OTLP_PROTOCOL`,
+    /// ``GatewayError`` with code ``GatewayError/Code/unsupported`` whose
+    /// ``GatewayError/field`` is the variable at fault (`OTEL_EXPORTER_OTLP_PROTOCOL`,
     /// `OTEL_TRACES_SAMPLER`, …) and whose message starts with it; nil when it can, or when
     /// export is not asked for. swift-otel stops the process (a fatal error, not a thrown
     /// one) for an OTLP/gRPC exporter without its `OTLPGRPC` trait, which this build leaves
     /// out, and for the Jaeger remote sampler: refused here first, as a configuration error.
-    public static func unsupported(environment: [String: String]) -> ConfigurationError? {
+    public static func unsupported(environment: [String: String]) -> GatewayError? {
         guard exportRequested(environment: environment) else { return nil }
         // The traces-specific variable wins over the shared one.
         for key in ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"] {
             guard let value = environment[key] else { continue }
             if value.lowercased() == "grpc" {
-                return ConfigurationError(
+                return GatewayError(
                     .unsupported, field: key,
                     "\(key)=grpc: this build exports over OTLP/HTTP only (http/protobuf or http/json)")
             }
             break
         }
         if let sampler = environment["OTEL_TRACES_SAMPLER"]?.lowercased(), sampler.hasSuffix("jaeger_remote") {
-            return ConfigurationError(
+            return GatewayError(
                 .unsupported, field: "OTEL_TRACES_SAMPLER",
                 "OTEL_TRACES_SAMPLER=\(sampler): not supported "
                     + "(always_on, always_off, traceidratio and their parentbased_ forms are)")
