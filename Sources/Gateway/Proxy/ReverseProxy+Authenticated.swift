@@ -15,40 +15,40 @@ extension ReverseProxy {
     /// in-flight limit when it has one (taken without waiting too; `inFlight` counts it); a
     /// rejection goes on to the refresh and the replay in a task.
     func sendWithCurrentToken(
-        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
-        _ session: AuthActor, _ s: ProxySettings, _ facts: AccessFacts?, _ token: AccessToken,
-        _ started: ContinuousClock.Instant, _ trace: RequestTrace?, slot: (limiter: InFlightLimiter, inFlight: Int)?
+        _ request: HTTPRequest, _ r: RouteContext, _ session: AuthActor, _ token: AccessToken,
+        slot: (limiter: InFlightLimiter, inFlight: Int)?
     ) {
         var starting = ExchangeMachine(
-            policy: s.rejectionPolicy, rule: s.replayRule, bodyReplayable: request.bodyIsReplayable, bounded: slot != nil)
+            policy: r.settings.rejectionPolicy, rule: r.settings.replayRule, bodyReplayable: request.bodyIsReplayable,
+            bounded: slot != nil)
         guard case .send(let attempt) = starting.startWithCurrentToken(generation: token.generation) else { return }
         // A constant: the callbacks below take copies, and a captured variable would be boxed.
         let machine = starting
         let metrics = self.metrics
         let observe = observePhase
+        let end = r.end
         let sent = ContinuousClock.now
         // A slot taken without waiting counts as a wait of zero, so the queue phase's
         // histogram holds every attempt the limit admitted.
         if slot != nil { observe(.queue, .zero) }
-        observe(.token, sent - started)
-        let decide = headDecision(machine, session, route.session, dpop: Self.dpop(route, token))
-        facts?.attempt(attempt)
-        start(request, route, target, writer, s, token: token, decide: decide, trace: trace) { [self] outcome in
+        observe(.token, end.elapsed(until: sent))
+        let decide = headDecision(machine, session, r.route.session, dpop: Self.dpop(r.route, token))
+        end.facts?.attempt(attempt)
+        start(request, r, token: token, decide: decide) { [self] outcome in
             let ended = ContinuousClock.now
             if let slot { slot.limiter.release(outcome, latency: ended - sent, inFlight: slot.inFlight, at: ended) }
             observe(.upstream, ended - sent)
-            facts?.exchanged(outcome)
+            end.facts?.exchanged(outcome)
             var ending = machine
             let next = ending.attemptEnded(outcome.attemptEnd)
             if case .finish = next {
-                Self.finish(metrics, kind: "authenticated", status: outcome.status, duration: ended - started, facts, trace)
+                end.finish(metrics, status: outcome.status, at: ended)
                 return
             }
             let held = ending
             tasks.start(on: request.loop) {
-                let status = await self.authenticated(
-                    request, route, target, writer, session, s, facts, machine: held, next: next, trace: trace)
-                Self.finish(metrics, kind: "authenticated", status: status, duration: ContinuousClock.now - started, facts, trace)
+                let status = await self.authenticated(request, r, session, machine: held, next: next)
+                end.finish(metrics, status: status)
             }
         }
     }
@@ -57,27 +57,27 @@ extension ReverseProxy {
     /// With `machine`, its first try was sent and its answer held back: the exchange goes on
     /// from `next`.
     func authenticated(
-        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter,
-        _ session: AuthActor, _ s: ProxySettings, _ facts: AccessFacts?, machine: ExchangeMachine? = nil,
-        next: ExchangeMachine.Action = .none, trace: RequestTrace? = nil
+        _ request: HTTPRequest, _ r: RouteContext, _ session: AuthActor, machine: ExchangeMachine? = nil,
+        next: ExchangeMachine.Action = .none
     ) async -> Int {
         let metrics = self.metrics
+        let s = r.settings
         var path = AuthenticatedExchange(
             session: session, policy: s.rejectionPolicy, rule: s.replayRule, observe: observePhase,
-            limiter: s.limiter(for: route))
-        path.queueTimeout = route.queueTimeout
-        path.trace = trace
-        let name = route.session
+            limiter: s.limiter(for: r.route))
+        path.queueTimeout = r.route.queueTimeout
+        path.trace = r.trace
+        let name = r.route.session
         var begun = machine ?? path.machine(bodyReplayable: request.bodyIsReplayable)
         let action = machine == nil ? begun.start() : next
         do throws(GatewayError) {
             return try await path.run(begun, action) { token, sending in
                 let attempt = sending.attempt
                 if attempt.replaysSoFar > 0 { metrics.replay("replayed", session: name) }
-                facts?.attempt(attempt)
-                let decide = headDecision(sending, session, name, dpop: Self.dpop(route, token))
-                let outcome = await exchange(request, route, target, writer, s, token: token, decide: decide, trace: trace)
-                facts?.exchanged(outcome)
+                r.facts?.attempt(attempt)
+                let decide = headDecision(sending, session, name, dpop: Self.dpop(r.route, token))
+                let outcome = await exchange(request, r, token: token, decide: decide)
+                r.facts?.exchanged(outcome)
                 if case .nonceRequested = outcome { return .resend }
                 switch outcome.sample {
                 case .superseded: return .replay
@@ -89,12 +89,12 @@ extension ReverseProxy {
         } catch {
             switch error.code {
             case .noToken:
-                return respond(error.underlying ?? error, writer)
+                return respond(error.underlying ?? error, r.writer)
             case .replayRefreshFailed:
                 metrics.replay("refresh_failed", session: name)
-                return respond(error.underlying ?? error, writer)
+                return respond(error.underlying ?? error, r.writer)
             default:
-                return refuse(error, path.limiter, writer)
+                return refuse(error, path.limiter, r.writer)
             }
         }
     }

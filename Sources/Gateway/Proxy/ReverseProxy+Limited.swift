@@ -7,35 +7,33 @@ import Runtime
 extension ReverseProxy {
     /// Sends a public request within `limiter`: at once from the loop when a slot is free
     /// and nobody waits, else after waiting for one in a task (or 503 `upstream-busy`).
-    func sendPublic(
-        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter, _ s: ProxySettings,
-        _ limiter: InFlightLimiter, _ facts: AccessFacts?, _ trace: RequestTrace?, _ started: ContinuousClock.Instant
-    ) {
+    func sendPublic(_ request: HTTPRequest, _ r: RouteContext, _ limiter: InFlightLimiter) {
         let metrics = self.metrics
+        let end = r.end
         if let inFlight = limiter.acquireWithoutWaiting() {
             let sent = ContinuousClock.now
-            start(request, route, target, writer, s, token: nil, decide: nil, trace: trace) { outcome in
+            start(request, r, token: nil, decide: nil) { outcome in
                 let ended = ContinuousClock.now
                 limiter.release(outcome, latency: ended - sent, inFlight: inFlight, at: ended)
-                facts?.exchanged(outcome)
-                Self.finish(metrics, kind: "public", status: outcome.status, duration: ended - started, facts, trace)
+                end.facts?.exchanged(outcome)
+                end.finish(metrics, status: outcome.status, at: ended)
             }
             return
         }
         tasks.start(on: request.loop) {
             let status: Int
             do throws(GatewayError) {
-                let inFlight = try await limiter.acquire(.first, timeout: route.queueTimeout)
+                let inFlight = try await limiter.acquire(.first, timeout: r.route.queueTimeout)
                 let sent = ContinuousClock.now
-                let outcome = await self.exchange(request, route, target, writer, s, token: nil, decide: nil, trace: trace)
+                let outcome = await self.exchange(request, r, token: nil, decide: nil)
                 let ended = ContinuousClock.now
                 limiter.release(outcome, latency: ended - sent, inFlight: inFlight, at: ended)
-                facts?.exchanged(outcome)
+                end.facts?.exchanged(outcome)
                 status = outcome.status
             } catch {
-                status = self.refuse(error, limiter, writer)
+                status = self.refuse(error, limiter, r.writer)
             }
-            Self.finish(metrics, kind: "public", status: status, duration: ContinuousClock.now - started, facts, trace)
+            end.finish(metrics, status: status)
         }
     }
 

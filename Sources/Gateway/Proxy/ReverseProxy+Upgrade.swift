@@ -7,17 +7,13 @@ import Runtime
 /// client connection to the upstream one (``ResponseWriter/switchProtocols(headers:to:idleTimeout:onEnd:)``).
 extension ReverseProxy {
     /// Answers an upgrade this route cannot pass with 501 (``UpgradeRule``); true when it did.
-    func refusedUpgrade(
-        _ request: HTTPRequest, _ route: ProxyRoute, _ writer: ResponseWriter, _ s: ProxySettings, _ facts: AccessFacts?
-    ) -> Bool {
+    func refusedUpgrade(_ request: HTTPRequest, _ r: RouteContext) -> Bool {
         guard
             case .refuse(let problem) = UpgradeRule.verdict(
-                for: request.head, upstream: route.upstream, client: s.clientConfiguration)
+                for: request.head, upstream: r.route.upstream, client: r.settings.clientConfiguration)
         else { return false }
-        writer.respond(problem: problem)
-        Self.finish(
-            metrics, kind: route.requiresAuthentication ? "authenticated" : "public", status: problem.status,
-            duration: .zero, facts, nil)
+        r.writer.respond(problem: problem)
+        r.end.finishAtOnce(metrics, status: problem.status)
         return true
     }
 

@@ -130,67 +130,67 @@ public final class ReverseProxy: HTTPResponder {
     /// The access log's record, an upgrade the route cannot pass and the request's trace
     /// start here, for both.
     private func send(
-        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, session: AuthActor?, _ writer: ResponseWriter,
-        _ s: ProxySettings
+        _ request: HTTPRequest, _ route: consuming ProxyRoute, _ target: consuming RequestTarget, session: AuthActor?,
+        _ writer: ResponseWriter, _ s: consuming ProxySettings
     ) {
         let started = ContinuousClock.now
         let facts = s.accessLog?.begin(request, route: route.prefix)
-        if let callers = route.callers,
+        var r = RouteContext(
+            route: route, target: target, writer: writer, settings: s,
+            end: RequestEnd(kind: session == nil ? "public" : "authenticated", started: started, facts: facts, trace: nil))
+        if let callers = r.route.callers,
             !callers.admits(RequestPeer(address: request.remoteAddress, credentials: request.peerCredentials))
         {
             // Before any token is taken or anything is sent: the session is not lent.
             writer.respond(problem: GatewayProblem.callerNotAllowed)
-            Self.finish(
-                metrics, kind: session == nil ? "public" : "authenticated", status: 403,
-                duration: ContinuousClock.now - started, facts, nil)
+            r.end.finish(metrics, status: 403)
             return
         }
-        if request.head.upgrade != nil && refusedUpgrade(request, route, writer, s, facts) { return }
-        let trace =
-            tracing ? tracer.map { RequestTrace(tracer: $0, request: request, route: route, path: String(target.path)) } : nil
+        if request.head.upgrade != nil && refusedUpgrade(request, r) { return }
+        if tracing, let tracer {
+            r.end.trace = RequestTrace(tracer: tracer, request: request, route: r.route, path: String(r.target.path))
+        }
+        let limiter = r.settings.limiter(for: r.route)
         guard let session else {
-            if let limiter = s.limiter(for: route) {
-                sendPublic(request, route, target, writer, s, limiter, facts, trace, started)
+            if let limiter {
+                sendPublic(request, r, limiter)
                 return
             }
             let metrics = self.metrics
-            start(request, route, target, writer, s, token: nil, decide: nil, trace: trace) { outcome in
-                facts?.exchanged(outcome)
-                Self.finish(
-                    metrics, kind: "public", status: outcome.status, duration: ContinuousClock.now - started, facts, trace)
+            let end = r.end
+            start(request, r, token: nil, decide: nil) { outcome in
+                end.facts?.exchanged(outcome)
+                end.finish(metrics, status: outcome.status)
             }
             return
         }
-        let limiter = s.limiter(for: route)
         if let token = session.tokenWithoutWaiting() {
             // The token is current and a slot free (or the route unbounded): sent now, from
             // this loop, with no task and no hop.
             if let limiter {
                 if let inFlight = limiter.acquireWithoutWaiting() {
-                    sendWithCurrentToken(
-                        request, route, target, writer, session, s, facts, token, started, trace, slot: (limiter, inFlight))
+                    sendWithCurrentToken(request, r, session, token, slot: (limiter, inFlight))
                     return
                 }
             } else {
-                sendWithCurrentToken(request, route, target, writer, session, s, facts, token, started, trace, slot: nil)
+                sendWithCurrentToken(request, r, session, token, slot: nil)
                 return
             }
         }
+        let constant = r
         tasks.start(on: request.loop) {
-            let status = await self.authenticated(request, route, target, writer, session, s, facts, trace: trace)
-            Self.finish(
-                self.metrics, kind: "authenticated", status: status, duration: ContinuousClock.now - started, facts, trace)
+            let status = await self.authenticated(request, constant, session)
+            constant.end.finish(self.metrics, status: status)
         }
     }
 
     /// One exchange with the upstream, awaited.
     func exchange(
-        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter, _ s: ProxySettings,
-        token: AccessToken?, decide: (@Sendable (Int, HTTPHeaders) -> HeadDecision)?, trace: RequestTrace? = nil
+        _ request: HTTPRequest, _ r: RouteContext, token: AccessToken?, decide: (@Sendable (Int, HTTPHeaders) -> HeadDecision)?
     ) async -> ExchangeOutcome {
         await withCheckedContinuation { cont in
             request.loop.executeSoonOrNow {
-                self.start(request, route, target, writer, s, token: token, decide: decide, trace: trace) {
+                self.start(request, r, token: token, decide: decide) {
                     cont.resume(returning: $0)
                 }
             }
@@ -199,10 +199,11 @@ public final class ReverseProxy: HTTPResponder {
 
     /// Starts an exchange on the request's loop.
     func start(
-        _ request: HTTPRequest, _ route: ProxyRoute, _ target: RequestTarget, _ writer: ResponseWriter, _ s: ProxySettings,
-        token: AccessToken?, decide: ((Int, HTTPHeaders) -> HeadDecision)?, trace: RequestTrace? = nil,
+        _ request: HTTPRequest, _ r: RouteContext, token: AccessToken?, decide: ((Int, HTTPHeaders) -> HeadDecision)?,
         completion: @escaping (ExchangeOutcome) -> Void
     ) {
+        let route = r.route
+        let s = r.settings
         let body: UpstreamRequestBody
         switch request.body {
         case .buffered(let bytes): body = bytes.isEmpty ? .none : .bytes(bytes)
@@ -219,7 +220,7 @@ public final class ReverseProxy: HTTPResponder {
         if route.injectHeaders.count > 0 {
             for (name, value) in route.injectHeaders { headers.replaceOrAdd(name: name, value: value) }
         }
-        let upstreamTarget = route.upstreamTarget(for: target)
+        let upstreamTarget = route.upstreamTarget(for: r.target)
         if let token {
             headers.remove(name: "Authorization")
             var value = token.authorizationHeaderValue
@@ -235,34 +236,19 @@ public final class ReverseProxy: HTTPResponder {
             }
         }
         Self.addUpgradeFields(&headers, for: request.head)
-        let span = trace?.upstream(&headers, route: route)
+        let span = r.trace?.upstream(&headers, route: route)
         let upstream = UpstreamRequest(
             method: request.head.method,
             destination: .origin(route.upstream, target: upstreamTarget),
             headers: headers, body: body, upgrade: request.head.upgrade != nil, clientIdentity: route.clientIdentity)
         let exchange = ProxyExchange(
-            writer: writer, decide: decide, tunnelIdleTimeout: s.clientConfiguration.tunnelIdleTimeout, metrics: metrics,
+            writer: r.writer, decide: decide, tunnelIdleTimeout: s.clientConfiguration.tunnelIdleTimeout, metrics: metrics,
             span: span, completion: completion)
         let transfer = s.clients.client(for: request.loop).start(upstream, handler: exchange)
         if !transfer.isFinished {
             exchange.transfer = transfer
-            writer.cancelOnClientGone(transfer)
+            r.writer.cancelOnClientGone(transfer)
         }
-    }
-}
-
-extension ReverseProxy {
-    /// The end of a request sent to a route, however it ended (answered, refused, failed,
-    /// the client gone): counted as `kind` with its status and duration, its access log line
-    /// written, its trace ended. Every routed request ends here, once. Static and given its
-    /// parts, so a callback that ends a request captures what it did before and no more.
-    static func finish(
-        _ metrics: GatewayMetrics, kind: String, status: Int, duration: Duration, _ facts: AccessFacts?,
-        _ trace: RequestTrace?
-    ) {
-        metrics.request(kind: kind, status: status, duration: duration)
-        facts?.end(status: status)
-        trace?.end(status: status)
     }
 }
 
