@@ -54,12 +54,12 @@ public struct ClientAssertion: Sendable, Equatable {
         case .file(let path):
             let data: Data
             do { data = try read(path) } catch {
-                throw AuthError(.unusableAssertion, message: "the client assertion file \(path) cannot be read")
+                throw AuthError.input(.unusableAssertion, "the client assertion file \(path) cannot be read")
             }
             return try Self.checkedAssertion(data, path: path, now: now)
         case .secret:
             guard let secret, !secret.isEmpty else {
-                throw AuthError(.unusableAssertion, message: "client_secret_jwt needs the client secret, and there is none")
+                throw AuthError.input(.unusableAssertion, "client_secret_jwt needs the client secret, and there is none")
             }
             let input = signingInput(header: #"{"alg":"HS256","typ":"JWT"}"#, clientID: clientID, now: now)
             let mac = HMAC<SHA256>.authenticationCode(for: input, using: SymmetricKey(data: Array(secret.utf8)))
@@ -67,11 +67,11 @@ public struct ClientAssertion: Sendable, Equatable {
         case .privateKey(let path, let configured, let keyID):
             let pem: Data
             do { pem = try read(path) } catch {
-                throw AuthError(.unusableAssertion, message: "the client key file \(path) cannot be read")
+                throw AuthError.input(.unusableAssertion, "the client key file \(path) cannot be read")
             }
             let key: ClientKey
             do { key = try ClientKey(pem: String(decoding: pem, as: UTF8.self)) } catch {
-                throw AuthError(.unusableAssertion, message: "the client key file \(path) \(error.message)")
+                throw AuthError.input(.unusableAssertion, "the client key file \(path) \(error.message)")
             }
             let algorithm = configured ?? key.defaultAlgorithm
             guard key.supports(algorithm) else {
@@ -80,7 +80,7 @@ public struct ClientAssertion: Sendable, Equatable {
             }
             let kid: String
             do { kid = try keyID ?? key.thumbprint() } catch {
-                throw AuthError(.unusableAssertion, message: "the client key file \(path) has no usable public key")
+                throw AuthError.input(.unusableAssertion, "the client key file \(path) has no usable public key")
             }
             let header = #"{"alg":"\#(algorithm.rawValue)","kid":\#(Self.json(kid)),"typ":"JWT"}"#
             let input = signingInput(header: header, clientID: clientID, now: now)
@@ -88,7 +88,7 @@ public struct ClientAssertion: Sendable, Equatable {
                 let signature = try key.sign(input, with: algorithm)
                 return String(decoding: input, as: UTF8.self) + "." + Base64URL.encode(signature)
             } catch {
-                throw AuthError(.unusableAssertion, message: "the client key file \(path) could not sign the assertion")
+                throw AuthError.input(.unusableAssertion, "the client key file \(path) could not sign the assertion")
             }
         }
     }
@@ -119,7 +119,7 @@ public struct ClientAssertion: Sendable, Equatable {
             let claimsData = Base64URL.decode(parts[1]),
             let claims = try? JSONSerialization.jsonObject(with: claimsData) as? [String: Any]
         else {
-            throw AuthError(.unusableAssertion, message: "the \(what) file \(path) does not hold one compact JWT")
+            throw AuthError.input(.unusableAssertion, "the \(what) file \(path) does not hold one compact JWT")
         }
         if let exp = claims["exp"] as? Double, exp <= now.timeIntervalSince1970 {
             throw AuthError(

@@ -34,16 +34,16 @@ public enum ClientKey: @unchecked Sendable {
         if pem.contains("EC PRIVATE KEY") || (try? P384.Signing.PrivateKey(pemRepresentation: pem)) != nil
             || (try? P521.Signing.PrivateKey(pemRepresentation: pem)) != nil
         {
-            throw AuthError(.unusableKey, message: "is an EC key on a curve other than P-256 (ES256 needs P-256)")
+            throw AuthError.input(.unusableKey, "is an EC key on a curve other than P-256 (ES256 needs P-256)")
         }
         if let key = try? _RSA.Signing.PrivateKey(unsafePEMRepresentation: pem) {
             guard key.keySizeInBits >= 2048 else {
-                throw AuthError(.unusableKey, message: "is an RSA key of \(key.keySizeInBits) bits; at least 2048 are needed")
+                throw AuthError.input(.unusableKey, "is an RSA key of \(key.keySizeInBits) bits; at least 2048 are needed")
             }
             self = .rsa(key)
             return
         }
-        throw AuthError(.unusableKey, message: "holds no EC P-256 or RSA private key in PEM")
+        throw AuthError.input(.unusableKey, "holds no EC P-256 or RSA private key in PEM")
     }
 
     /// The algorithm used when none is configured: ES256 for an EC key, RS256 for an RSA key
@@ -74,7 +74,7 @@ public enum ClientKey: @unchecked Sendable {
             // RS256 is RSASSA-PKCS1-v1_5 by definition (RFC 7518 §3.3).
             return Array(try key.signature(for: input, padding: .insecurePKCS1v1_5).rawRepresentation)
         default:
-            throw AuthError(.unusableKey, message: "cannot sign with \(algorithm.rawValue)")
+            throw AuthError.input(.unusableKey, "cannot sign with \(algorithm.rawValue)")
         }
     }
 

@@ -23,11 +23,11 @@ public enum DPoPProof {
     /// all of them: a signer keeps it).
     public static func header(key: ClientKey, algorithm: ClientKey.Algorithm) throws(AuthError) -> String {
         guard key.supports(algorithm) else {
-            throw AuthError(.unusableDPoPKey, message: "the DPoP key cannot sign \(algorithm.rawValue)")
+            throw AuthError.input(.unusableDPoPKey, "the DPoP key cannot sign \(algorithm.rawValue)")
         }
         let jwk: String
         do { jwk = try key.publicJWK() } catch {
-            throw AuthError(.unusableDPoPKey, message: "the DPoP key has no usable public key")
+            throw AuthError.input(.unusableDPoPKey, "the DPoP key has no usable public key")
         }
         return Base64URL.encode(Array(#"{"alg":"\#(algorithm.rawValue)","jwk":\#(jwk),"typ":"dpop+jwt"}"#.utf8))
     }
@@ -83,7 +83,7 @@ public enum DPoPProof {
         Base64URL.append(claims, to: &proof)
         let signature: [UInt8]
         do { signature = try key.sign(proof, with: algorithm) } catch {
-            throw AuthError(.unusableDPoPKey, message: "the DPoP key could not sign the proof")
+            throw AuthError.input(.unusableDPoPKey, "the DPoP key could not sign the proof")
         }
         proof.append(UInt8(ascii: "."))
         Base64URL.append(signature, to: &proof)

@@ -38,7 +38,7 @@ public final class DPoPSessionKey: Sendable, Equatable, CustomStringConvertible 
         self.algorithm = algorithm
         self.header = try DPoPProof.header(key: key, algorithm: algorithm)
         do { self.thumbprint = try key.thumbprint() } catch {
-            throw AuthError(.unusableDPoPKey, message: "the DPoP key has no usable public key")
+            throw AuthError.input(.unusableDPoPKey, "the DPoP key has no usable public key")
         }
         self.generatedPEM = generatedPEM
     }
@@ -47,7 +47,7 @@ public final class DPoPSessionKey: Sendable, Equatable, CustomStringConvertible 
     /// `generated`); `algorithm` nil means ES256 for an EC key, PS256 for an RSA key.
     public convenience init(pem: String, algorithm: ClientKey.Algorithm?, generated: Bool) throws(AuthError) {
         let key: ClientKey
-        do { key = try ClientKey(pem: pem) } catch { throw AuthError(.unusableDPoPKey, message: "the DPoP key \(error.message)") }
+        do { key = try ClientKey(pem: pem) } catch { throw AuthError.input(.unusableDPoPKey, "the DPoP key \(error.message)") }
         try self.init(key: key, algorithm: algorithm, generatedPEM: generated ? pem : nil)
     }
 
@@ -57,11 +57,11 @@ public final class DPoPSessionKey: Sendable, Equatable, CustomStringConvertible 
     ) throws(AuthError) {
         let pem: Data
         do { pem = try read(file.path) } catch {
-            throw AuthError(.unusableDPoPKey, message: "the DPoP key file \(file.path) cannot be read")
+            throw AuthError.input(.unusableDPoPKey, "the DPoP key file \(file.path) cannot be read")
         }
         let key: ClientKey
         do { key = try ClientKey(pem: String(decoding: pem, as: UTF8.self)) } catch {
-            throw AuthError(.unusableDPoPKey, message: "the DPoP key file \(file.path) \(error.message)")
+            throw AuthError.input(.unusableDPoPKey, "the DPoP key file \(file.path) \(error.message)")
         }
         try self.init(key: key, algorithm: file.algorithm, generatedPEM: nil)
     }
@@ -75,7 +75,7 @@ public final class DPoPSessionKey: Sendable, Equatable, CustomStringConvertible 
         case .ps256, .rs256:
             let key: _RSA.Signing.PrivateKey
             do { key = try _RSA.Signing.PrivateKey(keySize: .bits2048) } catch {
-                throw AuthError(.unusableDPoPKey, message: "no RSA key could be generated")
+                throw AuthError.input(.unusableDPoPKey, "no RSA key could be generated")
             }
             return try DPoPSessionKey(key: .rsa(key), algorithm: algorithm, generatedPEM: key.pemRepresentation)
         }

@@ -23,7 +23,7 @@ public struct JWTBearerGrantSettings: Sendable, Equatable {
     ) throws(AuthError) -> String {
         let data: Data
         do { data = try read(assertionFile) } catch {
-            throw AuthError(.unusableAssertion, message: "the JWT-bearer assertion file \(assertionFile) cannot be read")
+            throw AuthError.input(.unusableAssertion, "the JWT-bearer assertion file \(assertionFile) cannot be read")
         }
         return try ClientAssertion.checkedAssertion(data, path: assertionFile, now: now, what: "JWT-bearer assertion")
     }
@@ -79,7 +79,7 @@ public struct TokenExchangeSettings: Sendable, Equatable {
     ) throws(AuthError) -> String {
         let data: Data
         do { data = try read(subjectTokenFile) } catch {
-            throw AuthError(.unusableAssertion, message: "the subject token file \(subjectTokenFile) cannot be read")
+            throw AuthError.input(.unusableAssertion, "the subject token file \(subjectTokenFile) cannot be read")
         }
         if subjectIsJWT {
             return try ClientAssertion.checkedAssertion(data, path: subjectTokenFile, now: now, what: "subject token")

@@ -167,12 +167,12 @@ public struct OAuth2Client: TokenGrantClient {
             switch grant {
             case .jwtBearer:
                 guard let settings = configuration.jwtBearer else {
-                    throw AuthError(.unusableAssertion, message: "the JWT bearer grant needs an assertion file (jwtBearer)")
+                    throw AuthError.input(.unusableAssertion, "the JWT bearer grant needs an assertion file (jwtBearer)")
                 }
                 return try settings.assertion(now: clock.wallNow)
             case .tokenExchange:
                 guard let settings = configuration.tokenExchange else {
-                    throw AuthError(.unusableAssertion, message: "token exchange needs a subject token file (tokenExchange)")
+                    throw AuthError.input(.unusableAssertion, "token exchange needs a subject token file (tokenExchange)")
                 }
                 return try settings.subjectToken(now: clock.wallNow)
             default:

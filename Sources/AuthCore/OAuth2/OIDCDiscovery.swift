@@ -86,16 +86,16 @@ public struct OIDCDiscovery: Sendable, Equatable {
         let object: [String: Any]
         do {
             guard let o = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
-                throw AuthError(.invalidDiscovery, message: "the discovery document is not a JSON object")
+                throw AuthError.input(.invalidDiscovery, "the discovery document is not a JSON object")
             }
             object = o
         } catch let e as AuthError {
             throw e
         } catch {
-            throw AuthError(.invalidDiscovery, message: "the discovery document is not valid JSON")
+            throw AuthError.input(.invalidDiscovery, "the discovery document is not valid JSON")
         }
         guard let issuer = object["issuer"] as? String else {
-            throw AuthError(.invalidDiscovery, message: "the discovery document has no issuer")
+            throw AuthError.input(.invalidDiscovery, "the discovery document has no issuer")
         }
         guard issuer == expectedIssuer else {
             throw AuthError(
@@ -106,18 +106,18 @@ public struct OIDCDiscovery: Sendable, Equatable {
             -> String?
         {
             guard let value = object[key], !(value is NSNull) else {
-                if required { throw AuthError(.invalidDiscovery, message: "the discovery document has no \(path)\(key)") }
+                if required { throw AuthError.input(.invalidDiscovery, "the discovery document has no \(path)\(key)") }
                 return nil
             }
             guard let text = value as? String, isEndpoint(text) else {
-                throw AuthError(.invalidDiscovery, message: "the discovery document's \(path)\(key) is not an http or https URL")
+                throw AuthError.input(.invalidDiscovery, "the discovery document's \(path)\(key) is not an http or https URL")
             }
             return text
         }
         var aliases = MutualTLSAliases()
         if let value = object["mtls_endpoint_aliases"], !(value is NSNull) {
             guard let members = value as? [String: Any] else {
-                throw AuthError(.invalidDiscovery, message: "the discovery document's mtls_endpoint_aliases is not a JSON object")
+                throw AuthError.input(.invalidDiscovery, "the discovery document's mtls_endpoint_aliases is not a JSON object")
             }
             let path = "mtls_endpoint_aliases."
             aliases.tokenEndpoint = try endpoint("token_endpoint", in: members, at: path, required: false)

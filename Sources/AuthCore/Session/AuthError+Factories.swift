@@ -91,6 +91,15 @@ extension AuthError {
         AuthError(code, message: message)
     }
 
+    // MARK: input
+
+    /// Something AuthGate was given and cannot use (a key or assertion file, a DPoP key, a
+    /// discovery document, a rejection policy), with code `code` (``Code/Domain/input``);
+    /// `message` says what is wrong with it, never its content.
+    public static func input(_ code: Code, _ message: String) -> AuthError {
+        AuthError(code, message: message)
+    }
+
     // MARK: store
 
     /// A store failure with code `code` (``Code/Domain/store``).

@@ -45,13 +45,13 @@ public struct UpstreamRejectionPolicy: Sendable, Equatable, Codable {
     /// Creates a policy; throws when a status is not a 4xx or a realm list is empty.
     public init(statuses: [Int] = [401], realms: [String]? = nil, bareUnauthorizedMeansTokenRejected: Bool = true) throws {
         if statuses.isEmpty {
-            throw AuthError(.invalidPolicy, message: "statuses must name at least one status")
+            throw AuthError.input(.invalidPolicy, "statuses must name at least one status")
         }
         if let bad = statuses.first(where: { !(400...499).contains($0) }) {
-            throw AuthError(.invalidPolicy, message: "statuses: \(bad) is not a 4xx status")
+            throw AuthError.input(.invalidPolicy, "statuses: \(bad) is not a 4xx status")
         }
         if let realms, realms.isEmpty {
-            throw AuthError(.invalidPolicy, message: "realms must name at least one realm, or be left out to accept any")
+            throw AuthError.input(.invalidPolicy, "realms must name at least one realm, or be left out to accept any")
         }
         self.statuses = statuses
         self.realms = realms
