@@ -223,6 +223,10 @@ atexit.register(stop_postgres)
 
 
 def _on_signal(signum, frame):
+    # Once: a second signal (a terminal's SIGINT and the suite's forwarded one both reach a
+    # driver) must not interrupt the cleanup the first one started.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise SystemExit(128 + signum)
 
 
