@@ -21,7 +21,7 @@ import Testing
         let runner = GatewayRunner(
             configuration: configuration,
             secrets: .init(clientSecret: "s3cret", adminToken: Stack.adminToken, storeKey: key),
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), grace: .seconds(5),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), grace: .seconds(120),
             started: { service in gateway.withLock { $0 = service } })
         let group = ServiceGroup(
             configuration: .init(
