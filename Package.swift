@@ -83,6 +83,7 @@ let package = Package(
                 "CProcess",
                 "HTTPWire",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -153,7 +154,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "bench-server",
-            dependencies: ["Gateway", "Runtime", "HTTPWire"],
+            dependencies: [
+                "Gateway", "Runtime", "HTTPWire", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             path: "Benchmarks/BenchServer",
             swiftSettings: strict
         ),
@@ -170,7 +174,15 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "HTTPWireTests", dependencies: ["HTTPWire"], swiftSettings: strict),
-        .testTarget(name: "RuntimeTests", dependencies: ["Locking", "Runtime", "HTTPWire", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "RuntimeTests",
+            dependencies: [
+                "Locking", "Runtime", "HTTPWire", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "GatewayTests",
             dependencies: [

@@ -6,7 +6,7 @@ public import Runtime
 /// puts behind the gateway.
 ///
 /// ```swift
-/// try FakeServers.with(configuration: config) { fakes in
+/// try await FakeServers.with(configuration: config) { fakes in
 ///     print("token endpoint http://127.0.0.1:\(fakes.authorizationPort)/oauth/token")
 /// }
 /// ```
@@ -31,7 +31,7 @@ public final class FakeServers: Sendable {
     public init(
         configuration: FakeAuthorizationServer.Configuration = .init(), clock: any AuthClock = SystemAuthClock(),
         authorizationPort: Int = 0, apiPort: Int = 0
-    ) throws {
+    ) async throws {
         group = try EventLoopGroup(loopCount: 1, name: "fakes")
         authorization = FakeAuthorizationServer(configuration: configuration, clock: clock)
         api = FakeResourceServer(authorization: authorization)
@@ -41,41 +41,36 @@ public final class FakeServers: Sendable {
         apiServer = HTTPServer(
             configuration: HTTPServerConfiguration(host: "127.0.0.1", port: apiPort), group: group, responder: api)
         do {
-            try authorizationServer.start()
-            try apiServer.start()
+            try await authorizationServer.listen()
+            try await apiServer.listen()
         } catch {
-            authorizationServer.shutdown(grace: .zero)
-            group.shutdown()
+            await authorizationServer.close(grace: .zero)
+            await group.close()
             throw error
         }
     }
 
-    /// Stops both servers and their loop; blocks until the loop has stopped.
-    public func shutdown() {
-        authorizationServer.shutdown(grace: .zero)
-        apiServer.shutdown(grace: .zero)
-        group.shutdown()
+    /// Stops both servers and their loop; returns once the loop has stopped.
+    public func close() async {
+        await authorizationServer.close(grace: .zero)
+        await apiServer.close(grace: .zero)
+        await group.close()
     }
 
     /// Runs `body` with both servers up, and stops them when it returns or throws.
     public static func with<Result>(
         configuration: FakeAuthorizationServer.Configuration = .init(), clock: any AuthClock = SystemAuthClock(),
-        authorizationPort: Int = 0, apiPort: Int = 0, _ body: (FakeServers) throws -> Result
-    ) throws -> Result {
-        let fakes = try FakeServers(
-            configuration: configuration, clock: clock, authorizationPort: authorizationPort, apiPort: apiPort)
-        defer { fakes.shutdown() }
-        return try body(fakes)
-    }
-
-    /// ``with(configuration:clock:authorizationPort:apiPort:_:)`` for an async `body`.
-    public static func with<Result>(
-        configuration: FakeAuthorizationServer.Configuration = .init(), clock: any AuthClock = SystemAuthClock(),
         authorizationPort: Int = 0, apiPort: Int = 0, _ body: (FakeServers) async throws -> Result
     ) async throws -> Result {
-        let fakes = try FakeServers(
+        let fakes = try await FakeServers(
             configuration: configuration, clock: clock, authorizationPort: authorizationPort, apiPort: apiPort)
-        defer { fakes.shutdown() }
-        return try await body(fakes)
+        do {
+            let result = try await body(fakes)
+            await fakes.close()
+            return result
+        } catch {
+            await fakes.close()
+            throw error
+        }
     }
 }

@@ -13,7 +13,7 @@ import Testing
     @Test func gracefulShutdownDrainsTheExchangeInFlightThenCloses() async throws {
         let upstream = try Upstream()
         defer { upstream.stop() }
-        let stack = try Stack()
+        let stack = try await Stack()
         var configuration = stack.configuration
         configuration.routes = [.init(prefix: "/", upstream: upstream.url, requiresAuthentication: false)]
         let key = try TokenStoreKey(rawBytes: [UInt8](repeating: 1, count: 32))
@@ -58,7 +58,7 @@ import Testing
     @Test func withGatewayStopsTheGatewayWhenItsBodyReturnsOrThrows() async throws {
         let upstream = try Upstream()
         defer { upstream.stop() }
-        let stack = try Stack()
+        let stack = try await Stack()
         var configuration = stack.configuration
         configuration.routes = [.init(prefix: "/", upstream: upstream.url, requiresAuthentication: false)]
         let secrets = GatewayService.Secrets(

@@ -35,7 +35,7 @@ import Testing
     }
 
     @Test func row4RestartRestoresTheSessionWithoutARoundTripAndReadyzSaysReady() async throws {
-        let stack = try Stack()
+        let stack = try await Stack()
         defer { Task { await stack.stop() } }
         try await stack.startGateway()
         #expect(try await stack.admin("GET", "/readyz", token: nil).status == 200)

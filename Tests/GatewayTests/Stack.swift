@@ -64,10 +64,10 @@ final class Stack: Sendable {
     init(
         fake: FakeAuthorizationServer.Configuration = FakeAuthorizationServer.Configuration(), stateDirectory: String? = nil,
         clock: TestClock? = nil
-    ) throws {
+    ) async throws {
         self.clock = clock
         fakeConfiguration = fake
-        servers = try FakeServers(configuration: fake, clock: clock ?? SystemAuthClock())
+        servers = try await FakeServers(configuration: fake, clock: clock ?? SystemAuthClock())
         self.stateDirectory =
             stateDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("ag-\(UUID().uuidString)").path
         keyFile = self.stateDirectory + "/store.key"
@@ -92,7 +92,7 @@ final class Stack: Sendable {
         fake: FakeAuthorizationServer.Configuration = FakeAuthorizationServer.Configuration(), clock: TestClock? = nil,
         _ body: (Stack) async throws -> Void
     ) async throws {
-        let stack = try Stack(fake: fake, clock: clock)
+        let stack = try await Stack(fake: fake, clock: clock)
         do {
             try await body(stack)
         } catch {
@@ -153,7 +153,7 @@ final class Stack: Sendable {
         await stopGateway()
         // A test's hook may hold the stack itself: break that cycle.
         api.beforeCheckingTokens(nil)
-        servers.shutdown()
+        await servers.close()
         try? FileManager.default.removeItem(atPath: stateDirectory)
     }
 

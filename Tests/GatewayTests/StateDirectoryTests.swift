@@ -40,7 +40,7 @@ import Testing
     @Test func theGatewayCreatesTheStateDirectoryOwnerOnly() async throws {
         let root = scratch()
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let stack = try Stack(stateDirectory: root + "/nested/state")
+        let stack = try await Stack(stateDirectory: root + "/nested/state")
         var configuration = stack.configuration
         configuration.keyFile = nil
         try await GatewayService.withGateway(
@@ -90,7 +90,7 @@ import Testing
         let root = scratch()
         defer { try? FileManager.default.removeItem(atPath: root) }
         makeDirectory(root + "/state", mode: 0o755)
-        let stack = try Stack(stateDirectory: root + "/state")
+        let stack = try await Stack(stateDirectory: root + "/state")
         defer { Task { await stack.stop() } }
         await #expect(throws: GatewayError.self) {
             _ = try await GatewayService.start(

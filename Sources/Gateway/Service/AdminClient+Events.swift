@@ -25,7 +25,20 @@ extension AdminClient {
     ) async throws {
         let loop = try EventLoop(name: "authgate-events")
         loop.start()
-        defer { loop.shutdown() }
+        do {
+            try await follow(on: loop, path: path, lastEventID: lastEventID, message: message, notice: notice)
+        } catch {
+            await loop.close()
+            throw error
+        }
+        await loop.close()
+    }
+
+    /// ``follow(path:lastEventID:message:notice:)`` on `loop`, which the caller closes.
+    private func follow(
+        on loop: EventLoop, path: String, lastEventID: String?,
+        message: @escaping @Sendable (EventStreamParser.Message) -> Void, notice: @escaping @Sendable (String) -> Void
+    ) async throws {
         let client = await UpstreamClient.make(
             on: loop,
             configuration: UpstreamClientConfiguration(

@@ -46,10 +46,16 @@ public struct AdminClient: Sendable {
             method: method, url: endpoint.url(path), headers: headers, body: body.map { .bytes($0) } ?? .none)
         let loop = try EventLoop(name: "authgate-cli")
         loop.start()
-        defer { loop.shutdown() }
         let client = await UpstreamClient.make(
             on: loop, configuration: UpstreamClientConfiguration(unixSocketPath: endpoint.unixSocketPath))
-        let response = try await client.send(request)
+        let response: UpstreamResponse
+        do {
+            response = try await client.send(request)
+        } catch {
+            await loop.close()
+            throw error
+        }
+        await loop.close()
         return Response(status: response.status, headers: response.headers, body: response.body)
     }
 }

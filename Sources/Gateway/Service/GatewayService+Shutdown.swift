@@ -69,20 +69,10 @@ extension GatewayService {
             }
         }
         await stores.close()
-        await Self.onThread { group.shutdown() }
+        await group.close()
     }
 
     /// How long shutdown waits past its cap for a refresh the token endpoint has answered to
     /// be saved.
     static let issuedTokensSaveLimit = Duration.seconds(10)
-
-    /// Runs blocking work on a thread of its own (never on a loop or the cooperative pool).
-    private static func onThread(_ work: @escaping @Sendable () -> Void) async {
-        await withCheckedContinuation { (cont: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread {
-                work()
-                cont.resume()
-            }
-        }
-    }
 }

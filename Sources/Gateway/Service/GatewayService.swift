@@ -95,7 +95,7 @@ public final class GatewayService: Sendable {
         do {
             return try await start(startup, group: group, reloader: reloader)
         } catch {
-            group.shutdown()
+            await group.close()
             throw error
         }
     }

@@ -20,6 +20,11 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         case task(UnownedJob)
     }
 
+    private struct Exit {
+        var ended = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
     private struct State {
         var jobs: [Job] = []
         var wakeupPending = false
@@ -34,6 +39,8 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     private let dropped = Atomic<Int>(0)
     private let started = Atomic<Bool>(false)
     private let shutDown = Atomic<Bool>(false)
+    /// Whether the loop thread has run its last step, and who waits for it (``close()``).
+    private let exit = Locked(Exit())
     private var thread = pthread_t()
     private var spareJobs: [Job] = []
     private var shutdownHooks: [() -> Void] = []
@@ -150,6 +157,12 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         // Every handle is closed by now; a busy loop here is a leak worth failing on.
         let rc = uv_loop_close(uv)
         precondition(rc == 0, "uv_loop_close: handles still open on \(name)")
+        let waiters = exit.withLock { e in
+            e.ended = true
+            defer { e.waiters = [] }
+            return e.waiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Whether the caller runs on this loop's thread.
@@ -261,20 +274,42 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     }
 
     /// Closes the loop's own handles after the registered hooks, waits for the thread to end.
+    /// Blocks the calling thread; async callers use ``close()``. A second call returns at once.
     ///
     /// Everything on the loop must have closed its handles by then (the hooks do it);
     /// the loop thread asserts that `uv_loop_close` succeeds.
     public func shutdown() {
+        guard beginShutdown() else { return }
+        pthread_join(thread, nil)
+    }
+
+    /// ``shutdown()`` without blocking a thread: the task waits until the loop thread has run
+    /// its last step, and the join that follows only reaps it. A second call returns at once.
+    /// Not from a task that prefers this loop as its executor: it could never resume.
+    public func close() async {
+        guard beginShutdown() else { return }
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let ended = exit.withLock { e in
+                if !e.ended { e.waiters.append(waiter) }
+                return e.ended
+            }
+            if ended { waiter.resume() }
+        }
+        pthread_join(thread, nil)
+    }
+
+    /// Asks the loop to run its shutdown hooks and close its own handles, once; false when
+    /// it was asked already (a second join of the same thread is undefined behaviour).
+    private func beginShutdown() -> Bool {
         precondition(!inEventLoop, "shutdown must not be called on the loop itself")
-        // Once only: a second join of the same thread is undefined behaviour.
-        guard !shutDown.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard !shutDown.exchange(true, ordering: .acquiringAndReleasing) else { return false }
         execute { [self] in
             let hooks = shutdownHooks
             shutdownHooks = []
             for h in hooks { h() }
             closeOwnHandles()
         }
-        pthread_join(thread, nil)
+        return true
     }
 
     private func closeOwnHandles() {

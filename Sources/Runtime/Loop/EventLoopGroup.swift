@@ -20,7 +20,13 @@ public final class EventLoopGroup: Sendable {
     public static var coreCount: Int { max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
 
     /// Shuts every loop down and joins its thread.
+    /// Blocks the calling thread; async callers use ``close()``.
     public func shutdown() {
         for loop in loops { loop.shutdown() }
+    }
+
+    /// Shuts every loop down and waits for its thread to end, without blocking a thread.
+    public func close() async {
+        for loop in loops { await loop.close() }
     }
 }

@@ -14,11 +14,13 @@ import Synchronization
 /// ```swift
 /// let group = try EventLoopGroup()
 /// let server = HTTPServer(configuration: .init(port: 8080), group: group, responder: MyResponder())
-/// try server.start()
+/// try await server.listen()
 /// // …
-/// server.shutdown()
-/// group.shutdown()
+/// await server.close()
+/// await group.close()
 /// ```
+///
+/// Or as a `Service` in a `ServiceGroup` (``run()``), which listens and closes for you.
 public final class HTTPServer: Sendable {
     /// The configuration it was created with.
     public let configuration: HTTPServerConfiguration
@@ -27,7 +29,7 @@ public final class HTTPServer: Sendable {
     private let states: Locked<[LoopBound<ServerLoopState>]> = Locked([])
     private let boundPort = Atomic<Int>(0)
 
-    /// Creates a server; nothing listens until ``start()``.
+    /// Creates a server; nothing listens until ``listen()`` or ``run()``.
     public init(configuration: HTTPServerConfiguration, group: EventLoopGroup, responder: any HTTPResponder) {
         self.configuration = configuration
         self.group = group
@@ -54,8 +56,9 @@ public final class HTTPServer: Sendable {
 
     /// Binds every loop's listener (for a Unix socket: the first loop binds, the others
     /// share its socket). Throws the first error (and listens nowhere then). Blocks the
-    /// calling thread while each loop binds; async callers use ``listen()``.
-    public func start() throws(RuntimeError) {
+    /// calling thread while each loop binds: for the package's synchronous test fixtures;
+    /// everything else uses ``listen()`` or ``run()``.
+    package func start() throws(RuntimeError) {
         var plan = StartPlan(address: configuration.address)
         for loop in group.loops {
             let result = Locked<Bound?>(nil)
@@ -75,7 +78,9 @@ public final class HTTPServer: Sendable {
         boundPort.store(plan.port, ordering: .relaxed)
     }
 
-    /// ``start()`` without blocking a thread: the task waits while each loop binds.
+    /// Binds every loop's listener (for a Unix socket: the first loop binds, the others share
+    /// its socket) without blocking a thread: the task waits while each loop binds. Throws
+    /// the first error (and listens nowhere then).
     public func listen() async throws(RuntimeError) {
         var plan = StartPlan(address: configuration.address)
         for loop in group.loops {
@@ -143,33 +148,42 @@ public final class HTTPServer: Sendable {
     }
 
     /// Stops accepting, lets in-flight responses finish for up to `grace`, then closes
-    /// everything. Blocks until every connection is closed; do not call it on a loop. Async
-    /// callers use ``close(grace:)``.
-    public func shutdown(grace: Duration = .seconds(10)) {
+    /// everything. Blocks until every connection is closed; do not call it on a loop. For the
+    /// package's synchronous test fixtures; everything else uses ``close(grace:)`` or ``run()``.
+    package func shutdown(grace: Duration = .seconds(10)) {
         let done = DispatchSemaphore(value: 0)
         let count = drain(grace: grace) { done.signal() }
         for _ in 0..<count { done.wait() }
     }
 
-    /// ``shutdown(grace:)`` without blocking a thread: returns once every connection is closed.
+    /// ``shutdown(grace:)`` without blocking a thread: returns once every connection is
+    /// closed, also in a cancelled task (cancellation does not cut the grace short).
     public func close(grace: Duration = .seconds(10)) async {
-        let (drained, continuation) = AsyncStream.makeStream(of: Void.self)
-        var left = drain(grace: grace) { continuation.yield() }
-        guard left > 0 else { return }
-        for await _ in drained {
-            left -= 1
-            if left == 0 { break }
+        let all = takeStates()
+        await withTaskGroup(of: Void.self) { group in
+            for box in all {
+                group.addTask {
+                    await withCheckedContinuation { (closed: CheckedContinuation<Void, Never>) in
+                        box.withValue { state in state.shutdown(grace: grace) { closed.resume() } }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The loops' states, taken: each is drained once.
+    private func takeStates() -> [LoopBound<ServerLoopState>] {
+        states.withLock { s in
+            let copy = s
+            s = []
+            return copy
         }
     }
 
     /// Starts every loop's drain; `done` is called once per loop, on it, when its
     /// connections are closed. The number of loops draining.
     private func drain(grace: Duration, _ done: @escaping @Sendable () -> Void) -> Int {
-        let all = states.withLock { s in
-            let copy = s
-            s = []
-            return copy
-        }
+        let all = takeStates()
         for box in all {
             box.withValue { state in state.shutdown(grace: grace, done: done) }
         }

@@ -23,6 +23,9 @@ public struct HTTPServerConfiguration: Sendable {
     /// The bound on buffered request bodies shared with other servers of the process (nil:
     /// only the per-request limit applies). Past it a request gets 503 and is closed.
     public var bufferBudget: BufferBudget?
+    /// How long responses in flight may take to finish once a graceful shutdown stops
+    /// accepting (``HTTPServer/run()``); past it their connections are closed.
+    public var shutdownGrace: Duration
 
     /// Creates a configuration for a TCP listener on `host`:`port`, every other setting at
     /// its documented default (set them as properties).
@@ -41,8 +44,10 @@ public struct HTTPServerConfiguration: Sendable {
         backlog: Int32 = 1024,
         writeHighWater: Int = 256 * 1024,
         bodyHighWater: Int = 256 * 1024,
-        bufferBudget: BufferBudget? = nil
+        bufferBudget: BufferBudget? = nil,
+        shutdownGrace: Duration = .seconds(10)
     ) {
+        self.shutdownGrace = shutdownGrace
         self.bufferBudget = bufferBudget
         self.address = address
         self.limits = limits
