@@ -64,7 +64,7 @@ final class ChildProcess: Sendable {
 
     /// Waits for the process to end (at most `timeout`); its exit status, or nil when it
     /// had not ended (it is then killed).
-    func wait(timeout: Duration = .seconds(20)) async -> Int32? {
+    func wait(timeout: Duration = .seconds(120)) async -> Int32? {
         let ended = await eventually(timeout: timeout) { !self.process.withLock { $0.isRunning } }
         if !ended {
             kill(pid, SIGKILL)

@@ -15,7 +15,7 @@ import Testing
                 // The conversation runs on its own thread: the rest of the body must follow
                 // its head well within the proxy's body timeout, whatever holds the pool.
                 let (arrived, raw) = try await onThread { () -> (Bool, [UInt8]) in
-                    let c = try RawClient(port: port, timeoutSeconds: 3)
+                    let c = try RawClient(port: port)
                     try c.send("POST \(path) HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc")
                     // Mid-stream: the upstream has the head before the rest is sent.
                     let arrived = eventuallyOnThisThread { responder.arrivals(upstreamPath) == before + 1 }
@@ -40,7 +40,7 @@ import Testing
             for path in ["/api/x", "/public/x"] {
                 let port = stack.proxyPort
                 let raw = try await onThread { () -> [UInt8] in
-                    let c = try RawClient(port: port, timeoutSeconds: 3)
+                    let c = try RawClient(port: port)
                     try c.send("POST \(path) HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXX")
                     return c.readToEnd()
                 }

@@ -79,7 +79,7 @@ import Testing
         try await withMetricsListener { stack in
             let port = stack.gateway.withLock { $0!.metricsServer!.port }
             let r = try await onThread {
-                let c = try RawClient(port: port, timeoutSeconds: 5)
+                let c = try RawClient(port: port)
                 try c.send("POST /metrics HTTP/1.1\r\nHost: a\r\nContent-Length: 104857600\r\n\r\n")
                 let response = try c.readResponse()
                 return (response, c.isClosedByPeer())

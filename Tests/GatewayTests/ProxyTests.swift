@@ -191,15 +191,18 @@ func withProxy(
         #expect(r.text.contains("upstream-connect-failed"))
 
         var cfg = UpstreamClientConfiguration()
-        cfg.totalTimeout = .milliseconds(100)
+        // Long enough for a loaded run to connect and deliver the request before it ends.
+        cfg.totalTimeout = .seconds(5)
         try await withProxy(client: cfg) { proxy, upstream in
             // /hang never answers: the timeout is the only way out, however slow the machine.
-            let c = try RawClient(port: proxy.port)
+            let c = try RawClient(port: proxy.port, timeoutSeconds: 60)
             try c.send("GET /hang HTTP/1.1\r\nHost: a\r\n\r\n")
             let r = try c.readResponse()
             #expect(r.status == 504)
             #expect(r.text.contains("upstream-timeout"))
-            #expect(upstream.responder.arrivals("/hang") == 1, "the request reached the upstream before timing out")
+            #expect(
+                await eventually { upstream.responder.arrivals("/hang") == 1 },
+                "the request reached the upstream before timing out")
         }
     }
 

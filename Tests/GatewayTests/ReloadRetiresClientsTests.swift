@@ -1,5 +1,6 @@
 import AuthCore
 import Runtime
+import TestSupport
 import Testing
 
 @testable import Gateway
@@ -49,16 +50,16 @@ import Testing
         let limiter = try #require(proxy.settings.limiters["/api"])
         try await limiter.acquire(.first)
         try await limiter.acquire(.first)
-        let second = Self.settings(limit: 1, timeout: 5)
+        // The waiter below must outlast any stall of a loaded run: an hour.
+        let second = Self.settings(limit: 1, timeout: 3_600)
         #expect(limiter.limit == 2 && limiter.timeout == .seconds(30), "settings not installed change nothing")
         proxy.replaceSettings(second)
         #expect(proxy.settings.limiters["/api"] === limiter, "the route keeps its limiter")
-        #expect(limiter.limit == 1 && limiter.timeout == .seconds(5))
+        #expect(limiter.limit == 1 && limiter.timeout == .seconds(3_600))
         #expect(limiter.load.inFlight == 2, "the old exchanges stay counted")
         let waiting = Task { try await limiter.acquire(.first) }
-        try await Task.sleep(for: .milliseconds(50))
+        #expect(await eventually { limiter.load.waiting == 1 }, "the waiter joined the queue")
         limiter.release()
-        try await Task.sleep(for: .milliseconds(50))
         #expect(limiter.load == (inFlight: 1, waiting: 1), "still at the new limit: nobody admitted")
         limiter.release()
         try await waiting.value

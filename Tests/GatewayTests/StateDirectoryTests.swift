@@ -132,7 +132,7 @@ import Testing
         process.standardError = stderr
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let deadline = Date() + 10
+        let deadline = Date() + 120
         while process.isRunning && Date() < deadline { usleep(20_000) }
         if process.isRunning {
             process.terminate()

@@ -10,7 +10,7 @@ import Testing
     /// without the body ever being sent.
     func answerToHeadAlone(port: Int, _ head: String) async throws -> TestResponse {
         try await onThread {
-            let c = try RawClient(port: port, timeoutSeconds: 3)
+            let c = try RawClient(port: port)
             try c.send(head)
             return try c.readResponse()
         }

@@ -32,14 +32,15 @@ import Testing
 
     @Test func aWebSocketUpgradeTheUpstreamSwitchesToAnotherProtocolIsRefused() async throws {
         try await Self.withSwitchingUpstream(to: "h2c") { proxy in
-            let c = try RawClient(port: proxy.port, timeoutSeconds: 1)
+            let c = try RawClient(port: proxy.port)
             try c.send(
                 "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
                     + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
-            // The connection stays open after the 502: what arrives within the second is all.
-            let raw = String(decoding: c.readToEnd(), as: UTF8.self)
-            #expect(raw.hasPrefix("HTTP/1.1 502"), "\(raw)")
-            #expect(!raw.contains("TUNNEL-BYTES"))
+            // The connection stays open after the 502, so the test reads the one response
+            // (with the read timeout a loaded run needs) rather than to the end.
+            let response = try c.readResponse()
+            #expect(response.status == 502, "\(response.status) \(response.text)")
+            #expect(!response.text.contains("TUNNEL-BYTES"))
         }
     }
 

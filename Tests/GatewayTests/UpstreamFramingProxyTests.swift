@@ -28,7 +28,7 @@ import Testing
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\nContent-Length: 5\r\n\r\n"
             + "helloHTTP/1.1 200 OK\r\nContent-Length: 8\r\nX-Injected: yes\r\n\r\nINJECTED"
         try await Self.withCannedUpstream(injected, loopHTTP1: loopHTTP1) { proxy in
-            let c = try RawClient(port: proxy.port, timeoutSeconds: 3)
+            let c = try RawClient(port: proxy.port)
             try c.send("GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
             let raw = c.readToEnd()
             let text = String(decoding: raw, as: UTF8.self)
@@ -56,7 +56,7 @@ import Testing
             let response =
                 "HTTP/1.1 200 OK\r\n\(fields)\r\n\r\n5\r\nhello\r\n0\r\n\r\nHTTP/1.1 200 OK\r\nX-Injected: yes\r\nContent-Length: 0\r\n\r\n"
             try await Self.withCannedUpstream(response, loopHTTP1: loopHTTP1) { proxy in
-                let c = try RawClient(port: proxy.port, timeoutSeconds: 3)
+                let c = try RawClient(port: proxy.port)
                 try c.send("GET /a HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
                 let text = String(decoding: c.readToEnd(), as: UTF8.self)
                 #expect(text.hasPrefix("HTTP/1.1 502"), "\(fields.debugDescription): \(text)")
@@ -72,7 +72,7 @@ import Testing
         try await Self.withCannedUpstream(
             "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nContent-Length: 10\r\n\r\n", holdOpen: true, loopHTTP1: loopHTTP1
         ) { proxy in
-            let c = try RawClient(port: proxy.port, timeoutSeconds: 3)
+            let c = try RawClient(port: proxy.port)
             // The second request on the connection is answered only once the first exchange
             // is over, at the proxy and at the upstream.
             for path in ["/a", "/b"] {
@@ -93,7 +93,7 @@ import Testing
             "HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n", holdOpen: true, loopHTTP1: loopHTTP1
         ) {
             proxy in
-            let c = try RawClient(port: proxy.port, timeoutSeconds: 3)
+            let c = try RawClient(port: proxy.port)
             for path in ["/a", "/b"] {
                 try c.send("DELETE \(path) HTTP/1.1\r\nHost: a\r\n\r\n")
                 let r = try c.readResponse()

@@ -55,7 +55,8 @@ struct HTTP1PoolTests {
         defer { nginx.stop() }
         try await withClient { client in
             let before = try await connection(client, nginx.port)
-            try await Task.sleep(for: .milliseconds(1500))
+            // Well past nginx's second: a loaded nginx closes it late.
+            try await Task.sleep(for: .seconds(4))
             let after = try await connection(client, nginx.port)
             #expect(after != before, "the idle connection nginx closed is not reused")
         }
@@ -77,13 +78,14 @@ struct HTTP1PoolTests {
     /// the connection goes back to the pool reading again, so the next exchange on it is
     /// answered (and a peer closing it while idle is noticed).
     @Test(.timeLimit(.minutes(1))) func aConnectionWhoseDeliveryPausedIsReadAgainWhenReused() async throws {
-        let nginx = try Nginx(serverBlock: #"location / { return 200 "$connection"; }"#)
+        // Idle timeouts on both sides no loaded run reaches between the two exchanges.
+        let nginx = try Nginx(serverBlock: #"keepalive_timeout 300s; location / { return 200 "$connection"; }"#)
         defer { nginx.stop() }
         let loop = try EventLoop(name: "pool-loop")
         loop.start()
         defer { loop.shutdown() }
         let client = await UpstreamClient.make(
-            on: loop, configuration: UpstreamClientConfiguration(idleTimeout: .seconds(3), loopHTTP1: true))
+            on: loop, configuration: UpstreamClientConfiguration(idleTimeout: .seconds(120), loopHTTP1: true))
         let url = "http://127.0.0.1:\(nginx.port)/"
         let first: String = try await withCheckedThrowingContinuation { cont in
             loop.execute {

@@ -108,7 +108,7 @@ let malformedCases: [(name: String, request: String, status: Int)] = [
             // The conversation runs on its own thread: the rest of the body must follow its
             // head well within the server's body timeout, whatever holds the pool.
             let (arrived, raw) = try await onThread { () -> (Bool, [UInt8]) in
-                let client = try RawClient(port: port, timeoutSeconds: 3)
+                let client = try RawClient(port: port)
                 try client.send(
                     "POST /stream-slow HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks.prefix(6))
                 // Mid-stream: the responder has the request before the rest of the body is sent.

@@ -130,13 +130,13 @@ struct TestResponder: HTTPResponder {
                 writer.respond(status: 200, body: Array(String(total).utf8))
             }
         case "/stream-stall":
-            // Takes one piece, stalls for 500 ms, then reads the rest.
+            // Takes one piece, stalls for 2 s, then reads the rest.
             guard case .stream(let stream) = request.body else { return }
             tasks.spawn(on: request.loop) {
                 var total = 0
                 do {
                     if let first = try await stream.next() { total += first.count }
-                    try await Task.sleep(for: .milliseconds(500))
+                    try await Task.sleep(for: .seconds(2))
                     while let chunk = try await stream.next() { total += chunk.count }
                 } catch {}
                 writer.respond(status: 200, body: Array(String(total).utf8))

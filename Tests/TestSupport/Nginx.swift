@@ -82,9 +82,9 @@ public final class Nginx: @unchecked Sendable {
         return Int(UInt16(bigEndian: addr.sin_port))
     }
 
-    /// Waits until something accepts on `port` (up to 5 s).
+    /// Waits until something accepts on `port` (up to 60 s: a loaded run starts nginx slowly).
     public static func waitForPort(_ port: Int) throws {
-        for _ in 0..<250 {
+        for _ in 0..<3_000 {
             if (try? RawClient(port: port, timeoutSeconds: 1)) != nil { return }
             usleep(20_000)
         }
