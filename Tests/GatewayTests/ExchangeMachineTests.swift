@@ -19,6 +19,13 @@ import Testing
 
     static func g(_ n: UInt64) -> TokenGeneration { TokenGeneration(n) }
 
+    /// Takes `m` from idle to sending its first try with a token of `generation` (a slot
+    /// first when the route is bounded).
+    static func send(_ m: inout Machine, _ generation: UInt64) {
+        if m.start() == .acquireSlot(.first) { _ = m.slotGranted() }
+        _ = m.tokenObtained(generation: g(generation))
+    }
+
     static func attempt(_ generation: UInt64, replays: Int = 0, replayable: Bool = true, nonceResent: Bool = false)
         -> ReplayRule.Attempt
     {
@@ -58,17 +65,9 @@ import Testing
         #expect(m.tokenObtained(generation: Self.g(5)) == .send(Self.attempt(5)))
     }
 
-    @Test func aCurrentTokenInHandSendsAtOnce() {
-        for bounded in [false, true] {
-            var m = Self.machine(bounded: bounded)
-            #expect(m.startWithCurrentToken(generation: Self.g(7)) == .send(Self.attempt(7)))
-            #expect(m.state == .sending(Self.attempt(7)))
-        }
-    }
-
     @Test func aRejectedTokenIsHeldRefreshedAndReplayedWithTheNewOne() {
         var m = Self.machine()
-        _ = m.startWithCurrentToken(generation: Self.g(5))
+        Self.send(&m, 5)
         #expect(m.headArrived(Self.rejected, session: Self.session(5)) == .holdForRefresh)
         #expect(m.attemptEnded(.heldForRefresh) == .refresh(after: Self.g(5)))
         #expect(m.state == .waitingForRefresh(after: Self.attempt(5)))
@@ -79,7 +78,7 @@ import Testing
 
     @Test func aBoundedReplayWaitsInTheReplayLaneAndTakesTheTokenAgain() {
         var m = Self.machine(bounded: true)
-        _ = m.startWithCurrentToken(generation: Self.g(5))
+        Self.send(&m, 5)
         #expect(m.attemptEnded(.heldForRefresh) == .refresh(after: Self.g(5)))
         #expect(m.refreshed(generation: Self.g(6)) == .acquireSlot(.replay))
         #expect(m.state == .waitingForSlot(.replay(after: Self.attempt(5))))
@@ -91,7 +90,7 @@ import Testing
     @Test func aDPoPNonceRequestIsResentOnceWithTheSessionsTokenAndNoRefresh() {
         for bounded in [false, true] {
             var m = Self.machine(bounded: bounded)
-            _ = m.startWithCurrentToken(generation: Self.g(5))
+            Self.send(&m, 5)
             var nonce = Machine.Head(status: 401, wwwAuthenticate: [#"DPoP error="use_dpop_nonce""#])
             nonce.nonceRequested = true
             #expect(m.headArrived(nonce, session: Self.session(5)) == .holdForNonce)
@@ -120,7 +119,7 @@ import Testing
 
     @Test func aNonceRequestWithABodyThatCannotGoAgainIsJudgedAsAnAnswer() {
         var m = Self.machine(replayable: false)
-        _ = m.startWithCurrentToken(generation: Self.g(5))
+        Self.send(&m, 5)
         var nonce = Machine.Head(status: 401, wwwAuthenticate: [#"DPoP error="use_dpop_nonce""#])
         nonce.nonceRequested = true
         #expect(m.headArrived(nonce, session: Self.session(5)) == .deliver)
@@ -128,7 +127,7 @@ import Testing
 
     @Test func aRefusedProofIsAnsweredByAuthGateWhateverElseTheHeadSays() {
         var m = Self.machine()
-        _ = m.startWithCurrentToken(generation: Self.g(5))
+        Self.send(&m, 5)
         var head = Self.rejected
         head.proofRefused = true
         head.nonceRequested = true
@@ -138,7 +137,7 @@ import Testing
 
     @Test func replaysStopAtTheLimit() {
         var m = Self.machine(maxReplays: 2)
-        _ = m.startWithCurrentToken(generation: Self.g(1))
+        Self.send(&m, 1)
         for n in 1...2 {
             // Each rejected token has been superseded by the time its answer comes.
             #expect(m.headArrived(Self.rejected, session: Self.session(UInt64(n) + 1)) == .holdForRefresh)
@@ -153,7 +152,7 @@ import Testing
 
     @Test func aFreshTokenRejectedAgainPassesThrough() {
         var m = Self.machine()
-        _ = m.startWithCurrentToken(generation: Self.g(5))
+        Self.send(&m, 5)
         _ = m.attemptEnded(.heldForRefresh)
         _ = m.refreshed(generation: Self.g(6))
         #expect(
@@ -167,7 +166,7 @@ import Testing
 
     @Test func aStreamedBodyPassesTheRejectionThroughAndRefreshesInTheBackground() {
         var m = Self.machine(replayable: false)
-        _ = m.startWithCurrentToken(generation: Self.g(5))
+        Self.send(&m, 5)
         let action = m.headArrived(Self.rejected, session: Self.session(5))
         #expect(action == .passThrough(.bodyStreamed, refreshInBackground: true))
         #expect(action.extraHeaders[first: "authgate-replay"] == ReplayRule.PassReason.bodyStreamed.headerValue)
@@ -176,7 +175,7 @@ import Testing
 
     @Test func answersThatRejectNoTokenAreDeliveredWithoutAskingTheSession() {
         var m = Self.machine()
-        _ = m.startWithCurrentToken(generation: Self.g(5))
+        Self.send(&m, 5)
         let heads = [
             Machine.Head(status: 200), Machine.Head(status: 403, wwwAuthenticate: [#"Bearer error="insufficient_scope""#]),
             Machine.Head(status: 401, wwwAuthenticate: [#"Basic realm="downstream""#]),
@@ -205,14 +204,14 @@ import Testing
 
         // A replay whose refresh failed (or whose wait was cancelled: the client left).
         m = Self.machine()
-        _ = m.startWithCurrentToken(generation: Self.g(5))
+        Self.send(&m, 5)
         _ = m.attemptEnded(.heldForRefresh)
         #expect(m.refreshFailed() == .fail(.refresh))
         #expect(m.state == .finished)
 
         // A bounded replay whose token failed after its slot came.
         m = Self.machine(bounded: true)
-        _ = m.startWithCurrentToken(generation: Self.g(5))
+        Self.send(&m, 5)
         _ = m.attemptEnded(.heldForRefresh)
         _ = m.refreshed(generation: Self.g(6))
         _ = m.slotGranted()
@@ -220,12 +219,12 @@ import Testing
 
         // A resend whose token failed: a refresh failure too, not a first token's.
         m = Self.machine()
-        _ = m.startWithCurrentToken(generation: Self.g(5))
+        Self.send(&m, 5)
         _ = m.attemptEnded(.heldForNonce)
         #expect(m.tokenFailed() == .fail(.refresh))
         // A resend refused a slot is busy, like a first try.
         m = Self.machine(bounded: true)
-        _ = m.startWithCurrentToken(generation: Self.g(5))
+        Self.send(&m, 5)
         _ = m.attemptEnded(.heldForNonce)
         #expect(m.slotRefused() == .fail(.busy))
     }
@@ -235,13 +234,12 @@ import Testing
     /// One event, by name, applied to a machine; the head is asked as an event too (it moves
     /// nothing, and answers `deliver` outside `sending`).
     enum Event: String, CaseIterable {
-        case start, startWithCurrentToken, slotGranted, slotRefused, tokenObtained, tokenFailed, refreshed, refreshFailed
+        case start, slotGranted, slotRefused, tokenObtained, tokenFailed, refreshed, refreshFailed
         case answered, heldForRefresh, heldForNonce
 
         func apply(_ m: inout Machine) -> Machine.Action {
             switch self {
             case .start: m.start()
-            case .startWithCurrentToken: m.startWithCurrentToken(generation: ExchangeMachineTests.g(9))
             case .slotGranted: m.slotGranted()
             case .slotRefused: m.slotRefused()
             case .tokenObtained: m.tokenObtained(generation: ExchangeMachineTests.g(9))
@@ -265,20 +263,23 @@ import Testing
         return [
             ("idle", reach(false, [])),
             ("waitingForSlot(first)", reach(true, [.start])),
-            ("waitingForSlot(replay)", reach(true, [.startWithCurrentToken, .heldForRefresh, .refreshed])),
-            ("waitingForSlot(resend)", reach(true, [.startWithCurrentToken, .heldForNonce])),
+            ("waitingForSlot(replay)", reach(true, [.start, .slotGranted, .tokenObtained, .heldForRefresh, .refreshed])),
+            ("waitingForSlot(resend)", reach(true, [.start, .slotGranted, .tokenObtained, .heldForNonce])),
             ("waitingForToken(first)", reach(false, [.start])),
-            ("waitingForToken(replay)", reach(true, [.startWithCurrentToken, .heldForRefresh, .refreshed, .slotGranted])),
-            ("waitingForToken(resend)", reach(false, [.startWithCurrentToken, .heldForNonce])),
-            ("waitingForRefresh", reach(false, [.startWithCurrentToken, .heldForRefresh])),
-            ("sending", reach(false, [.startWithCurrentToken])),
-            ("finished", reach(false, [.startWithCurrentToken, .answered])),
+            (
+                "waitingForToken(replay)",
+                reach(true, [.start, .slotGranted, .tokenObtained, .heldForRefresh, .refreshed, .slotGranted])
+            ),
+            ("waitingForToken(resend)", reach(false, [.start, .tokenObtained, .heldForNonce])),
+            ("waitingForRefresh", reach(false, [.start, .tokenObtained, .heldForRefresh])),
+            ("sending", reach(false, [.start, .tokenObtained])),
+            ("finished", reach(false, [.start, .tokenObtained, .answered])),
         ]
     }
 
     /// Which events each state takes; every other event is late: `none`, nothing changes.
     static let accepted: [String: Set<Event>] = [
-        "idle": [.start, .startWithCurrentToken],
+        "idle": [.start],
         "waitingForSlot(first)": [.slotGranted, .slotRefused],
         "waitingForSlot(replay)": [.slotGranted, .slotRefused],
         "waitingForSlot(resend)": [.slotGranted, .slotRefused],

@@ -2,8 +2,9 @@ public import AuthCore
 
 /// Runs an exchange made with a session's token: the actions of its ``ExchangeMachine``
 /// (slot, token, send, refresh, replay, resend), with the session, the in-flight limiter and
-/// the clock. The proxy and the user-info call both run it; only how one attempt is sent
-/// differs (`send`).
+/// the clock, in the caller's task, for exchanges whose sends are async (`send`): the
+/// user-info call. A proxied request runs the same machine on its loop instead
+/// (``AuthenticatedRequest``), since its sends answer through the loop's callbacks.
 public struct AuthenticatedExchange: Sendable {
     /// What one attempt came to.
     public enum Step<Result: Sendable>: Sendable {
@@ -90,9 +91,7 @@ public struct AuthenticatedExchange: Sendable {
         ExchangeMachine(policy: policy, rule: rule, bodyReplayable: bodyReplayable, bounded: limiter != nil)
     }
 
-    /// Runs `machine`'s actions from `action` on (an exchange begun elsewhere goes on here:
-    /// the proxy's first try, sent from the loop, whose answer was held back) until an
-    /// attempt is answered. `send` gets the token and the machine with the attempt at the
+    /// Runs `machine`'s actions from `action` on until an attempt is answered. `send` gets the token and the machine with the attempt at the
     /// upstream (``ExchangeMachine/attempt``), to judge the answer's head
     /// (``ExchangeMachine/headArrived(_:session:)``). Throws as
     /// ``run(bodyReplayable:send:)`` does.

@@ -6,15 +6,14 @@ import HTTPWire
 ///
 /// The machine reads no clock, touches no socket and holds no token: it is told what happened
 /// (a slot granted, a token obtained, an answer's head, how an attempt ended, a refresh done
-/// or failed) and answers with what to do next. ``AuthenticatedExchange`` runs its actions for
-/// the proxy's task and for the user-info call; the proxy's first try from the loop
-/// (``ReverseProxy``) starts it with a token it already holds. The rules it applies are its
-/// pure inputs: ``UpstreamRejectionPolicy`` (is the answer a rejected token) and ``ReplayRule``
+/// or failed) and answers with what to do next. ``AuthenticatedRequest`` runs its actions for a
+/// proxied request, on the request's loop (a task only for a wait); ``AuthenticatedExchange``
+/// runs them in a task for the user-info call, whose sends are async. The rules it applies
+/// are its pure inputs: ``UpstreamRejectionPolicy`` (is the answer a rejected token) and ``ReplayRule``
 /// (replay it, or pass it through and why).
 ///
 /// ```
-/// idle ─start─▶ waitingForSlot ─slotGranted─▶ waitingForToken ─tokenObtained─▶ sending
-///   └─startWithCurrentToken──────────────────────────────────────────────────▶ sending
+/// idle ─start─▶ (waitingForSlot ─slotGranted─▶) waitingForToken ─tokenObtained─▶ sending
 /// sending ─attemptEnded(answered)─▶ finished
 ///         ─attemptEnded(heldForRefresh)─▶ waitingForRefresh ─refreshed─▶ (slot ▶ token ▶) sending
 ///         ─attemptEnded(heldForNonce)─▶ (slot ▶) waitingForToken ─tokenObtained─▶ sending
@@ -180,13 +179,6 @@ struct ExchangeMachine: Sendable, Equatable {
     mutating func start() -> Action {
         guard case .idle = state else { return .none }
         return prepare(.first)
-    }
-
-    /// The exchange starts with the session's current token in hand (of `generation`), taken
-    /// without waiting, and a slot when the route is bounded: the first try goes at once.
-    mutating func startWithCurrentToken(generation: TokenGeneration) -> Action {
-        guard case .idle = state else { return .none }
-        return send(.first, generation)
     }
 
     /// A slot of the route's in-flight limit came.

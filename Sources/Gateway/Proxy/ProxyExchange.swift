@@ -34,8 +34,13 @@ enum HeadDecision {
 final class ProxyExchange: UpstreamResponseHandler {
     let writer: ResponseWriter
     var transfer: (any UpstreamTransfer)?
-    private let decide: ((Int, HTTPHeaders) -> HeadDecision)?
+    /// Told how a public exchange ended.
     private let completion: ((ExchangeOutcome) -> Void)?
+    /// The authenticated request whose attempt this is: it decides what becomes of the head
+    /// (``AuthenticatedRequest/decide(status:headers:)``) and hears the end, in place of
+    /// `completion` (a reference the request already has, where closures would be
+    /// allocated per attempt).
+    private let runner: AuthenticatedRequest?
     /// Where an upstream failure is counted; nil: not counted.
     private let metrics: GatewayMetrics?
     /// The traced try's span, ended with the exchange; nil when tracing is off.
@@ -49,20 +54,21 @@ final class ProxyExchange: UpstreamResponseHandler {
     private let tunnelIdleTimeout: Duration
 
     init(
-        writer: ResponseWriter, decide: ((Int, HTTPHeaders) -> HeadDecision)? = nil, tunnelIdleTimeout: Duration = .seconds(300),
-        metrics: GatewayMetrics? = nil, span: RequestTrace.UpstreamTry? = nil, completion: ((ExchangeOutcome) -> Void)? = nil
+        writer: ResponseWriter, tunnelIdleTimeout: Duration = .seconds(300),
+        metrics: GatewayMetrics? = nil, span: RequestTrace.UpstreamTry? = nil, runner: AuthenticatedRequest? = nil,
+        completion: ((ExchangeOutcome) -> Void)? = nil
     ) {
+        self.runner = runner
         self.tunnelIdleTimeout = tunnelIdleTimeout
         self.metrics = metrics
         self.span = span
         self.writer = writer
-        self.decide = decide
         self.completion = completion
     }
 
     func upstreamHead(status: Int, headers: consuming HTTPHeaders) {
         self.status = status
-        let decision = decide?(status, headers) ?? .forward(HTTPHeaders())
+        let decision = runner?.decide(status: status, headers: headers) ?? .forward(HTTPHeaders())
         switch decision {
         case .intercept:
             intercepted = true
@@ -150,6 +156,7 @@ extension ProxyExchange {
     private func finish(_ outcome: ExchangeOutcome) {
         if case .failed(let e) = outcome { metrics?.upstreamFailure(e.code.description) }
         span?.ended(outcome)
+        runner?.ended(outcome)
         completion?(outcome)
     }
 }

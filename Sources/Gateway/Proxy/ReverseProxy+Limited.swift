@@ -8,32 +8,32 @@ extension ReverseProxy {
     /// Sends a public request within `limiter`: at once from the loop when a slot is free
     /// and nobody waits, else after waiting for one in a task (or 503 `upstream-busy`).
     func sendPublic(_ request: HTTPRequest, _ r: RouteContext, _ limiter: InFlightLimiter) {
-        let metrics = self.metrics
-        let end = r.end
         if let inFlight = limiter.acquireWithoutWaiting() {
-            let sent = ContinuousClock.now
-            start(request, r, token: nil, decide: nil) { outcome in
-                let ended = ContinuousClock.now
-                limiter.release(outcome, latency: ended - sent, inFlight: inFlight, at: ended)
-                end.facts?.exchanged(outcome)
-                end.finish(metrics, status: outcome.status, at: ended)
-            }
+            sendPublic(request, r, limiter, inFlight: inFlight)
             return
         }
+        // The task prefers the request's loop, so the send after the wait starts there.
         tasks.start(on: request.loop) {
-            let status: Int
             do throws(GatewayError) {
                 let inFlight = try await limiter.acquire(.first, timeout: r.route.queueTimeout)
-                let sent = ContinuousClock.now
-                let outcome = await self.exchange(request, r, token: nil, decide: nil)
-                let ended = ContinuousClock.now
-                limiter.release(outcome, latency: ended - sent, inFlight: inFlight, at: ended)
-                end.facts?.exchanged(outcome)
-                status = outcome.status
+                self.sendPublic(request, r, limiter, inFlight: inFlight)
             } catch {
-                status = self.refuse(error, limiter, r.writer)
+                r.end.finish(self.metrics, status: self.refuse(error, limiter, r.writer))
             }
-            end.finish(metrics, status: status)
+        }
+    }
+
+    /// Sends a public request in a slot of `limiter` it holds (`inFlight`: the exchanges at
+    /// the upstream then, itself included), from the request's loop.
+    private func sendPublic(_ request: HTTPRequest, _ r: RouteContext, _ limiter: InFlightLimiter, inFlight: Int) {
+        let metrics = self.metrics
+        let end = r.end
+        let sent = ContinuousClock.now
+        start(request, r, token: nil) { outcome in
+            let ended = ContinuousClock.now
+            limiter.release(outcome, latency: ended - sent, inFlight: inFlight, at: ended)
+            end.facts?.exchanged(outcome)
+            end.finish(metrics, status: outcome.status, at: ended)
         }
     }
 

@@ -13,7 +13,8 @@ public import Tracing
 /// refresh however many requests wait — and replays the request with the new token and its
 /// buffered body (rows 6, 9), under the ``ReplayRule``: again while the token it carried has
 /// been superseded meanwhile, never twice with one generation, at most `maxReplays` times.
-/// 403 and `insufficient_scope` pass through. ``AuthenticatedExchange`` holds that path.
+/// 403 and `insufficient_scope` pass through. ``AuthenticatedRequest`` runs that path, on the
+/// request's loop.
 public final class ReverseProxy: HTTPResponder {
     /// The routes, longest prefix first.
     public var table: RouteTable { settings.table }
@@ -150,57 +151,28 @@ public final class ReverseProxy: HTTPResponder {
         if tracing, let tracer {
             r.end.trace = RequestTrace(tracer: tracer, request: request, route: r.route, path: String(r.target.path))
         }
-        let limiter = r.settings.limiter(for: r.route)
         guard let session else {
-            if let limiter {
+            if let limiter = r.settings.limiter(for: r.route) {
                 sendPublic(request, r, limiter)
                 return
             }
             let metrics = self.metrics
             let end = r.end
-            start(request, r, token: nil, decide: nil) { outcome in
+            start(request, r, token: nil) { outcome in
                 end.facts?.exchanged(outcome)
                 end.finish(metrics, status: outcome.status)
             }
             return
         }
-        if let token = session.tokenWithoutWaiting() {
-            // The token is current and a slot free (or the route unbounded): sent now, from
-            // this loop, with no task and no hop.
-            if let limiter {
-                if let inFlight = limiter.acquireWithoutWaiting() {
-                    sendWithCurrentToken(request, r, session, token, slot: (limiter, inFlight))
-                    return
-                }
-            } else {
-                sendWithCurrentToken(request, r, session, token, slot: nil)
-                return
-            }
-        }
-        let constant = r
-        tasks.start(on: request.loop) {
-            let status = await self.authenticated(request, constant, session)
-            constant.end.finish(self.metrics, status: status)
-        }
+        AuthenticatedRequest(self, request, r, session).start()
     }
 
-    /// One exchange with the upstream, awaited.
-    func exchange(
-        _ request: HTTPRequest, _ r: RouteContext, token: AccessToken?, decide: (@Sendable (Int, HTTPHeaders) -> HeadDecision)?
-    ) async -> ExchangeOutcome {
-        await withCheckedContinuation { cont in
-            request.loop.executeSoonOrNow {
-                self.start(request, r, token: token, decide: decide) {
-                    cont.resume(returning: $0)
-                }
-            }
-        }
-    }
-
-    /// Starts an exchange on the request's loop.
+    /// Starts one attempt at the upstream, on the request's loop: an authenticated request's
+    /// (its `runner` decides on the answer's head and hears the end; `token` goes with it)
+    /// or a public request's (`completion` hears the end).
     func start(
-        _ request: HTTPRequest, _ r: RouteContext, token: AccessToken?, decide: ((Int, HTTPHeaders) -> HeadDecision)?,
-        completion: @escaping (ExchangeOutcome) -> Void
+        _ request: HTTPRequest, _ r: RouteContext, token: AccessToken?, runner: AuthenticatedRequest? = nil,
+        completion: ((ExchangeOutcome) -> Void)? = nil
     ) {
         let route = r.route
         let s = r.settings
@@ -242,8 +214,8 @@ public final class ReverseProxy: HTTPResponder {
             destination: .origin(route.upstream, target: upstreamTarget),
             headers: headers, body: body, upgrade: request.head.upgrade != nil, clientIdentity: route.clientIdentity)
         let exchange = ProxyExchange(
-            writer: r.writer, decide: decide, tunnelIdleTimeout: s.clientConfiguration.tunnelIdleTimeout, metrics: metrics,
-            span: span, completion: completion)
+            writer: r.writer, tunnelIdleTimeout: s.clientConfiguration.tunnelIdleTimeout, metrics: metrics,
+            span: span, runner: runner, completion: completion)
         let transfer = s.clients.client(for: request.loop).start(upstream, handler: exchange)
         if !transfer.isFinished {
             exchange.transfer = transfer

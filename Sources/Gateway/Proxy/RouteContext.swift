@@ -42,6 +42,12 @@ struct RequestEnd: Sendable {
     /// The instant the offsets count from.
     private static let origin = ContinuousClock.now
 
+    /// `instant` as an offset from the instant the offsets count from.
+    static func offset(of instant: ContinuousClock.Instant) -> Duration { instant - origin }
+
+    /// When the request was routed, as an offset (``offset(of:)``).
+    var startOffset: Duration { started }
+
     /// The end of a request routed at `started`.
     init(kind: String, started: ContinuousClock.Instant, facts: AccessFacts?, trace: RequestTrace?) {
         self.kind = kind
