@@ -333,11 +333,18 @@ def check(cond, msg):
 # AuthGate.
 # --------------------------------------------------------------------------------------
 
+# Every AuthGate's log, in the order they were made: a failing scenario shows the tails of
+# the ones it made (_diagnose), whether or not it listed them in ctx.extra_logs.
+_authgate_logs = []
+
+
 class AuthGate:
     def __init__(self, binary, workdir, name, config):
         self.binary, self.workdir, self.name, self.config = binary, workdir, name, config
         self.config_path = os.path.join(workdir, f"{name}.json")
         self.log_path = os.path.join(workdir, f"{name}.log")
+        if self.log_path not in _authgate_logs:
+            _authgate_logs.append(self.log_path)
         self.proxy = f"http://127.0.0.1:{config['proxy']['port']}"
         self.admin = f"http://127.0.0.1:{config['admin']['port']}"
         with open(config["adminTokenFile"]) as f:
@@ -810,9 +817,12 @@ def storm_expiries(ctx, ag, path, expiries=3, n=24):
         time.sleep(ctx.ttl + 1.5)
         results = [None] * n
 
+        bodies = [b""] * n
+
         def one(i):
             try:
-                results[i] = ags[i % len(ags)].get(f"{path}/{e}/{i}").status
+                r = ags[i % len(ags)].get(f"{path}/{e}/{i}")
+                results[i], bodies[i] = r.status, r.body
             except Exception as x:  # noqa: BLE001
                 results[i] = repr(x)
 
@@ -822,7 +832,9 @@ def storm_expiries(ctx, ag, path, expiries=3, n=24):
         for t in threads:
             t.join(60)
         bad = [r for r in results if r != 200]
-        check(not bad, f"expiry {e + 1}: {len(bad)}/{n} requests failed, e.g. {bad[:3]}")
+        # The first failing answer's body names AuthGate's reason (its problem document).
+        why = next((bodies[i][:300] for i, r in enumerate(results) if r != 200 and bodies[i]), b"")
+        check(not bad, f"expiry {e + 1}: {len(bad)}/{n} requests failed, e.g. {bad[:3]} {why!r}")
     a1, r1 = ctx.as_stats(), ctx.rs_stats()
     refreshes, reuse = delta(a0, a1, "refreshes"), delta(a0, a1, "reuse_detections")
     check(refreshes == expiries, f"AS counted {refreshes} refreshes for {expiries} expiries, wanted one each")
@@ -2182,6 +2194,9 @@ def run_kind(kind, args, binary, results):
         for name, fn in wanted:
             t0 = time.monotonic()
             log_size = os.path.getsize(ag.log_path) if os.path.exists(ag.log_path) else 0
+            # Only this scenario's logs are worth showing should it fail.
+            ctx.extra_logs.clear()
+            made_before = len(_authgate_logs)
             try:
                 if not ag.alive():
                     ag.start()  # a previous scenario left it dead: the line above it said so
@@ -2195,7 +2210,7 @@ def run_kind(kind, args, binary, results):
                 reason = str(e) if isinstance(e, Fail) else f"{type(e).__name__}: {e}"
                 print(f"FAIL {kind} {name} {reason} ({time.monotonic() - t0:.1f}s)", flush=True)
                 results.append("fail")
-                _diagnose(ctx, name, log_size)
+                _diagnose(ctx, name, log_size, _authgate_logs[made_before:])
                 if VERBOSE and not isinstance(e, Fail):
                     traceback.print_exc()
     finally:
@@ -2215,8 +2230,10 @@ def run_kind(kind, args, binary, results):
             shutil.rmtree(d, ignore_errors=True)
 
 
-def _diagnose(ctx, name, log_offset):
-    """The AuthGate and AS log lines of a failing scenario, on stderr."""
+def _diagnose(ctx, name, log_offset, made=()):
+    """The AuthGate and AS log lines of a failing scenario, on stderr: the shared AuthGate's
+    since the scenario began, and the last lines of each AuthGate the scenario made (`made`)
+    or listed in ctx.extra_logs."""
     try:
         with open(ctx.ag.log_path, "rb") as f:
             f.seek(log_offset)
@@ -2224,9 +2241,19 @@ def _diagnose(ctx, name, log_offset):
         print(f"--- {ctx.kind} {name}: authgate log (last {min(len(lines), 12)} lines) ---", file=sys.stderr)
         for l in lines[-12:]:
             print("  " + l[:400], file=sys.stderr)
-        for path in ctx.extra_logs:
-            print(f"--- {ctx.kind} {name}: {os.path.basename(path)} (last 6 lines) ---", file=sys.stderr)
-            for l in tail(path, 6).splitlines():
+        for path in dict.fromkeys([*made, *ctx.extra_logs]):
+            if path == ctx.ag.log_path:
+                continue
+            # Warnings and errors first: in a storm the last lines are access lines.
+            try:
+                with open(path, "rb") as f:
+                    lines = f.read().decode(errors="replace").strip().splitlines()
+            except OSError:
+                lines = []
+            notable = [l for l in lines if '"level":"warning"' in l or '"level":"error"' in l]
+            print(f"--- {ctx.kind} {name}: {os.path.basename(path)} (last {min(len(notable), 8)} warnings "
+                  f"and errors, then the last 6 lines) ---", file=sys.stderr)
+            for l in notable[-8:] + ["  ..."] + lines[-6:]:
                 print("  " + l[:400], file=sys.stderr)
         ctx.extra_logs.clear()
         as_err = os.path.join(ctx.dir, "as", "authlib-as.stderr")
