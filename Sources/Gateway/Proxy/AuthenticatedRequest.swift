@@ -42,8 +42,6 @@ final class AuthenticatedRequest: @unchecked Sendable {
     private var failure: (any Error)?
     /// Why no slot came (for ``ExchangeMachine/Failure/busy``).
     private var refused: GatewayError?
-    /// The status the client got from the last attempt answered.
-    private var status = 0
 
     init(_ proxy: ReverseProxy, _ request: HTTPRequest, _ context: RouteContext, _ session: AuthActor) {
         self.proxy = proxy
@@ -99,8 +97,8 @@ final class AuthenticatedRequest: @unchecked Sendable {
                 guard let token else { preconditionFailure("an attempt is sent with the token obtained last") }
                 return send(attempt, token)
             case .finish:
-                context.end.finish(proxy.metrics, status: status)
-                return
+                // Only an attempt's end finishes, and ``ended(_:)`` does it with its instant.
+                preconditionFailure("an exchange finishes when its attempt ends")
             case .fail(let why):
                 context.end.finish(proxy.metrics, status: answer(why))
                 return
@@ -238,6 +236,7 @@ final class AuthenticatedRequest: @unchecked Sendable {
     /// The attempt at the upstream ended as `outcome`: the limit learns from it, and the
     /// machine says what comes next.
     func ended(_ outcome: ExchangeOutcome) {
+        assert(request.loop.inEventLoop, "an authenticated request runs on its loop")
         let now = ContinuousClock.now
         let ended = RequestEnd.offset(of: now)
         if let limiter, let n = inFlight {
@@ -247,13 +246,14 @@ final class AuthenticatedRequest: @unchecked Sendable {
         proxy.observePhase(.upstream, ended - sent)
         phaseStart = ended
         context.facts?.exchanged(outcome)
-        status = outcome.status
         let next = machine.attemptEnded(outcome.attemptEnd)
         if case .finish = next {
-            context.end.finish(proxy.metrics, status: status, at: now)
+            context.end.finish(proxy.metrics, status: outcome.status, at: now)
             return
         }
-        run(next)
+        // A replay or a resend goes on from a later turn of the loop, not from inside the
+        // upstream client's callbacks for the attempt that just ended.
+        request.loop.execute { [self] in run(next) }
     }
 
     // MARK: Answers AuthGate gives itself

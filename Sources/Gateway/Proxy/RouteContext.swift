@@ -1,9 +1,10 @@
 import Runtime
 
-/// What every step of the proxy (the caller check, the first try, the task that refreshes
-/// and replays, the exchange with the upstream) reads about one request besides the request
-/// itself, passed as one value rather than as a list of positional parameters. The request
-/// stays apart: a step borrows it, where a copy in here would retain each of its parts.
+/// What every step of the proxy (the caller check, the authenticated request's runner, the
+/// exchange with the upstream) reads about one request besides the request itself, passed
+/// as one value rather than as a list of positional parameters. The request stays apart: a
+/// step borrows it, where a copy in here would retain each of its parts (the runner, which
+/// lives as long as the request, keeps one copy of each).
 struct RouteContext: Sendable {
     /// The route the request matched.
     let route: ProxyRoute
