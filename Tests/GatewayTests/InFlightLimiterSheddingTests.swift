@@ -1,4 +1,5 @@
 import Gateway
+import TestSupport
 import Testing
 
 /// A first try that would wait longer than its queue timeout, by the queue's length and the
@@ -14,6 +15,16 @@ import Testing
         limiter.release(
             AdaptiveLimit.Sample(latency: .seconds(latency), inFlight: inFlight, outcome: .answered), at: .now)
         return limiter
+    }
+
+    /// The code of the error `body` ends with; nil when it succeeds or throws another error.
+    static func failure(_ body: () async throws(GatewayError) -> Int) async -> GatewayError.Code? {
+        do throws(GatewayError) {
+            _ = try await body()
+            return nil
+        } catch {
+            return error.code
+        }
     }
 
     @Test func aFirstTryWhoseExpectedWaitIsBeyondTheTimeoutIsShedAtOnce() async throws {
@@ -77,11 +88,11 @@ import Testing
         try await limiter.acquire(.first)
         try await limiter.acquire(.first)
         // 1 × 2.5 s ÷ 2 slots: 1.25 s expected, over the 1 s timeout; it waits all the same.
-        let waiter = Task { try await limiter.acquire(.first) }
-        for _ in 0..<100_000 where limiter.load.waiting == 0 { await Task.yield() }
-        #expect(limiter.load.waiting == 1, "it was refused rather than queued")
-        limiter.release()
-        try await waiter.value
+        // Told apart by how it ends, not by when it is looked at: a queued request times out
+        // (`upstream-busy`) once its second is up, a shed one is refused at once
+        // (`upstream-shed`), however long this task is kept from running.
+        let ended = await Self.failure { () async throws(GatewayError) -> Int in try await limiter.acquire(.first) }
+        #expect(ended == .upstreamBusy, "it was shed rather than queued")
         limiter.release()
         limiter.release()
     }
@@ -101,13 +112,12 @@ import Testing
         #expect(limiter.controller.answerRate == 4)
         try await limiter.acquire(.first)
         let replays = (0..<2).map { _ in Task { try await limiter.acquire(.replay, timeout: .seconds(3600)) } }
-        for _ in 0..<100_000 where limiter.load.waiting < 2 { await Task.yield() }
-        let first = Task { try await limiter.acquire(.first) }
-        for _ in 0..<100_000 where limiter.load.waiting < 3 { await Task.yield() }
-        #expect(limiter.load.waiting == 3, "it was shed: the wait was reckoned at one answer a second")
-        first.cancel()
+        #expect(await eventually { limiter.load.waiting == 2 }, "the replays are queued")
+        // Queued, it times out (`upstream-busy`) after its second; shed, it would have been
+        // refused at once (`upstream-shed`), whenever this task runs.
+        let ended = await Self.failure { () async throws(GatewayError) -> Int in try await limiter.acquire(.first) }
+        #expect(ended == .upstreamBusy, "it was shed: the wait was reckoned at one answer a second")
         for task in replays { task.cancel() }
-        _ = try? await first.value
         for task in replays { _ = try? await task.value }
         limiter.release()
     }
