@@ -120,10 +120,8 @@ public struct AuthenticatedExchange: Sendable {
         while true {
             switch action {
             case .acquireSlot(let lane):
-                guard let limiter else {
-                    action = machine.slotGranted()
-                    continue
-                }
+                // The machine is bounded exactly when there is a limiter (it was made so).
+                guard let limiter else { preconditionFailure("a slot was asked for on a route without a limit") }
                 do throws(GatewayError) {
                     inFlight = try await limiter.acquire(lane, timeout: queueTimeout)
                     lap(.queue)
@@ -146,12 +144,7 @@ public struct AuthenticatedExchange: Sendable {
                 }
             case .refresh(let generation):
                 do {
-                    let t: AccessToken
-                    if let trace {
-                        t = try await trace.refresh(session, after: generation)
-                    } else {
-                        t = try await session.refresh(after: generation)
-                    }
+                    let t = try await trace.refresh(session, after: generation)
                     token = t
                     lap(.refresh)
                     action = machine.refreshed(generation: t.generation)

@@ -70,10 +70,8 @@ final class AuthenticatedRequest: @unchecked Sendable {
         while true {
             switch action {
             case .acquireSlot(let lane):
-                guard let limiter else {
-                    action = machine.slotGranted()
-                    continue
-                }
+                // The machine is bounded exactly when there is a limiter (it was made so).
+                guard let limiter else { preconditionFailure("a slot was asked for on a route without a limit") }
                 if let n = limiter.acquireWithoutWaiting() {
                     // A slot taken without waiting counts as a wait of zero, so the queue
                     // phase's histogram holds every attempt the limit admitted.
@@ -144,12 +142,7 @@ final class AuthenticatedRequest: @unchecked Sendable {
         let trace = context.trace
         proxy.tasks.start(on: request.loop) { [self] in
             do {
-                let t: AccessToken
-                if let trace {
-                    t = try await trace.refresh(session, after: generation)
-                } else {
-                    t = try await session.refresh(after: generation)
-                }
+                let t = try await trace.refresh(session, after: generation)
                 endPhase(.refresh)
                 run(machine.refreshed(generation: t.generation), token: t)
             } catch {

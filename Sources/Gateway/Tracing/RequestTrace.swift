@@ -134,3 +134,12 @@ final class RequestTrace: Sendable {
         server.end()
     }
 }
+
+extension Optional where Wrapped == RequestTrace {
+    /// `session`'s token newer than `generation` for a replay: traced when the request is
+    /// (``RequestTrace/refresh(_:after:)``), else asked of the session directly.
+    func refresh(_ session: AuthActor, after generation: TokenGeneration) async throws -> AccessToken {
+        if let trace = self { return try await trace.refresh(session, after: generation) }
+        return try await session.refresh(after: generation)
+    }
+}
