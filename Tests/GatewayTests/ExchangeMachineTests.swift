@@ -318,6 +318,62 @@ import Testing
         }
     }
 
+    // MARK: a public request
+
+    static func publicMachine(bounded: Bool) -> Machine {
+        Machine(policy: UpstreamRejectionPolicy(), rule: ReplayRule(), bodyReplayable: true, bounded: bounded, withToken: false)
+    }
+
+    @Test func aPublicRequestIsSentWithoutATokenAndItsAnswerDelivered() {
+        var m = Self.publicMachine(bounded: false)
+        let first = ReplayRule.Attempt(generation: Self.g(0), replaysSoFar: 0, bodyReplayable: true)
+        #expect(m.start() == .send(first))
+        #expect(m.state == .sending(first))
+        // Even an answer that would reject a session's token: the request carried none.
+        let action = m.headArrived(Self.rejected) {
+            Issue.record("a public request's answer asked the session")
+            return Self.session(5)()
+        }
+        #expect(action == .deliver)
+        #expect(m.attemptEnded(.answered) == .finish)
+        #expect(m.state == .finished)
+    }
+
+    @Test func aBoundedPublicRequestWaitsForASlotThenSends() {
+        var m = Self.publicMachine(bounded: true)
+        #expect(m.start() == .acquireSlot(.first))
+        #expect(m.slotGranted() == .send(ReplayRule.Attempt(generation: Self.g(0), replaysSoFar: 0, bodyReplayable: true)))
+        #expect(m.attemptEnded(.answered) == .finish)
+
+        m = Self.publicMachine(bounded: true)
+        _ = m.start()
+        #expect(m.slotRefused() == .fail(.busy))
+        #expect(m.state == .finished)
+    }
+
+    @Test func noEventsMakeAPublicRequestAskForATokenOrARefresh() {
+        // Every sequence of up to five events, on a bounded and an unbounded route: the
+        // shell of a public request has no session to ask.
+        for bounded in [false, true] {
+            var frontier = [Self.publicMachine(bounded: bounded)]
+            for _ in 0..<5 {
+                var next: [Machine] = []
+                for machine in frontier {
+                    for event in Event.allCases {
+                        var m = machine
+                        let action = event.apply(&m)
+                        switch action {
+                        case .takeToken, .refresh: Issue.record("\(event) after \(machine.state): \(action)")
+                        default: break
+                        }
+                        if m != machine { next.append(m) }
+                    }
+                }
+                frontier = next
+            }
+        }
+    }
+
     @Test func aHeadOutsideAnAttemptIsDelivered() {
         for (name, machine) in Self.everyState() where name != "sending" {
             #expect(machine.headArrived(Self.rejected, session: Self.session(9)) == .deliver, "\(name)")

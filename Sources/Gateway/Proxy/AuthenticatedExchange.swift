@@ -4,7 +4,7 @@ public import AuthCore
 /// (slot, token, send, refresh, replay, resend), with the session, the in-flight limiter and
 /// the clock, in the caller's task, for exchanges whose sends are async (`send`): the
 /// user-info call. A proxied request runs the same machine on its loop instead
-/// (``AuthenticatedRequest``), since its sends answer through the loop's callbacks.
+/// (``ProxiedRequest``), since its sends answer through the loop's callbacks.
 public struct AuthenticatedExchange: Sendable {
     /// What one attempt came to.
     public enum Step<Result: Sendable>: Sendable {

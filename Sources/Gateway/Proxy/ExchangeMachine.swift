@@ -1,12 +1,14 @@
 import AuthCore
 import HTTPWire
 
-/// One exchange made with a session's token, as a value: first try → verdict on the answer's
-/// head → held for a refresh (or a DPoP nonce) → resent → delivered or passed through.
+/// One proxied exchange as a value: first try → verdict on the answer's head → held for a
+/// refresh (or a DPoP nonce) → resent → delivered or passed through. A public request runs
+/// the same machine without a token: a slot on a bounded route, the send, the answer
+/// delivered whatever it is.
 ///
 /// The machine reads no clock, touches no socket and holds no token: it is told what happened
 /// (a slot granted, a token obtained, an answer's head, how an attempt ended, a refresh done
-/// or failed) and answers with what to do next. ``AuthenticatedRequest`` runs its actions for a
+/// or failed) and answers with what to do next. ``ProxiedRequest`` runs its actions for a
 /// proxied request, on the request's loop (a task only for a wait); ``AuthenticatedExchange``
 /// runs them in a task for the user-info call, whose sends are async. The rules it applies
 /// are its pure inputs: ``UpstreamRejectionPolicy`` (is the answer a rejected token) and ``ReplayRule``
@@ -14,6 +16,7 @@ import HTTPWire
 ///
 /// ```
 /// idle ─start─▶ (waitingForSlot ─slotGranted─▶) waitingForToken ─tokenObtained─▶ sending
+/// idle ─start─▶ (waitingForSlot ─slotGranted─▶) sending                    (public: no token)
 /// sending ─attemptEnded(answered)─▶ finished
 ///         ─attemptEnded(heldForRefresh)─▶ waitingForRefresh ─refreshed─▶ (slot ▶ token ▶) sending
 ///         ─attemptEnded(heldForNonce)─▶ (slot ▶) waitingForToken ─tokenObtained─▶ sending
@@ -152,6 +155,9 @@ struct ExchangeMachine: Sendable, Equatable {
     let bodyReplayable: Bool
     /// Whether the route has an in-flight limit, so each attempt waits for a slot first.
     let bounded: Bool
+    /// Whether the exchange carries a session's token (an authenticated route); a public
+    /// request takes none, and its answer is delivered whatever it is.
+    let withToken: Bool
     /// Where the exchange is.
     private(set) var state = State.idle
 
@@ -167,12 +173,14 @@ struct ExchangeMachine: Sendable, Equatable {
         }
     }
 
-    /// A machine for one request.
-    init(policy: UpstreamRejectionPolicy, rule: ReplayRule, bodyReplayable: Bool, bounded: Bool) {
+    /// A machine for one request; `withToken` false for a public one (no token to take,
+    /// refresh or replay: `policy` and `rule` are then never consulted).
+    init(policy: UpstreamRejectionPolicy, rule: ReplayRule, bodyReplayable: Bool, bounded: Bool, withToken: Bool = true) {
         self.policy = policy
         self.rule = rule
         self.bodyReplayable = bodyReplayable
         self.bounded = bounded
+        self.withToken = withToken
     }
 
     /// The exchange starts with nothing in hand: a slot first on a bounded route, then the token.
@@ -184,6 +192,7 @@ struct ExchangeMachine: Sendable, Equatable {
     /// A slot of the route's in-flight limit came.
     mutating func slotGranted() -> Action {
         guard case .waitingForSlot(let next) = state else { return .none }
+        guard withToken else { return send(next, TokenGeneration(0)) }
         state = .waitingForToken(next)
         return .takeToken(firstTry: next == .first)
     }
@@ -231,7 +240,7 @@ struct ExchangeMachine: Sendable, Equatable {
     /// mutating: the attempt's end (``attemptEnded(_:)``) moves the machine on, so a copy
     /// taken into a head callback is enough.
     func headArrived(_ head: Head, session: () -> SessionNow) -> HeadAction {
-        guard case .sending(let attempt) = state else { return .deliver }
+        guard withToken, case .sending(let attempt) = state else { return .deliver }
         if head.proofRefused { return .refuseProof }
         if head.nonceRequested, !attempt.nonceResent, attempt.bodyReplayable { return .holdForNonce }
         guard policy.classify(status: head.status, wwwAuthenticate: head.wwwAuthenticate) == .tokenRejected else {
@@ -252,7 +261,8 @@ struct ExchangeMachine: Sendable, Equatable {
     mutating func attemptEnded(_ end: AttemptEnd) -> Action {
         guard case .sending(let attempt) = state else { return .none }
         switch end {
-        case .answered:
+        case _ where !withToken, .answered:
+            // A public request's answer is never held: whatever ended it, it is the last.
             state = .finished
             return .finish
         case .heldForRefresh:
@@ -269,6 +279,7 @@ struct ExchangeMachine: Sendable, Equatable {
             state = .waitingForSlot(next)
             return .acquireSlot(next == .first ? .first : .replay)
         }
+        guard withToken else { return send(next, TokenGeneration(0)) }
         state = .waitingForToken(next)
         return .takeToken(firstTry: next == .first)
     }

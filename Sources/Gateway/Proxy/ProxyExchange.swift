@@ -1,31 +1,17 @@
 import HTTPWire
 import Runtime
 
-/// How an exchange ended.
+/// How an attempt at the upstream ended.
 enum ExchangeOutcome: Sendable {
     /// The upstream response went to the client (whole, or cut short by a failure after its
     /// head), `bytes` of its body.
     case forwarded(status: Int, bytes: Int)
-    /// The response was held back (a token rejection to answer with refresh and replay).
-    case intercepted
-    /// The response was held back: the upstream asked the DPoP proof for its nonce, and the
-    /// request goes again with the same token (``DPoPNonceRule``).
-    case nonceRequested
+    /// The response, of `status`, was held back from the client as the exchange's machine
+    /// said (`action`: ``ExchangeMachine/HeadAction/holdForRefresh``, `holdForNonce` or
+    /// `refuseProof`), and its body discarded.
+    case held(ExchangeMachine.HeadAction, status: Int)
     /// No response reached the client from the upstream; a problem document did.
     case failed(RuntimeError)
-}
-
-/// What to do with a response once its head is known.
-enum HeadDecision {
-    /// Send it to the client, with these extra header fields.
-    case forward(HTTPHeaders)
-    /// Keep it from the client and discard its body.
-    case intercept
-    /// Keep it from the client and discard its body; the request goes again with a proof
-    /// carrying the nonce the upstream asked for.
-    case resendWithNonce
-    /// Keep it from the client and discard its body; the client gets this problem instead.
-    case answer(Problem)
 }
 
 /// Streams one upstream response to one client, with backpressure both ways:
@@ -34,67 +20,53 @@ enum HeadDecision {
 final class ProxyExchange: UpstreamResponseHandler {
     let writer: ResponseWriter
     var transfer: (any UpstreamTransfer)?
-    /// Told how a public exchange ended.
-    private let completion: ((ExchangeOutcome) -> Void)?
-    /// The authenticated request whose attempt this is: it decides what becomes of the head
-    /// (``AuthenticatedRequest/decide(status:headers:)``) and hears the end, in place of
-    /// `completion` (a reference the request already has, where closures would be
-    /// allocated per attempt).
-    private let runner: AuthenticatedRequest?
-    /// Where an upstream failure is counted; nil: not counted.
-    private let metrics: GatewayMetrics?
+    /// The request whose attempt this is: it decides what becomes of the head
+    /// (``ProxiedRequest/decide(status:headers:)``) and hears the end (a reference the request
+    /// already has, where closures would be allocated per attempt).
+    private let runner: ProxiedRequest
+    /// Where an upstream failure is counted.
+    private let metrics: GatewayMetrics
     /// The traced try's span, ended with the exchange; nil when tracing is off.
     private let span: RequestTrace.UpstreamTry?
     private var headSent = false
-    private var intercepted = false
-    private var resendWithNonce = false
-    private var replacement: Problem?
+    /// What the machine said of a head kept from the client; nil while nothing is held.
+    private var held: ExchangeMachine.HeadAction?
     private var status = 0
     private var bytesOut = 0
     private let tunnelIdleTimeout: Duration
 
     init(
-        writer: ResponseWriter, tunnelIdleTimeout: Duration = .seconds(300),
-        metrics: GatewayMetrics? = nil, span: RequestTrace.UpstreamTry? = nil, runner: AuthenticatedRequest? = nil,
-        completion: ((ExchangeOutcome) -> Void)? = nil
+        writer: ResponseWriter, tunnelIdleTimeout: Duration, metrics: GatewayMetrics, span: RequestTrace.UpstreamTry?,
+        runner: ProxiedRequest
     ) {
         self.runner = runner
         self.tunnelIdleTimeout = tunnelIdleTimeout
         self.metrics = metrics
         self.span = span
         self.writer = writer
-        self.completion = completion
     }
 
     func upstreamHead(status: Int, headers: consuming HTTPHeaders) {
         self.status = status
-        let decision = runner?.decide(status: status, headers: headers) ?? .forward(HTTPHeaders())
-        switch decision {
-        case .intercept:
-            intercepted = true
+        let action = runner.decide(status: status, headers: headers)
+        switch action {
+        case .holdForRefresh, .holdForNonce, .refuseProof:
+            held = action
             return
-        case .resendWithNonce:
-            intercepted = true
-            resendWithNonce = true
-            return
-        case .answer(let problem):
-            intercepted = true
-            replacement = problem
-            return
-        case .forward:
+        case .deliver, .passThrough:
             break
         }
         // The last use of the upstream's fields: they are edited in place, not copied.
         var out = ForwardedHeaders.clientResponse(consume headers)
-        if case .forward(let extra) = decision {
-            for (n, v) in extra { out.replaceOrAdd(name: n, value: v) }
+        if case .passThrough = action {
+            for (n, v) in action.extraHeaders { out.replaceOrAdd(name: n, value: v) }
         }
         headSent = true
         writer.writeHead(status: status, headers: out)
     }
 
     func upstreamBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        if intercepted { return true }
+        if held != nil { return true }
         guard writer.isWritable else {
             writer.whenWritable { [weak self] in self?.transfer?.resume() }
             return false
@@ -125,13 +97,8 @@ final class ProxyExchange: UpstreamResponseHandler {
 
     func upstreamFinished(_ error: RuntimeError?) {
         transfer = nil
-        if let replacement {
-            writer.respond(problem: replacement)
-            finish(.forwarded(status: replacement.status, bytes: 0))
-            return
-        }
-        if intercepted {
-            finish(resendWithNonce ? .nonceRequested : .intercepted)
+        if let held {
+            finish(.held(held, status: status))
             return
         }
         if let error {
@@ -151,19 +118,23 @@ final class ProxyExchange: UpstreamResponseHandler {
 
 extension ProxyExchange {
     /// Ends the exchange: counts an upstream failure, ends the try's span, and tells the
-    /// caller. Done here rather than in a closure wrapped around the caller's, so that an
-    /// exchange carries one closure, not two.
+    /// request.
     private func finish(_ outcome: ExchangeOutcome) {
-        if case .failed(let e) = outcome { metrics?.upstreamFailure(e.code.description) }
+        if case .failed(let e) = outcome { metrics.upstreamFailure(e.code.description) }
         span?.ended(outcome)
-        runner?.ended(outcome)
-        completion?(outcome)
+        runner.ended(outcome)
     }
 }
 
 extension AccessFacts {
-    /// What an exchange came to: the upstream's status and the body bytes the client got.
+    /// What an exchange came to: the upstream's status and the body bytes the client got
+    /// (none of a proof the upstream refused, answered by AuthGate instead). A response held
+    /// for a replay or a resend is not recorded: the next attempt's is.
     func exchanged(_ outcome: ExchangeOutcome) {
-        if case .forwarded(let status, let bytes) = outcome { upstreamAnswered(status: status, bytes: bytes) }
+        switch outcome {
+        case .forwarded(let status, let bytes): upstreamAnswered(status: status, bytes: bytes)
+        case .held(.refuseProof, let status): upstreamAnswered(status: status, bytes: 0)
+        case .held, .failed: break
+        }
     }
 }

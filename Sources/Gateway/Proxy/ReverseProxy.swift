@@ -13,8 +13,8 @@ public import Tracing
 /// refresh however many requests wait — and replays the request with the new token and its
 /// buffered body (rows 6, 9), under the ``ReplayRule``: again while the token it carried has
 /// been superseded meanwhile, never twice with one generation, at most `maxReplays` times.
-/// 403 and `insufficient_scope` pass through. ``AuthenticatedRequest`` runs that path, on the
-/// request's loop.
+/// 403 and `insufficient_scope` pass through. ``ProxiedRequest`` runs that path on the
+/// request's loop, as it runs a public route's.
 public final class ReverseProxy: HTTPResponder {
     /// The routes, longest prefix first.
     public var table: RouteTable { settings.table }
@@ -151,29 +151,12 @@ public final class ReverseProxy: HTTPResponder {
         if tracing, let tracer {
             r.end.trace = RequestTrace(tracer: tracer, request: request, route: r.route, path: String(r.target.path))
         }
-        guard let session else {
-            if let limiter = r.settings.limiter(for: r.route) {
-                sendPublic(request, r, limiter)
-                return
-            }
-            let metrics = self.metrics
-            let end = r.end
-            start(request, r, token: nil) { outcome in
-                end.facts?.exchanged(outcome)
-                end.finish(metrics, status: outcome.status)
-            }
-            return
-        }
-        AuthenticatedRequest(self, request, r, session).start()
+        ProxiedRequest.start(self, request, r, session)
     }
 
-    /// Starts one attempt at the upstream, on the request's loop: an authenticated request's
-    /// (its `runner` decides on the answer's head and hears the end; `token` goes with it)
-    /// or a public request's (`completion` hears the end).
-    func start(
-        _ request: HTTPRequest, _ r: RouteContext, token: AccessToken?, runner: AuthenticatedRequest? = nil,
-        completion: ((ExchangeOutcome) -> Void)? = nil
-    ) {
+    /// Starts one attempt of `runner`'s request at the upstream, on the request's loop, with
+    /// `token` (none on a public route); `runner` decides on the answer's head and hears the end.
+    func start(_ request: HTTPRequest, _ r: RouteContext, token: AccessToken?, runner: ProxiedRequest) {
         let route = r.route
         let s = r.settings
         let body: UpstreamRequestBody
@@ -215,37 +198,11 @@ public final class ReverseProxy: HTTPResponder {
             headers: headers, body: body, upgrade: request.head.upgrade != nil, clientIdentity: route.clientIdentity)
         let exchange = ProxyExchange(
             writer: r.writer, tunnelIdleTimeout: s.clientConfiguration.tunnelIdleTimeout, metrics: metrics,
-            span: span, runner: runner, completion: completion)
+            span: span, runner: runner)
         let transfer = s.clients.client(for: request.loop).start(upstream, handler: exchange)
         if !transfer.isFinished {
             exchange.transfer = transfer
             r.writer.cancelOnClientGone(transfer)
-        }
-    }
-}
-
-extension ExchangeOutcome {
-    /// What the exchange teaches an in-flight limit: nil when nothing (the client left, or
-    /// AuthGate refused the answer).
-    var sample: AdaptiveLimit.Outcome? {
-        switch self {
-        case .forwarded, .nonceRequested: .answered
-        case .intercepted: .superseded
-        case .failed(let e):
-            switch e.code {
-            case .timeout: .timedOut
-            case .connectFailed, .connectionReset: .dropped
-            default: nil
-            }
-        }
-    }
-
-    /// The status the client saw.
-    var status: Int {
-        switch self {
-        case .forwarded(let s, _): s
-        case .intercepted, .nonceRequested: 401
-        case .failed(let e): e.status
         }
     }
 }

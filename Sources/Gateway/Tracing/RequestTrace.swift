@@ -74,12 +74,14 @@ final class RequestTrace: Sendable {
         switch outcome {
         case .forwarded(let status, _):
             span.attributes["http.response.status_code"] = status
-        case .intercepted:
-            span.attributes["http.response.status_code"] = 401
-            span.attributes["authgate.token_rejected"] = true
-        case .nonceRequested:
-            span.attributes["http.response.status_code"] = 401
-            span.attributes["authgate.dpop_nonce_requested"] = true
+        case .held(let action, let status):
+            span.attributes["http.response.status_code"] = status
+            switch action {
+            case .holdForRefresh: span.attributes["authgate.token_rejected"] = true
+            case .holdForNonce: span.attributes["authgate.dpop_nonce_requested"] = true
+            case .refuseProof: span.attributes["authgate.dpop_proof_refused"] = true
+            case .deliver, .passThrough: break
+            }
         case .failed(let error):
             span.attributes["error.type"] = error.code.description
             span.setStatus(SpanStatus(code: .error))

@@ -2,25 +2,34 @@ import AuthCore
 import HTTPWire
 import Runtime
 
-/// One request on an authenticated route, run on its loop: the actions of its
-/// ``ExchangeMachine`` (slot, token, send, refresh, replay, resend), from the first try to
-/// the answer the client gets.
+/// One proxied request, run on its loop: the actions of its ``ExchangeMachine`` (slot,
+/// token, send, refresh, replay, resend), from the first try to the answer the client gets,
+/// and the request's end. A public request runs the same way with no session: a slot on a
+/// bounded route, the send, the answer.
 ///
 /// Every action that can be taken at once is taken at once, from the loop: a free slot of the
 /// route's in-flight limit nobody waits for, the session's token when it is current
 /// (``AuthActor/tokenWithoutWaiting()``), the send itself, whose answer comes back through
 /// ``ProxyExchange``'s callbacks. Only a wait (for a slot, a token, a refresh) runs in a task,
 /// which prefers the request's loop, so it comes back to the loop with the machine's next
-/// event. A request whose token is current and whose route has room is thus sent and answered
-/// without a task or a hop.
+/// event. A request whose token is current (or that needs none) and whose route has room is
+/// thus sent and answered without a task or a hop.
 ///
 /// Loop-confined: every method runs on the request's loop.
-final class AuthenticatedRequest: @unchecked Sendable {
-    // @unchecked: touched only on `request.loop` (the tasks it starts prefer that loop).
+final class ProxiedRequest: @unchecked Sendable {
+    // @unchecked: touched only on `loop` (the tasks it starts prefer that loop).
     private let proxy: ReverseProxy
-    private let request: HTTPRequest
+    /// The request, while an attempt may still be sent: kept for an authenticated request's
+    /// replays and resends; for a public one only while it waits for its slot, and not at all
+    /// when it is sent at once. A request not kept leaves its header fields' storage to serve
+    /// the next message parsed on this thread (``HTTPHeaders/recycle()``), where a kept one's
+    /// is shared and reallocated (two allocations).
+    private var request: HTTPRequest?
+    /// The request's loop.
+    private let loop: EventLoop
     private let context: RouteContext
-    private let session: AuthActor
+    /// The session whose token the request carries; nil on a public route.
+    private let session: AuthActor?
     private let limiter: InFlightLimiter?
     private var machine: ExchangeMachine
     /// The key the attempt at the upstream proves, when its token is DPoP-bound. (The token
@@ -43,28 +52,37 @@ final class AuthenticatedRequest: @unchecked Sendable {
     /// Why no slot came (for ``ExchangeMachine/Failure/busy``).
     private var refused: GatewayError?
 
-    init(_ proxy: ReverseProxy, _ request: HTTPRequest, _ context: RouteContext, _ session: AuthActor) {
+    private init(_ proxy: ReverseProxy, _ request: HTTPRequest, _ context: RouteContext, _ session: AuthActor?) {
         self.proxy = proxy
-        self.request = request
+        self.loop = request.loop
         self.context = context
         self.session = session
         let s = context.settings
         limiter = s.limiter(for: context.route)
         machine = ExchangeMachine(
-            policy: s.rejectionPolicy, rule: s.replayRule, bodyReplayable: request.bodyIsReplayable, bounded: limiter != nil)
+            policy: s.rejectionPolicy, rule: s.replayRule, bodyReplayable: request.bodyIsReplayable, bounded: limiter != nil,
+            withToken: session != nil)
         phaseStart = context.end.startOffset
     }
 
-    /// Starts the exchange.
-    func start() {
-        run(machine.start())
+    /// Runs `request` on `context`'s route, with `session`'s token (nil: a public route).
+    static func start(_ proxy: ReverseProxy, _ request: HTTPRequest, _ context: RouteContext, _ session: AuthActor?) {
+        let runner = ProxiedRequest(proxy, request, context, session)
+        let first = runner.machine.start()
+        if case .send(let attempt) = first {
+            // Nothing to wait for and no other attempt to come (a public route without a
+            // limit): sent now, the request not kept.
+            return runner.send(attempt, nil, request)
+        }
+        runner.request = request
+        runner.run(first)
     }
 
     /// Takes `action` and those that follow while each can be taken at once; a wait ends the
     /// loop here and its task takes the machine's next event from there. `token`: the one
     /// obtained last (an attempt is sent right after its token comes).
     private func run(_ action: ExchangeMachine.Action, token: AccessToken? = nil) {
-        assert(request.loop.inEventLoop, "an authenticated request runs on its loop")
+        assert(loop.inEventLoop, "a proxied request runs on its loop")
         var action = action
         var token = token
         while true {
@@ -76,24 +94,30 @@ final class AuthenticatedRequest: @unchecked Sendable {
                     // A slot taken without waiting counts as a wait of zero, so the queue
                     // phase's histogram holds every attempt the limit admitted.
                     inFlight = n
-                    proxy.observePhase(.queue, .zero)
+                    if session != nil { proxy.observePhase(.queue, .zero) }
                     action = machine.slotGranted()
                     continue
                 }
                 return waitForSlot(lane, limiter)
             case .takeToken(let firstTry):
+                // The machine asks for a token only when it was made with one.
+                guard let session else { preconditionFailure("a token was asked for on a public route") }
                 if let t = session.tokenWithoutWaiting() {
                     token = t
                     tokenPhaseOpen = firstTry
                     action = machine.tokenObtained(generation: t.generation)
                     continue
                 }
-                return waitForToken(firstTry: firstTry)
+                return waitForToken(session, firstTry: firstTry)
             case .refresh(let generation):
-                return waitForRefresh(after: generation)
+                guard let session else { preconditionFailure("a refresh was asked for on a public route") }
+                return waitForRefresh(session, after: generation)
             case .send(let attempt):
-                guard let token else { preconditionFailure("an attempt is sent with the token obtained last") }
-                return send(attempt, token)
+                // A public request is sent once: the runner lets it go as it is sent.
+                guard let request = session == nil ? request.take() : request else {
+                    preconditionFailure("an attempt is sent after the request was let go")
+                }
+                return send(attempt, token, request)
             case .finish:
                 // Only an attempt's end finishes, and ``ended(_:)`` does it with its instant.
                 preconditionFailure("an exchange finishes when its attempt ends")
@@ -110,10 +134,10 @@ final class AuthenticatedRequest: @unchecked Sendable {
 
     private func waitForSlot(_ lane: AdmissionQueue.Lane, _ limiter: InFlightLimiter) {
         let timeout = context.route.queueTimeout
-        proxy.tasks.start(on: request.loop) { [self] in
+        proxy.tasks.start(on: loop) { [self] in
             do throws(GatewayError) {
                 inFlight = try await limiter.acquire(lane, timeout: timeout)
-                endPhase(.queue)
+                if session != nil { endPhase(.queue) }
                 run(machine.slotGranted())
             } catch {
                 refused = error
@@ -122,9 +146,8 @@ final class AuthenticatedRequest: @unchecked Sendable {
         }
     }
 
-    private func waitForToken(firstTry: Bool) {
-        let session = self.session
-        proxy.tasks.start(on: request.loop) { [self] in
+    private func waitForToken(_ session: AuthActor, firstTry: Bool) {
+        proxy.tasks.start(on: loop) { [self] in
             do {
                 let t = try await session.token()
                 if firstTry { endPhase(.token) }
@@ -137,10 +160,9 @@ final class AuthenticatedRequest: @unchecked Sendable {
         }
     }
 
-    private func waitForRefresh(after generation: TokenGeneration) {
-        let session = self.session
+    private func waitForRefresh(_ session: AuthActor, after generation: TokenGeneration) {
         let trace = context.trace
-        proxy.tasks.start(on: request.loop) { [self] in
+        proxy.tasks.start(on: loop) { [self] in
             do {
                 let t = try await trace.refresh(session, after: generation)
                 endPhase(.refresh)
@@ -166,16 +188,23 @@ final class AuthenticatedRequest: @unchecked Sendable {
 
     // MARK: The attempt at the upstream
 
-    private func send(_ attempt: ReplayRule.Attempt, _ token: AccessToken) {
-        dpopKey = token.isDPoP ? token.dpopKey : nil
-        sent = RequestEnd.offset(of: .now)
-        if tokenPhaseOpen {
-            proxy.observePhase(.token, sent - phaseStart)
-            tokenPhaseOpen = false
+    /// Sends `attempt` of `request` with `token`: the one obtained last, or none on a public
+    /// route.
+    private func send(_ attempt: ReplayRule.Attempt, _ token: AccessToken?, _ request: HTTPRequest) {
+        // The latency of an attempt is read for the limit and the phases only.
+        if limiter != nil || session != nil { sent = RequestEnd.offset(of: .now) }
+        if let token {
+            dpopKey = token.isDPoP ? token.dpopKey : nil
+            if tokenPhaseOpen {
+                proxy.observePhase(.token, sent - phaseStart)
+                tokenPhaseOpen = false
+            }
+            phaseStart = sent
+            if attempt.replaysSoFar > 0 { proxy.metrics.replay("replayed", session: context.route.session) }
+            context.facts?.attempt(attempt)
+        } else if session != nil {
+            preconditionFailure("an attempt is sent with the token obtained last")
         }
-        phaseStart = sent
-        if attempt.replaysSoFar > 0 { proxy.metrics.replay("replayed", session: context.route.session) }
-        context.facts?.attempt(attempt)
         proxy.start(request, context, token: token, runner: self)
     }
 
@@ -184,8 +213,9 @@ final class AuthenticatedRequest: @unchecked Sendable {
     /// or a resend, or pass it through (refreshing in the background when the machine says
     /// so). With a DPoP-bound token, a `DPoP-Nonce` the upstream sends is kept for the next
     /// proofs to its origin (``DPoPNonceRule``).
-    func decide(status: Int, headers: HTTPHeaders) -> HeadDecision {
-        let session = self.session
+    func decide(status: Int, headers: HTTPHeaders) -> ExchangeMachine.HeadAction {
+        // A public request's answer goes to the client whatever it is.
+        guard let session else { return .deliver }
         let name = context.route.session
         let metrics = proxy.metrics
         var head = ExchangeMachine.Head(status: status, wwwAuthenticate: headers[all: "www-authenticate"])
@@ -207,46 +237,50 @@ final class AuthenticatedRequest: @unchecked Sendable {
             ExchangeMachine.SessionNow(current: session.tokenSnapshot, now: session.now)
         }
         switch action {
-        case .deliver:
-            return .forward(HTTPHeaders())
-        case .holdForRefresh:
-            return .intercept
+        case .deliver, .holdForRefresh, .refuseProof:
+            break
         case .holdForNonce:
             metrics.replay("dpop_nonce", session: name)
-            return .resendWithNonce
-        case .refuseProof:
-            return .answer(DPoPNonceRule.proofRejected(skew: session.clockSkew.skew))
         case .passThrough(let reason, let refreshInBackground):
             metrics.replay(reason.rawValue, session: name)
             if refreshInBackground {
                 let generation = machine.attempt.generation
                 proxy.tasks.start(on: nil) { _ = try? await session.refresh(after: generation) }
             }
-            return .forward(action.extraHeaders)
         }
+        return action
     }
 
     /// The attempt at the upstream ended as `outcome`: the limit learns from it, and the
     /// machine says what comes next.
     func ended(_ outcome: ExchangeOutcome) {
-        assert(request.loop.inEventLoop, "an authenticated request runs on its loop")
+        assert(loop.inEventLoop, "a proxied request runs on its loop")
         let now = ContinuousClock.now
         let ended = RequestEnd.offset(of: now)
         if let limiter, let n = inFlight {
             limiter.release(outcome, latency: ended - sent, inFlight: n, at: now)
         }
         inFlight = nil
-        proxy.observePhase(.upstream, ended - sent)
-        phaseStart = ended
+        if session != nil {
+            proxy.observePhase(.upstream, ended - sent)
+            phaseStart = ended
+        }
         context.facts?.exchanged(outcome)
         let next = machine.attemptEnded(outcome.attemptEnd)
         if case .finish = next {
-            context.end.finish(proxy.metrics, status: outcome.status, at: now)
+            var status = outcome.status
+            if case .held(.refuseProof, _) = outcome, let session {
+                // The upstream refused the proof AuthGate made: the client hears why from AuthGate.
+                let problem = DPoPNonceRule.proofRejected(skew: session.clockSkew.skew)
+                context.writer.respond(problem: problem)
+                status = problem.status
+            }
+            context.end.finish(proxy.metrics, status: status, at: now)
             return
         }
         // A replay or a resend goes on from a later turn of the loop, not from inside the
         // upstream client's callbacks for the attempt that just ended.
-        request.loop.execute { [self] in run(next) }
+        loop.execute { [self] in run(next) }
     }
 
     // MARK: Answers AuthGate gives itself
@@ -261,8 +295,30 @@ final class AuthenticatedRequest: @unchecked Sendable {
             proxy.metrics.replay("refresh_failed", session: context.route.session)
             return Self.respond(failure ?? CancellationError(), writer)
         case .busy:
-            return proxy.refuse(refused ?? .slotCancelled, limiter, writer)
+            return refuse(refused ?? .slotCancelled, writer)
         }
+    }
+
+    /// Answers a request that got no slot of its route's limit (`failure`, the limiter's:
+    /// ``GatewayError/Code/upstreamBusy``, ``GatewayError/Code/upstreamShed`` or
+    /// ``GatewayError/Code/slotCancelled``); the status the client got.
+    private func refuse(_ failure: GatewayError, _ writer: ResponseWriter) -> Int {
+        var h = HTTPHeaders()
+        switch failure.code {
+        case .upstreamBusy:
+            proxy.metrics.upstreamShed(limiter, reason: "timeout")
+            h.add(name: "Retry-After", value: String(failure.retryAfter ?? 1))
+            writer.respond(problem: GatewayProblem.upstreamBusy, headers: h)
+        case .upstreamShed:
+            proxy.metrics.upstreamShed(limiter, reason: "expected_wait")
+            h.add(name: "Retry-After", value: String(failure.retryAfter ?? 1))
+            writer.respond(problem: GatewayProblem.upstreamBusyAtOnce, headers: h)
+        default:
+            // The client went away while waiting: nobody to answer.
+            writer.abort()
+            return 499
+        }
+        return 503
     }
 
     private static func respond(_ error: any Error, _ writer: ResponseWriter) -> Int {
@@ -279,12 +335,50 @@ final class AuthenticatedRequest: @unchecked Sendable {
 }
 
 extension ExchangeOutcome {
-    /// How the attempt ended, for the exchange's machine.
+    /// How the attempt ended, for the exchange's machine: a proof the upstream refused is
+    /// answered (by AuthGate), like an answer that went to the client.
     var attemptEnd: ExchangeMachine.AttemptEnd {
         switch self {
-        case .intercepted: .heldForRefresh
-        case .nonceRequested: .heldForNonce
-        case .forwarded, .failed: .answered
+        case .held(.holdForRefresh, _): .heldForRefresh
+        case .held(.holdForNonce, _): .heldForNonce
+        case .forwarded, .failed, .held: .answered
+        }
+    }
+
+    /// What the exchange teaches an in-flight limit: nil when nothing (the client left, or
+    /// AuthGate refused the answer).
+    var sample: AdaptiveLimit.Outcome? {
+        switch self {
+        case .held(.holdForRefresh, _): .superseded
+        case .forwarded, .held: .answered
+        case .failed(let e):
+            switch e.code {
+            case .timeout: .timedOut
+            case .connectFailed, .connectionReset: .dropped
+            default: nil
+            }
+        }
+    }
+
+    /// The status the upstream answered with, or the problem's that went to the client in
+    /// its place (a held answer's is the upstream's: the runner answers a refused proof with
+    /// a problem of its own).
+    var status: Int {
+        switch self {
+        case .forwarded(let s, _): s
+        case .held(_, let s): s
+        case .failed(let e): e.status
+        }
+    }
+}
+
+extension InFlightLimiter {
+    /// Gives back the slot of an exchange that ended with `outcome`, with what it teaches.
+    func release(_ outcome: ExchangeOutcome, latency: Duration, inFlight: Int, at now: ContinuousClock.Instant) {
+        if let sample = outcome.sample {
+            release(AdaptiveLimit.Sample(latency: latency, inFlight: inFlight, outcome: sample), at: now)
+        } else {
+            release()
         }
     }
 }
