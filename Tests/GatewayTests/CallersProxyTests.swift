@@ -11,7 +11,7 @@ import Testing
 /// `caller-not-allowed` and nothing reaches the upstream.
 @Suite(.serialized) struct CallersProxyTests {
     @Test func onAUnixSocketTheRouteServesTheUsersItNames() async throws {
-        let upstream = try Upstream()
+        let upstream = try await Upstream()
         defer { upstream.stop() }
         let me = getuid()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ag-callers-\(UUID().uuidString.prefix(8))")
@@ -33,11 +33,8 @@ import Testing
                     prefix: "/group", upstream: UpstreamOrigin(upstream.url)!,
                     callers: CallerRule(uids: [], gids: [getegid()], networks: [])),
             ]))
-        try server.start()
-        defer {
-            server.shutdown(grace: .seconds(1))
-            group.shutdown()
-        }
+        try await server.listen()
+        defer { group.shutdown() }
         let mine = try Stack.request(to: .unix(path: path, mode: 0o600), "GET", "/mine/inspect", headers: [], body: "")
         #expect(mine.status == 200)
         #expect(
@@ -56,7 +53,7 @@ import Testing
     /// names `nobody`, or a supplementary group it is in.
     @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")))
     func anotherUserOfTheHostIsToldApartByTheKernel() async throws {
-        let upstream = try Upstream()
+        let upstream = try await Upstream()
         defer { upstream.stop() }
         let nobody = try #require(getpwnam("nobody")?.pointee.pw_uid)
         let staff = try #require(getgrnam("staff")?.pointee.gr_gid)
@@ -80,11 +77,8 @@ import Testing
                     prefix: "/staff", upstream: UpstreamOrigin(upstream.url)!,
                     callers: CallerRule(uids: [], gids: [staff], networks: [])),
             ]))
-        try server.start()
-        defer {
-            server.shutdown(grace: .seconds(1))
-            group.shutdown()
-        }
+        try await server.listen()
+        defer { group.shutdown() }
         func statusAsNobody(_ target: String, supplementaryGroup: String? = nil) throws -> String {
             let script = """
                 import socket,sys
@@ -114,9 +108,9 @@ import Testing
     }
 
     @Test func onTCPTheRouteServesTheNetworksItNames() async throws {
-        let upstream = try Upstream()
+        let upstream = try await Upstream()
         defer { upstream.stop() }
-        let proxy = try Proxy(routes: [
+        let proxy = try await Proxy(routes: [
             ProxyRoute(
                 prefix: "/local", upstream: UpstreamOrigin(upstream.url)!,
                 callers: CallerRule(uids: [], gids: [], networks: [CallerRule.Network("127.0.0.0/8")!])),

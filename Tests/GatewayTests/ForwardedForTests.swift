@@ -7,7 +7,7 @@ import Testing
 /// `X-Forwarded-For` is a claim: kept only from proxies the configuration trusts.
 @Suite struct ForwardedForTests {
     func forwardedFor(trusting: [String]?) async throws -> String? {
-        let upstream = try Upstream()
+        let upstream = try await Upstream()
         defer { upstream.stop() }
         var result: String?
         try await Stack.run { stack in

@@ -11,7 +11,7 @@ import Testing
 /// flight, then the listeners close and `run()` returns.
 @Suite(.serialized) struct GatewayRunnerTests {
     @Test func gracefulShutdownDrainsTheExchangeInFlightThenCloses() async throws {
-        let upstream = try Upstream()
+        let upstream = try await Upstream()
         defer { upstream.stop() }
         let stack = try await Stack()
         var configuration = stack.configuration
@@ -56,7 +56,7 @@ import Testing
     /// `withGateway` stops the gateway when its body returns, and at once when it throws,
     /// rethrowing: no listener is left open either way.
     @Test func withGatewayStopsTheGatewayWhenItsBodyReturnsOrThrows() async throws {
-        let upstream = try Upstream()
+        let upstream = try await Upstream()
         defer { upstream.stop() }
         let stack = try await Stack()
         var configuration = stack.configuration

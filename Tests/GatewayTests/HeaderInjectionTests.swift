@@ -19,14 +19,14 @@ import Testing
     }
 
     @Test func loginWithATokenThatCouldSplitAHeaderIsRefusedAndNothingReachesTheUpstream() async throws {
-        let upstream = try Upstream()
+        let upstream = try await Upstream()
         defer { upstream.stop() }
         try await Stack.run { stack in
             let tokenEndpoint = HTTPServer(
                 configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), group: stack.fakes,
                 responder: PoisonedTokenEndpoint())
-            try tokenEndpoint.start()
-            defer { tokenEndpoint.shutdown(grace: .zero) }
+            // Closed with the fakes' loops when the stack stops.
+            try await tokenEndpoint.listen()
             try await stack.startGateway { c in
                 c.authorization.tokenEndpoint = "http://127.0.0.1:\(tokenEndpoint.port)/oauth/token"
                 c.routes = [.init(prefix: "/", upstream: upstream.url, requiresAuthentication: true)]
@@ -56,7 +56,7 @@ import Testing
     }
 
     @Test func aPoisonedTokenAlreadyInTheStoreIsNeverSentUpstream() async throws {
-        let upstream = try Upstream()
+        let upstream = try await Upstream()
         defer { upstream.stop() }
         try await Stack.run { stack in
             // Tokens written before the syntax checks existed: restore treats them as no

@@ -10,7 +10,8 @@ import Testing
         let nginx = try Nginx(
             serverBlock: #"location / { return 200 "nginx $request_uri host=$http_host xff=$http_x_forwarded_for"; }"#)
         defer { nginx.stop() }
-        let proxy = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("http://127.0.0.1:\(nginx.port)")!)])
+        let proxy = try await Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("http://127.0.0.1:\(nginx.port)")!)]
+        )
         defer { proxy.stop() }
         let c = try RawClient(port: proxy.port)
         for i in 0..<20 {
@@ -30,7 +31,7 @@ import Testing
         defer { nginx.stop() }
         var cfg = UpstreamClientConfiguration()
         cfg.caFile = pki.caCert
-        let proxy = try Proxy(
+        let proxy = try await Proxy(
             routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("https://127.0.0.1:\(nginx.port)")!)], client: cfg)
         defer { proxy.stop() }
         let c = try RawClient(port: proxy.port)
@@ -46,7 +47,9 @@ import Testing
         let nginx = try Nginx(serverBlock: #"location / { return 200 "x"; }"#, tls: (pki.serverCert, pki.serverKey))
         defer { nginx.stop() }
         // No caFile: the system store does not know the test CA.
-        let proxy = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("https://127.0.0.1:\(nginx.port)")!)])
+        let proxy = try await Proxy(routes: [
+            ProxyRoute(prefix: "/", upstream: UpstreamOrigin("https://127.0.0.1:\(nginx.port)")!)
+        ])
         defer { proxy.stop() }
         let c = try RawClient(port: proxy.port)
         try c.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
@@ -70,7 +73,7 @@ import Testing
         cfg.caFile = pki.caCert
         cfg.clientCertificate = pki.clientCert
         cfg.clientKey = pki.clientKey
-        let proxy = try Proxy(
+        let proxy = try await Proxy(
             routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("https://127.0.0.1:\(nginx.port)")!)], client: cfg)
         defer { proxy.stop() }
         let c = try RawClient(port: proxy.port)
@@ -81,7 +84,7 @@ import Testing
 
         var noCert = UpstreamClientConfiguration()
         noCert.caFile = pki.caCert
-        let bare = try Proxy(
+        let bare = try await Proxy(
             routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("https://127.0.0.1:\(nginx.port)")!)], client: noCert)
         defer { bare.stop() }
         let c2 = try RawClient(port: bare.port)
@@ -104,7 +107,7 @@ import Testing
         var cfg = UpstreamClientConfiguration()
         cfg.caFile = pki.caCert
         let origin = UpstreamOrigin("https://127.0.0.1:\(nginx.port)")!
-        let proxy = try Proxy(
+        let proxy = try await Proxy(
             routes: [
                 ProxyRoute(
                     prefix: "/a", upstream: origin,
@@ -154,7 +157,7 @@ import Testing
         try install((pki.clientCert, pki.clientKey))
         var cfg = UpstreamClientConfiguration()
         cfg.caFile = pki.caCert
-        let proxy = try Proxy(
+        let proxy = try await Proxy(
             routes: [
                 ProxyRoute(
                     prefix: "/", upstream: UpstreamOrigin("https://127.0.0.1:\(nginx.port)")!,

@@ -12,16 +12,18 @@ final class Proxy: Sendable {
     let server: HTTPServer
     var port: Int { server.port }
 
-    init(routes: [ProxyRoute], client: UpstreamClientConfiguration = UpstreamClientConfiguration(), loops: Int = 2) throws {
+    init(routes: [ProxyRoute], client: UpstreamClientConfiguration = UpstreamClientConfiguration(), loops: Int = 2)
+        async throws
+    {
         group = try EventLoopGroup(loopCount: loops, name: "proxy")
         server = HTTPServer(
             configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), group: group,
             responder: ReverseProxy(routes: routes, clientConfiguration: client))
-        try server.start()
+        try await server.listen()
     }
 
+    /// Stops the loops, which close the listener and every connection at once.
     func stop() {
-        server.shutdown(grace: .seconds(1))
         group.shutdown()
     }
 }
@@ -30,9 +32,9 @@ func withProxy(
     client: UpstreamClientConfiguration = UpstreamClientConfiguration(), stripPrefix: Bool = false,
     _ body: (Proxy, Upstream) async throws -> Void
 ) async throws {
-    let upstream = try Upstream()
+    let upstream = try await Upstream()
     defer { upstream.stop() }
-    let proxy = try Proxy(
+    let proxy = try await Proxy(
         routes: [
             ProxyRoute(prefix: "/api", upstream: UpstreamOrigin(upstream.url)!, upstreamPath: "/v1", stripPrefix: true),
             ProxyRoute(prefix: "/", upstream: UpstreamOrigin(upstream.url)!),
@@ -162,11 +164,8 @@ func withProxy(
             configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), group: group,
             responder: ReverseProxy(
                 routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("http://127.0.0.1:1")!)], metrics: metrics))
-        try server.start()
-        defer {
-            server.shutdown(grace: .seconds(1))
-            group.shutdown()
-        }
+        try await server.listen()
+        defer { group.shutdown() }
         let c = try RawClient(port: server.port)
         try c.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
         #expect(try c.readResponse().status == 502)
@@ -181,7 +180,7 @@ func withProxy(
     }
 
     @Test func refusedUpstreamGives502AndSlowUpstreamGives504() async throws {
-        let dead = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("http://127.0.0.1:1")!)])
+        let dead = try await Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("http://127.0.0.1:1")!)])
         defer { dead.stop() }
         let c = try RawClient(port: dead.port)
         try c.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")

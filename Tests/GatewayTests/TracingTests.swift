@@ -223,18 +223,15 @@ import Tracing
     private func withTracedProxy(
         _ tracer: (any Tracer)?, upstreamURL: String? = nil, _ body: (Int) async throws -> Void
     ) async throws {
-        let upstream = try Upstream()
+        let upstream = try await Upstream()
         defer { upstream.stop() }
         let group = try EventLoopGroup(loopCount: 1, name: "traced-proxy")
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), group: group,
             responder: ReverseProxy(
                 routes: [ProxyRoute(prefix: "/api", upstream: UpstreamOrigin(upstreamURL ?? upstream.url)!)], tracer: tracer))
-        try server.start()
-        defer {
-            server.shutdown(grace: .seconds(1))
-            group.shutdown()
-        }
+        try await server.listen()
+        defer { group.shutdown() }
         try await body(server.port)
     }
 }

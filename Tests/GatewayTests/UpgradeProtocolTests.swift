@@ -12,7 +12,9 @@ import Testing
         let canned = try CannedServer(
             response: "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: \(proto)\r\n\r\nTUNNEL-BYTES")
         defer { canned.stop() }
-        let proxy = try Proxy(routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("http://127.0.0.1:\(canned.port)")!)])
+        let proxy = try await Proxy(routes: [
+            ProxyRoute(prefix: "/", upstream: UpstreamOrigin("http://127.0.0.1:\(canned.port)")!)
+        ])
         defer { proxy.stop() }
         try await body(proxy)
     }

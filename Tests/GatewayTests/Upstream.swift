@@ -12,16 +12,16 @@ final class Upstream: Sendable {
     var port: Int { server.port }
     var url: String { "http://127.0.0.1:\(port)" }
 
-    init() throws {
+    init() async throws {
         group = try EventLoopGroup(loopCount: 1, name: "upstream")
         responder = UpstreamResponder()
         server = HTTPServer(
             configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), group: group, responder: responder)
-        try server.start()
+        try await server.listen()
     }
 
+    /// Stops the loops, which close the listener and every connection at once.
     func stop() {
-        server.shutdown(grace: .seconds(1))
         group.shutdown()
     }
 }

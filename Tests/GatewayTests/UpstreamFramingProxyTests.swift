@@ -12,7 +12,7 @@ import Testing
     ) async throws {
         let canned = try CannedServer(response: response, holdOpen: holdOpen)
         defer { canned.stop() }
-        let proxy = try Proxy(
+        let proxy = try await Proxy(
             routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("http://127.0.0.1:\(canned.port)")!)],
             client: UpstreamClientConfiguration(loopHTTP1: loopHTTP1))
         defer { proxy.stop() }
@@ -116,7 +116,7 @@ import Testing
         let metrics = GatewayMetrics()
         client.connectionGauges = metrics.upstreamConnections
         // One loop: both requests meet the same upstream client and its one connection.
-        let proxy = try Proxy(
+        let proxy = try await Proxy(
             routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin("http://127.0.0.1:\(canned.port)")!)], client: client,
             loops: 1)
         defer { proxy.stop() }
@@ -157,12 +157,12 @@ import Testing
     /// The gauge follows a connection through its life: busy while it serves, idle in the
     /// pool after, gone once closed.
     @Test func theUpstreamConnectionGaugeFollowsBusyIdleAndClosed() async throws {
-        let upstream = try Upstream()
+        let upstream = try await Upstream()
         defer { upstream.stop() }
         let gauges = UpstreamConnectionGauges()
         var client = UpstreamClientConfiguration()
         client.connectionGauges = gauges
-        let proxy = try Proxy(
+        let proxy = try await Proxy(
             routes: [ProxyRoute(prefix: "/", upstream: UpstreamOrigin(upstream.url)!)], client: client, loops: 1)
         let origin = upstream.url
         let held = try RawClient(port: proxy.port, timeoutSeconds: 180)

@@ -18,20 +18,20 @@ final class TestServer: Sendable {
     init(
         configuration: HTTPServerConfiguration = HTTPServerConfiguration(), loops: Int = 2,
         address: ListenAddress = .tcp(host: "127.0.0.1", port: 0)
-    ) throws {
+    ) async throws {
         var c = configuration
         c.address = address
         group = try EventLoopGroup(loopCount: loops)
         server = HTTPServer(configuration: c, group: group, responder: TestResponder(arrivals: arrivals, tasks: tasks))
-        try server.start()
+        try await server.listen()
     }
 
     /// Stops the server, lets the responder's tasks finish (a task that resumed on a loop
     /// already stopped would never run again), then stops the loops.
-    func stop() {
-        server.shutdown(grace: .seconds(2))
+    func stop() async {
+        await server.close(grace: .seconds(2))
         tasks.waitUntilNoneRun(timeout: .seconds(5))
-        group.shutdown()
+        await group.close()
     }
 
     /// Runs `body` with a started server and always stops it.
@@ -39,13 +39,13 @@ final class TestServer: Sendable {
         _ configuration: HTTPServerConfiguration = HTTPServerConfiguration(), loops: Int = 2,
         address: ListenAddress = .tcp(host: "127.0.0.1", port: 0), _ body: (TestServer) async throws -> T
     ) async throws -> T {
-        let s = try TestServer(configuration: configuration, loops: loops, address: address)
+        let s = try await TestServer(configuration: configuration, loops: loops, address: address)
         do {
             let r = try await body(s)
-            s.stop()
+            await s.stop()
             return r
         } catch {
-            s.stop()
+            await s.stop()
             throw error
         }
     }

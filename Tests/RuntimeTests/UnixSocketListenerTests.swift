@@ -161,7 +161,7 @@ import Testing
             let path = dir + "/live.sock"
             let fd = try UnixSockets.bound(path, listening: true)
             defer { close(fd) }
-            let error = startFailure(path)
+            let error = await startFailure(path)
             #expect(error?.systemCode == -EADDRINUSE)
             #expect(error?.description.contains("another process is listening") == true)
             #expect(error?.description.contains(path) == true)
@@ -175,14 +175,14 @@ import Testing
         try await withScratch { dir in
             let path = dir + "/notes.txt"
             try Data("keep me".utf8).write(to: URL(fileURLWithPath: path))
-            let error = startFailure(path)
+            let error = await startFailure(path)
             #expect(error?.systemCode == -EEXIST)
             #expect(error?.description.contains("not a socket") == true)
             #expect(try String(contentsOfFile: path, encoding: .utf8) == "keep me")
             // Nor a directory.
             let sub = dir + "/sub"
             try FileManager.default.createDirectory(atPath: sub, withIntermediateDirectories: false)
-            #expect(startFailure(sub)?.systemCode == -EEXIST)
+            #expect(await startFailure(sub)?.systemCode == -EEXIST)
             #expect(FileManager.default.fileExists(atPath: sub))
         }
     }
@@ -191,7 +191,7 @@ import Testing
         try await withScratch { dir in
             let long = dir + "/" + String(repeating: "a", count: ListenAddress.maxUnixPathBytes + 1 - dir.utf8.count - 1)
             #expect(long.utf8.count == ListenAddress.maxUnixPathBytes + 1)
-            #expect(startFailure(long)?.systemCode == -ENAMETOOLONG)
+            #expect(await startFailure(long)?.systemCode == -ENAMETOOLONG)
             // libuv 1.44 would have bound the path cut at 107 bytes.
             #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty)
             let longest = String(long.dropLast())
@@ -220,11 +220,11 @@ import Testing
         }
     }
 
-    /// The error `HTTPServer.start` throws for a socket at `path`, or nil when it started.
-    func startFailure(_ path: String) -> RuntimeError? {
+    /// The error `HTTPServer.listen` throws for a socket at `path`, or nil when it started.
+    func startFailure(_ path: String) async -> RuntimeError? {
         do {
-            let s = try TestServer(loops: 1, address: .unix(path: path, mode: 0o600))
-            s.stop()
+            let s = try await TestServer(loops: 1, address: .unix(path: path, mode: 0o600))
+            await s.stop()
             return nil
         } catch let error as RuntimeError {
             return error

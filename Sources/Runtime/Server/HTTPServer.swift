@@ -1,4 +1,3 @@
-import Dispatch
 import Locking
 import Synchronization
 
@@ -53,30 +52,6 @@ public final class HTTPServer: Sendable {
     /// What binding one loop's listener gave: the port, the listening descriptor the other
     /// loops share on a Unix socket, and the loop's state.
     private typealias Bound = Result<(port: Int, shared: Int32?, state: LoopBound<ServerLoopState>), RuntimeError>
-
-    /// Binds every loop's listener (for a Unix socket: the first loop binds, the others
-    /// share its socket). Throws the first error (and listens nowhere then). Blocks the
-    /// calling thread while each loop binds: for the package's synchronous test fixtures;
-    /// everything else uses ``listen()`` or ``run()``.
-    package func start() throws(RuntimeError) {
-        var plan = StartPlan(address: configuration.address)
-        for loop in group.loops {
-            let result = Locked<Bound?>(nil)
-            let done = DispatchSemaphore(value: 0)
-            bind(on: loop, plan) { bound in
-                result.withLock { $0 = bound }
-                done.signal()
-            }
-            done.wait()
-            do throws(RuntimeError) {
-                try record(result.withLock { $0 }!, into: &plan)
-            } catch {
-                shutdown(grace: .zero)
-                throw error
-            }
-        }
-        boundPort.store(plan.port, ordering: .relaxed)
-    }
 
     /// Binds every loop's listener (for a Unix socket: the first loop binds, the others share
     /// its socket) without blocking a thread: the task waits while each loop binds. Throws
@@ -148,16 +123,8 @@ public final class HTTPServer: Sendable {
     }
 
     /// Stops accepting, lets in-flight responses finish for up to `grace`, then closes
-    /// everything. Blocks until every connection is closed; do not call it on a loop. For the
-    /// package's synchronous test fixtures; everything else uses ``close(grace:)`` or ``run()``.
-    package func shutdown(grace: Duration = .seconds(10)) {
-        let done = DispatchSemaphore(value: 0)
-        let count = drain(grace: grace) { done.signal() }
-        for _ in 0..<count { done.wait() }
-    }
-
-    /// ``shutdown(grace:)`` without blocking a thread: returns once every connection is
-    /// closed, also in a cancelled task (cancellation does not cut the grace short).
+    /// everything; returns once every connection is closed, without blocking a thread, also
+    /// in a cancelled task (cancellation does not cut the grace short).
     public func close(grace: Duration = .seconds(10)) async {
         let all = takeStates()
         await withTaskGroup(of: Void.self) { group in
@@ -178,15 +145,5 @@ public final class HTTPServer: Sendable {
             s = []
             return copy
         }
-    }
-
-    /// Starts every loop's drain; `done` is called once per loop, on it, when its
-    /// connections are closed. The number of loops draining.
-    private func drain(grace: Duration, _ done: @escaping @Sendable () -> Void) -> Int {
-        let all = takeStates()
-        for box in all {
-            box.withValue { state in state.shutdown(grace: grace, done: done) }
-        }
-        return all.count
     }
 }
