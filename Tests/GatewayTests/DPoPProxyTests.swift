@@ -115,7 +115,8 @@ import Testing
         let key = DPoPProxyTests.keyFile()
         defer { try? FileManager.default.removeItem(atPath: key) }
         try await Stack.run { stack in
-            try await stack.startGateway { $0.authorization.dpop = .init(keyFile: key) }
+            let records = AccessLogTests.Records()
+            try await stack.startGateway(accessLogger: records.logger) { $0.authorization.dpop = .init(keyFile: key) }
             #expect(try await stack.loginAlice().status == 200)
             #expect(try await stack.proxy("GET", "/orders").status == 200)
             // The API's clock is ten minutes ahead: it refuses every proof as stale.
@@ -126,6 +127,10 @@ import Testing
             #expect(
                 refused.text.contains("dpop-proof-rejected") && refused.text.contains("ahead of AuthGate's"), "\(refused.text)")
             #expect(stack.api.statistics.dpopRefusals.count == 1, "sent once: neither resent nor replayed")
+            // The access log tells the two apart: the API's 401, AuthGate's 502.
+            #expect(await eventually { records.access.count == 2 })
+            let line = records.access.last?.mapValues { "\($0)" } ?? [:]
+            #expect(line["status"] == "502" && line["upstreamStatus"] == "401", "\(line)")
             #expect(await stack.authorization.statistics.refreshes == 0, "a refused proof is not a rejected token")
             let metrics = try await stack.admin("GET", "/metrics").text
             #expect(metrics.contains(#"authgate_replays_total{session="default",outcome="dpop_proof_rejected"} 1"#))

@@ -14,7 +14,7 @@ import Testing
     static func machine(bounded: Bool = false, replayable: Bool = true, maxReplays: Int = 3) -> Machine {
         Machine(
             policy: UpstreamRejectionPolicy(), rule: ReplayRule(maxReplays: maxReplays), bodyReplayable: replayable,
-            bounded: bounded)
+            bounded: bounded, withToken: true)
     }
 
     static func g(_ n: UInt64) -> TokenGeneration { TokenGeneration(n) }
@@ -351,22 +351,26 @@ import Testing
         #expect(m.state == .finished)
     }
 
-    @Test func noEventsMakeAPublicRequestAskForATokenOrARefresh() {
+    @Test func noEventsMakeAPublicRequestAskForATokenOrARefreshOrSendTwice() {
         // Every sequence of up to five events, on a bounded and an unbounded route: the
-        // shell of a public request has no session to ask.
+        // shell of a public request has no session to ask, and lets the request go at its
+        // one send.
         for bounded in [false, true] {
-            var frontier = [Self.publicMachine(bounded: bounded)]
+            var frontier = [(Self.publicMachine(bounded: bounded), sends: 0)]
             for _ in 0..<5 {
-                var next: [Machine] = []
-                for machine in frontier {
+                var next: [(Machine, sends: Int)] = []
+                for (machine, sends) in frontier {
                     for event in Event.allCases {
                         var m = machine
                         let action = event.apply(&m)
+                        var sent = sends
                         switch action {
                         case .takeToken, .refresh: Issue.record("\(event) after \(machine.state): \(action)")
+                        case .send: sent += 1
                         default: break
                         }
-                        if m != machine { next.append(m) }
+                        #expect(sent <= 1, "\(event) after \(machine.state): a second send")
+                        if m != machine { next.append((m, sent)) }
                     }
                 }
                 frontier = next

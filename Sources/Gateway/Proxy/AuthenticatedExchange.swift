@@ -88,7 +88,7 @@ public struct AuthenticatedExchange: Sendable {
 
     /// A machine for one request of this exchange.
     func machine(bodyReplayable: Bool) -> ExchangeMachine {
-        ExchangeMachine(policy: policy, rule: rule, bodyReplayable: bodyReplayable, bounded: limiter != nil)
+        ExchangeMachine(policy: policy, rule: rule, bodyReplayable: bodyReplayable, bounded: limiter != nil, withToken: true)
     }
 
     /// Runs `machine`'s actions from `action` on until an attempt is answered. `send` gets the token and the machine with the attempt at the

@@ -175,7 +175,7 @@ struct ExchangeMachine: Sendable, Equatable {
 
     /// A machine for one request; `withToken` false for a public one (no token to take,
     /// refresh or replay: `policy` and `rule` are then never consulted).
-    init(policy: UpstreamRejectionPolicy, rule: ReplayRule, bodyReplayable: Bool, bounded: Bool, withToken: Bool = true) {
+    init(policy: UpstreamRejectionPolicy, rule: ReplayRule, bodyReplayable: Bool, bounded: Bool, withToken: Bool) {
         self.policy = policy
         self.rule = rule
         self.bodyReplayable = bodyReplayable

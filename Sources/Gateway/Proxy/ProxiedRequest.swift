@@ -51,6 +51,9 @@ final class ProxiedRequest: @unchecked Sendable {
     private var failure: (any Error)?
     /// Why no slot came (for ``ExchangeMachine/Failure/busy``).
     private var refused: GatewayError?
+    /// What the client hears when the upstream refused the DPoP proof, made as the refusal
+    /// came (the clock skew it names is the one that refusal measured).
+    private var proofRefusal: Problem?
 
     private init(_ proxy: ReverseProxy, _ request: HTTPRequest, _ context: RouteContext, _ session: AuthActor?) {
         self.proxy = proxy
@@ -224,6 +227,7 @@ final class ProxiedRequest: @unchecked Sendable {
                 metrics.replay("dpop_proof_rejected", session: name)
                 session.countDPoPProofRefused(by: "upstream")
                 session.clockSkew.proofRefused(serverDate: headers[first: "date"])
+                proofRefusal = DPoPNonceRule.proofRejected(skew: session.clockSkew.skew)
                 head.proofRefused = true
             } else {
                 if status < 400 { session.clockSkew.proofAccepted() }
@@ -269,9 +273,8 @@ final class ProxiedRequest: @unchecked Sendable {
         let next = machine.attemptEnded(outcome.attemptEnd)
         if case .finish = next {
             var status = outcome.status
-            if case .held(.refuseProof, _) = outcome, let session {
+            if case .held(.refuseProof, _) = outcome, let problem = proofRefusal {
                 // The upstream refused the proof AuthGate made: the client hears why from AuthGate.
-                let problem = DPoPNonceRule.proofRejected(skew: session.clockSkew.skew)
                 context.writer.respond(problem: problem)
                 status = problem.status
             }
@@ -345,8 +348,9 @@ extension ExchangeOutcome {
         }
     }
 
-    /// What the exchange teaches an in-flight limit: nil when nothing (the client left, or
-    /// AuthGate refused the answer).
+    /// What the exchange teaches an in-flight limit: nil when nothing (an attempt that failed
+    /// otherwise than by a timeout, a refused connect or a reset: the client left, the answer
+    /// was invalid, the request's body failed).
     var sample: AdaptiveLimit.Outcome? {
         switch self {
         case .held(.holdForRefresh, _): .superseded

@@ -5,14 +5,11 @@ import Runtime
 /// What the proxy learns about one sampled request as it serves it; ``end(status:)`` logs it.
 ///
 /// No lock: every call is made on the request's loop thread, one after another.
-/// ``ReverseProxy`` calls ``AccessLog/begin(_:route:)`` and ``end(status:)`` from `respond`
-/// (on the loop) or from an exchange's completion (``ProxyExchange`` is loop-confined);
-/// an authenticated request that needs a refresh or a slot is served by a task started with
-/// the loop as its executor preference (`TaskTracker.start(on:)`), whose nonisolated code,
-/// where ``attempt(_:)``, ``upstreamAnswered(status:bytes:)`` and ``end(status:)`` are
-/// called, runs on the loop; its exchanges hop to the loop and resume it through a
-/// continuation, which orders each call after the last. Debug builds check the thread on
-/// every call.
+/// ``ReverseProxy`` calls ``AccessLog/begin(_:route:)`` from `respond` (on the loop), and the
+/// request's runner (``ProxiedRequest``, loop-confined) the rest as its exchange goes on; a
+/// request that waits for a slot, a token or a refresh does so in a task started with the
+/// loop as its executor preference (`TaskTracker.start(on:)`), whose nonisolated code, where
+/// the runner goes on, runs on the loop. Debug builds check the thread on every call.
 public final class AccessFacts: @unchecked Sendable {
     private let log: AccessLog
     private let started = AccessFacts.monotonicNanoseconds()
