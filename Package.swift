@@ -161,7 +161,7 @@ let package = Package(
             path: "Benchmarks/BenchServer",
             swiftSettings: strict
         ),
-        .target(name: "TestSupport", dependencies: ["Locking"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Locking", "CProcess"], path: "Tests/TestSupport", swiftSettings: strict),
         .executableTarget(
             name: "authcore-bench",
             dependencies: [

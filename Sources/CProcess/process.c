@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "CProcess.h"
 
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 
@@ -23,4 +24,8 @@ int ag_socket_peer_groups(int fd, unsigned int *groups, int capacity) {
     socklen_t length = (socklen_t)(capacity * (int)sizeof(gid_t));
     if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &length) != 0) return -1;
     return (int)(length / sizeof(gid_t));
+}
+
+int ag_spawn_file_actions_addclosefrom(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
 }

@@ -2,6 +2,7 @@ import AuthCore
 import AuthGateTesting
 import Crypto
 import Foundation
+import TestSupport
 import Testing
 import _CryptoExtras
 
@@ -27,7 +28,7 @@ import _CryptoExtras
     /// leaks the public exponent's bignum (LeakSanitizer in the ASan run), and AuthGate only
     /// ever parses keys.
     static func rsaKey(bits: Int = 2048) throws -> _RSA.Signing.PrivateKey {
-        let p = Process()
+        let p = Subprocess()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         p.arguments = ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:\(bits)"]
         let out = Pipe()

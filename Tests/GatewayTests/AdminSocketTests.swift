@@ -121,7 +121,7 @@ import Testing
     /// Runs the `authgate` binary; returns its exit code and everything it printed.
     func run(_ binary: String, _ arguments: [String], token: String? = nil) async throws -> (code: Int32, output: String) {
         try await onThread {
-            let process = Process()
+            let process = Subprocess()
             process.executableURL = URL(fileURLWithPath: binary)
             process.arguments = arguments
             var environment = ProcessInfo.processInfo.environment

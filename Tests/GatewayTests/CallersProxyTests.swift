@@ -86,7 +86,7 @@ import Testing
                 s.sendall(b"GET " + sys.argv[2].encode() + b" HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n")
                 print(s.recv(64).split(b" ")[1].decode())
                 """
-            let p = Process()
+            let p = Subprocess()
             p.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
             let groups = supplementaryGroup.map { ["-g", "nogroup", "-G", $0] } ?? []
             p.arguments = ["-u", "nobody"] + groups + ["--", "python3", "-c", script, path, target]

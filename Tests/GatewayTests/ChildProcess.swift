@@ -11,14 +11,14 @@ final class ChildProcess: Sendable {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("authgate").path
     }
 
-    private let process: Locked<Process>
+    private let process: Locked<Subprocess>
     private let out = Locked<[UInt8]>([])
     private let err = Locked<[UInt8]>([])
     private let drained = Locked(0)
     let pid: Int32
 
     init(_ arguments: [String], environment: [String: String] = [:]) throws {
-        let process = Process()
+        let process = Subprocess()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment

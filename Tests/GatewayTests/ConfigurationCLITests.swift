@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// `authgate serve --check-config` itself, as a child process: a bad configuration or secret
@@ -56,7 +57,7 @@ import Testing
         let file = scratch.root + "/config.json"
         let bytes = try text ?? Array(JSONSerialization.data(withJSONObject: scratch.config))
         try Data(bytes).write(to: URL(fileURLWithPath: file))
-        let process = Process()
+        let process = Subprocess()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["serve", "--config", file, "--check-config"]
         var environment = ProcessInfo.processInfo.environment

@@ -170,7 +170,7 @@ import Testing
             let gateway = try await served.serve()
             defer { gateway.stop() }
             // `authgate events | head -1`: the second event's write meets a closed pipe.
-            let process = Process()
+            let process = Subprocess()
             process.executableURL = URL(fileURLWithPath: "/bin/bash")
             process.arguments = [
                 "-c", #"\#(ChildProcess.binary) events --admin "$1" | head -1; exit "${PIPESTATUS[0]}""#, "sh", served.admin,

@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import Glibc
 import Logging
+import TestSupport
 import Testing
 
 /// The state directory and the key file hold the sealed tokens and the key that opens them:
@@ -121,7 +122,7 @@ import Testing
               "stateDirectory": "\(state)", "keyFile": "\(key)", "loops": 1 }
             """
         try Data(config.utf8).write(to: URL(fileURLWithPath: root + "/config.json"))
-        let process = Process()
+        let process = Subprocess()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["serve", "--config", root + "/config.json"]
         var environment = ProcessInfo.processInfo.environment

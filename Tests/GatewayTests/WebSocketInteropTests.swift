@@ -15,7 +15,7 @@ import Testing
     /// Runs `python3 script args`; its standard input stays open until `stop`.
     final class Python: @unchecked Sendable {
         // Safe: used from one test task only.
-        let process = Process()
+        let process = Subprocess()
         let input = Pipe()
         let output = Pipe()
 
@@ -57,7 +57,7 @@ import Testing
     }
 
     static var websocketsInstalled: Bool {
-        let p = Process()
+        let p = Subprocess()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = ["python3", "-c", "import websockets"]
         p.standardError = FileHandle.nullDevice

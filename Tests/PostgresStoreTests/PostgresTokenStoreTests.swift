@@ -1,6 +1,7 @@
 import AuthCore
 import Foundation
 import Logging
+import TestSupport
 import Testing
 
 @testable import PostgresStore
@@ -67,7 +68,7 @@ import Testing
         }
         // And pg_dump, the way a backup sees it.
         let bin = try #require(ProcessInfo.processInfo.environment["AUTHGATE_TEST_POSTGRES_BIN"])
-        let dump = Process()
+        let dump = Subprocess()
         dump.executableURL = URL(fileURLWithPath: bin + "/pg_dump")
         dump.arguments = ["--dbname=\(try #require(TestDatabase.url))", "--table=\(table)", "--data-only", "--inserts"]
         let out = Pipe()

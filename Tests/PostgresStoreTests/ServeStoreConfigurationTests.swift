@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `authgate serve` as a child process with `store.kind: postgres`: a database it cannot use
@@ -38,7 +39,7 @@ import Testing
         try #require(FileManager.default.isExecutableFile(atPath: binary), "build the authgate product first")
         let file = scratch.root + "/config.json"
         try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: file))
-        let process = Process()
+        let process = Subprocess()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["serve", "--config", file]
         // serve refuses AUTHGATE_* variables that name no field: the harness's own stay out.

@@ -26,7 +26,7 @@ struct UpstreamRetireTests {
 
     /// nginx's open client connections, asked on a connection of curl's own (counted too).
     static func active(_ port: Int) throws -> Int {
-        let curl = Process()
+        let curl = Subprocess()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         curl.arguments = ["-s", "http://127.0.0.1:\(port)/status"]
         let out = Pipe()

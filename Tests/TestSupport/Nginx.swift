@@ -6,7 +6,7 @@ public final class Nginx: @unchecked Sendable {
     // @unchecked: `process` and `directory` are set in init and only read afterwards.
     public let port: Int
     public let directory: URL
-    private let process: Process
+    private let process: Subprocess
 
     /// Starts nginx with `serverBlock` (the inside of a `server { }` block; `listen` is
     /// added for `port` with TLS when `tls` holds a certificate and key).
@@ -46,7 +46,7 @@ public final class Nginx: @unchecked Sendable {
             """
         let confURL = directory.appendingPathComponent("nginx.conf")
         try conf.write(to: confURL, atomically: true, encoding: .utf8)
-        process = Process()
+        process = Subprocess()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
         process.arguments = ["-c", confURL.path, "-p", directory.path]
         process.standardOutput = FileHandle.nullDevice
@@ -151,7 +151,7 @@ public struct TestCertificates: Sendable {
 
 /// Runs a command and throws when it fails.
 public func run(_ arguments: String...) throws {
-    let p = Process()
+    let p = Subprocess()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     p.arguments = arguments
     p.standardOutput = FileHandle.nullDevice

@@ -3,6 +3,8 @@
 #ifndef AUTHGATE_CPROCESS_H
 #define AUTHGATE_CPROCESS_H
 
+#include <spawn.h>
+
 // prctl(PR_SET_DUMPABLE, dumpable): 0 forbids core dumps and ptrace attach by other
 // processes of the same user, and makes /proc/<pid> owned by root. Returns 0 or -1 (errno).
 int ag_process_set_dumpable(int dumpable);
@@ -19,5 +21,10 @@ int ag_socket_peer_credentials(int fd, int *pid, unsigned int *uid, unsigned int
 // for the peer of a connected Unix domain socket when it connected, into `groups` (room for
 // `capacity`). Returns how many, or -1 (errno; ERANGE: more than `capacity`).
 int ag_socket_peer_groups(int fd, unsigned int *groups, int capacity);
+
+// posix_spawn_file_actions_addclosefrom_np(actions, from): the spawned process starts with
+// every descriptor from `from` up closed. glibc declares it only under _GNU_SOURCE, which
+// Swift's Glibc module does not define. Returns 0 or an error number.
+int ag_spawn_file_actions_addclosefrom(posix_spawn_file_actions_t *actions, int from);
 
 #endif
