@@ -2,12 +2,12 @@ import Foundation
 import Glibc
 import HTTPWire
 import InMemoryTracing
-import Runtime
 import TestSupport
 import Testing
 import Tracing
 
 @testable import Gateway
+@testable import Runtime
 
 /// Tracing's pure decisions (which trace fields go upstream, whether `OTEL_*` asks for
 /// export), and the proxy's spans with an in-memory tracer over real sockets. The refresh and
@@ -177,6 +177,32 @@ import Tracing
                 // swift-format-ignore: ReplaceForEachWithForLoop
                 span.attributes.forEach { _, value in #expect(!"\(value)".contains("SECRET")) }
             }
+        }
+    }
+
+    /// A try whose answer AuthGate held back is marked with why, beside the upstream's own
+    /// status (a refused proof's 401, though the client got AuthGate's 502).
+    @Test(arguments: [
+        (ExchangeMachine.HeadAction.holdForRefresh, "authgate.token_rejected"),
+        (.holdForNonce, "authgate.dpop_nonce_requested"), (.refuseProof, "authgate.dpop_proof_refused"),
+    ])
+    func aHeldAnswerMarksItsTrySpanWithWhy(_ held: ExchangeMachine.HeadAction, _ attribute: String) throws {
+        let tracer = InMemoryTracer()
+        let group = try EventLoopGroup(loopCount: 1, name: "traced-held")
+        defer { group.shutdown() }
+        let route = ProxyRoute(prefix: "/api", upstream: UpstreamOrigin("http://127.0.0.1:1")!, requiresAuthentication: true)
+        let request = HTTPRequest(
+            head: RequestHead(method: "GET", target: "/api/x"), body: .buffered([]), remoteAddress: "127.0.0.1:1",
+            loop: group.loops[0])
+        let trace = RequestTrace(tracer: tracer, request: request, route: route, path: "/api/x")
+        var headers = HTTPHeaders()
+        trace.upstream(&headers, route: route).ended(ExchangeOutcome.held(held, status: 401))
+        let span = try #require(tracer.finishedSpans.first { $0.kind == .client })
+        #expect(span.attributes[attribute]?.toSpanAttribute() == .bool(true))
+        #expect(span.attributes["http.response.status_code"]?.toSpanAttribute() == .int64(401))
+        for other in ["authgate.token_rejected", "authgate.dpop_nonce_requested", "authgate.dpop_proof_refused"]
+        where other != attribute {
+            #expect(span.attributes[other] == nil, "\(other)")
         }
     }
 
