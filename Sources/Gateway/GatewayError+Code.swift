@@ -95,7 +95,7 @@ extension GatewayError {
         /// The task waiting for a slot was cancelled (the client went away).
         public static let slotCancelled = Code(.slotCancelled)
 
-        // MARK: An authenticated exchange run in a task (AuthenticatedExchange: the user-info call)
+        // MARK: An exchange whose sends are async (AuthenticatedExchange: the user-info call)
 
         /// The session gave no token to start with (no session, or it could not be
         /// refreshed); ``GatewayError/underlying`` is the session's error.

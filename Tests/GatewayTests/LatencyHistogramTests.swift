@@ -78,12 +78,12 @@ struct LatencyHistogramTests {
 
     @Test func eachPhaseIsCountedUnderItsOwnLabel() {
         let m = GatewayMetrics(sessions: ["default"])
-        for (n, phase) in AuthenticatedExchange.Phase.allCases.enumerated() {
+        for (n, phase) in ExchangePhase.allCases.enumerated() {
             for _ in 0...n { m.phase(phase, .milliseconds(2)) }
         }
         m.request(kind: "public", status: 200, duration: .milliseconds(2))
         let text = m.render(sessions: [], process: .init())
-        for (n, phase) in AuthenticatedExchange.Phase.allCases.enumerated() {
+        for (n, phase) in ExchangePhase.allCases.enumerated() {
             #expect(text.contains("authgate_exchange_phase_seconds_count{phase=\"\(phase.rawValue)\"} \(n + 1)\n"))
         }
         #expect(text.contains("authgate_request_duration_seconds_count{route_kind=\"public\"} 1\n"))

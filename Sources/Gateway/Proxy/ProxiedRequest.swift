@@ -178,7 +178,7 @@ final class ProxiedRequest: @unchecked Sendable {
     }
 
     /// Ends the phase under way now: observed, and the next one begins.
-    private func endPhase(_ phase: AuthenticatedExchange.Phase) {
+    private func endPhase(_ phase: ExchangePhase) {
         let now = RequestEnd.offset(of: .now)
         proxy.observePhase(phase, now - phaseStart)
         phaseStart = now

@@ -28,7 +28,7 @@ public final class ReverseProxy: HTTPResponder {
     let authentication: ProxyAuthentication?
     let metrics: GatewayMetrics
     /// Records where authenticated requests wait; made once, not per request.
-    let observePhase: @Sendable (AuthenticatedExchange.Phase, Duration) -> Void
+    let observePhase: @Sendable (ExchangePhase, Duration) -> Void
     /// The tasks serving authenticated requests (shutdown waits for them).
     public let tasks = TaskTracker()
     /// The configured sessions; nil with no authentication.

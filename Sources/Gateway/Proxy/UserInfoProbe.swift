@@ -171,7 +171,7 @@ public final class UserInfoProbe: Sendable {
         }
     }
 
-    private enum Outcome {
+    enum Outcome: Equatable {
         case answered(Registration)
         case rejected(status: Int)
         case noSession
@@ -182,74 +182,84 @@ public final class UserInfoProbe: Sendable {
     /// refreshed and the call replayed under the same ``ReplayRule``; the current, freshly
     /// refreshed token rejected again means the account's token is refused.
     private func ask() async -> Outcome {
-        let path = AuthenticatedExchange(session: session, policy: policy, rule: rule)
-        let transport = self.transport
-        let configuration = self.configuration
-        let certificate = configuration.url.lowercased().hasPrefix("https://") ? self.certificate : nil
-        let session = self.session
-        var machine = path.machine(bodyReplayable: true)
-        let action = machine.start()
+        var exchange = AuthenticatedExchange(session: session, policy: policy, rule: rule)
+        var outcome = Outcome.retry("no answer")
         do throws(GatewayError) {
-            return try await path.run(machine, action) { token, sending -> AuthenticatedExchange.Step<Outcome> in
-                var headers = [("Authorization", token.authorizationHeaderValue), ("Accept", "application/json")]
-                // A DPoP-bound token goes with a proof of its key (RFC 9449 §7), as on a route.
-                let dpop = token.isDPoP ? token.dpopKey : nil
-                if let dpop,
-                    let proof = dpop.proof(method: "GET", url: configuration.url, accessToken: token.value)
-                {
-                    headers.append(("DPoP", proof))
+            while let attempt = try await exchange.next() {
+                guard let response = await send(attempt) else {
+                    outcome = .retry("no answer")
+                    exchange.attemptEnded(.answered)
+                    continue
                 }
-                let response: HTTPResponseValue
-                do {
-                    response = try await transport.send(
-                        HTTPRequestValue(method: "GET", url: configuration.url, headers: headers, clientCertificate: certificate))
-                } catch {
-                    return .done(.retry("no answer"))
-                }
-                let challenges = response.headers.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value)
-                var head = ExchangeMachine.Head(status: response.status, wwwAuthenticate: challenges)
-                if let dpop {
-                    let fields = HTTPHeaders(response.headers)
-                    if let nonce = DPoPNonceRule.requestedNonce(status: response.status, headers: fields) {
-                        dpop.nonces.remember(nonce, for: configuration.url)
-                        head.nonceRequested = true
-                    } else if let nonce = fields[first: "dpop-nonce"] {
-                        dpop.nonces.remember(nonce, for: configuration.url)
-                    }
-                    // The call asks for the nonce before it looks at the proof: a resend is
-                    // still due when the same answer also refuses the proof.
-                    if DPoPNonceRule.refusesProof(status: response.status, headers: fields),
-                        !head.nonceRequested || sending.attempt.nonceResent
-                    {
-                        session.countDPoPProofRefused(by: "upstream")
-                        session.clockSkew.proofRefused(serverDate: fields[first: "date"])
-                        head.proofRefused = true
-                    }
-                }
-                let answer = sending.headArrived(head) {
-                    ExchangeMachine.SessionNow(current: session.tokenSnapshot, now: session.now)
-                }
-                switch answer {
-                case .holdForNonce: return .resend
-                case .refuseProof: return .done(.retry("the DPoP proof was refused"))
-                default: break
-                }
-                if (200..<300).contains(response.status) { return .done(.answered(.signedUp)) }
-                if (configuration.needsSignUpStatuses ?? [404]).contains(response.status) {
-                    return .done(.answered(.needsSignUp))
-                }
-                switch answer {
-                case .holdForRefresh: return .replay
-                case .passThrough(.currentTokenRejected, _): return .done(.rejected(status: response.status))
-                case .passThrough(.noSession, _): return .done(.noSession)
-                case .deliver, .passThrough, .holdForNonce, .refuseProof: return .done(.retry("HTTP \(response.status)"))
+                let action = exchange.headArrived(head(of: response, attempt: attempt))
+                if let answered = Self.outcome(status: response.status, action, needsSignUp: configuration.needsSignUpStatuses) {
+                    outcome = answered
+                    exchange.attemptEnded(.answered)
+                } else {
+                    exchange.attemptEnded(action == .holdForNonce ? .heldForNonce : .heldForRefresh)
                 }
             }
+            return outcome
         } catch {
-            switch error.code {
-            case .noToken, .replayRefreshFailed: return Self.outcome(of: error.underlying ?? error)
-            default: return .retry("no slot at the upstream")
-            }
+            // No token to start with, or none for a replay: the session's error says why.
+            return Self.outcome(of: error.underlying ?? error)
+        }
+    }
+
+    /// Sends `attempt`: its token, with a proof of its key when the token is DPoP-bound (RFC
+    /// 9449 §7), as on a route. Nil when no answer came.
+    private func send(_ attempt: AuthenticatedExchange.Attempt) async -> HTTPResponseValue? {
+        let token = attempt.token
+        var headers = [("Authorization", token.authorizationHeaderValue), ("Accept", "application/json")]
+        if token.isDPoP, let proof = token.dpopKey?.proof(method: "GET", url: configuration.url, accessToken: token.value) {
+            headers.append(("DPoP", proof))
+        }
+        let https = configuration.url.lowercased().hasPrefix("https://")
+        return try? await transport.send(
+            HTTPRequestValue(
+                method: "GET", url: configuration.url, headers: headers, clientCertificate: https ? certificate : nil))
+    }
+
+    /// The facts of `response`'s head the exchange judges; a DPoP nonce it gives is kept for
+    /// the next proof.
+    private func head(of response: HTTPResponseValue, attempt: AuthenticatedExchange.Attempt) -> ExchangeMachine.Head {
+        let challenges = response.headers.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value)
+        var head = ExchangeMachine.Head(status: response.status, wwwAuthenticate: challenges)
+        guard attempt.token.isDPoP, let dpop = attempt.token.dpopKey else { return head }
+        let fields = HTTPHeaders(response.headers)
+        if let nonce = DPoPNonceRule.requestedNonce(status: response.status, headers: fields) {
+            dpop.nonces.remember(nonce, for: configuration.url)
+            head.nonceRequested = true
+        } else if let nonce = fields[first: "dpop-nonce"] {
+            dpop.nonces.remember(nonce, for: configuration.url)
+        }
+        // The call asks for the nonce before it looks at the proof: a resend is still due
+        // when the same answer also refuses the proof.
+        if DPoPNonceRule.refusesProof(status: response.status, headers: fields),
+            !head.nonceRequested || attempt.attempt.nonceResent
+        {
+            session.countDPoPProofRefused(by: "upstream")
+            session.clockSkew.proofRefused(serverDate: fields[first: "date"])
+            head.proofRefused = true
+        }
+        return head
+    }
+
+    /// What an answer of `status` says, judged as `action`; nil when it is held back for the
+    /// exchange to send the call again (after a refresh, or with a DPoP nonce).
+    static func outcome(status: Int, _ action: ExchangeMachine.HeadAction, needsSignUp: [Int]?) -> Outcome? {
+        switch action {
+        case .holdForNonce: return nil
+        case .refuseProof: return .retry("the DPoP proof was refused")
+        default: break
+        }
+        if (200..<300).contains(status) { return .answered(.signedUp) }
+        if (needsSignUp ?? [404]).contains(status) { return .answered(.needsSignUp) }
+        switch action {
+        case .holdForRefresh: return nil
+        case .passThrough(.currentTokenRejected, _): return .rejected(status: status)
+        case .passThrough(.noSession, _): return .noSession
+        case .deliver, .passThrough, .holdForNonce, .refuseProof: return .retry("HTTP \(status)")
         }
     }
 

@@ -61,7 +61,7 @@ public final class GatewayMetrics: Sendable {
     /// loops (``UpstreamClientConfiguration/connectionGauges``); rendered as
     /// `authgate_upstream_connections{origin, state}`.
     public let upstreamConnections = UpstreamConnectionGauges()
-    private let phases: [LatencyHistogram]  // indexed as `AuthenticatedExchange.Phase.allCases`
+    private let phases: [LatencyHistogram]  // indexed as `ExchangePhase.allCases`
 
     /// What `/metrics` reads of one session when it renders.
     public struct SessionGauges: Sendable {
@@ -133,7 +133,7 @@ public final class GatewayMetrics: Sendable {
         openConnections = CoreMetrics.Gauge(label: "authgate_open_connections", factory: factory)
         bufferedBytes = CoreMetrics.Gauge(label: "authgate_buffered_request_bytes", factory: factory)
         queueWaiting = CoreMetrics.Gauge(label: "authgate_upstream_queue_waiting", factory: factory)
-        phases = AuthenticatedExchange.Phase.allCases.map {
+        phases = ExchangePhase.allCases.map {
             LatencyHistogram(
                 name: "authgate_exchange_phase_seconds", labelName: "phase", labelValue: $0.rawValue,
                 bounds: Self.latencyBuckets)
@@ -158,12 +158,12 @@ public final class GatewayMetrics: Sendable {
     /// The p99 of the upstream phase of authenticated requests since it was last read
     /// (``RecentLatency``): what the refresh lead of short tokens follows by default.
     func recentUpstreamLatency() -> RecentLatency {
-        RecentLatency(phases[AuthenticatedExchange.Phase.upstream.index])
+        RecentLatency(phases[ExchangePhase.upstream.index])
     }
 
     /// Where an authenticated request spent its time: `authgate_exchange_phase_seconds{phase}`
-    /// (``AuthenticatedExchange/Phase``), to find where requests wait.
-    public func phase(_ phase: AuthenticatedExchange.Phase, _ duration: Duration) {
+    /// (``ExchangePhase``), to find where requests wait.
+    public func phase(_ phase: ExchangePhase, _ duration: Duration) {
         phases[phase.index].record(duration)
     }
 
@@ -250,7 +250,7 @@ public final class GatewayMetrics: Sendable {
     }
 }
 
-extension AuthenticatedExchange.Phase {
+extension ExchangePhase {
     /// The phase's place in `allCases`, without making that array.
     fileprivate var index: Int {
         switch self {
