@@ -147,7 +147,7 @@ public enum PostgresSchema {
                 logger: logger)
             try await connection.query("ROLLBACK", logger: logger)
         } catch {
-            try? await connection.query("ROLLBACK", logger: logger)
+            _ = try? await connection.query("ROLLBACK", logger: logger)
             throw error
         }
     }

@@ -1,5 +1,6 @@
+internal import AuthCore
 internal import Logging
-public import ServiceLifecycle
+internal import ServiceLifecycle
 
 extension PostgresTokenStore {
     /// Runs the store's connections until a graceful shutdown, the task's cancellation or
@@ -71,4 +72,46 @@ extension PostgresTokenStore {
         hub.finish()
         pool.close()
     }
+}
+
+/// When a store's ``PostgresTokenStore/run()`` is asked to stop, and who waits for it:
+/// ``PostgresTokenStore/close()`` ends a run that started and waits for it to end, and a run
+/// that starts after it returns at once.
+final class RunLifetime: Sendable {
+    /// The run began.
+    let began = OneTimeSignal()
+    /// The run ended.
+    let ended = OneTimeSignal()
+    /// Finished by ``stop()``: a run waits on it.
+    let stopped: AsyncStream<Void>
+    private let stopping: AsyncStream<Void>.Continuation
+
+    init() {
+        (stopped, stopping) = AsyncStream.makeStream(of: Void.self)
+    }
+
+    /// Asks the run to stop and waits until it has ended (at once when none began).
+    func stop() async {
+        stopping.finish()
+        if began.hasFired { await ended.wait() }
+    }
+}
+
+/// The sessions handed to ``PostgresTokenStore/follow(_:)``, on their way to ``PostgresTokenStore/run()``,
+/// which follows each set in its own task group: a follower starts and ends with the run
+/// (a graceful shutdown, cancellation or ``PostgresTokenStore/close()``), never outside it.
+final class FollowRequests: Sendable {
+    /// Each set of sessions, in the order handed over; finished once the store stops.
+    let requests: AsyncStream<[AccountID: AuthActor]>
+    private let handOver: AsyncStream<[AccountID: AuthActor]>.Continuation
+
+    init() {
+        (requests, handOver) = AsyncStream.makeStream(of: [AccountID: AuthActor].self)
+    }
+
+    /// Hands `sessions` to the run; dropped once the store has stopped.
+    func add(_ sessions: [AccountID: AuthActor]) { handOver.yield(sessions) }
+
+    /// No set is handed over any more.
+    func finish() { handOver.finish() }
 }

@@ -19,7 +19,7 @@ import Testing
     }
 
     func write(_ text: String, to path: String) throws {
-        FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]))
     }
 
     func server(_ keys: [String: [ClientAssertionVerifier.Key]]) -> FakeAuthorizationServer {

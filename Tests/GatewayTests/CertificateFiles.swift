@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Testing
 import X509
 
 /// Certificates and keys written to a temporary directory for one test, made in process
@@ -18,7 +19,7 @@ struct CertificateFiles {
     @discardableResult
     func write(_ name: String, _ text: String, mode: Int = 0o600) -> String {
         let path = directory + "/" + name
-        FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: mode])
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: mode]))
         return path
     }
 

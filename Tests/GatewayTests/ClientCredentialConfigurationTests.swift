@@ -60,7 +60,8 @@ import Testing
         let key = P256.Signing.PrivateKey()
         func write(_ name: String, _ text: String, mode: Int) -> String {
             let path = dir + "/" + name
-            FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: mode])
+            #expect(
+                FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: mode]))
             return path
         }
         func check(_ a: GatewayConfiguration.Authorization) -> String? {
@@ -122,7 +123,7 @@ import Testing
         let pem = P256.Signing.PrivateKey().pemRepresentation
         func check(_ mode: Int, algorithm: String? = nil) -> String? {
             let path = dir + "/key-\(mode).pem"
-            FileManager.default.createFile(atPath: path, contents: Data(pem.utf8), attributes: [.posixPermissions: mode])
+            #expect(FileManager.default.createFile(atPath: path, contents: Data(pem.utf8), attributes: [.posixPermissions: mode]))
             var a = GatewayConfiguration.Authorization(tokenEndpoint: "https://id.example.com/token", clientID: "gate")
             a.dpop = .init(keyFile: path, algorithm: algorithm)
             do {

@@ -117,7 +117,7 @@ import Testing
 
         let secret = "s3cr3t-admin-token-7731"
         let twoLines = root + "/two-lines"
-        FileManager.default.createFile(atPath: twoLines, contents: Data("\(secret)\u{1}more\n".utf8))
+        #expect(FileManager.default.createFile(atPath: twoLines, contents: Data("\(secret)\u{1}more\n".utf8)))
         let control = try #require(
             #expect(throws: GatewayError.self) {
                 try SecretSources.readFile(twoLines, field: "authorization.clientSecretFile")
@@ -130,7 +130,7 @@ import Testing
         let root = Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let file = root + "/file"
-        FileManager.default.createFile(atPath: file, contents: Data())
+        #expect(FileManager.default.createFile(atPath: file, contents: Data()))
         let notDirectory = try #require(#expect(throws: GatewayError.self) { try StateDirectory.prepare(file) })
         #expect(notDirectory.code == .unusablePath && notDirectory.field == "stateDirectory")
         #expect(notDirectory.description == "the state directory \(file) is not a directory")
@@ -146,7 +146,7 @@ import Testing
                 + "it holds the sealed tokens: chmod 700 \(open)")
 
         let key = root + "/key"
-        FileManager.default.createFile(atPath: key, contents: Data(), attributes: [.posixPermissions: 0o644])
+        #expect(FileManager.default.createFile(atPath: key, contents: Data(), attributes: [.posixPermissions: 0o644]))
         let openKey = try #require(#expect(throws: GatewayError.self) { try StateDirectory.checkKeyFile(key) })
         #expect(openKey.code == .unsafePermissions && openKey.field == "keyFile")
         #expect(
@@ -236,7 +236,7 @@ import Testing
         let root = Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let password = "db-password-\(UUID().uuidString)"
-        FileManager.default.createFile(atPath: root + "/db-password", contents: Data(password.utf8))
+        #expect(FileManager.default.createFile(atPath: root + "/db-password", contents: Data(password.utf8)))
         let c = try GatewayConfigurationTests.load {
             $0["store"] = [
                 "kind": "postgres", "url": "postgres://authgate@127.0.0.1:\(port)/authgate", "tlsMode": "disable",

@@ -44,7 +44,7 @@ import Testing
         let waiter = Task { try await limiter.acquire(.first, timeout: .seconds(30)) }
         while limiter.load.waiting == 0 { await Task.yield() }
         limiter.release()
-        try await waiter.value
+        _ = try await waiter.value
         #expect(limiter.load.inFlight == 2)
         limiter.release()
         limiter.release()
@@ -56,7 +56,7 @@ import Testing
         let replay = Task { try await limiter.acquire(.replay, timeout: .seconds(30)) }
         while limiter.load.waiting == 0 { await Task.yield() }
         limiter.release()
-        try await replay.value
+        _ = try await replay.value
         #expect(limiter.load.inFlight == 1)
         limiter.release()
     }
@@ -128,7 +128,7 @@ import Testing
         let waiter = Task { try await limiter.acquire(.first) }
         while limiter.load.waiting == 0 { await Task.yield() }
         limiter.release()
-        try await waiter.value
+        _ = try await waiter.value
         limiter.release()
     }
 }

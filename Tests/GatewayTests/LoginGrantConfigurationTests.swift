@@ -123,7 +123,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         func write(_ name: String, _ text: String) -> String {
             let path = dir + "/" + name
-            FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+            #expect(FileManager.default.createFile(atPath: path, contents: Data(text.utf8)))
             return path
         }
         func check(_ a: GatewayConfiguration.Authorization) -> String? {

@@ -62,7 +62,7 @@ import Testing
         limiter.release()
         #expect(limiter.load == (inFlight: 1, waiting: 1), "still at the new limit: nobody admitted")
         limiter.release()
-        try await waiting.value
+        _ = try await waiting.value
         #expect(limiter.load.inFlight == 1)
         limiter.release()
     }

@@ -31,7 +31,7 @@ import Testing
     }
 
     func write(_ text: String, to path: String) {
-        FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]))
     }
 
     /// The codes of the refresh failures `actor` announced after its event `mark`.

@@ -67,7 +67,7 @@ struct TestDatabase {
     /// Runs SQL as the superuser in the application's database.
     static func adminExecute(_ sql: String) async throws {
         let app = try app()
-        try await withConnection(try admin(), database: app.database) { c in
+        _ = try await withConnection(try admin(), database: app.database) { c in
             try await c.query(PostgresQuery(unsafeSQL: sql), logger: Logger(label: "test.postgres"))
         }
     }

@@ -44,7 +44,7 @@ import Testing
         configuration.maxConnectingPerHost = maxConnecting
         if let window { configuration.firstAnswerWindow = window }
         if let totalTimeout { configuration.totalTimeout = totalTimeout }
-        try await body(try await UpstreamClient.make(on: loop, configuration: configuration), loop)
+        try await body(await UpstreamClient.make(on: loop, configuration: configuration), loop)
     }
 
     @Test(arguments: [1, 4])

@@ -1,4 +1,4 @@
-import AuthCore
+public import AuthCore
 import Logging
 import Runtime
 
@@ -102,5 +102,49 @@ extension GatewayService {
                 deviceLogin: authorization.deviceAuthorizationEndpoint != nil)
         }
         return (sessions, grantClients)
+    }
+}
+
+/// One named session of a gateway: its actor (tokens, refresh, events) and, when
+/// configured, its user-info call.
+public struct GatewaySession: Sendable {
+    /// The name routes and the admin API (`?session=`) use; the account in the stores.
+    public let name: String
+    /// The session's actor.
+    public let actor: AuthActor
+    /// The session's user-info call, if configured.
+    public let userInfo: UserInfoProbe?
+    /// Whether the session can log in with the device grant (RFC 8628): it has a device
+    /// authorization endpoint.
+    public let deviceLogin: Bool
+
+    /// Creates a session.
+    public init(name: String, actor: AuthActor, userInfo: UserInfoProbe? = nil, deviceLogin: Bool = false) {
+        self.deviceLogin = deviceLogin
+        self.name = name
+        self.actor = actor
+        self.userInfo = userInfo
+    }
+}
+
+extension GatewayService {
+    /// The `autoLogin` follower of every session that has one, with its session's actor.
+    static func autoLogins(
+        _ c: GatewayConfiguration, sessions: [String: GatewaySession], clock: any AuthClock, logger: Logger
+    ) -> [(SessionAutoLogin, AuthActor)] {
+        c.allSessions.compactMap { s in
+            guard let settings = s.authorization.autoLogin, let actor = sessions[s.name]?.actor else { return nil }
+            var sessionLogger = logger
+            sessionLogger[metadataKey: "auth.session"] = "\(s.name)"
+            return (SessionAutoLogin(method: settings.method, session: actor, clock: clock, logger: sessionLogger), actor)
+        }
+    }
+
+    /// Starts each follower on its session's events; the tasks end when the events do.
+    static func follow(_ autoLogins: [(SessionAutoLogin, AuthActor)]) -> [Task<Void, Never>] {
+        autoLogins.map { autoLogin, actor in
+            let events = actor.events.subscribe()
+            return Task { await autoLogin.follow(events) }
+        }
     }
 }

@@ -225,3 +225,50 @@ public final class GatewayService: Sendable {
         }
     }
 }
+
+extension GatewayService {
+    /// What a gateway starts from: the configuration and secrets, and the few things a
+    /// caller may supply instead of the defaults (a clock, the sessions' base timing, where
+    /// a reload reads from, the access log, where a shared store's connections run).
+    struct Startup: Sendable {
+        var configuration: GatewayConfiguration
+        var secrets: Secrets
+        var logger: Logger
+        var clock: any AuthClock = SystemAuthClock()
+        var sessionConfiguration: AuthActor.Configuration?
+        var reloadSource: GatewayReloader.Source?
+        var accessLogger: Logger
+        var storeRunner: StoreRunner?
+        /// Applied to the stores once opened, before any session uses them (tests wrap them
+        /// to hold or fail their writes).
+        var adaptStores: @Sendable (GatewayStores) -> GatewayStores = { $0 }
+    }
+}
+
+extension GatewayService {
+    /// Secrets resolved by `main` (from files or the environment).
+    public struct Secrets: Sendable {
+        /// The default session's client secret.
+        public var clientSecret: String?
+        /// The admin API's bearer token (`nil`: the admin API takes no token).
+        public var adminToken: String?
+        /// The key that seals the tokens at rest.
+        public var storeKey: TokenStoreKey
+        /// The client secrets of the other sessions, by session name.
+        public var sessionClientSecrets: [String: String]
+        /// Creates the secrets.
+        public init(
+            clientSecret: String?, adminToken: String?, storeKey: TokenStoreKey, sessionClientSecrets: [String: String] = [:]
+        ) {
+            self.clientSecret = clientSecret
+            self.adminToken = adminToken
+            self.storeKey = storeKey
+            self.sessionClientSecrets = sessionClientSecrets
+        }
+
+        /// The client secret of the session called `name`.
+        func clientSecret(for name: String) -> String? {
+            name == GatewayConfiguration.defaultSession ? clientSecret : sessionClientSecrets[name]
+        }
+    }
+}
