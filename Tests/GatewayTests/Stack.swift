@@ -107,7 +107,7 @@ final class Stack: Sendable {
     func startGateway(
         key: TokenStoreKey? = nil, session: AuthActor.Configuration = AuthActor.Configuration(skew: .zero, jitter: .zero),
         sessionSecrets: [String: String] = [:], accessLogger: Logger? = nil,
-        adaptStores: StoreAdapter? = nil,
+        adaptStores: StoreAdapter? = nil, background: BackgroundRunner? = nil,
         configure: (inout GatewayConfiguration) -> Void = { _ in }
     ) async throws -> GatewayService {
         var c = configuration
@@ -122,6 +122,7 @@ final class Stack: Sendable {
             logger: logs.logger(), clock: clock ?? SystemAuthClock(), sessionConfiguration: session,
             accessLogger: accessLogger ?? logs.logger("authgate.access"))
         if let adaptStores { startup.adaptStores = adaptStores.adapt }
+        startup.background = background
         let service = try await GatewayService.start(startup)
         gateway.withLock { $0 = service }
         return service

@@ -28,9 +28,10 @@ public struct GatewayRunner: Service {
     let started: (@Sendable (GatewayService) -> Void)?
     let reloadSource: GatewayReloader.Source?
     let reloadSignals: [UnixSignal]
-    /// Where a shared store's connections run: the group's ``StoreRunner`` under
-    /// ``runUntilSignalled(alongside:)``; otherwise a task of the gateway's own.
-    var storeRunner: StoreRunner?
+    /// Where the gateway's background work runs (a shared store's connections, the sessions'
+    /// followers): a ``BackgroundRunner`` listed before this service in the same group, as
+    /// ``runUntilSignalled(alongside:)`` lists one; when nil, tasks of the gateway's own.
+    public var background: BackgroundRunner?
 
     /// Creates the service; `started` is called once the listeners are open. With
     /// `reloadSource`, the gateway can reload its configuration from it (``GatewayReloader``),
@@ -56,7 +57,7 @@ public struct GatewayRunner: Service {
         do {
             try await GatewayService.withGateway(
                 configuration: configuration, secrets: secrets, logger: logger, grace: grace,
-                reloadSource: reloadSource, storeRunner: storeRunner
+                reloadSource: reloadSource, background: background
             ) { gateway in
                 started?(gateway)
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -90,19 +91,20 @@ public struct GatewayRunner: Service {
     }
 
     /// Runs the gateway until SIGTERM or SIGINT starts a graceful shutdown, in one
-    /// `ServiceGroup` with `alongside` (a span exporter) and the shared store's connections
-    /// (``StoreRunner``), which stop after it in reverse order: what `authgate serve` and
+    /// `ServiceGroup` with `alongside` (a span exporter) and its background work (a shared
+    /// store's connections, the sessions' followers: ``BackgroundRunner``), which stop after it
+    /// in reverse order: what `authgate serve` and
     /// `authgate dev` do. Block the signals in every thread first, so the group's signal
     /// source is the only one to see them.
     public func runUntilSignalled(alongside: [any Service] = []) async throws {
-        let stores = StoreRunner()
+        let background = BackgroundRunner()
         var gateway = self
-        gateway.storeRunner = stores
+        gateway.background = background
         let group = ServiceGroup(
             configuration: .init(
                 services: alongside.map { .init(service: $0) } + [
                     // Stopped after the gateway: the sessions' last writes come first.
-                    .init(service: stores),
+                    .init(service: background),
                     // Ended, or failed to start: the others still stop gracefully (spans flushed).
                     .init(
                         service: gateway, successTerminationBehavior: .gracefullyShutdownGroup,

@@ -19,13 +19,13 @@ extension GatewayService {
     public static func withGateway<Result: Sendable>(
         configuration: GatewayConfiguration, secrets: Secrets, logger: Logger, clock: any AuthClock = SystemAuthClock(),
         sessionConfiguration: AuthActor.Configuration? = nil, grace: Duration = .seconds(10),
-        reloadSource: GatewayReloader.Source? = nil, accessLogger: Logger? = nil, storeRunner: StoreRunner? = nil,
+        reloadSource: GatewayReloader.Source? = nil, accessLogger: Logger? = nil, background: BackgroundRunner? = nil,
         _ body: (GatewayService) async throws -> Result
     ) async throws -> Result {
         let gateway = try await start(
             configuration: configuration, secrets: secrets, logger: logger, clock: clock,
             sessionConfiguration: sessionConfiguration, reloadSource: reloadSource,
-            accessLogger: accessLogger, storeRunner: storeRunner)
+            accessLogger: accessLogger, background: background)
         let result: Result
         do {
             result = try await body(gateway)

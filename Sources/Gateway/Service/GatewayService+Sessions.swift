@@ -140,11 +140,20 @@ extension GatewayService {
         }
     }
 
-    /// Starts each follower on its session's events; the tasks end when the events do.
-    static func follow(_ autoLogins: [(SessionAutoLogin, AuthActor)]) -> [Task<Void, Never>] {
-        autoLogins.map { autoLogin, actor in
-            let events = actor.events.subscribe()
-            return Task { await autoLogin.follow(events) }
+    /// The followers of the sessions' events, subscribed now: each session's user-info call
+    /// and `autoLogin`. Each returns when its session's events end.
+    static func followers(
+        of sessions: [String: GatewaySession], autoLogins: [(SessionAutoLogin, AuthActor)]
+    ) -> [@Sendable () async -> Void] {
+        let userInfo = sessions.values.compactMap { s -> (@Sendable () async -> Void)? in
+            guard let probe = s.userInfo else { return nil }
+            let events = s.actor.events.subscribe()
+            return { await probe.follow(events) }
         }
+        return userInfo
+            + autoLogins.map { autoLogin, actor in
+                let events = actor.events.subscribe()
+                return { await autoLogin.follow(events) }
+            }
     }
 }

@@ -36,7 +36,7 @@ extension GatewayService {
         // End every subscription to the sessions (SSE streams, the user-info followers),
         // and wait for the gateway's own subscribers to end.
         for s in sessions.values { s.actor.events.finish() }
-        for t in eventTasks { await t.value }
+        let followed = await followers.idle(timeout: left(atMost: .seconds(5)))
         let drained = await proxyTasks.idle(timeout: left(atMost: .seconds(5)))
         let adminDrained = await adminTasks.idle(timeout: left(atMost: .seconds(1)))
         // A refresh or revocation waits at most this long; past it, the loops stop anyway and
@@ -48,11 +48,11 @@ extension GatewayService {
         }
         background.start(on: nil) { [keyFileCheck] in await keyFileCheck.finish() }
         let backgroundDone = await background.idle(timeout: left(atMost: .seconds(5), atLeast: .seconds(1)))
-        if !drained || !adminDrained || !backgroundDone {
+        if !followed || !drained || !adminDrained || !backgroundDone {
             logger.warning(
                 "work still running at shutdown; stopping the loops anyway",
                 metadata: [
-                    "proxy.tasks": "\(proxyTasks.count)", "admin.tasks": "\(adminTasks.count)",
+                    "followers": "\(followers.count)", "proxy.tasks": "\(proxyTasks.count)", "admin.tasks": "\(adminTasks.count)",
                     "session.background": "\(background.count)",
                 ])
         }

@@ -35,8 +35,9 @@ public final class GatewayService: Sendable {
     public var session: AuthActor { sessions[GatewayConfiguration.defaultSession]!.actor }
     /// The default session's user-info call, when configured.
     public var userInfo: UserInfoProbe? { sessions[GatewayConfiguration.defaultSession]!.userInfo }
-    /// Subscribers of the session's events (the user-info call) that shutdown waits for.
-    let eventTasks: [Task<Void, Never>]
+    /// The followers of the sessions' events (the user-info call, `autoLogin`) that shutdown
+    /// waits for once it has ended the events.
+    let followers: TaskTracker
     /// The check of the sessions' DPoP key files that `/readyz` starts, which shutdown waits for.
     let keyFileCheck: SingleFlight
     /// The tasks serving proxied requests (a request whose token is current starts none).
@@ -46,7 +47,7 @@ public final class GatewayService: Sendable {
 
     private init(
         group: EventLoopGroup, listeners: GatewayListeners, sessions: [String: GatewaySession],
-        metrics: GatewayMetrics, readiness: Readiness, stores: GatewayStores, eventTasks: [Task<Void, Never>],
+        metrics: GatewayMetrics, readiness: Readiness, stores: GatewayStores, followers: TaskTracker,
         keyFileCheck: SingleFlight, proxyTasks: TaskTracker, adminTasks: TaskTracker, logger: Logger, reloader: GatewayReloader
     ) {
         self.reloader = reloader
@@ -59,7 +60,7 @@ public final class GatewayService: Sendable {
         self.sessions = sessions
         self.metrics = metrics
         self.readiness = readiness
-        self.eventTasks = eventTasks
+        self.followers = followers
         self.keyFileCheck = keyFileCheck
     }
 
@@ -71,22 +72,22 @@ public final class GatewayService: Sendable {
     ///
     /// With `reloadSource`, ``reloader`` reads the configuration again from it on a reload.
     /// The access log (``AccessLog``) writes to `accessLogger`, by default a logger labelled
-    /// `authgate.access` from the process's logging system. A shared store's connections run
-    /// in `storeRunner` (a service of the caller's group), or without one in a task of their
-    /// own until ``shutdown(grace:)``.
+    /// `authgate.access` from the process's logging system. A shared store's connections and
+    /// the sessions' followers run in `background` (a service of the caller's group), or
+    /// without one in tasks of their own until ``shutdown(grace:)``.
     public static func start(
         configuration c: GatewayConfiguration, secrets: Secrets, logger: Logger,
         clock: any AuthClock = SystemAuthClock(), sessionConfiguration: AuthActor.Configuration? = nil,
-        reloadSource: GatewayReloader.Source? = nil, accessLogger: Logger? = nil, storeRunner: StoreRunner? = nil
+        reloadSource: GatewayReloader.Source? = nil, accessLogger: Logger? = nil, background: BackgroundRunner? = nil
     ) async throws -> GatewayService {
         try await start(
             Startup(
                 configuration: c, secrets: secrets, logger: logger, clock: clock,
                 sessionConfiguration: sessionConfiguration, reloadSource: reloadSource,
-                accessLogger: accessLogger ?? Logger(label: "authgate.access"), storeRunner: storeRunner))
+                accessLogger: accessLogger ?? Logger(label: "authgate.access"), background: background))
     }
 
-    /// Starts what `startup` describes (``start(configuration:secrets:logger:clock:sessionConfiguration:reloadSource:accessLogger:storeRunner:)``).
+    /// Starts what `startup` describes (``start(configuration:secrets:logger:clock:sessionConfiguration:reloadSource:accessLogger:background:)``).
     static func start(_ startup: Startup) async throws -> GatewayService {
         let c = startup.configuration
         let group = try EventLoopGroup(loopCount: c.loops ?? EventLoopGroup.coreCount)
@@ -120,7 +121,7 @@ public final class GatewayService: Sendable {
             transport: CurlTransport(client: tokenClient), logger: logger, allowInsecureHTTP: c.allowInsecureHTTP == true)
         let rejectionPolicy = c.upstreamRejection ?? UpstreamRejectionPolicy()
         let stores = startup.adaptStores(
-            try await GatewayStores.open(c, key: startup.secrets.storeKey, logger: logger, runner: startup.storeRunner))
+            try await GatewayStores.open(c, key: startup.secrets.storeKey, logger: logger, runner: startup.background))
         // Closed when anything below fails (a discovery, a listener), before the error goes on.
         do {
             let metrics = GatewayMetrics(sessions: c.allSessions.map(\.name))
@@ -153,13 +154,15 @@ public final class GatewayService: Sendable {
                 clientCertificateOutdated: { actors.contains { $0.clientCertificateOutdated } })
             await restoreSessions(sessions, readiness: readiness, logger: logger)
             stores.follow(Dictionary(uniqueKeysWithValues: sessions.values.map { (AccountID($0.name), $0.actor) }))
-            var eventTasks: [Task<Void, Never>] = []
-            for s in sessions.values {
-                guard let userInfo = s.userInfo else { continue }
-                let events = s.actor.events.subscribe()
-                eventTasks.append(Task { await userInfo.follow(events) })
+            // Each follower runs in the caller's group (its background runner) when there is one.
+            let followers = TaskTracker()
+            for follower in Self.followers(of: sessions, autoLogins: autoLogins) {
+                if let background = startup.background {
+                    background.run(followers.counted(follower))
+                } else {
+                    followers.start(on: nil, follower)
+                }
             }
-            eventTasks += Self.follow(autoLogins)
             let proxyResponder = ReverseProxy(
                 routes: c.proxyRoutes, clientConfiguration: upstreamConfig,
                 authentication: ProxyAuthentication(
@@ -207,7 +210,7 @@ public final class GatewayService: Sendable {
                 try await listeners.listen()
             } catch {
                 for s in sessions.values { s.actor.events.finish() }
-                for t in eventTasks { await t.value }
+                await followers.idle(timeout: .seconds(5))
                 throw error
             }
             var listening = listeners.metadata
@@ -215,7 +218,7 @@ public final class GatewayService: Sendable {
             logger.info("listening", metadata: listening)
             return GatewayService(
                 group: group, listeners: listeners, sessions: sessions, metrics: metrics,
-                readiness: readiness, stores: stores, eventTasks: eventTasks, keyFileCheck: keyFileCheck,
+                readiness: readiness, stores: stores, followers: followers, keyFileCheck: keyFileCheck,
                 proxyTasks: proxyResponder.tasks,
                 adminTasks: admin.tasks,
                 logger: logger, reloader: reloader)
@@ -229,7 +232,7 @@ public final class GatewayService: Sendable {
 extension GatewayService {
     /// What a gateway starts from: the configuration and secrets, and the few things a
     /// caller may supply instead of the defaults (a clock, the sessions' base timing, where
-    /// a reload reads from, the access log, where a shared store's connections run).
+    /// a reload reads from, the access log, where the background work runs).
     struct Startup: Sendable {
         var configuration: GatewayConfiguration
         var secrets: Secrets
@@ -238,7 +241,7 @@ extension GatewayService {
         var sessionConfiguration: AuthActor.Configuration?
         var reloadSource: GatewayReloader.Source?
         var accessLogger: Logger
-        var storeRunner: StoreRunner?
+        var background: BackgroundRunner?
         /// Applied to the stores once opened, before any session uses them (tests wrap them
         /// to hold or fail their writes).
         var adaptStores: @Sendable (GatewayStores) -> GatewayStores = { $0 }

@@ -39,7 +39,7 @@ public struct GatewayStores: Sendable {
     /// in `runner` (the gateway's service group) from the moment it is open; without one,
     /// in a task of their own until ``close``.
     public static func open(
-        _ c: GatewayConfiguration, key: TokenStoreKey, logger: Logger, runner: StoreRunner? = nil
+        _ c: GatewayConfiguration, key: TokenStoreKey, logger: Logger, runner: BackgroundRunner? = nil
     ) async throws -> GatewayStores {
         guard let store = c.store, store.isPostgres else {
             try StateDirectory.prepare(c.stateDirectory)

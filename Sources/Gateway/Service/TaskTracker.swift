@@ -36,6 +36,18 @@ public final class TaskTracker: Sendable {
         }
     }
 
+    /// `body`, counted from now until it returns, for the caller to run where it chooses (a
+    /// task group's child): shutdown waits for it as for a task ``start(on:_:)`` started.
+    /// Run it once.
+    public func counted(_ body: @escaping @Sendable () async -> Void) -> @Sendable () async -> Void {
+        running.withLock { $0 += 1 }
+        total.withLock { $0 += 1 }
+        return { [running] in
+            await body()
+            running.withLock { $0 -= 1 }
+        }
+    }
+
     /// Waits until every task has finished, or `timeout` has passed; returns whether they
     /// all finished.
     @discardableResult
