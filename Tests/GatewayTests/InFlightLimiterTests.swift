@@ -1,7 +1,9 @@
 import Foundation
-import Gateway
 import Locking
+import TestSupport
 import Testing
+
+@testable import Gateway
 
 /// The limiter over real tasks: never more than its limit at once, a bounded wait, and
 /// cancellation that gives every slot back.
@@ -54,5 +56,63 @@ import Testing
         #expect(limiter.load.waiting == 0)
         limiter.release()
         #expect(limiter.load.inFlight == 0)
+    }
+
+    @Test func aLaterWaiterWithAShorterTimeoutGivesUpFirst() async throws {
+        let limiter = InFlightLimiter(limit: 1, timeout: .seconds(1800))
+        try await limiter.acquire(.first)
+        let patient = Task { try await limiter.acquire(.first) }
+        while limiter.load.waiting == 0 { await Task.yield() }
+        // The one task that times waits out sleeps until the patient waiter's deadline; the
+        // hasty one's, earlier, must wake it sooner.
+        await #expect(throws: GatewayError.upstreamBusy(retryAfter: 1)) {
+            try await limiter.acquire(.first, timeout: .milliseconds(50))
+        }
+        #expect(limiter.load.waiting == 1, "the patient waiter still waits")
+        limiter.release()
+        _ = try await patient.value
+        limiter.release()
+        #expect(limiter.load.inFlight == 0)
+    }
+
+    @Test func waitersTimeOutEachAtItsOwnDeadlineAndNeverBefore() async throws {
+        let limiter = InFlightLimiter(limit: 1, timeout: .seconds(1800))
+        try await limiter.acquire(.first)
+        let clock = ContinuousClock()
+        func waiter(_ timeout: Duration) -> Task<Duration, Never> {
+            Task {
+                let start = clock.now
+                do {
+                    try await limiter.acquire(.first, timeout: timeout)
+                    Issue.record("a waiter got the slot that was never released")
+                } catch {
+                    #expect((error as? GatewayError)?.code == .upstreamBusy)
+                }
+                return clock.now - start
+            }
+        }
+        let short = waiter(.milliseconds(200))
+        while limiter.load.waiting < 1 { await Task.yield() }
+        let long = waiter(.milliseconds(600))
+        // After the first deadline the same task sleeps again until the second.
+        #expect(await short.value >= .milliseconds(200))
+        #expect(await long.value >= .milliseconds(600))
+        #expect(limiter.load.waiting == 0)
+        #expect(await eventually { !limiter.timesOutWaits }, "nobody waits: the task ended")
+        limiter.release()
+    }
+
+    @Test func theTimingTaskEndsOnceNobodyWaits() async throws {
+        let limiter = InFlightLimiter(limit: 1, timeout: .milliseconds(100))
+        #expect(!limiter.timesOutWaits)
+        try await limiter.acquire(.first)
+        let waiter = Task { try await limiter.acquire(.first) }
+        while limiter.load.waiting == 0 { await Task.yield() }
+        #expect(limiter.timesOutWaits)
+        limiter.release()
+        _ = try await waiter.value
+        // It wakes at the admitted waiter's deadline, finds nobody, and ends.
+        #expect(await eventually { !limiter.timesOutWaits })
+        limiter.release()
     }
 }

@@ -11,6 +11,12 @@ import Locking
 /// without reaching the upstream. A first try whose expected wait (waiting × recent latency ÷
 /// limit) is already longer than that is refused at once (``GatewayError/Code/upstreamShed``).
 ///
+/// One task per limiter, not one per waiter, times the waits out: it sleeps until the
+/// earliest deadline of those waiting, gives up whoever is past theirs, and ends when nobody
+/// waits. Under overload nearly every request waits, and a timer task of its own cost each
+/// about 15,000 instructions and 11 allocations, a fifth of its whole proxied exchange, on
+/// the global executor's threads (docs/BENCHMARKS.md).
+///
 /// ```swift
 /// let limiter = InFlightLimiter(limit: 16, timeout: .seconds(30))
 /// try await limiter.acquire(.first)
@@ -22,7 +28,24 @@ public final class InFlightLimiter: Sendable {
         var controller: AdaptiveLimit
         var timeout: Duration
         var nextTicket: UInt64 = 0
-        var waiters: [UInt64: CheckedContinuation<Int, any Error>] = [:]
+        var waiters: [UInt64: Waiter] = [:]
+        /// The task that times the waits out, and when it wakes next; nil while nobody waits.
+        var sweeper: Task<Void, Never>?
+        var sweepAt: ContinuousClock.Instant?
+        /// Which sweeper is current: one that finds another number has been replaced.
+        var sweeperGeneration: UInt64 = 0
+
+        /// Takes the waiter of `ticket` out, if it still waits.
+        mutating func take(_ ticket: UInt64) -> CheckedContinuation<Int, any Error>? {
+            waiters.removeValue(forKey: ticket)?.continuation
+        }
+    }
+
+    /// A request waiting for a slot.
+    private struct Waiter {
+        let continuation: CheckedContinuation<Int, any Error>
+        /// When it gives up.
+        let deadline: ContinuousClock.Instant
     }
 
     /// The upstream origin it bounds (the `origin` label of its metrics).
@@ -75,9 +98,7 @@ public final class InFlightLimiter: Sendable {
             let changes = s.controller.changes
             s.controller = AdaptiveLimit(p)
             s.controller.changes = changes
-            return s.queue.setLimit(s.controller.admitted).compactMap { t in
-                s.waiters.removeValue(forKey: t)
-            }
+            return s.queue.setLimit(s.controller.admitted).compactMap { s.take($0) }
         }
         for waiter in admitted { waiter.resume(returning: 0) }
     }
@@ -91,6 +112,9 @@ public final class InFlightLimiter: Sendable {
                 changes: s.controller.parameters.isAdaptive ? s.controller.changes : nil)
         }
     }
+
+    /// Whether a task is timing waits out now (none once nobody waits, after its next wake).
+    var timesOutWaits: Bool { state.withLock { $0.sweeper != nil } }
 
     /// Exchanges at the upstream now, and requests waiting for a slot.
     public var load: (inFlight: Int, waiting: Int) {
@@ -119,22 +143,21 @@ public final class InFlightLimiter: Sendable {
         }
         guard let (ticket, timeout) = entry else { return load.inFlight }
         if lane == .first, let retryAfter = expectedWaitBeyond(timeout) { throw .upstreamShed(retryAfter: retryAfter) }
-        let timer = Task { [weak self, timeout] in
-            try? await Task.sleep(for: timeout)
-            if !Task.isCancelled { self?.giveUp(ticket, timedOut: true) }
-        }
-        defer { timer.cancel() }
+        let deadline = ContinuousClock.now + timeout
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (cont: CheckedContinuation<Int, any Error>) in
                     // Joining the queue and leaving the continuation happen under one lock,
                     // so a release can never pick this ticket before it can be resumed.
+                    var replaced: Task<Void, Never>?
                     let now: Result<Int, GatewayError>? = state.withLock { s in
                         if Task.isCancelled { return .failure(.slotCancelled) }
                         if s.queue.admit(ticket, lane: lane) == .proceed { return .success(s.queue.inFlight) }
-                        s.waiters[ticket] = cont
+                        s.waiters[ticket] = Waiter(continuation: cont, deadline: deadline)
+                        if s.sweepAt.map({ deadline < $0 }) ?? true { replaced = sweep(at: deadline, &s) }
                         return nil
                     }
+                    replaced?.cancel()
                     switch now {
                     case .success(let n): cont.resume(returning: n)
                     case .failure(let failure): cont.resume(throwing: failure)
@@ -142,7 +165,7 @@ public final class InFlightLimiter: Sendable {
                     }
                 }
             } onCancel: {
-                giveUp(ticket, timedOut: false)
+                cancelWait(ticket)
             }
         } catch let failure as GatewayError {
             throw failure
@@ -156,7 +179,7 @@ public final class InFlightLimiter: Sendable {
     public func release() {
         let next: (CheckedContinuation<Int, any Error>, Int)? = state.withLock { s in
             guard let ticket = s.queue.release() else { return nil }
-            return s.waiters.removeValue(forKey: ticket).map { ($0, s.queue.inFlight) }
+            return s.take(ticket).map { ($0, s.queue.inFlight) }
         }
         if let (waiter, inFlight) = next { waiter.resume(returning: inFlight) }
     }
@@ -171,12 +194,12 @@ public final class InFlightLimiter: Sendable {
         var more: [(CheckedContinuation<Int, any Error>, Int)] = []
         state.withLock { s in
             if let t = s.queue.release() {
-                next = s.waiters.removeValue(forKey: t)
+                next = s.take(t)
                 nextInFlight = s.queue.inFlight
             }
             guard s.controller.record(sample, at: now - epoch) else { return }
             more = s.queue.setLimit(s.controller.admitted).compactMap { t in
-                s.waiters.removeValue(forKey: t).map { ($0, s.queue.inFlight) }
+                s.take(t).map { ($0, s.queue.inFlight) }
             }
         }
         next?.resume(returning: nextInFlight)
@@ -211,15 +234,60 @@ public final class InFlightLimiter: Sendable {
         return Double(s.queue.waiting + 1) / served
     }
 
-    /// Takes `ticket` out of the queue and fails its waiter: timed out (with the queue's
-    /// expected wait as it leaves) or cancelled.
-    private func giveUp(_ ticket: UInt64, timedOut: Bool) {
-        let left: (CheckedContinuation<Int, any Error>, GatewayError)? = state.withLock { s in
-            guard s.queue.withdraw(ticket), let waiter = s.waiters.removeValue(forKey: ticket) else { return nil }
-            guard timedOut else { return (waiter, .slotCancelled) }
-            let wait = Self.expectedWait(s).map { max(1, Int($0.rounded(.up))) } ?? 1
-            return (waiter, .upstreamBusy(retryAfter: wait))
+    /// Takes `ticket` out of the queue and fails its waiter as cancelled.
+    private func cancelWait(_ ticket: UInt64) {
+        let left = state.withLock { s in s.queue.withdraw(ticket) ? s.take(ticket) : nil }
+        left?.resume(throwing: GatewayError.slotCancelled)
+    }
+
+    /// Starts the sweeper that wakes at `deadline` in place of the current one, which it
+    /// returns to be cancelled (outside the lock).
+    private func sweep(at deadline: ContinuousClock.Instant, _ s: inout State) -> Task<Void, Never>? {
+        s.sweeperGeneration &+= 1
+        let generation = s.sweeperGeneration
+        let replaced = s.sweeper
+        s.sweepAt = deadline
+        s.sweeper = Task { [weak self] in
+            var wake = deadline
+            while true {
+                // Cancelled: replaced by a sweeper that wakes earlier; the check below ends it.
+                try? await Task.sleep(until: wake, clock: .continuous)
+                guard let self, let next = self.timeOut(generation) else { return }
+                wake = next
+            }
         }
-        if let (waiter, failure) = left { waiter.resume(throwing: failure) }
+        return replaced
+    }
+
+    /// Fails every waiter past its deadline with ``GatewayError/Code/upstreamBusy`` (and the
+    /// queue's expected wait as it leaves). Returns when the sweeper `generation` should wake
+    /// next: the earliest deadline left; nil when nobody waits (the sweeper ends) or another
+    /// sweeper has replaced it.
+    private func timeOut(_ generation: UInt64) -> ContinuousClock.Instant? {
+        let now = ContinuousClock.now
+        var expired: [(CheckedContinuation<Int, any Error>, GatewayError)] = []
+        let next: ContinuousClock.Instant? = state.withLock { s in
+            guard s.sweeperGeneration == generation else { return nil }
+            var next: ContinuousClock.Instant?
+            var late: [UInt64] = []
+            for (ticket, waiter) in s.waiters {
+                if waiter.deadline <= now {
+                    late.append(ticket)
+                } else if next.map({ waiter.deadline < $0 }) ?? true {
+                    next = waiter.deadline
+                }
+            }
+            // In the order they joined: each one's Retry-After counts those still ahead of it.
+            for ticket in late.sorted() where s.queue.withdraw(ticket) {
+                guard let waiter = s.take(ticket) else { continue }
+                let wait = Self.expectedWait(s).map { max(1, Int($0.rounded(.up))) } ?? 1
+                expired.append((waiter, .upstreamBusy(retryAfter: wait)))
+            }
+            s.sweepAt = next
+            if next == nil { s.sweeper = nil }
+            return next
+        }
+        for (waiter, failure) in expired { waiter.resume(throwing: failure) }
+        return next
     }
 }
