@@ -115,4 +115,26 @@ import Testing
         #expect(await eventually { !limiter.timesOutWaits })
         limiter.release()
     }
+
+    @Test func aWaiterWithoutATaskIsToldOnceAndOnlyWhenItWaited() {
+        let limiter = InFlightLimiter(limit: 1, timeout: .seconds(1800))
+        let told = Locked<[Result<Int, GatewayError>]>([])
+        let tell: @Sendable (Result<Int, GatewayError>) -> Void = { result in told.withLock { $0.append(result) } }
+        #expect(limiter.requestSlot(.first, whenDecided: tell) == .granted(inFlight: 1), "a free slot is taken at once")
+        guard case .waiting(let handed) = limiter.requestSlot(.first, whenDecided: tell),
+            case .waiting(let cancelled) = limiter.requestSlot(.first, whenDecided: tell)
+        else {
+            Issue.record("a request found a slot that was taken")
+            return
+        }
+        #expect(told.withLock { $0 }.isEmpty, "nobody is told what was answered at once, or before its wait ends")
+        limiter.cancelWait(cancelled)
+        #expect(told.withLock { $0 } == [.failure(.slotCancelled)])
+        limiter.release()
+        #expect(told.withLock { $0 } == [.failure(.slotCancelled), .success(1)], "the release handed its slot over")
+        limiter.cancelWait(handed)
+        #expect(told.withLock { $0 }.count == 2, "a wait that ended is not ended again")
+        limiter.release()
+        #expect(limiter.load == (inFlight: 0, waiting: 0))
+    }
 }

@@ -36,14 +36,19 @@ public final class InFlightLimiter: Sendable {
         var sweeperGeneration: UInt64 = 0
 
         /// Takes the waiter of `ticket` out, if it still waits.
-        mutating func take(_ ticket: UInt64) -> CheckedContinuation<Int, any Error>? {
-            waiters.removeValue(forKey: ticket)?.continuation
+        mutating func take(_ ticket: UInt64) -> Decided? {
+            waiters.removeValue(forKey: ticket)?.decided
         }
     }
 
+    /// How a waiter is told its wait ended: the exchanges at the upstream with its slot, or why
+    /// it got none.
+    typealias Decided = @Sendable (Result<Int, GatewayError>) -> Void
+
     /// A request waiting for a slot.
     private struct Waiter {
-        let continuation: CheckedContinuation<Int, any Error>
+        /// Told once when the wait ends.
+        let decided: Decided
         /// When it gives up.
         let deadline: ContinuousClock.Instant
     }
@@ -90,7 +95,7 @@ public final class InFlightLimiter: Sendable {
     /// the timeout it started with. New parameters start a new controller at the limit now,
     /// within the new bounds.
     public func reconfigure(_ parameters: AdaptiveLimit.Parameters, timeout: Duration) {
-        let admitted: [CheckedContinuation<Int, any Error>] = state.withLock { s in
+        let admitted: [Decided] = state.withLock { s in
             s.timeout = timeout
             guard parameters != s.controller.parameters else { return [] }
             var p = parameters
@@ -100,7 +105,7 @@ public final class InFlightLimiter: Sendable {
             s.controller.changes = changes
             return s.queue.setLimit(s.controller.admitted).compactMap { s.take($0) }
         }
-        for waiter in admitted { waiter.resume(returning: 0) }
+        for waiter in admitted { waiter(.success(0)) }
     }
 
     /// What `/metrics` shows of the limiter now.
@@ -127,45 +132,76 @@ public final class InFlightLimiter: Sendable {
         state.withLock { s in s.queue.admitWithoutWaiting() ? s.queue.inFlight : nil }
     }
 
-    /// Waits for a slot in `lane`, at most `timeout` (default: ``timeout``); every slot
+    /// What ``requestSlot(_:timeout:whenDecided:)`` decided at once.
+    public enum SlotRequest: Sendable, Equatable {
+        /// A slot was free: taken now, with the exchanges at the upstream, this one included.
+        case granted(inFlight: Int)
+        /// Refused at once (``GatewayError/Code/upstreamShed``): the queue is longer than the
+        /// timeout would let the request wait.
+        case refused(GatewayError)
+        /// In the queue: `whenDecided` will be called once; ``cancelWait(_:)`` takes `ticket`
+        /// out.
+        case waiting(ticket: UInt64)
+    }
+
+    /// Asks for a slot in `lane`, waiting at most `timeout` (default: ``timeout``), without a
+    /// task: when the request has to wait, `whenDecided` is called once, on the thread that
+    /// decides (a release's, the timer task's, a reload's), with the exchanges at the
+    /// upstream once the slot was taken (0 when a reload handed it over), or with
+    /// ``GatewayError/Code/upstreamBusy`` (no slot in time, with the queue's expected wait as
+    /// its ``GatewayError/retryAfter``) or ``GatewayError/Code/slotCancelled``. It is never
+    /// called when the answer comes at once. Every slot taken must be given back with
+    /// ``release(_:at:)``.
+    public func requestSlot(
+        _ lane: AdmissionQueue.Lane, timeout: Duration? = nil,
+        whenDecided: @escaping @Sendable (Result<Int, GatewayError>) -> Void
+    ) -> SlotRequest {
+        var replaced: Task<Void, Never>?
+        let request = state.withLock { s -> SlotRequest in
+            if s.queue.admitWithoutWaiting() { return .granted(inFlight: s.queue.inFlight) }
+            let timeout = timeout ?? s.timeout
+            if lane == .first, let retryAfter = Self.expectedWaitBeyond(timeout, s) {
+                return .refused(.upstreamShed(retryAfter: retryAfter))
+            }
+            let ticket = s.nextTicket
+            s.nextTicket += 1
+            // Joining the queue and leaving the callback happen under one lock, so a release
+            // can never pick this ticket before it can be told.
+            _ = s.queue.admit(ticket, lane: lane)
+            let deadline = ContinuousClock.now + timeout
+            s.waiters[ticket] = Waiter(decided: whenDecided, deadline: deadline)
+            if s.sweepAt.map({ deadline < $0 }) ?? true { replaced = sweep(at: deadline, &s) }
+            return .waiting(ticket: ticket)
+        }
+        replaced?.cancel()
+        return request
+    }
+
+    /// Waits for a slot in `lane`, at most `timeout` (default: ``timeout``), in the calling
+    /// task (``requestSlot(_:timeout:whenDecided:)`` is the same without one); every slot
     /// taken must be given back with ``release(_:at:)``. Returns the exchanges at the
     /// upstream when the slot was taken, this one included (0 when a reload handed it over).
     /// Throws a ``GatewayError``: ``GatewayError/Code/upstreamBusy`` (no slot in time),
     /// ``GatewayError/Code/upstreamShed`` (refused at once) or
-    /// ``GatewayError/Code/slotCancelled``, with the wait's ``GatewayError/retryAfter``.
+    /// ``GatewayError/Code/slotCancelled`` (the task was cancelled), with the wait's
+    /// ``GatewayError/retryAfter``.
     @discardableResult
     public func acquire(_ lane: AdmissionQueue.Lane, timeout: Duration? = nil) async throws(GatewayError) -> Int {
-        // The common case, a free slot and nobody waiting, takes the lock once.
-        let entry: (ticket: UInt64, timeout: Duration)? = state.withLock { s in
-            if s.queue.admitWithoutWaiting() { return nil }
-            defer { s.nextTicket += 1 }
-            return (s.nextTicket, timeout ?? s.timeout)
-        }
-        guard let (ticket, timeout) = entry else { return load.inFlight }
-        if lane == .first, let retryAfter = expectedWaitBeyond(timeout) { throw .upstreamShed(retryAfter: retryAfter) }
-        let deadline = ContinuousClock.now + timeout
+        let ticket = Locked<UInt64?>(nil)
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (cont: CheckedContinuation<Int, any Error>) in
-                    // Joining the queue and leaving the continuation happen under one lock,
-                    // so a release can never pick this ticket before it can be resumed.
-                    var replaced: Task<Void, Never>?
-                    let now: Result<Int, GatewayError>? = state.withLock { s in
-                        if Task.isCancelled { return .failure(.slotCancelled) }
-                        if s.queue.admit(ticket, lane: lane) == .proceed { return .success(s.queue.inFlight) }
-                        s.waiters[ticket] = Waiter(continuation: cont, deadline: deadline)
-                        if s.sweepAt.map({ deadline < $0 }) ?? true { replaced = sweep(at: deadline, &s) }
-                        return nil
-                    }
-                    replaced?.cancel()
-                    switch now {
-                    case .success(let n): cont.resume(returning: n)
-                    case .failure(let failure): cont.resume(throwing: failure)
-                    case nil: break
+                    switch requestSlot(lane, timeout: timeout, whenDecided: { cont.resume(with: $0) }) {
+                    case .granted(let n): cont.resume(returning: n)
+                    case .refused(let failure): cont.resume(throwing: failure)
+                    case .waiting(let t):
+                        ticket.withLock { $0 = t }
+                        // Cancelled before the ticket was known to the handler.
+                        if Task.isCancelled { cancelWait(t) }
                     }
                 }
             } onCancel: {
-                cancelWait(ticket)
+                if let t = ticket.withLock({ $0 }) { cancelWait(t) }
             }
         } catch let failure as GatewayError {
             throw failure
@@ -177,11 +213,11 @@ public final class InFlightLimiter: Sendable {
     /// Gives a slot back with nothing learned (the exchange never reached the upstream); the
     /// next waiter, if any, takes it.
     public func release() {
-        let next: (CheckedContinuation<Int, any Error>, Int)? = state.withLock { s in
+        let next: (Decided, Int)? = state.withLock { s in
             guard let ticket = s.queue.release() else { return nil }
             return s.take(ticket).map { ($0, s.queue.inFlight) }
         }
-        if let (waiter, inFlight) = next { waiter.resume(returning: inFlight) }
+        if let (waiter, inFlight) = next { waiter(.success(inFlight)) }
     }
 
     /// Gives a slot back with what its exchange, ended `at`, says of the upstream: the
@@ -189,9 +225,9 @@ public final class InFlightLimiter: Sendable {
     /// waiters, if any, take the slots free now.
     public func release(_ sample: AdaptiveLimit.Sample, at now: ContinuousClock.Instant) {
         // One lock; the list stays empty (no allocation) unless the limit grew.
-        var next: CheckedContinuation<Int, any Error>?
+        var next: Decided?
         var nextInFlight = 0
-        var more: [(CheckedContinuation<Int, any Error>, Int)] = []
+        var more: [(Decided, Int)] = []
         state.withLock { s in
             if let t = s.queue.release() {
                 next = s.take(t)
@@ -202,8 +238,8 @@ public final class InFlightLimiter: Sendable {
                 s.take(t).map { ($0, s.queue.inFlight) }
             }
         }
-        next?.resume(returning: nextInFlight)
-        for (waiter, inFlight) in more { waiter.resume(returning: inFlight) }
+        next?(.success(nextInFlight))
+        for (waiter, inFlight) in more { waiter(.success(inFlight)) }
     }
 
     /// When a first try that joins the queue now would wait longer than `timeout` by the
@@ -213,14 +249,12 @@ public final class InFlightLimiter: Sendable {
     /// so the queue drains far faster than the limit of the moment says. Shedding then would
     /// refuse most of a burst that meets a fresh limiter at 1 (in a storm of 100 clients
     /// against a 16-slot API, thousands of 503s in the first seconds).
-    private func expectedWaitBeyond(_ timeout: Duration) -> Int? {
-        state.withLock { s in
-            if s.controller.probing && s.controller.admitted < s.controller.parameters.maximum { return nil }
-            guard let wait = Self.expectedWait(s) else { return nil }
-            let limit = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18
-            guard wait > limit else { return nil }
-            return max(1, Int(wait.rounded(.up)))
-        }
+    private static func expectedWaitBeyond(_ timeout: Duration, _ s: State) -> Int? {
+        if s.controller.probing && s.controller.admitted < s.controller.parameters.maximum { return nil }
+        guard let wait = expectedWait(s) else { return nil }
+        let limit = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18
+        guard wait > limit else { return nil }
+        return max(1, Int(wait.rounded(.up)))
     }
 
     /// The seconds a request that joined the queue now would wait: those waiting, and it,
@@ -234,10 +268,11 @@ public final class InFlightLimiter: Sendable {
         return Double(s.queue.waiting + 1) / served
     }
 
-    /// Takes `ticket` out of the queue and fails its waiter as cancelled.
-    private func cancelWait(_ ticket: UInt64) {
+    /// Takes `ticket` (``SlotRequest/waiting(ticket:)``) out of the queue and tells its waiter
+    /// ``GatewayError/Code/slotCancelled``; nothing when its wait has already ended.
+    public func cancelWait(_ ticket: UInt64) {
         let left = state.withLock { s in s.queue.withdraw(ticket) ? s.take(ticket) : nil }
-        left?.resume(throwing: GatewayError.slotCancelled)
+        left?(.failure(.slotCancelled))
     }
 
     /// Starts the sweeper that wakes at `deadline` in place of the current one, which it
@@ -265,7 +300,7 @@ public final class InFlightLimiter: Sendable {
     /// sweeper has replaced it.
     private func timeOut(_ generation: UInt64) -> ContinuousClock.Instant? {
         let now = ContinuousClock.now
-        var expired: [(CheckedContinuation<Int, any Error>, GatewayError)] = []
+        var expired: [(Decided, GatewayError)] = []
         let next: ContinuousClock.Instant? = state.withLock { s in
             guard s.sweeperGeneration == generation else { return nil }
             var next: ContinuousClock.Instant?
@@ -287,7 +322,7 @@ public final class InFlightLimiter: Sendable {
             if next == nil { s.sweeper = nil }
             return next
         }
-        for (waiter, failure) in expired { waiter.resume(throwing: failure) }
+        for (waiter, failure) in expired { waiter(.failure(failure)) }
         return next
     }
 }

@@ -10,7 +10,8 @@ import Runtime
 /// Every action that can be taken at once is taken at once, from the loop: a free slot of the
 /// route's in-flight limit nobody waits for, the session's token when it is current
 /// (``AuthActor/tokenWithoutWaiting()``), the send itself, whose answer comes back through
-/// ``ProxyExchange``'s callbacks. Only a wait (for a slot, a token, a refresh) runs in a task,
+/// ``ProxyExchange``'s callbacks. A wait for a slot is a callback from the limiter, brought
+/// back to the loop as a job; a wait for the session (a token, a refresh) runs in a task,
 /// which prefers the request's loop, so it comes back to the loop with the machine's next
 /// event. A request whose token is current (or that needs none) and whose route has room is
 /// thus sent and answered without a task or a hop.
@@ -133,21 +134,40 @@ final class ProxiedRequest: @unchecked Sendable {
         }
     }
 
-    // MARK: Waits, in a task on the request's loop
+    // MARK: Waits
 
+    /// Waits in the limiter's queue without a task: the limiter tells whoever releases the
+    /// slot (or times the wait out), and the answer comes back to the loop as a job. Under
+    /// overload nearly every request waits here, so the wait costs no task, no executor hop
+    /// and no timer of its own. Counted in the proxy's tasks all the same: shutdown waits for
+    /// it before it stops the loop the answer comes back to.
     private func waitForSlot(_ lane: AdmissionQueue.Lane, _ limiter: InFlightLimiter) {
-        let timeout = context.route.queueTimeout
-        proxy.tasks.start(on: loop) { [self] in
-            do throws(GatewayError) {
-                inFlight = try await limiter.acquire(lane, timeout: timeout)
-                if session != nil { endPhase(.queue) }
-                run(machine.slotGranted())
-            } catch {
-                refused = error
-                run(machine.slotRefused())
-            }
+        let loop = self.loop
+        proxy.tasks.enter()
+        let request = limiter.requestSlot(lane, timeout: context.route.queueTimeout) { [self] result in
+            loop.execute { [self] in slotDecided(result) }
+        }
+        switch request {
+        case .waiting: return
+        case .granted(let n): slotDecided(.success(n))
+        case .refused(let failure): slotDecided(.failure(failure))
         }
     }
+
+    private func slotDecided(_ result: Result<Int, GatewayError>) {
+        proxy.tasks.leave()
+        switch result {
+        case .success(let n):
+            inFlight = n
+            if session != nil { endPhase(.queue) }
+            run(machine.slotGranted())
+        case .failure(let failure):
+            refused = failure
+            run(machine.slotRefused())
+        }
+    }
+
+    // MARK: Waits for the session, in a task on the request's loop
 
     private func waitForToken(_ session: AuthActor, firstTry: Bool) {
         proxy.tasks.start(on: loop) { [self] in

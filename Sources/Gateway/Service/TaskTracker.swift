@@ -11,7 +11,7 @@ public final class TaskTracker: Sendable {
     /// Creates a tracker.
     public init() {}
 
-    /// Tasks started and not yet finished.
+    /// Tasks started and not yet finished, and waits entered and not yet left.
     public var count: Int { running.withLock { $0 } }
 
     /// Tasks started since the tracker was made.
@@ -46,6 +46,18 @@ public final class TaskTracker: Sendable {
             await body()
             running.withLock { $0 -= 1 }
         }
+    }
+
+    /// Counts one wait that runs without a task (a request in an in-flight limiter's queue,
+    /// told by a callback) until ``leave()``: shutdown waits for it as for a task. Not counted
+    /// in ``started``.
+    public func enter() {
+        running.withLock { $0 += 1 }
+    }
+
+    /// Ends a wait ``enter()`` counted.
+    public func leave() {
+        running.withLock { $0 -= 1 }
     }
 
     /// Waits until every task has finished, or `timeout` has passed; returns whether they
