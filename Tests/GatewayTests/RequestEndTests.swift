@@ -21,7 +21,7 @@ import Testing
         let routed = ContinuousClock.now
         RequestEnd(kind: "authenticated", started: routed, facts: nil, trace: nil)
             .finish(metrics, status: 200, at: routed.advanced(by: .milliseconds(40)))
-        RequestEnd(kind: "public", started: routed, facts: nil, trace: nil).finishAtOnce(metrics, status: 501)
+        RequestEnd(kind: "public", started: routed, facts: nil, trace: nil).finish(metrics, status: 501)
         let text = metrics.render(sessions: [], process: .init())
         #expect(text.contains(#"authgate_requests_total{route_kind="authenticated",status_class="2xx"} 1"#))
         #expect(text.contains(#"authgate_requests_total{route_kind="public",status_class="5xx"} 1"#))

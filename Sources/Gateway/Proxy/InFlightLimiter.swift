@@ -13,9 +13,10 @@ import Locking
 ///
 /// One task per limiter, not one per waiter, times the waits out: it sleeps until the
 /// earliest deadline of those waiting, gives up whoever is past theirs, and ends when nobody
-/// waits. Under overload nearly every request waits, and a timer task of its own cost each
-/// about 15,000 instructions and 11 allocations, a fifth of its whole proxied exchange, on
-/// the global executor's threads (docs/BENCHMARKS.md).
+/// waits. Under overload nearly every request waits, and a timer task for each would cost it
+/// about 15,000 instructions and 11 allocations, on the global executor's threads
+/// (docs/BENCHMARKS.md). A waiter needs no task either: ``requestSlot(_:timeout:whenDecided:)``
+/// tells it by a callback.
 ///
 /// ```swift
 /// let limiter = InFlightLimiter(limit: 16, timeout: .seconds(30))

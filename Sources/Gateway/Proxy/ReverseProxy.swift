@@ -116,14 +116,14 @@ public final class ReverseProxy: HTTPResponder {
             writer.respond(problem: problem)
             facts?.end(status: problem.status)
         case .forward(let route, let target):
-            send(request, route, target, session: nil, writer, s)
+            send(request, on: route, to: target, session: nil, writer: writer, settings: s)
         case .authenticate(let route, let target, let name):
             // `plan` checked that the session exists; answer anyway rather than leave the client waiting.
             guard let session = sessionDirectory?.session(named: name) else {
                 writer.respond(problem: GatewayProblem.sessionNotConfigured)
                 return
             }
-            send(request, route, target, session: session, writer, s)
+            send(request, on: route, to: target, session: session, writer: writer, settings: s)
         }
     }
 
@@ -131,8 +131,8 @@ public final class ReverseProxy: HTTPResponder {
     /// The access log's record, an upgrade the route cannot pass and the request's trace
     /// start here, for both.
     private func send(
-        _ request: HTTPRequest, _ route: consuming ProxyRoute, _ target: consuming RequestTarget, session: AuthActor?,
-        _ writer: ResponseWriter, _ s: consuming ProxySettings
+        _ request: HTTPRequest, on route: consuming ProxyRoute, to target: consuming RequestTarget, session: AuthActor?,
+        writer: ResponseWriter, settings s: consuming ProxySettings
     ) {
         let started = ContinuousClock.now
         let facts = s.accessLog?.begin(request, route: route.prefix)
@@ -219,7 +219,7 @@ extension ReverseProxy {
                 for: request.head, upstream: r.route.upstream, client: r.settings.clientConfiguration)
         else { return false }
         r.writer.respond(problem: problem)
-        r.end.finishAtOnce(metrics, status: problem.status)
+        r.end.finish(metrics, status: problem.status)
         return true
     }
 

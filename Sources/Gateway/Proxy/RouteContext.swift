@@ -69,11 +69,4 @@ struct RequestEnd: Sendable {
         facts?.end(status: status)
         trace?.end(status: status)
     }
-
-    /// ``finish(_:status:at:)`` for a request refused as it was routed: no duration.
-    func finishAtOnce(_ metrics: GatewayMetrics, status: Int) {
-        metrics.request(kind: kind, status: status, duration: .zero)
-        facts?.end(status: status)
-        trace?.end(status: status)
-    }
 }

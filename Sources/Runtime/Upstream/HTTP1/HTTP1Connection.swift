@@ -13,8 +13,8 @@ import HTTPWire
 ///
 /// Every decision is the pure ``StateMachine``'s; this class runs its actions
 /// (``execute(_:input:)``). This file holds connecting, sending a request and ending an
-/// exchange; `+Body` streams a request body, `+Reading` reads the response, `+Timers`
-/// feeds the timer to the machine.
+/// exchange, and feeds the connection's one timer to the machine; `+Body` streams a request
+/// body, `+Reading` reads the response.
 final class HTTP1Connection {
     /// The pool the connection belongs to (which holds it).
     unowned let pool: HTTP1Pool
