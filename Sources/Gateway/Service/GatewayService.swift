@@ -106,11 +106,8 @@ public final class GatewayService: Sendable {
     ) async throws -> GatewayService {
         let c = startup.configuration
         let logger = startup.logger
-        let proxyAddress = try c.proxy.address(at: "proxy")
-        let adminAddress = try c.admin.address(at: "admin")
-        let probeAddress = try c.probes?.address(at: "probes")
-        let metricsAddress = try c.metrics?.address(at: "metrics")
-        try c.checkListenerDirectories()
+        // Checked before anything opens: a listener that cannot be valid stops the start here.
+        let addresses = try ListenerAddresses(c)
         var upstreamConfig = c.upstreamClientConfiguration
         let home = group.loops[0]
         // The token endpoint has its own, shorter timeout: a request waiting on a refresh
@@ -130,39 +127,12 @@ public final class GatewayService: Sendable {
             let (sessions, grantClients) = try await makeSessions(
                 startup, stores: stores, metrics: metrics, upstreamLatency: { recent.estimate() }, home: home,
                 tokenClient: tokenClient, discovery: discovery, rejectionPolicy: rejectionPolicy, replayRule: replayRule)
-            let directory = c.stateDirectory
-            let probes = sessions.values.sorted { $0.name < $1.name }.compactMap(\.userInfo)
-            let actors = sessions.values.map(\.actor)
-            let credentialWatch = ClientCredentialWatch(c, logger: logger)
-            // Sessions proving a key file's key: each readiness probe also checks that the file
-            // still holds the key their tokens are bound to (a changed key ends the session),
-            // one check at a time.
-            let keyFileSessions = actors.filter {
-                if case .file = $0.configuration.dpop { return true } else { return false }
-            }
-            let keyFileCheck = SingleFlight { for actor in keyFileSessions { _ = await actor.checkDPoPKey() } }
             let autoLogins = Self.autoLogins(c, sessions: sessions, clock: startup.clock, logger: logger)
-            let readiness = Readiness(
-                storesWritable: stores.isWritable, freeBytes: stores.freeBytes,
-                unsavedCredentials: { actors.contains { $0.holdsUnsavedCredentials } },
-                pending: { probes.lazy.compactMap(\.notReadyReason).first }, sharedStore: stores.kind == "postgres",
-                clientCredentialsUsable: {
-                    if !keyFileSessions.isEmpty { keyFileCheck.start() }
-                    return credentialWatch.usable()
-                }, loggedIn: { autoLogins.allSatisfy { $0.0.isLoggedIn } },
-                clockSkewed: { actors.contains { $0.clockSkew.isSkewed } },
-                clientCertificateOutdated: { actors.contains { $0.clientCertificateOutdated } })
+            let (readiness, keyFileCheck) = Self.readiness(
+                c, sessions: sessions, stores: stores, autoLogins: autoLogins, logger: logger)
             await restoreSessions(sessions, readiness: readiness, logger: logger)
             stores.follow(Dictionary(uniqueKeysWithValues: sessions.values.map { (AccountID($0.name), $0.actor) }))
-            // Each follower runs in the caller's group (its background runner) when there is one.
-            let followers = TaskTracker()
-            for follower in Self.followers(of: sessions, autoLogins: autoLogins) {
-                if let background = startup.background {
-                    background.run(followers.counted(follower))
-                } else {
-                    followers.start(on: nil, follower)
-                }
-            }
+            let followers = Self.startFollowers(of: sessions, autoLogins: autoLogins, in: startup.background)
             let proxyResponder = ReverseProxy(
                 routes: c.proxyRoutes, clientConfiguration: upstreamConfig,
                 authentication: ProxyAuthentication(
@@ -171,41 +141,15 @@ public final class GatewayService: Sendable {
                 metrics: metrics, livenessPath: c.proxyLivenessPath ?? "/livez", trustedProxies: Set(c.trustForwardedFrom ?? []))
             proxyResponder.replaceSettings(
                 c.proxySettings(accessLogger: startup.accessLogger, connectionGauges: metrics.upstreamConnections))
-            let budget = BufferBudget(limit: c.maxBufferedRequestBytes ?? 64 << 20)
-            let proxyServer = HTTPServer(
-                configuration: HTTPServerConfiguration(
-                    address: proxyAddress, maxConnections: c.maxConnections ?? 10_000, bufferBudget: budget),
-                group: group, responder: proxyResponder)
-            let admin = AdminAPI(
-                configuration: .init(adminToken: c.adminTokenDisabled == true ? nil : startup.secrets.adminToken),
-                sessions: sessions,
-                metrics: metrics, readiness: readiness,
-                processGauges: { [weak proxyServer] in
-                    GatewayMetrics.ProcessGauges(
-                        proxyConnections: proxyServer?.activeConnections ?? 0,
-                        stateDirectoryFreeBytes: StateDirectory.freeBytes(directory), bufferedRequestBytes: budget.inUse,
-                        upstreamQueueWaiting: proxyResponder.upstreamQueueWaiting, upstreamLimits: proxyResponder.upstreamLimits)
-                }, reloader: reloader, store: StoreView(stores))
+            let (listeners, admin) = Self.listeners(
+                c, startup, at: addresses, group: group, proxy: proxyResponder, sessions: sessions, metrics: metrics,
+                readiness: readiness,
+                stores: stores, reloader: reloader)
             await reloader.attach(
                 .init(
                     proxy: proxyResponder, admin: admin, grantClients: grantClients, home: home,
                     accessLogger: startup.accessLogger,
                     tokenClient: tokenClient))
-            let adminServer = HTTPServer(
-                configuration: HTTPServerConfiguration(address: adminAddress, maxConnections: 1_024, bufferBudget: budget),
-                group: group, responder: admin)
-            let probeServer = probeAddress.map {
-                HTTPServer(
-                    configuration: HTTPServerConfiguration(address: $0, maxConnections: 1_024), group: group,
-                    responder: TokenFreeAPI(.probes(readiness)))
-            }
-            let metricsServer = metricsAddress.map {
-                HTTPServer(
-                    configuration: HTTPServerConfiguration(address: $0, maxConnections: 1_024), group: group,
-                    responder: TokenFreeAPI(.metrics(admin.metricsEndpoint)))
-            }
-            let listeners = GatewayListeners(
-                proxy: proxyServer, admin: adminServer, probes: probeServer, metrics: metricsServer)
             do {
                 try await listeners.listen()
             } catch {
@@ -226,6 +170,112 @@ public final class GatewayService: Sendable {
             await stores.close()
             throw error
         }
+    }
+}
+
+// MARK: Starting, step by step
+
+extension GatewayService {
+    /// What `/readyz` asks of the parts, and the check of the sessions' DPoP key files it
+    /// starts (which shutdown waits for).
+    private static func readiness(
+        _ c: GatewayConfiguration, sessions: [String: GatewaySession], stores: GatewayStores,
+        autoLogins: [(SessionAutoLogin, AuthActor)], logger: Logger
+    ) -> (Readiness, SingleFlight) {
+        let probes = sessions.values.sorted { $0.name < $1.name }.compactMap(\.userInfo)
+        let actors = sessions.values.map(\.actor)
+        let credentialWatch = ClientCredentialWatch(c, logger: logger)
+        // Sessions proving a key file's key: each readiness probe also checks that the file
+        // still holds the key their tokens are bound to (a changed key ends the session),
+        // one check at a time.
+        let keyFileSessions = actors.filter {
+            if case .file = $0.configuration.dpop { return true } else { return false }
+        }
+        let keyFileCheck = SingleFlight { for actor in keyFileSessions { _ = await actor.checkDPoPKey() } }
+        let readiness = Readiness(
+            storesWritable: stores.isWritable, freeBytes: stores.freeBytes,
+            unsavedCredentials: { actors.contains { $0.holdsUnsavedCredentials } },
+            pending: { probes.lazy.compactMap(\.notReadyReason).first }, sharedStore: stores.kind == "postgres",
+            clientCredentialsUsable: {
+                if !keyFileSessions.isEmpty { keyFileCheck.start() }
+                return credentialWatch.usable()
+            }, loggedIn: { autoLogins.allSatisfy { $0.0.isLoggedIn } },
+            clockSkewed: { actors.contains { $0.clockSkew.isSkewed } },
+            clientCertificateOutdated: { actors.contains { $0.clientCertificateOutdated } })
+        return (readiness, keyFileCheck)
+    }
+
+    /// Starts the followers of the sessions' events (the user-info call, `autoLogin`): in
+    /// `background`, the caller's group, when there is one; else in tasks of their own.
+    private static func startFollowers(
+        of sessions: [String: GatewaySession], autoLogins: [(SessionAutoLogin, AuthActor)], in background: BackgroundRunner?
+    ) -> TaskTracker {
+        let followers = TaskTracker()
+        for follower in Self.followers(of: sessions, autoLogins: autoLogins) {
+            if let background {
+                background.run(followers.counted(follower))
+            } else {
+                followers.start(on: nil, follower)
+            }
+        }
+        return followers
+    }
+
+    /// Where each listener listens: checked (each address valid, each Unix socket's directory
+    /// there) before anything opens.
+    private struct ListenerAddresses {
+        let proxy: ListenAddress
+        let admin: ListenAddress
+        let probes: ListenAddress?
+        let metrics: ListenAddress?
+
+        init(_ c: GatewayConfiguration) throws {
+            proxy = try c.proxy.address(at: "proxy")
+            admin = try c.admin.address(at: "admin")
+            probes = try c.probes?.address(at: "probes")
+            metrics = try c.metrics?.address(at: "metrics")
+            try c.checkListenerDirectories()
+        }
+    }
+
+    /// The listeners, not yet listening: the proxy's for `proxy`, the admin API's (returned
+    /// too, for the reloader), and the probe and metrics listeners when configured.
+    private static func listeners(
+        _ c: GatewayConfiguration, _ startup: Startup, at addresses: ListenerAddresses, group: EventLoopGroup,
+        proxy: ReverseProxy, sessions: [String: GatewaySession], metrics: GatewayMetrics, readiness: Readiness,
+        stores: GatewayStores, reloader: GatewayReloader
+    ) -> (GatewayListeners, AdminAPI) {
+        let budget = BufferBudget(limit: c.maxBufferedRequestBytes ?? 64 << 20)
+        let proxyServer = HTTPServer(
+            configuration: HTTPServerConfiguration(
+                address: addresses.proxy, maxConnections: c.maxConnections ?? 10_000, bufferBudget: budget),
+            group: group, responder: proxy)
+        let directory = c.stateDirectory
+        let admin = AdminAPI(
+            configuration: .init(adminToken: c.adminTokenDisabled == true ? nil : startup.secrets.adminToken),
+            sessions: sessions,
+            metrics: metrics, readiness: readiness,
+            processGauges: { [weak proxyServer] in
+                GatewayMetrics.ProcessGauges(
+                    proxyConnections: proxyServer?.activeConnections ?? 0,
+                    stateDirectoryFreeBytes: StateDirectory.freeBytes(directory), bufferedRequestBytes: budget.inUse,
+                    upstreamQueueWaiting: proxy.upstreamQueueWaiting, upstreamLimits: proxy.upstreamLimits)
+            }, reloader: reloader, store: StoreView(stores))
+        let adminServer = HTTPServer(
+            configuration: HTTPServerConfiguration(address: addresses.admin, maxConnections: 1_024, bufferBudget: budget),
+            group: group, responder: admin)
+        let probeServer = addresses.probes.map {
+            HTTPServer(
+                configuration: HTTPServerConfiguration(address: $0, maxConnections: 1_024), group: group,
+                responder: TokenFreeAPI(.probes(readiness)))
+        }
+        let metricsServer = addresses.metrics.map {
+            HTTPServer(
+                configuration: HTTPServerConfiguration(address: $0, maxConnections: 1_024), group: group,
+                responder: TokenFreeAPI(.metrics(admin.metricsEndpoint)))
+        }
+        let listeners = GatewayListeners(proxy: proxyServer, admin: adminServer, probes: probeServer, metrics: metricsServer)
+        return (listeners, admin)
     }
 }
 
