@@ -25,6 +25,35 @@ public enum DPoPNonceRule {
             detail: detail)
     }
 
+    /// What an answer says of the DPoP proof of the request it answers.
+    public struct Verdict: Sendable, Equatable {
+        /// The nonce to put in the next proofs to the answer's origin (its `DPoP-Nonce`),
+        /// whether or not the answer asks for a resend.
+        public var nonce: String?
+        /// The answer asks for the request to be sent again with ``nonce``
+        /// (``requestedNonce(status:headers:)``).
+        public var nonceRequested = false
+        /// The answer refuses the proof itself (``refusesProof(status:headers:)``).
+        public var proofRefused = false
+        /// The answer took the proof (a status under 400): a clock found skewed is not any more.
+        public var proofAccepted = false
+    }
+
+    /// What `headers` with `status` say of the proof of a request sent with a nonce it was
+    /// asked for (`nonceResent`) or not. One rule for every caller that proves a session's key
+    /// (the proxy, the user-info call). An answer that asks for a nonce and also refuses the
+    /// proof asks for the nonce the first time (a proof without the nonce the server now
+    /// demands may read to it as invalid, and the resend costs one request); once the
+    /// request went with the nonce, it refuses the proof.
+    public static func verdict(status: Int, headers: HTTPHeaders, nonceResent: Bool) -> Verdict {
+        var verdict = Verdict()
+        verdict.nonce = headers[first: "dpop-nonce"].flatMap { $0.isEmpty ? nil : $0 }
+        verdict.nonceRequested = requestedNonce(status: status, headers: headers) != nil
+        verdict.proofRefused = refusesProof(status: status, headers: headers) && (!verdict.nonceRequested || nonceResent)
+        verdict.proofAccepted = status < 400
+        return verdict
+    }
+
     /// Whether `headers` with `status` refuse the request's DPoP proof (RFC 9449 §7.1).
     public static func refusesProof(status: Int, headers: HTTPHeaders) -> Bool {
         guard status == 401 else { return false }

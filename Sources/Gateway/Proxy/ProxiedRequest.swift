@@ -243,18 +243,17 @@ final class ProxiedRequest: @unchecked Sendable {
         let metrics = proxy.metrics
         var head = ExchangeMachine.Head(status: status, wwwAuthenticate: headers[all: "www-authenticate"])
         if let key = dpopKey {
-            if DPoPNonceRule.refusesProof(status: status, headers: headers) {
+            let dpop = DPoPNonceRule.verdict(status: status, headers: headers, nonceResent: machine.attempt.nonceResent)
+            if let nonce = dpop.nonce { key.nonces.remember(nonce, for: context.route.upstream.url("/")) }
+            head.nonceRequested = dpop.nonceRequested
+            if dpop.proofRefused {
                 metrics.replay("dpop_proof_rejected", session: name)
                 session.countDPoPProofRefused(by: "upstream")
                 session.clockSkew.proofRefused(serverDate: headers[first: "date"])
                 proofRefusal = DPoPNonceRule.proofRejected(skew: session.clockSkew.skew)
                 head.proofRefused = true
-            } else {
-                if status < 400 { session.clockSkew.proofAccepted() }
-                if let nonce = headers[first: "dpop-nonce"] {
-                    key.nonces.remember(nonce, for: context.route.upstream.url("/"))
-                    head.nonceRequested = DPoPNonceRule.requestedNonce(status: status, headers: headers) != nil
-                }
+            } else if dpop.proofAccepted {
+                session.clockSkew.proofAccepted()
             }
         }
         let action = machine.headArrived(head) {

@@ -225,22 +225,17 @@ public final class UserInfoProbe: Sendable {
     private func head(of response: HTTPResponseValue, attempt: AuthenticatedExchange.Attempt) -> ExchangeMachine.Head {
         let challenges = response.headers.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value)
         var head = ExchangeMachine.Head(status: response.status, wwwAuthenticate: challenges)
-        guard attempt.token.isDPoP, let dpop = attempt.token.dpopKey else { return head }
+        guard attempt.token.isDPoP, let key = attempt.token.dpopKey else { return head }
         let fields = HTTPHeaders(response.headers)
-        if let nonce = DPoPNonceRule.requestedNonce(status: response.status, headers: fields) {
-            dpop.nonces.remember(nonce, for: configuration.url)
-            head.nonceRequested = true
-        } else if let nonce = fields[first: "dpop-nonce"] {
-            dpop.nonces.remember(nonce, for: configuration.url)
-        }
-        // The call asks for the nonce before it looks at the proof: a resend is still due
-        // when the same answer also refuses the proof.
-        if DPoPNonceRule.refusesProof(status: response.status, headers: fields),
-            !head.nonceRequested || attempt.attempt.nonceResent
-        {
+        let dpop = DPoPNonceRule.verdict(status: response.status, headers: fields, nonceResent: attempt.attempt.nonceResent)
+        if let nonce = dpop.nonce { key.nonces.remember(nonce, for: configuration.url) }
+        head.nonceRequested = dpop.nonceRequested
+        if dpop.proofRefused {
             session.countDPoPProofRefused(by: "upstream")
             session.clockSkew.proofRefused(serverDate: fields[first: "date"])
             head.proofRefused = true
+        } else if dpop.proofAccepted {
+            session.clockSkew.proofAccepted()
         }
         return head
     }
