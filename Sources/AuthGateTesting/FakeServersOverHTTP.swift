@@ -180,7 +180,10 @@ public final class FakeResourceServer: HTTPResponder {
         let scheme = auth.hasPrefix("DPoP ") ? "DPoP" : "Bearer"
         let token = String(auth.dropFirst(scheme.count + 1))
         let proof = head.headers[first: "dpop"]
-        let url = "http://\(head.headers[first: "host"] ?? "")\(head.target)"
+        // Behind a TLS terminator, as an API often is, the URL its clients used is https: the
+        // terminator says so in X-Forwarded-Proto (and passes the Host they sent).
+        let origin = head.headers[first: "x-forwarded-proto"] == "https" ? "https" : "http"
+        let url = "\(origin)://\(head.headers[first: "host"] ?? "")\(head.target)"
         tokens.withLock { _ = $0.insert(token) }
         let server = authorization
         let number = authenticatedRequests.withLock { n -> Int in
