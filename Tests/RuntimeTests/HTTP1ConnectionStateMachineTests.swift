@@ -12,6 +12,15 @@ struct HTTP1ConnectionStateMachineTests {
     static let timeouts = UpstreamMachine.Timeouts(connect: 100, idle: 1000, total: 5000)
     static let eof = UV_EOF.rawValue
     static let reset = UV_ECONNRESET.rawValue
+    static let pipe = UV_EPIPE.rawValue
+
+    typealias State = HTTP1ConnectionStateMachineEventTests.State
+    typealias Action = UpstreamMachine.Action
+
+    /// A fresh machine driven to `state` (``HTTP1ConnectionStateMachineEventTests/reach(_:timeouts:)``).
+    static func reach(_ state: State, timeouts: UpstreamMachine.Timeouts = timeouts) -> UpstreamMachine {
+        HTTP1ConnectionStateMachineEventTests.reach(state, timeouts: timeouts)
+    }
 
     enum Start: CaseIterable { case connecting, busy, idle, closed }
 
@@ -189,6 +198,39 @@ struct HTTP1ConnectionStateMachineTests {
         #expect(m.writeCompleted(status: 0, parserStarted: false, replayable: false, now: 20) == [.pumpBody])
         #expect(m.responseEnded(keepAlive: true) == [.endExchange(reuse: false)])
         #expect(m.phase == .closed)
+        // The body is left where it is: a write that completes later pumps nothing more.
+        #expect(m.writeCompleted(status: 0, parserStarted: true, replayable: false, now: 30) == [])
+        #expect(m.bodyFailed() == [])
+    }
+
+    /// A reused connection gets no exception: the upstream that answered early may never
+    /// read the rest of the body on it either.
+    @Test func aResponseEndingWhileTheBodyIsStillGoingOutClosesAReusedConnectionToo() {
+        var m = Self.reach(.reusedStreamingBody)
+        #expect(m.writeCompleted(status: 0, parserStarted: false, replayable: false, now: 20) == [.pumpBody])
+        #expect(m.responseEnded(keepAlive: true) == [.endExchange(reuse: false)])
+        #expect(m.phase == .closed)
+        #expect(m.writeCompleted(status: 0, parserStarted: true, replayable: false, now: 30) == [])
+    }
+
+    /// An answer read to the close while the body streams ends the exchange, and the
+    /// connection with it.
+    @Test func aResponseReadToTheCloseWhileTheBodyIsStillGoingOutEndsTheExchange() {
+        var m = Self.reach(.streamingBody)
+        #expect(m.bytesRead(now: 20) == [.parseInput])
+        #expect(m.inputEnded(code: Self.eof, writing: false, parserStarted: true, replayable: false) == [.finishInput])
+        #expect(m.inputFinished(ended: true) == [.endExchange(reuse: false)])
+        #expect(m.phase == .closed)
+    }
+
+    /// The contrast: once the body's end is handed over, the same answer keeps the connection.
+    @Test func aResponseEndingAfterTheBodyIsAllOutKeepsTheConnection() {
+        var m = Self.reach(.streamingBody)
+        #expect(m.writeCompleted(status: 0, parserStarted: false, replayable: false, now: 20) == [.pumpBody])
+        m.requestWritten()
+        #expect(m.writeCompleted(status: 0, parserStarted: false, replayable: false, now: 30) == [], "no body left to pump")
+        #expect(m.responseEnded(keepAlive: true) == [.endExchange(reuse: true)])
+        #expect(m.phase == .idle)
     }
 
     @Test func aReusedConnectionThePeerClosedBeforeAnAnswerSendsTheRequestAgainOnce() {
@@ -250,7 +292,7 @@ struct HTTP1ConnectionStateMachineTests {
         _ = m.deliveryRefused(holdsInput: true)
         _ = m.resumed(now: 50)
         m.heldChunkTaken()
-        #expect(m.responseEnded(keepAlive: true) == [.startReading, .endExchange(reuse: true)])
+        #expect(m.responseEnded(keepAlive: true) == [.endExchange(reuse: true), .startReading])
         #expect(m.phase == .idle)
     }
 
@@ -267,5 +309,299 @@ struct HTTP1ConnectionStateMachineTests {
         var m = Self.machine(.busy)
         _ = m.deliveryRefused(holdsInput: true)
         #expect(m.responseEnded(keepAlive: true) == [.endExchange(reuse: false)])
+    }
+
+    // MARK: The peer closes at each step
+
+    /// Where a new connection's exchange is when the peer closes.
+    enum Step: CaseIterable, Sendable {
+        case connecting, requestHeadSent, bodyStreaming, requestSent, responseHeadRead, responseBodyStreaming
+        case responseBodyPaused, idle
+    }
+
+    /// The peer closes (a read ends, or the connect is reset) at each step: the exchange
+    /// ends once, as the documented rules say, and nothing starts after.
+    @Test(arguments: Step.allCases)
+    func thePeerClosingAtEachStepEndsTheExchangeOnce(_ step: Step) {
+        let eof = Self.eof
+        var m: UpstreamMachine
+        var actions: [[Action]] = []
+        let expected: [[Action]]
+        switch step {
+        case .connecting:
+            m = Self.reach(.connecting)
+            actions.append(Array(m.connected(status: Self.reset, exchangeLive: true)))
+            expected = [[.fail(.connectFailed(Self.reset))]]
+        case .requestHeadSent:
+            // Nothing of an answer on a new connection: the parser judges the end (cut).
+            m = Self.reach(.streamingBody)
+            actions.append(Array(m.inputEnded(code: eof, writing: false, parserStarted: false, replayable: false)))
+            actions.append(Array(m.inputFinished(ended: false)))
+            expected = [[.finishInput], [.fail(.closedEarly)]]
+        case .bodyStreaming:
+            m = Self.reach(.streamingBody)
+            actions.append(Array(m.writeCompleted(status: 0, parserStarted: false, replayable: false, now: 20)))
+            m.bodyProgressed(now: 20)
+            actions.append(Array(m.inputEnded(code: eof, writing: false, parserStarted: false, replayable: false)))
+            actions.append(Array(m.inputFinished(ended: false)))
+            expected = [[.pumpBody], [.finishInput], [.fail(.closedEarly)]]
+        case .requestSent:
+            m = Self.reach(.awaitingAnswer)
+            actions.append(Array(m.inputEnded(code: eof, writing: false, parserStarted: false, replayable: true)))
+            actions.append(Array(m.inputFinished(ended: false)))
+            expected = [[.finishInput], [.fail(.closedEarly)]]
+        case .responseHeadRead:
+            m = Self.reach(.awaitingAnswer)
+            actions.append(Array(m.bytesRead(now: 20)))
+            actions.append(Array(m.inputEnded(code: eof, writing: false, parserStarted: true, replayable: true)))
+            actions.append(Array(m.inputFinished(ended: false)))
+            expected = [[.parseInput], [.finishInput], [.fail(.closedEarly)]]
+        case .responseBodyStreaming:
+            m = Self.reach(.awaitingAnswer)
+            actions.append(Array(m.bytesRead(now: 20)))
+            actions.append(Array(m.bytesRead(now: 30)))
+            actions.append(Array(m.inputEnded(code: eof, writing: false, parserStarted: true, replayable: true)))
+            actions.append(Array(m.inputFinished(ended: false)))
+            expected = [[.parseInput], [.parseInput], [.finishInput], [.fail(.closedEarly)]]
+        case .responseBodyPaused:
+            // Kept until what was read is delivered, then judged.
+            m = Self.reach(.pausedHoldingInput)
+            actions.append(Array(m.inputEnded(code: eof, writing: false, parserStarted: true, replayable: false)))
+            actions.append(Array(m.resumed(now: 40)))
+            m.heldChunkTaken()
+            actions.append(Array(m.heldInputParsed(parserStarted: true, replayable: false)))
+            actions.append(Array(m.inputFinished(ended: false)))
+            expected = [[], [.deliverHeld], [.finishInput], [.fail(.closedEarly)]]
+        case .idle:
+            // The shell hands a read's end on an idle connection to `bytesRead`: it leaves the pool.
+            m = Self.reach(.idle)
+            actions.append(Array(m.inputEnded(code: eof, writing: false, parserStarted: false, replayable: false)))
+            actions.append(Array(m.bytesRead(now: 40)))
+            expected = [[], [.close]]
+        }
+        #expect(actions == expected)
+        #expect(m.phase == .closed)
+        // Nothing starts after: a late write completion, read, resume or timer.
+        #expect(m.writeCompleted(status: 0, parserStarted: true, replayable: false, now: 50) == [])
+        #expect(m.bytesRead(now: 50) == [])
+        #expect(m.resumed(now: 50) == [])
+        #expect(m.timerFired(now: 9000) == [])
+    }
+
+    /// The write side of a close while the body streams: the exchange fails (a write
+    /// failure is never an answer's end), and a write cancelled by the closing is ignored.
+    @Test func aWriteThatFailsWhileTheBodyStreamsFailsTheExchange() {
+        var m = Self.reach(.streamingBody)
+        #expect(m.writeCompleted(status: 0, parserStarted: false, replayable: false, now: 20) == [.pumpBody])
+        #expect(
+            m.writeCompleted(status: Self.pipe, parserStarted: false, replayable: false, now: 30)
+                == [.fail(.connectionFailed(Self.pipe))])
+        #expect(m.phase == .closed)
+        #expect(m.writeCompleted(status: UV_ECANCELED.rawValue, parserStarted: false, replayable: false, now: 40) == [])
+        var reused = Self.reach(.reusedStreamingBody)
+        #expect(
+            reused.writeCompleted(status: Self.pipe, parserStarted: false, replayable: false, now: 30)
+                == [.fail(.connectionFailed(Self.pipe))], "a streamed body is not in memory: not sent again")
+    }
+
+    // MARK: The end of the input after the request head
+
+    /// The peer closes right after the request head went out (nothing of an answer read, or
+    /// the answer's head read), on a new or a reused connection, with a request that can be
+    /// sent again or not.
+    struct HeadCase: Sendable, CustomTestStringConvertible {
+        let name: String
+        let start: State
+        let parserStarted: Bool
+        let replayable: Bool
+        let expected: [Action]
+        var testDescription: String { name }
+    }
+
+    static let headCases: [HeadCase] = [
+        // A new connection's close is the answer's end: the parser judges it.
+        HeadCase(
+            name: "new, body in memory", start: .requestPending, parserStarted: false, replayable: true,
+            expected: [.finishInput]),
+        HeadCase(
+            name: "new, body streamed", start: .streamingBody, parserStarted: false, replayable: false,
+            expected: [.finishInput]),
+        HeadCase(
+            name: "new, request sent", start: .awaitingAnswer, parserStarted: false, replayable: true,
+            expected: [.finishInput]),
+        // A kept-alive connection the peer closed just before the request: sent again once.
+        HeadCase(
+            name: "reused, body in memory", start: .reusedRequestPending, parserStarted: false, replayable: true,
+            expected: [.retry]),
+        HeadCase(
+            name: "reused, request sent", start: .reusedAwaitingAnswer, parserStarted: false, replayable: true,
+            expected: [.retry]),
+        // Not when the body is a stream, nor a second time.
+        HeadCase(
+            name: "reused, body streamed", start: .reusedStreamingBody, parserStarted: false, replayable: false,
+            expected: [.finishInput]),
+        HeadCase(
+            name: "reused, sent again already", start: .reusedAwaitingAnswer, parserStarted: false, replayable: false,
+            expected: [.finishInput]),
+        // Nor once an answer began: the close is that answer's end.
+        HeadCase(
+            name: "new, answer's head read", start: .awaitingAnswer, parserStarted: true, replayable: true,
+            expected: [.finishInput]),
+        HeadCase(
+            name: "reused, answer's head read", start: .reusedAwaitingAnswer, parserStarted: true, replayable: true,
+            expected: [.finishInput]),
+    ]
+
+    @Test(arguments: headCases)
+    func theEndOfTheInputAfterTheHeadIsSentAgainOnlyOnAReusedConnection(_ c: HeadCase) {
+        var m = Self.reach(c.start)
+        let actions = m.inputEnded(code: Self.eof, writing: false, parserStarted: c.parserStarted, replayable: c.replayable)
+        #expect(actions == c.expected)
+        #expect(m.phase == (c.expected == [.retry] ? .closed : .busy))
+        guard c.expected == [.finishInput] else { return }
+        #expect(m.inputFinished(ended: false) == [.fail(.closedEarly)], "nothing complete was read")
+    }
+
+    // MARK: The total deadline
+
+    /// With a byte just moved (so the idle deadline is far), the total deadline ends a busy
+    /// exchange, paused or not; the connect timer and the pool's idle timer are not it.
+    @Test(arguments: State.allCases)
+    func theTotalDeadlineEndsTheExchangeInEveryBusyState(_ state: State) {
+        var m = Self.reach(state)
+        m.bodyProgressed(now: 4900)
+        switch state.facts.phase {
+        case .busy:
+            #expect(m.timerFired(now: 5009) == [.armTimer(deadline: 5010)], "the total deadline is the nearer one")
+            #expect(m.timerFired(now: 5010) == [.fail(.answerTimedOut)])
+            #expect(m.phase == .closed)
+        case .connecting:
+            // The total deadline starts with the exchange; only the connect timer is armed.
+            #expect(m.timerFired(now: 5010) == [.fail(.connectTimedOut)])
+        case .idle:
+            #expect(m.timerFired(now: 5010) == [.close])
+        case .closed:
+            #expect(m.timerFired(now: 5010) == [])
+        }
+    }
+
+    /// Each exchange on a reused connection gets its own total deadline, from its start.
+    @Test func eachExchangeHasItsOwnTotalDeadline() {
+        var m = Self.reach(.idle)
+        #expect(m.exchangeStarted(streamsBody: false, now: 6000) == [.armTimer(deadline: 7000)])
+        m.requestWritten()
+        _ = m.bytesRead(now: 10900)
+        #expect(m.timerFired(now: 10999) == [.armTimer(deadline: 11000)])
+        #expect(m.timerFired(now: 11000) == [.fail(.answerTimedOut)])
+    }
+
+    /// Without a total timeout only idleness ends an exchange, and a paused one waits for
+    /// its client as long as it takes.
+    @Test func withoutATotalTimeoutOnlyIdlenessEndsTheExchange() {
+        let unbounded = UpstreamMachine.Timeouts(connect: 100, idle: 1000, total: nil)
+        var m = Self.reach(.awaitingAnswer, timeouts: unbounded)
+        _ = m.bytesRead(now: 99000)
+        #expect(m.timerFired(now: 99500) == [.armTimer(deadline: 100_000)])
+        #expect(m.timerFired(now: 100_000) == [.fail(.answerTimedOut)])
+        var paused = Self.reach(.paused, timeouts: unbounded)
+        #expect(paused.timerFired(now: 1_000_000) == [.armTimer(deadline: 1_001_000)])
+        #expect(paused.phase == .busy)
+    }
+
+    /// Body bytes moving count as activity: a slow upload is not an idle exchange.
+    @Test func bodyProgressKeepsTheExchangeFromIdling() {
+        var m = Self.reach(.streamingBody)
+        m.bodyProgressed(now: 900)
+        #expect(m.timerFired(now: 1010) == [.armTimer(deadline: 1900)])
+        #expect(m.writeCompleted(status: 0, parserStarted: false, replayable: false, now: 1800) == [.pumpBody])
+        #expect(m.timerFired(now: 1900) == [.armTimer(deadline: 2800)])
+        #expect(m.timerFired(now: 2800) == [.fail(.answerTimedOut)])
+    }
+
+    // MARK: Resuming after a refusal
+
+    /// A chunk refused again on redelivery sends the machine nothing: the next resume
+    /// delivers it again; once taken, reading starts once and the answer's end reuses the
+    /// connection without starting it twice.
+    @Test func aChunkRefusedAgainOnRedeliveryIsDeliveredOnTheNextResume() {
+        var m = Self.reach(.paused)
+        #expect(m.resumed(now: 50) == [.deliverHeld])
+        #expect(m.resumed(now: 60) == [.deliverHeld])
+        m.heldChunkTaken()
+        #expect(m.heldInputParsed(parserStarted: true, replayable: false) == [.startReading])
+        #expect(m.resumed(now: 70) == [], "nothing is refused any more")
+        #expect(m.responseEnded(keepAlive: true) == [.endExchange(reuse: true)], "reading started already")
+    }
+
+    /// Refused again while the held bytes are parsed: reading stays stopped (no second
+    /// stop), nothing reads on until the next resume, and the clock still waits on the client.
+    @Test func aRefusalWhileTheHeldBytesAreParsedPausesAgain() {
+        var m = Self.reach(.pausedHoldingInput)
+        #expect(m.resumed(now: 50) == [.deliverHeld])
+        m.heldChunkTaken()
+        #expect(m.deliveryRefused(holdsInput: true) == [])
+        #expect(m.heldInputParsed(parserStarted: true, replayable: false) == [])
+        #expect(m.timerFired(now: 3000) == [.armTimer(deadline: 4000)])
+        #expect(m.resumed(now: 3500) == [.deliverHeld])
+        m.heldChunkTaken()
+        #expect(m.heldInputParsed(parserStarted: true, replayable: false) == [.startReading])
+        #expect(m.timerFired(now: 4000) == [.armTimer(deadline: 4500)], "the resume was activity")
+    }
+
+    /// A write that failed while delivery paused is kept, like a read's end, and fails the
+    /// exchange once the held bytes are delivered.
+    @Test func aWriteThatFailedWhileDeliveryPausedFailsTheExchangeAfterTheHeldBytes() {
+        var m = Self.reach(.pausedWhileStreaming)
+        #expect(m.writeCompleted(status: Self.pipe, parserStarted: true, replayable: false, now: 40) == [])
+        #expect(m.phase == .busy)
+        #expect(m.resumed(now: 50) == [.deliverHeld])
+        m.heldChunkTaken()
+        #expect(m.heldInputParsed(parserStarted: true, replayable: false) == [.fail(.connectionFailed(Self.pipe))])
+    }
+
+    /// The peer's close kept while paused on a reused connection is the answer's end once
+    /// resumed: an answer had begun, so the request is not sent again.
+    @Test func aCloseKeptWhilePausedOnAReusedConnectionIsNotSentAgain() {
+        var m = Self.reach(.reusedAwaitingAnswer)
+        _ = m.bytesRead(now: 20)
+        #expect(m.deliveryRefused(holdsInput: true) == [.stopReading])
+        #expect(m.inputEnded(code: Self.eof, writing: false, parserStarted: true, replayable: true) == [])
+        #expect(m.resumed(now: 50) == [.deliverHeld])
+        m.heldChunkTaken()
+        #expect(m.heldInputParsed(parserStarted: true, replayable: true) == [.finishInput])
+        #expect(m.inputFinished(ended: true) == [.endExchange(reuse: false)])
+    }
+
+    /// A resume that comes after the exchange ended, or on an idle connection, does nothing.
+    @Test func aResumeAfterTheExchangeEndedDoesNothing() {
+        var cancelled = Self.reach(.paused)
+        #expect(cancelled.stop() == [.close])
+        #expect(cancelled.resumed(now: 50) == [])
+        var idle = Self.reach(.idle)
+        #expect(idle.resumed(now: 50) == [])
+        #expect(idle.phase == .idle)
+    }
+
+    /// Once closed, no I/O starts: an exchange started on a closed connection (or a second
+    /// one on a busy connection) changes nothing. The pool never does either, so only this
+    /// test reaches it; it used to turn a closed machine busy and arm its timer.
+    @Test func aClosedOrBusyConnectionStartsNoExchange() {
+        var closed = Self.reach(.closedAfterAnExchange)
+        #expect(closed.exchangeStarted(streamsBody: false, now: 10) == [])
+        #expect(closed.phase == .closed)
+        var busy = Self.machine(.busy)
+        #expect(busy.exchangeStarted(streamsBody: true, now: 10) == [])
+        #expect(busy.phase == .busy)
+    }
+
+    /// A response that ends kept alive after a paused delivery leaves an idle connection
+    /// that is not paused, and reads again only once the exchange has ended: a connection
+    /// that then cannot read fails the next exchange, never the one whose answer was whole.
+    @Test func aReusedConnectionEndsItsExchangeBeforeItReadsAgain() {
+        var m = Self.machine(.busy)
+        _ = m.deliveryRefused(holdsInput: false)
+        #expect(m.responseEnded(keepAlive: true) == [.endExchange(reuse: true), .startReading])
+        #expect(m.phase == .idle)
+        #expect(!m.paused)
     }
 }

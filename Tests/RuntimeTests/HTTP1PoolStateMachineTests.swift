@@ -277,3 +277,251 @@ struct HTTP1PoolStateMachineTests {
         #expect(m.isQuiet && m.openCount == 0)
     }
 }
+
+// MARK: Every event in every state
+
+extension HTTP1PoolStateMachineTests {
+    /// The pool states one connection, c0, passes through, with a second exchange e1
+    /// waiting where it can: at most 2 connections, 1 unanswered, a 100 ms window.
+    enum State: CaseIterable, Sendable {
+        /// Nothing opened yet.
+        case empty
+        /// e0 opened c0, which still connects; e1 waits for the pace.
+        case connecting
+        /// c0 connected at 0 (its window ends at 100) and has not answered; e1 waits.
+        case unanswered
+        /// c0 answered e0 and serves it; nothing waits.
+        case serving
+        /// c0 is parked after serving e0.
+        case idle
+        /// c0 and c1 serve answered exchanges; e1 waits for the limit.
+        case full
+        /// Shut down while `connecting`.
+        case shutDown
+
+        /// The counts in this state, written out: open, unanswered, waiting, idle.
+        var counts: Counts {
+            switch self {
+            case .empty: return Counts(0, 0, 0, 0)
+            case .connecting, .unanswered: return Counts(1, 1, 1, 0)
+            case .serving: return Counts(1, 0, 0, 0)
+            case .idle: return Counts(1, 0, 0, 1)
+            case .full: return Counts(2, 0, 1, 0)
+            case .shutDown: return Counts(1, 0, 0, 0)
+            }
+        }
+    }
+
+    /// The pool's counts: open, unanswered, waiting and idle connections.
+    struct Counts: Equatable, Sendable, CustomStringConvertible {
+        let open: Int
+        let unproven: Int
+        let waiting: Int
+        let idle: Int
+        init(_ open: Int, _ unproven: Int, _ waiting: Int, _ idle: Int) {
+            self.open = open
+            self.unproven = unproven
+            self.waiting = waiting
+            self.idle = idle
+        }
+        init(_ m: Machine) { self.init(m.openCount, m.unprovenCount, m.waitingCount, m.idle.count) }
+        var description: String { "open \(open), unanswered \(unproven), waiting \(waiting), idle \(idle)" }
+    }
+
+    /// A pool, its connections c0 and c1 and its exchanges e0 and e1, in `state`.
+    final class Fixture {
+        var m = Machine(maxConnections: 2, maxConnecting: 1, firstAnswerWindow: 100)
+        let c0 = Conn(0)
+        let c1 = Conn(1)
+        let e0 = Ex(0)
+        let e1 = Ex(1)
+
+        init(_ state: State) {
+            switch state {
+            case .empty:
+                break
+            case .connecting, .unanswered, .shutDown:
+                _ = m.start(e0)
+                m.opened(c0)
+                _ = m.start(e1)
+                if state == .unanswered { _ = m.connected(c0, now: 0) }
+                if state == .shutDown { _ = m.shutDown(open: [c0]) }
+            case .serving, .idle, .full:
+                _ = m.start(e0)
+                m.opened(c0)
+                _ = m.connected(c0, now: 0)
+                _ = m.answered(c0)
+                if state == .idle { _ = m.released(c0) }
+                if state == .full {
+                    _ = m.start(Ex(3))
+                    m.opened(c1)
+                    _ = m.connected(c1, now: 0)
+                    _ = m.answered(c1)
+                    _ = m.start(e1)
+                }
+            }
+        }
+    }
+
+    @Test(arguments: State.allCases)
+    func everyPoolStateIsReachedThroughItsEvents(_ state: State) {
+        #expect(Counts(Fixture(state).m) == state.counts)
+    }
+
+    /// One event's outcome in one state: the actions as text and the counts after, or why
+    /// the shell never sends it there.
+    enum Outcome: Sendable {
+        case gives([String], Counts)
+        /// The actions; the counts stay.
+        case stays([String])
+        case notSent(String)
+    }
+
+    struct Event: Sendable, CustomTestStringConvertible {
+        let name: String
+        let apply: @Sendable (Fixture) -> [String]
+        let outcomes: [State: Outcome]
+        var testDescription: String { name }
+    }
+
+    static let notConnected = "only a connection that is open and has answered is released or closed after serving"
+
+    static let events: [Event] = [
+        Event(
+            name: "an exchange starts", apply: { f in [text(f.m.start(Ex(9)))] },
+            outcomes: [
+                .empty: .gives(["open for e9"], Counts(1, 1, 0, 0)),
+                // One connection unanswered: the pace holds the new exchange.
+                .connecting: .gives(["wait"], Counts(1, 1, 2, 0)),
+                .unanswered: .gives(["wait"], Counts(1, 1, 2, 0)),
+                .serving: .gives(["open for e9"], Counts(2, 1, 0, 0)),
+                .idle: .gives(["run e9 on c0"], Counts(1, 0, 0, 0)),
+                // The limit holds it.
+                .full: .gives(["wait"], Counts(2, 0, 2, 0)),
+                .shutDown: .notSent("a closed client starts no exchange (UpstreamClient.start checks `closed`)"),
+            ]),
+        Event(
+            name: "c0 connects at 10", apply: { f in [text(f.m.connected(f.c0, now: 10))] },
+            outcomes: [
+                .connecting: .stays(["arm pace timer 110"]),
+                // Connected already, or not counted (answered, reused, or forgotten by shutdown).
+                .unanswered: .stays(["wait"]),
+                .serving: .stays(["wait"]),
+                .idle: .stays(["wait"]),
+                .full: .stays(["wait"]),
+                .shutDown: .stays(["wait"]),
+                .empty: .stays(["wait"]),
+            ]),
+        Event(
+            name: "c0's answer arrives", apply: { f in [text(f.m.answered(f.c0))] },
+            outcomes: [
+                // The first answer frees the pace for the waiting exchange.
+                .connecting: .gives(["open for e1"], Counts(2, 1, 0, 0)),
+                .unanswered: .gives(["open for e1"], Counts(2, 1, 0, 0)),
+                // Any later one changes nothing.
+                .serving: .stays(["wait"]),
+                .idle: .stays(["wait"]),
+                .full: .stays(["wait"]),
+                .shutDown: .stays(["wait"]),
+                .empty: .stays(["wait"]),
+            ]),
+        Event(
+            name: "the pace timer fires at 100", apply: { f in text(f.m.paceTimerFired(now: 100)) },
+            outcomes: [
+                // c0's window ended: it stops counting and e1 gets a connection.
+                .unanswered: .gives(["open for e1"], Counts(2, 1, 0, 0)),
+                // A connect under way has no window.
+                .connecting: .stays([]),
+                .serving: .stays([]),
+                .idle: .stays([]),
+                // The limit holds whatever the pace allows.
+                .full: .stays([]),
+                .shutDown: .stays([]),
+                .empty: .stays([]),
+            ]),
+        Event(
+            name: "the pace timer cannot be armed", apply: { f in text(f.m.paceTimerFailed()) },
+            outcomes: [
+                .unanswered: .gives(["open for e1"], Counts(2, 1, 0, 0)),
+                .connecting: .stays([]),
+                .serving: .stays([]),
+                .idle: .stays([]),
+                .full: .stays([]),
+                .shutDown: .stays([]),
+                .empty: .stays([]),
+            ]),
+        Event(
+            name: "c0 is released", apply: { f in text(f.m.released(f.c0)) },
+            outcomes: [
+                .serving: .gives(["park c0", "ended"], Counts(1, 0, 0, 1)),
+                // The first waiting exchange runs on it at once.
+                .full: .gives(["run e1 on c0"], Counts(2, 0, 0, 0)),
+                .empty: .notSent(notConnected),
+                .connecting: .notSent(notConnected),
+                .unanswered: .notSent(notConnected),
+                .idle: .notSent("an idle connection serves nothing to release"),
+                .shutDown: .notSent("a shut-down connection fails its exchange, it is not released"),
+            ]),
+        Event(
+            name: "c0 closes", apply: { f in text(f.m.closed(f.c0)) },
+            outcomes: [
+                // An unanswered connection frees its place in the pace too: one opens for e1.
+                .connecting: .gives(["open for e1", "ended"], Counts(1, 1, 0, 0)),
+                .unanswered: .gives(["open for e1", "ended"], Counts(1, 1, 0, 0)),
+                .serving: .gives(["ended"], Counts(0, 0, 0, 0)),
+                .idle: .gives(["ended"], Counts(0, 0, 0, 0)),
+                .full: .gives(["open for e1", "ended"], Counts(2, 1, 0, 0)),
+                // Nothing opens after shutdown.
+                .shutDown: .gives(["ended"], Counts(0, 0, 0, 0)),
+                .empty: .notSent("only an open connection closes"),
+            ]),
+        Event(
+            name: "e1 is cancelled while it waits",
+            apply: { f in
+                f.m.dequeue(f.e1)
+                return []
+            },
+            outcomes: [
+                .connecting: .gives([], Counts(1, 1, 0, 0)),
+                .unanswered: .gives([], Counts(1, 1, 0, 0)),
+                .full: .gives([], Counts(2, 0, 0, 0)),
+                // Not waiting: nothing to take out.
+                .serving: .stays([]),
+                .idle: .stays([]),
+                .shutDown: .stays([]),
+                .empty: .stays([]),
+            ]),
+        Event(
+            name: "the pool shuts down", apply: { f in text(f.m.shutDown(open: [])) },
+            outcomes: [
+                .connecting: .gives(["fail [e1]", "shut down []"], Counts(1, 0, 0, 0)),
+                .unanswered: .gives(["fail [e1]", "shut down []"], Counts(1, 0, 0, 0)),
+                .serving: .gives(["fail []", "shut down []"], Counts(1, 0, 0, 0)),
+                .idle: .gives(["fail []", "shut down []"], Counts(1, 0, 0, 0)),
+                .full: .gives(["fail [e1]", "shut down []"], Counts(2, 0, 0, 0)),
+                .shutDown: .stays(["fail []", "shut down []"]),
+                .empty: .stays(["fail []", "shut down []"]),
+            ]),
+    ]
+
+    @Test(arguments: events)
+    func everyPoolEventInEveryState(_ event: Event) {
+        for state in State.allCases {
+            guard let outcome = event.outcomes[state] else {
+                Issue.record("\(event.name): no outcome in \(state)")
+                continue
+            }
+            let f = Fixture(state)
+            switch outcome {
+            case .gives(let actions, let counts):
+                #expect(event.apply(f) == actions, "\(event.name) in \(state)")
+                #expect(Counts(f.m) == counts, "\(event.name) in \(state)")
+            case .stays(let actions):
+                #expect(event.apply(f) == actions, "\(event.name) in \(state)")
+                #expect(Counts(f.m) == state.counts, "\(event.name) in \(state)")
+            case .notSent:
+                continue
+            }
+        }
+    }
+}

@@ -170,8 +170,11 @@ extension HTTP1Connection {
 
         // MARK: An exchange
 
-        /// An exchange starts on this connection; `streamsBody`: its body comes from a stream.
+        /// An exchange starts on this connection (just connected, or idle); `streamsBody`: its
+        /// body comes from a stream. On a closed or busy connection it changes nothing: once
+        /// closed, no I/O starts.
         mutating func exchangeStarted(streamsBody: Bool, now: UInt64) -> Actions {
+            guard phase == .connecting || phase == .idle else { return Actions() }
             phase = .busy
             paused = false
             holdsInput = false
@@ -238,8 +241,9 @@ extension HTTP1Connection {
         /// left to drain with nobody waiting for it would hold the connection, its descriptor
         /// and its place in the pool for as long as the upstream does not read. So does one
         /// whose peer closed while delivery was paused. A connection reused after a paused
-        /// delivery reads again first: the next exchange's answer, or the peer closing it
-        /// while idle, must be heard.
+        /// delivery reads again, once the exchange has ended: the next exchange's answer, or
+        /// the peer closing it while idle, must be heard, and a connection that cannot read
+        /// any more fails the next exchange, not the one whose answer was whole.
         mutating func responseEnded(keepAlive: Bool) -> Actions {
             guard phase == .busy else { return Actions() }
             let reuse = keepAlive && requestSent && !holdsInput && endOfInput == nil
@@ -249,9 +253,11 @@ extension HTTP1Connection {
             }
             reused = true
             phase = .idle
+            // Nothing is held for a delivery any more: the idle connection is not paused.
+            paused = false
             guard readingStopped else { return Actions(.endExchange(reuse: true)) }
             readingStopped = false
-            return Actions(.startReading, .endExchange(reuse: true))
+            return Actions(.endExchange(reuse: true), .startReading)
         }
 
         /// The answer is not valid HTTP.
