@@ -383,4 +383,13 @@ import Testing
             #expect(machine.headArrived(Self.rejected, session: Self.session(9)) == .deliver, "\(name)")
         }
     }
+
+    @Test func onlyTheThreeHoldingActionsHoldAnAnswer() {
+        #expect(HeldAnswer(.holdForRefresh) == .forRefresh)
+        #expect(HeldAnswer(.holdForNonce) == .forNonce)
+        #expect(HeldAnswer(.refuseProof) == .proofRefused)
+        #expect(HeldAnswer(.deliver) == nil)
+        #expect(HeldAnswer(.passThrough(.replayLimit, refreshInBackground: false)) == nil)
+        #expect(HeldAnswer(.passThrough(.bodyStreamed, refreshInBackground: true)) == nil)
+    }
 }

@@ -183,10 +183,10 @@ import Tracing
     /// A try whose answer AuthGate held back is marked with why, beside the upstream's own
     /// status (a refused proof's 401, though the client got AuthGate's 502).
     @Test(arguments: [
-        (ExchangeMachine.HeadAction.holdForRefresh, "authgate.token_rejected"),
-        (.holdForNonce, "authgate.dpop_nonce_requested"), (.refuseProof, "authgate.dpop_proof_refused"),
+        (HeldAnswer.forRefresh, "authgate.token_rejected"),
+        (.forNonce, "authgate.dpop_nonce_requested"), (.proofRefused, "authgate.dpop_proof_refused"),
     ])
-    func aHeldAnswerMarksItsTrySpanWithWhy(_ held: ExchangeMachine.HeadAction, _ attribute: String) throws {
+    func aHeldAnswerMarksItsTrySpanWithWhy(_ held: HeldAnswer, _ attribute: String) throws {
         let tracer = InMemoryTracer()
         let group = try EventLoopGroup(loopCount: 1, name: "traced-held")
         defer { group.shutdown() }

@@ -292,7 +292,7 @@ final class ProxiedRequest: @unchecked Sendable {
         let next = machine.attemptEnded(outcome.attemptEnd)
         if case .finish = next {
             var status = outcome.status
-            if case .held(.refuseProof, _) = outcome, let problem = proofRefusal {
+            if case .held(.proofRefused, _) = outcome, let problem = proofRefusal {
                 // The upstream refused the proof AuthGate made: the client hears why from AuthGate.
                 context.writer.respond(problem: problem)
                 status = problem.status
@@ -361,9 +361,9 @@ extension ExchangeOutcome {
     /// answered (by AuthGate), like an answer that went to the client.
     var attemptEnd: ExchangeMachine.AttemptEnd {
         switch self {
-        case .held(.holdForRefresh, _): .heldForRefresh
-        case .held(.holdForNonce, _): .heldForNonce
-        case .forwarded, .failed, .held: .answered
+        case .held(.forRefresh, _): .heldForRefresh
+        case .held(.forNonce, _): .heldForNonce
+        case .held(.proofRefused, _), .forwarded, .failed: .answered
         }
     }
 
@@ -372,8 +372,8 @@ extension ExchangeOutcome {
     /// was invalid, the request's body failed).
     var sample: AdaptiveLimit.Outcome? {
         switch self {
-        case .held(.holdForRefresh, _): .superseded
-        case .forwarded, .held: .answered
+        case .held(.forRefresh, _): .superseded
+        case .held(.forNonce, _), .held(.proofRefused, _), .forwarded: .answered
         case .failed(let e):
             switch e.code {
             case .timeout: .timedOut

@@ -7,11 +7,33 @@ enum ExchangeOutcome: Sendable {
     /// head), `bytes` of its body.
     case forwarded(status: Int, bytes: Int)
     /// The response, of `status`, was held back from the client as the exchange's machine
-    /// said (`action`: ``ExchangeMachine/HeadAction/holdForRefresh``, `holdForNonce` or
-    /// `refuseProof`), and its body discarded.
-    case held(ExchangeMachine.HeadAction, status: Int)
+    /// said (`why`), and its body discarded.
+    case held(HeldAnswer, status: Int)
     /// No response reached the client from the upstream; a problem document did.
     case failed(RuntimeError)
+}
+
+/// Why an answer was held back from the client: the three head actions that hold one.
+enum HeldAnswer: Sendable, Equatable {
+    /// The upstream rejected the token: replayed after a refresh
+    /// (``ExchangeMachine/HeadAction/holdForRefresh``).
+    case forRefresh
+    /// The upstream asked the DPoP proof for a nonce: sent again with it
+    /// (``ExchangeMachine/HeadAction/holdForNonce``).
+    case forNonce
+    /// The upstream refused the proof AuthGate made: the runner answers in its place
+    /// (``ExchangeMachine/HeadAction/refuseProof``).
+    case proofRefused
+
+    /// Why `action` holds an answer back; nil when it lets the answer go to the client.
+    init?(_ action: ExchangeMachine.HeadAction) {
+        switch action {
+        case .holdForRefresh: self = .forRefresh
+        case .holdForNonce: self = .forNonce
+        case .refuseProof: self = .proofRefused
+        case .deliver, .passThrough: return nil
+        }
+    }
 }
 
 /// Streams one upstream response to one client, with backpressure both ways:
@@ -30,7 +52,7 @@ final class ProxyExchange: UpstreamResponseHandler {
     private let span: RequestTrace.UpstreamTry?
     private var headSent = false
     /// What the machine said of a head kept from the client; nil while nothing is held.
-    private var held: ExchangeMachine.HeadAction?
+    private var held: HeldAnswer?
     private var status = 0
     private var bytesOut = 0
     private let tunnelIdleTimeout: Duration
@@ -49,12 +71,9 @@ final class ProxyExchange: UpstreamResponseHandler {
     func upstreamHead(status: Int, headers: consuming HTTPHeaders) {
         self.status = status
         let action = runner.decide(status: status, headers: headers)
-        switch action {
-        case .holdForRefresh, .holdForNonce, .refuseProof:
-            held = action
+        if let why = HeldAnswer(action) {
+            held = why
             return
-        case .deliver, .passThrough:
-            break
         }
         // The last use of the upstream's fields: they are edited in place, not copied.
         var out = ForwardedHeaders.clientResponse(consume headers)
@@ -133,7 +152,7 @@ extension AccessFacts {
     func exchanged(_ outcome: ExchangeOutcome) {
         switch outcome {
         case .forwarded(let status, let bytes): upstreamAnswered(status: status, bytes: bytes)
-        case .held(.refuseProof, let status): upstreamAnswered(status: status, bytes: 0)
+        case .held(.proofRefused, let status): upstreamAnswered(status: status, bytes: 0)
         case .held, .failed: break
         }
     }

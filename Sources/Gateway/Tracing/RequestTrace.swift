@@ -74,13 +74,12 @@ final class RequestTrace: Sendable {
         switch outcome {
         case .forwarded(let status, _):
             span.attributes["http.response.status_code"] = status
-        case .held(let action, let status):
+        case .held(let why, let status):
             span.attributes["http.response.status_code"] = status
-            switch action {
-            case .holdForRefresh: span.attributes["authgate.token_rejected"] = true
-            case .holdForNonce: span.attributes["authgate.dpop_nonce_requested"] = true
-            case .refuseProof: span.attributes["authgate.dpop_proof_refused"] = true
-            case .deliver, .passThrough: break
+            switch why {
+            case .forRefresh: span.attributes["authgate.token_rejected"] = true
+            case .forNonce: span.attributes["authgate.dpop_nonce_requested"] = true
+            case .proofRefused: span.attributes["authgate.dpop_proof_refused"] = true
             }
         case .failed(let error):
             span.attributes["error.type"] = error.code.description
