@@ -1,4 +1,5 @@
 public import Logging
+public import Runtime
 public import ServiceLifecycle
 public import UnixSignals
 
@@ -114,3 +115,7 @@ public struct GatewayRunner: Service {
         try await group.run()
     }
 }
+
+/// Process-wide protections `authgate serve` applies before it reads any secret: no core
+/// file, no same-user `ptrace` (``Runtime/ProcessHardening/disableDumping()``).
+public typealias ProcessHardening = Runtime.ProcessHardening
