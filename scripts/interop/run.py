@@ -2250,17 +2250,19 @@ def _diagnose(ctx, name, log_offset, made=()):
                     lines = f.read().decode(errors="replace").strip().splitlines()
             except OSError:
                 lines = []
-            notable = [l for l in lines if '"level":"warning"' in l or '"level":"error"' in l]
-            print(f"--- {ctx.kind} {name}: {os.path.basename(path)} (last {min(len(notable), 8)} warnings "
-                  f"and errors, then the last 6 lines) ---", file=sys.stderr)
-            for l in notable[-8:] + ["  ..."] + lines[-6:]:
-                print("  " + l[:400], file=sys.stderr)
+            # Every line but the access log's: a refresh that failed is logged at info, with
+            # the token endpoint's error.
+            notable = [l for l in lines if '"logger":"authgate.access"' not in l]
+            print(f"--- {ctx.kind} {name}: {os.path.basename(path)} (last {min(len(notable), 16)} lines "
+                  f"but access lines, then the last 6 lines) ---", file=sys.stderr)
+            for l in notable[-16:] + ["  ..."] + lines[-6:]:
+                print("  " + l[:600], file=sys.stderr)
         ctx.extra_logs.clear()
-        as_err = os.path.join(ctx.dir, "as", "authlib-as.stderr")
-        if os.path.exists(as_err):
-            print(f"--- {ctx.kind} {name}: AS log (last 6 lines) ---", file=sys.stderr)
-            for l in tail(as_err, 6).splitlines():
-                print("  " + l[:300], file=sys.stderr)
+        for as_log in (os.path.join(ctx.dir, "as", "authlib-as.stderr"), os.path.join(ctx.dir, "as", "glewlwyd.log")):
+            if os.path.exists(as_log):
+                print(f"--- {ctx.kind} {name}: AS log (last 12 lines) ---", file=sys.stderr)
+                for l in tail(as_log, 12).splitlines():
+                    print("  " + l[:300], file=sys.stderr)
     except Exception:  # noqa: BLE001
         pass
 
