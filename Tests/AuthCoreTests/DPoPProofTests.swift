@@ -116,8 +116,9 @@ import Testing
 
     func keyFile() throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("dpop-\(UUID().uuidString).pem").path
-        FileManager.default.createFile(
-            atPath: path, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
+        #expect(
+            FileManager.default.createFile(
+                atPath: path, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600]))
         return path
     }
 

@@ -65,8 +65,9 @@ import Testing
         let clientKey = P256.Signing.PrivateKey()
         let dpopKey = P256.Signing.PrivateKey()
         for (name, key) in [("client.pem", clientKey), ("dpop.pem", dpopKey)] {
-            FileManager.default.createFile(
-                atPath: dir + "/" + name, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
+            #expect(
+                FileManager.default.createFile(
+                    atPath: dir + "/" + name, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600]))
         }
         var server = FakeAuthorizationServer.Configuration()
         server.assertionKeys = ["gate": [.p256(clientKey.publicKey)]]

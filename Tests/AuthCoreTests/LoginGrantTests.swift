@@ -24,8 +24,9 @@ import Testing
         let dir = try scratch()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/key.pem"
-        FileManager.default.createFile(
-            atPath: path, contents: Data((key ?? issuerKey).pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
+        #expect(
+            FileManager.default.createFile(
+                atPath: path, contents: Data((key ?? issuerKey).pemRepresentation.utf8), attributes: [.posixPermissions: 0o600]))
         return try ClientAssertion(
             source: .privateKey(path: path, algorithm: nil, keyID: nil), audience: audience, lifetime: lifetime
         ).make(clientID: "workload", secret: nil, now: clock.wallNow)

@@ -24,9 +24,10 @@ import Testing
     }
 
     static func writeKey(_ path: String) {
-        FileManager.default.createFile(
-            atPath: path, contents: Data(P256.Signing.PrivateKey().pemRepresentation.utf8),
-            attributes: [.posixPermissions: 0o600])
+        #expect(
+            FileManager.default.createFile(
+                atPath: path, contents: Data(P256.Signing.PrivateKey().pemRepresentation.utf8),
+                attributes: [.posixPermissions: 0o600]))
     }
 
     @Test func aGeneratedKeyIsSealedWithTheTokensOutlivesARestartAndEndsWithTheSession() async throws {

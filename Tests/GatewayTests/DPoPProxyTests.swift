@@ -12,9 +12,10 @@ import Testing
 @Suite struct DPoPProxyTests {
     static func keyFile() -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("dpop-\(UUID().uuidString).pem").path
-        FileManager.default.createFile(
-            atPath: path, contents: Data(P256.Signing.PrivateKey().pemRepresentation.utf8),
-            attributes: [.posixPermissions: 0o600])
+        #expect(
+            FileManager.default.createFile(
+                atPath: path, contents: Data(P256.Signing.PrivateKey().pemRepresentation.utf8),
+                attributes: [.posixPermissions: 0o600]))
         return path
     }
 

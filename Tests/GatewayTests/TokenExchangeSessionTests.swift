@@ -25,8 +25,9 @@ import Testing
     /// again just before each use: under the sanitizers a step can wait that long.
     func writeSubjectToken(_ stack: Stack, to path: String) throws {
         let keyPath = path + ".key.pem"
-        FileManager.default.createFile(
-            atPath: keyPath, contents: Data(issuerKey.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
+        #expect(
+            FileManager.default.createFile(
+                atPath: keyPath, contents: Data(issuerKey.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600]))
         let jwt = try ClientAssertion(
             source: .privateKey(path: keyPath, algorithm: nil, keyID: nil),
             audience: "http://127.0.0.1:\(stack.authServer.port)/oauth/token", lifetime: 120

@@ -22,8 +22,9 @@ import Testing
     /// with `keys[key]`, valid for `lifetime` seconds from now.
     func assertion(_ dir: String, key: Int = 0, lifetime: Int = 300) throws -> String {
         let path = dir + "/signer-\(key).pem"
-        FileManager.default.createFile(
-            atPath: path, contents: Data(keys[key].pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
+        #expect(
+            FileManager.default.createFile(
+                atPath: path, contents: Data(keys[key].pemRepresentation.utf8), attributes: [.posixPermissions: 0o600]))
         return try ClientAssertion(
             source: .privateKey(path: path, algorithm: nil, keyID: nil), audience: SharedSessionTests.tokenEndpoint,
             lifetime: lifetime

@@ -26,8 +26,9 @@ import Testing
     /// A JWT of the trusted issuer `workload`, fresh (its own `jti`) each time.
     func workloadJWT(_ dir: String) throws -> String {
         let path = dir + "/issuer.pem"
-        FileManager.default.createFile(
-            atPath: path, contents: Data(issuerKey.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
+        #expect(
+            FileManager.default.createFile(
+                atPath: path, contents: Data(issuerKey.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600]))
         return try ClientAssertion(
             source: .privateKey(path: path, algorithm: nil, keyID: nil), audience: SharedSessionTests.tokenEndpoint,
             lifetime: 300

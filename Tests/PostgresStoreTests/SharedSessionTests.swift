@@ -121,8 +121,10 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let keys = [P256.Signing.PrivateKey(), P256.Signing.PrivateKey()]
         for (i, key) in keys.enumerated() {
-            FileManager.default.createFile(
-                atPath: dir + "/key-\(i).pem", contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
+            #expect(
+                FileManager.default.createFile(
+                    atPath: dir + "/key-\(i).pem", contents: Data(key.pemRepresentation.utf8),
+                    attributes: [.posixPermissions: 0o600]))
         }
         let clock = TestClock()
         var configuration = FakeAuthorizationServer.Configuration()
@@ -158,9 +160,10 @@ import Testing
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         for name in ["right", "other"] {
-            FileManager.default.createFile(
-                atPath: dir + "/\(name).pem", contents: Data(P256.Signing.PrivateKey().pemRepresentation.utf8),
-                attributes: [.posixPermissions: 0o600])
+            #expect(
+                FileManager.default.createFile(
+                    atPath: dir + "/\(name).pem", contents: Data(P256.Signing.PrivateKey().pemRepresentation.utf8),
+                    attributes: [.posixPermissions: 0o600]))
         }
         let clock = TestClock()
         let server = FakeAuthorizationServer(clock: clock)

@@ -17,7 +17,7 @@ import Runtime
 /// thus sent and answered without a task or a hop.
 ///
 /// Loop-confined: every method runs on the request's loop.
-final class ProxiedRequest: @unchecked Sendable {
+final class ProxiedRequest: ExchangeAttemptOwner, @unchecked Sendable {
     // @unchecked: touched only on `loop` (the tasks it starts prefer that loop).
     private let proxy: ReverseProxy
     /// The request, while an attempt may still be sent: kept for an authenticated request's

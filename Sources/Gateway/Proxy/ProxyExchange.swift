@@ -36,16 +36,52 @@ enum HeldAnswer: Sendable, Equatable {
     }
 }
 
+/// What an exchange writes to its client: ``ResponseWriter`` on a client connection (a
+/// recorder in the exchange's tests). The loop-only calls are made on the connection's loop.
+protocol ClientResponseSink {
+    /// Whether the client keeps up with what was written.
+    var isWritable: Bool { get }
+    /// Runs `handler` once the client has taken most of what was written.
+    func whenWritable(_ handler: @escaping () -> Void)
+    /// Starts the response.
+    func writeHead(status: Int, headers: HTTPHeaders)
+    /// Writes body bytes at once; false when the client is behind.
+    func writeBodyNow(_ bytes: UnsafeRawBufferPointer) -> Bool
+    /// Ends the response.
+    func end()
+    /// Closes the client connection: a response begun cannot be completed.
+    func abort()
+    /// Answers with a problem document in the upstream's place.
+    func respond(problem: Problem, headers: HTTPHeaders)
+    /// Sends the upstream's `101` and splices the client connection to `tunnel`; false when
+    /// the client connection cannot switch.
+    func switchProtocols(
+        headers: HTTPHeaders, to tunnel: UpstreamTunnel, idleTimeout: Duration, onEnd: @escaping (String) -> Void
+    ) -> Bool
+}
+
+extension ResponseWriter: ClientResponseSink {}
+
+/// The request an exchange's attempt belongs to (``ProxiedRequest``): it decides what becomes
+/// of the answer's head and hears how the attempt ended.
+protocol ExchangeAttemptOwner: AnyObject {
+    /// What to do with the head of the answer.
+    func decide(status: Int, headers: HTTPHeaders) -> ExchangeMachine.HeadAction
+    /// The attempt ended as `outcome`.
+    func ended(_ outcome: ExchangeOutcome)
+}
+
 /// Streams one upstream response to one client, with backpressure both ways:
 /// when the client falls behind, the upstream transfer pauses until it catches up.
-/// Loop-confined.
-final class ProxyExchange: UpstreamResponseHandler {
-    let writer: ResponseWriter
+/// Loop-confined. Generic over its two ends so that it is tested without sockets; the proxy
+/// makes only `ProxyExchange<ResponseWriter, ProxiedRequest>`.
+final class ProxyExchange<Writer: ClientResponseSink, Owner: ExchangeAttemptOwner>: UpstreamResponseHandler {
+    let writer: Writer
     var transfer: (any UpstreamTransfer)?
     /// The request whose attempt this is: it decides what becomes of the head
     /// (``ProxiedRequest/decide(status:headers:)``) and hears the end (a reference the request
     /// already has, where closures would be allocated per attempt).
-    private let runner: ProxiedRequest
+    private let runner: Owner
     /// Where an upstream failure is counted.
     private let metrics: GatewayMetrics
     /// The traced try's span, ended with the exchange; nil when tracing is off.
@@ -58,8 +94,8 @@ final class ProxyExchange: UpstreamResponseHandler {
     private let tunnelIdleTimeout: Duration
 
     init(
-        writer: ResponseWriter, tunnelIdleTimeout: Duration, metrics: GatewayMetrics, span: RequestTrace.UpstreamTry?,
-        runner: ProxiedRequest
+        writer: Writer, tunnelIdleTimeout: Duration, metrics: GatewayMetrics, span: RequestTrace.UpstreamTry?,
+        runner: Owner
     ) {
         self.runner = runner
         self.tunnelIdleTimeout = tunnelIdleTimeout
@@ -106,7 +142,7 @@ final class ProxyExchange: UpstreamResponseHandler {
             out.replaceOrAdd(name: "Connection", value: "Upgrade")
             out.replaceOrAdd(name: "Upgrade", value: proto)
         }
-        if writer.switchProtocols(headers: out, to: tunnel, idleTimeout: tunnelIdleTimeout) {
+        if writer.switchProtocols(headers: out, to: tunnel, idleTimeout: tunnelIdleTimeout, onEnd: { _ in }) {
             finish(.forwarded(status: 101, bytes: 0))
         } else {
             // The client left while the upstream answered: nobody to splice to.
@@ -125,7 +161,7 @@ final class ProxyExchange: UpstreamResponseHandler {
                 writer.abort()
                 finish(.forwarded(status: status, bytes: bytesOut))
             } else {
-                writer.respond(problem: error.problem)
+                writer.respond(problem: error.problem, headers: HTTPHeaders())
                 finish(.failed(error))
             }
             return
