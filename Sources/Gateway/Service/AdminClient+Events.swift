@@ -23,26 +23,18 @@ extension AdminClient {
         path: String, lastEventID: String? = nil, message: @escaping @Sendable (EventStreamParser.Message) -> Void,
         notice: @escaping @Sendable (String) -> Void
     ) async throws {
-        let loop = try EventLoop(name: "authgate-events")
-        loop.start()
-        do {
-            try await follow(on: loop, path: path, lastEventID: lastEventID, message: message, notice: notice)
-        } catch {
-            await loop.close()
-            throw error
-        }
-        await loop.close()
+        let client = try await Self.client(
+            UpstreamClientConfiguration(
+                totalTimeout: nil, idleTimeout: eventsIdleTimeout, unixSocketPath: endpoint.unixSocketPath))
+        defer { Self.retire(client) }
+        try await follow(with: client, path: path, lastEventID: lastEventID, message: message, notice: notice)
     }
 
-    /// ``follow(path:lastEventID:message:notice:)`` on `loop`, which the caller closes.
+    /// ``follow(path:lastEventID:message:notice:)`` with `client`, which the caller retires.
     private func follow(
-        on loop: EventLoop, path: String, lastEventID: String?,
+        with client: UpstreamClient, path: String, lastEventID: String?,
         message: @escaping @Sendable (EventStreamParser.Message) -> Void, notice: @escaping @Sendable (String) -> Void
     ) async throws {
-        let client = await UpstreamClient.make(
-            on: loop,
-            configuration: UpstreamClientConfiguration(
-                totalTimeout: nil, idleTimeout: eventsIdleTimeout, unixSocketPath: endpoint.unixSocketPath))
         var policy = EventStreamReconnect()
         var lastID = lastEventID
         var retry: Int?
@@ -59,7 +51,7 @@ extension AdminClient {
             var streamed = false
             var refusal: [UInt8] = []
             var ending: RuntimeError?
-            for await piece in Self.exchange(request, client: client, loop: loop) {
+            for await piece in Self.exchange(request, client: client, loop: client.loop) {
                 switch piece {
                 case .head(let s, let contentType):
                     status = s

@@ -2,9 +2,10 @@ public import HTTPWire
 import Runtime
 
 /// Calls a running gateway's admin API: the one client every `authgate` client command
-/// (`status`, `login`, `logout`, `reload`, `events`) shares. Each call (``send(_:_:json:)``,
-/// ``follow(path:lastEventID:message:notice:)``) runs on an event loop of its own that lives
-/// as long as the call.
+/// (`status`, `login`, `logout`, `reload`, `events`) shares. Every call (``send(_:_:json:)``,
+/// ``follow(path:lastEventID:message:notice:)``) of every client in the process runs on one
+/// event loop, started at the first call and kept until the process ends: a device login
+/// follows the session's events while it polls, on that one thread.
 ///
 /// ```swift
 /// let client = AdminClient(endpoint: try AdminEndpoint(parsing: "unix:/run/authgate/admin.sock"), token: token)
@@ -44,18 +45,34 @@ public struct AdminClient: Sendable {
         if body != nil { headers.add(name: "Content-Type", value: "application/json") }
         let request = UpstreamRequest(
             method: method, url: endpoint.url(path), headers: headers, body: body.map { .bytes($0) } ?? .none)
-        let loop = try EventLoop(name: "authgate-cli")
-        loop.start()
-        let client = await UpstreamClient.make(
-            on: loop, configuration: UpstreamClientConfiguration(unixSocketPath: endpoint.unixSocketPath))
-        let response: UpstreamResponse
-        do {
-            response = try await client.send(request)
-        } catch {
-            await loop.close()
-            throw error
-        }
-        await loop.close()
+        let client = try await Self.client(UpstreamClientConfiguration(unixSocketPath: endpoint.unixSocketPath))
+        defer { Self.retire(client) }
+        let response = try await client.send(request)
         return Response(status: response.status, headers: response.headers, body: response.body)
+    }
+}
+
+extension AdminClient {
+    /// The loop every call runs on: started at the first call, kept for the process (a
+    /// client command makes a few calls and exits).
+    private static let loop: Result<EventLoop, RuntimeError> = {
+        do throws(RuntimeError) {
+            let loop = try EventLoop(name: "authgate-cli")
+            loop.start()
+            return .success(loop)
+        } catch {
+            return .failure(error)
+        }
+    }()
+
+    /// A client for one call on the shared loop; throws when the loop could not start.
+    static func client(_ configuration: UpstreamClientConfiguration) async throws(RuntimeError) -> UpstreamClient {
+        await UpstreamClient.make(on: try loop.get(), configuration: configuration)
+    }
+
+    /// Closes `client`'s connections once nothing is under way on it.
+    static func retire(_ client: UpstreamClient) {
+        guard case .success(let loop) = loop else { return }
+        loop.execute { client.retire() }
     }
 }
