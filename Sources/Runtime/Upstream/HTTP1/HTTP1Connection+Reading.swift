@@ -52,8 +52,8 @@ extension HTTP1Connection {
     }
 
     /// The connection's first answer arrived: it proves to the pool's pace that the server
-    /// accepted it. Kept out of ``feed(_:)`` so that the loop a reused connection runs
-    /// stays as it was.
+    /// accepted it. Kept out of ``feed(_:)`` (never inlined), so the loop a reused
+    /// connection runs carries none of this.
     @inline(never)
     func firstAnswerArrived() {
         awaitingFirstAnswer = false

@@ -22,8 +22,8 @@ final class HTTP1Connection {
     let tcp: LoopTCP
     /// The one timer: connect, idle and total deadlines (``timerFired()``).
     let timer: LoopTimer
-    /// The loop, held for its clock (read through the pool and its client, each reading
-    /// was a chain of retains and releases).
+    /// The loop, held for its clock: read here rather than through the pool and its client,
+    /// which would be a chain of retains and releases per reading.
     private let loop: EventLoop
     /// The current response's parser.
     let parser = ResponseParser()
