@@ -19,7 +19,11 @@ import Testing
             case problem(Int, String)
         }
 
-        var writes: [Write] = []
+        var writes: [Write] = [] {
+            didSet { if let last = writes.last { written?(last) } }
+        }
+        /// Hears each write as it is made.
+        var written: ((Write) -> Void)?
         var isWritable = true
         var writableHandler: (() -> Void)?
 
@@ -191,6 +195,42 @@ import Testing
         }
         #expect(e.code == .timeout)
         #expect(rig.failures(.timeout), "counted by its kind")
+    }
+
+    /// The request gives its slot back before the client has the end of the answer, so a
+    /// client that sends its next request at once never finds its own last one still in flight.
+    @Test func theRequestHearsTheEndBeforeTheClientDoes() {
+        let ends: [(String, (Rig) -> Void)] = [
+            (
+                "whole",
+                {
+                    $0.head(200)
+                    $0.exchange.upstreamFinished(nil)
+                }
+            ),
+            (
+                "cut short",
+                {
+                    $0.head(200)
+                    $0.exchange.upstreamFinished(.upstream(.connectionReset, "reset"))
+                }
+            ),
+            ("failed", { $0.exchange.upstreamFinished(.upstream(.timeout, "slow")) }),
+        ]
+        for (name, end) in ends {
+            let rig = Rig()
+            var heardFirst: Bool?
+            // The owner only: the rig holds the client, which would hold the closure.
+            rig.client.written = { [owner = rig.owner] write in
+                switch write {
+                case .end, .abort, .problem: heardFirst = owner.outcomes.count == 1
+                case .head, .body: break
+                }
+            }
+            end(rig)
+            rig.client.written = nil
+            #expect(heardFirst == true, "\(name): the request heard the end before the client got it")
+        }
     }
 
     @Test func aFailureAfterTheHeadCutsTheClientOff() {

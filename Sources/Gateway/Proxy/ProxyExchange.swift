@@ -150,6 +150,10 @@ final class ProxyExchange<Writer: ClientResponseSink, Owner: ExchangeAttemptOwne
         }
     }
 
+    /// The upstream's part ends here, so the request hears it (and gives back its slot of the
+    /// route's limit) before the client gets the end of its answer: a client that sends its
+    /// next request as soon as it has one finds the slot free, and the limit's latency sample
+    /// is the upstream's alone.
     func upstreamFinished(_ error: RuntimeError?) {
         transfer = nil
         if let held {
@@ -158,16 +162,16 @@ final class ProxyExchange<Writer: ClientResponseSink, Owner: ExchangeAttemptOwne
         }
         if let error {
             if headSent {
-                writer.abort()
                 finish(.forwarded(status: status, bytes: bytesOut))
+                writer.abort()
             } else {
-                writer.respond(problem: error.problem, headers: HTTPHeaders())
                 finish(.failed(error))
+                writer.respond(problem: error.problem, headers: HTTPHeaders())
             }
             return
         }
-        writer.end()
         finish(.forwarded(status: status, bytes: bytesOut))
+        writer.end()
     }
 }
 
