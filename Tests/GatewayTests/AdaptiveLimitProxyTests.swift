@@ -22,12 +22,16 @@ import Testing
             #expect(metrics.contains(#"authgate_upstream_shed_total{origin="\#(origin)",route="*",reason="expected_wait"} 0"#))
             #expect(metrics.contains(#"authgate_exchange_phase_seconds_count{phase="queue"} 30"#))
             // One request at a time: slow start's first window (four answers at one in
-            // flight) doubles the limit once, and later windows never fill it. Each scrape
-            // brings the counter up to the controller's count, not by it again.
-            let moved = #"authgate_upstream_limit_changes_total{origin="\#(origin)",route="*",reason="slow_start"} 1"#
-            #expect(metrics.contains(moved))
+            // flight) doubles the limit. It may double again: the client can have the whole
+            // body, and send its next request to the other loop, a moment before the
+            // upstream's end reaches this one and frees the slot. Each scrape brings the
+            // counter up to the controller's count, not by it again.
+            let name = #"authgate_upstream_limit_changes_total{origin="\#(origin)",route="*",reason="slow_start"} "#
+            let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix(name) })
+            let moves = try #require(Int(line.dropFirst(name.count)))
+            #expect((1...2).contains(moves), "\(line)")
             #expect(metrics.contains(#"authgate_upstream_limit_changes_total{origin="\#(origin)",route="*",reason="backoff"} 0"#))
-            #expect(try await stack.admin("GET", "/metrics").text.contains(moved))
+            #expect(try await stack.admin("GET", "/metrics").text.contains(String(line)))
         }
     }
 

@@ -172,6 +172,26 @@ import Testing
             "\(adaptive.rate) answers/s at a mean limit of \(adaptive.limit), \(unbounded.rate) unbounded")
     }
 
+    @Test func aLimitThatAFalseQueueTookDownEarlyClimbsBackWithinSeconds() {
+        // The same API on busy shared cores, measured from 4 s to 12 s (the storm's "after
+        // 4 s"): a swing often ends slow start at a handful of requests. Each probe over the
+        // limit that answers in proportion to its level sends the next one up at once, and
+        // further; one cycle of windows per 1.3× step left seeds 2 and 6 at 0.73× and 0.70×.
+        var worst = (ratio: Double.infinity, seed: UInt64(0))
+        for seed in UInt64(1)...6 {
+            func answered(_ parameters: AdaptiveLimit.Parameters) -> Double {
+                self.answered(parameters, seed: seed, warm: 4, end: 12) {
+                    $0.serviceTime = 0.030...0.040
+                    $0.contention = (every: 0.05, range: 0.5...2)
+                    $0.rotationEvery = 2
+                }.rate
+            }
+            let ratio = answered(.init()) / answered(.fixed(1_000))
+            if ratio < worst.ratio { worst = (ratio, seed) }
+        }
+        #expect(worst.ratio >= 0.8, "seed \(worst.seed): \(worst.ratio)× unbounded")
+    }
+
     @Test func aLuckyFastWindowDoesNotPinTheLimitAtOne() {
         // One early window twice as fast as the upstream really is sets a baseline every
         // later window is "over": at one request in flight that cannot be a queue.

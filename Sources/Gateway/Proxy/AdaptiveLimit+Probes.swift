@@ -24,6 +24,8 @@ extension AdaptiveLimit {
         /// The same for the upper probes.
         var up = 0.0
         var ups = 0
+        /// Consecutive moves up whose probe answered in proportion to its level.
+        var streak = 0
         /// How much longer answers take at the limit than at the lower probe, seconds.
         var latencyGap = 0.0
 

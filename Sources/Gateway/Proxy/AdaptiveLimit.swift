@@ -27,7 +27,9 @@ import Foundation
 ///   much and faster, and up to the higher one when two say it answers clearly more. A
 ///   queue at the upstream makes the lower level answer as much and faster; an upstream
 ///   with threads to spare answers more at the higher one. While the lower level answered
-///   as much and faster the upward probe is skipped: it would only lengthen a queue.
+///   as much and faster the upward probe is skipped: it would only lengthen a queue. An
+///   upward probe that answered in proportion to its level starts a streak: the next one
+///   goes up at once and further, as far as its answers grow.
 /// - A window with a timeout or a dropped exchange backs off by ``Parameters/backoff``, once
 ///   (AIMD's multiplicative decrease). A window with a 401 for a token superseded while at
 ///   the upstream never grows the limit: growing would put more requests there for the next
@@ -385,16 +387,29 @@ public struct AdaptiveLimit: Sendable, Equatable {
             // The first window over the limit fills the upstream from the limit's level:
             // its latency is that level's, and its rate too high by Little's law.
             if settling { return }
+            // What the probe's level added to the limit's, and to its answer rate.
+            let probed = min(p.maximum, level(probes.factor))
+            let levelGain = log(Double(probed) / max(1, Double(Int(limit))))
+            let gain = probes.reference.map { rate > 0 && $0 > 0 ? log(rate / $0) : 0 } ?? 0
+            let extended = probes.factor > p.probeUp
             probes.record(up: rate)
             probes.phase = .cruise
             probes.position = 0
             probes.factor = 1
             probes.settling = true
             if probes.higherServesMore(p), !window.superseded {
-                limit = min(Double(p.maximum), Double(level(p.probeUp)))
+                // A probe a streak extended goes only as far as its answers grew: from 3
+                // to a probe at 5 that answered a third more, to 4.
+                let grown = extended ? max(Double(level(p.probeUp)), (limit * exp(gain)).rounded(.up)) : Double(probed)
+                limit = min(Double(p.maximum), Double(probed), grown)
                 changes.probeUp += 1
                 probes.forgetDown()
                 probes.ups = probes.up >= log(1 + 6 * p.probeMargin) ? min(probes.ups, 1) : 0
+                // An answer rate that grew with the level (more than three fifths of it, where
+                // a queue at the upstream would give none) says the upstream is far from full.
+                probes.streak = gain >= 0.6 * levelGain && probed < p.maximum ? probes.streak + 1 : 0
+            } else {
+                probes.streak = 0
             }
             return
         case .cruise:
@@ -406,7 +421,16 @@ public struct AdaptiveLimit: Sendable, Equatable {
         if queued { declinedDecreases += 1 }
         if reached && !window.superseded && !queued && !useless && admitted <= p.minimum { grow() }
         guard reached, !settling, probes.reference != nil else { return }
-        if probes.position == p.probeEvery / 2 {
+        if probes.streak > 0 {
+            // The last probe over the limit answered in proportion to its level: the next
+            // one goes up at once, without the windows at the limit and the one under it, and
+            // further each time (1.3×, 1.69×, then 2×), as BBR's later versions lengthen
+            // their probes up while the delivery rate keeps growing. A limit that a false
+            // queue took down early climbs back in a few windows rather than one cycle a step.
+            probes.phase = .up
+            probes.factor = min(2, pow(p.probeUp, Double(1 + probes.streak)))
+            probes.settling = true
+        } else if probes.position == p.probeEvery / 2 {
             probes.phase = .down
             probes.factor = p.probeDown
         } else if probes.position >= p.probeEvery && probes.limitLooksQueued(p)
