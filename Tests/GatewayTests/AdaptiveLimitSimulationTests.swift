@@ -192,6 +192,33 @@ import Testing
         #expect(worst.ratio >= 0.8, "seed \(worst.seed): \(worst.ratio)× unbounded")
     }
 
+    @Test func aSlowStartThatEndsOnALuckyBaselineRecoversWithinTheStorm() {
+        // The 16-slot API of 50-500 ms with rotations every 2 s, from 4 s to 12 s, over 40
+        // seeds. Slow start's first windows hold 4 samples; with answers that vary tenfold,
+        // one of them can read half the API's true latency, and the next level then looks
+        // queued: slow start ends at 2-4 in front of 16 slots. Probe windows of 20 samples
+        // at 2 in flight take 3 s each, so the limit stays there for most of the storm.
+        // Seeds 8, 10, 11, 14, 20, 25, 26, 36 and 39 end under 0.6× the best fixed limit.
+        // A known defect: the test records it until the controller no longer does this.
+        var collapsed: [UInt64] = []
+        for seed in UInt64(1)...40 {
+            func answered(_ parameters: AdaptiveLimit.Parameters) -> Double {
+                var sim = UpstreamSimulation(workers: 16, clients: 100, seed: seed, parameters: parameters)
+                sim.serviceTime = 0.050...0.500
+                sim.rotationEvery = 2
+                sim.run(until: 4)
+                let before = sim.answered
+                sim.run(until: 12)
+                return Double(sim.answered - before) / 8
+            }
+            let best = [16, 24, 32].map { answered(.fixed($0)) }.max() ?? 0
+            if answered(.init()) < 0.6 * best { collapsed.append(seed) }
+        }
+        withKnownIssue("slow start ends on a lucky baseline and the probes climb back too slowly") {
+            #expect(collapsed.isEmpty, "under 0.6× the best fixed limit after 4 s: seeds \(collapsed)")
+        }
+    }
+
     @Test func aLuckyFastWindowDoesNotPinTheLimitAtOne() {
         // One early window twice as fast as the upstream really is sets a baseline every
         // later window is "over": at one request in flight that cannot be a queue.
