@@ -200,16 +200,11 @@ import Testing
         // at 2 in flight take 3 s each, so the limit stays there for most of the storm.
         // Seeds 8, 10, 11, 14, 20, 25, 26, 36 and 39 end under 0.6× the best fixed limit.
         // A known defect: the test records it until the controller no longer does this.
+        let storm = AdaptiveLimitStormSimulation()
         var collapsed: [UInt64] = []
         for seed in UInt64(1)...40 {
             func answered(_ parameters: AdaptiveLimit.Parameters) -> Double {
-                var sim = UpstreamSimulation(workers: 16, clients: 100, seed: seed, parameters: parameters)
-                sim.serviceTime = 0.050...0.500
-                sim.rotationEvery = 2
-                sim.run(until: 4)
-                let before = sim.answered
-                sim.run(until: 12)
-                return Double(sim.answered - before) / 8
+                storm.rate(AdaptiveLimitStormSimulation.slow, parameters, seed: seed, from: 4, to: 12)
             }
             let best = [16, 24, 32].map { answered(.fixed($0)) }.max() ?? 0
             if answered(.init()) < 0.6 * best { collapsed.append(seed) }

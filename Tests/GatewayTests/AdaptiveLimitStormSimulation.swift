@@ -23,10 +23,13 @@ import Testing
         var contention: (every: Double, range: ClosedRange<Double>)?
     }
 
+    /// The interop resource server with 16 slots of 50-500 ms.
+    static let slow = API(name: "16 workers, 50-500 ms (slow)", workers: 16, service: 0.050...0.500)
+
     static let apis = [
         API(name: "8 workers, 40-80 ms (gunicorn8)", workers: 8, service: 0.040...0.080),
         API(name: "2 workers, 40-80 ms (gunicorn2)", workers: 2, service: 0.040...0.080),
-        API(name: "16 workers, 50-500 ms (slow)", workers: 16, service: 0.050...0.500),
+        slow,
         API(
             name: "spare threads, 30-40 ms on busy cores (fast)", workers: 1_000, service: 0.030...0.040,
             contention: (every: 0.05, range: 0.5...2)),

@@ -164,7 +164,7 @@ import Testing
                     "http://127.0.0.1:\(stack.authServer.port)/oauth/device_authorization"
                 $0.authorization.autoLogin = .init(grant: "device")
             }
-            #expect(try await eventually { await !stack.authorization.pendingUserCodes.isEmpty })
+            #expect(await eventually { await !stack.authorization.pendingUserCodes.isEmpty })
             let userCode = try #require(await stack.authorization.pendingUserCodes.first)
             // The server issued the code; the session shows it once the answer is in.
             #expect(
