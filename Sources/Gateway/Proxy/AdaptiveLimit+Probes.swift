@@ -60,21 +60,26 @@ extension AdaptiveLimit {
         }
 
         /// Whether enough probes under the limit answered within the margin as much as it,
-        /// for the limit to go down to their level.
-        func lowerServesAsMuch(_ p: Parameters) -> Bool {
-            downs >= p.probesNeeded && down >= log(1 - p.probeMargin)
+        /// for the limit to go down to their level. With `noise` (the standard error of one
+        /// probe's log-ratio) the margin is at least one standard error of their mean: a
+        /// queued level's probes read a few per cent under it as often as over it when
+        /// answers vary tenfold.
+        func lowerServesAsMuch(_ p: Parameters, noise: Double) -> Bool {
+            downs >= p.probesNeeded && down >= min(log(1 - p.probeMargin), -noise / Double(downs).squareRoot())
         }
 
         /// Whether the probes under the limit so far answered as much as the limit, and
         /// faster: a queue at the upstream (one probe is enough to hold back a probe over
-        /// the limit, not to lower it; that takes ``lowerServesAsMuch(_:)``).
+        /// the limit, not to lower it; that takes ``lowerServesAsMuch(_:noise:)``).
         func limitLooksQueued(_ p: Parameters) -> Bool {
             downs >= 1 && down >= log(1 - p.probeMargin) && latencyGap > p.minimumQueueDelay
         }
 
-        /// Whether the probes over the limit answered clearly more, for the limit to go up.
-        func higherServesMore(_ p: Parameters) -> Bool {
-            ups >= 2 && up >= log(1 + 2.5 * p.probeMargin)
+        /// Whether the probes over the limit answered clearly more, for the limit to go up:
+        /// by the margin, and by two and a half standard errors of their mean (`noise` is one
+        /// probe's), so that two lucky windows of a full upstream do not raise it.
+        func higherServesMore(_ p: Parameters, noise: Double) -> Bool {
+            ups >= 2 && up >= max(log(1 + 2.5 * p.probeMargin), 2.5 * noise / Double(ups).squareRoot())
         }
 
         /// Whether the probes over the limit answered no more than it (then growing at the

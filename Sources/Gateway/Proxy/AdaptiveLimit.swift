@@ -11,11 +11,14 @@ import Foundation
 ///   times the last window's, so one slow request moves it little) is more than
 ///   ``Parameters/tolerance`` above the **baseline**, more than
 ///   ``Parameters/minimumQueueDelay`` and more than ``Parameters/noiseMargin`` standard
-///   errors of a window's mean. The baseline is the smallest window mean of the last two
-///   baseline buckets: the upstream's latency with nothing queued there (Envoy's min-RTT),
-///   measured while the limit is still low. That first queue ends slow start at what the
-///   upstream serves by Little's law (`inFlight × baseline / mean`) plus half the
-///   tolerance, never under the level before the last doubling.
+///   errors. Slow start's baseline is the mean of all its samples that found no queue (its
+///   pool): the upstream's latency with nothing queued there, measured while the limit is
+///   still low, and a standard error is that of the window's mean less the pool's, with the
+///   pool's spread. The least of its short windows would lie well under the latency when
+///   answers vary tenfold. That first queue ends slow start at what the upstream serves by
+///   Little's law (`inFlight × baseline / mean`) plus half the tolerance, never under the
+///   level before the last doubling. After it the baseline is the smallest window mean of
+///   the last two baseline buckets (Envoy's min-RTT), and a standard error is a window's.
 /// - **Probes** (BBR's) after it: latency no longer moves the limit, because an upstream on
 ///   busy shared cores answers twice as slow from one tenth of a second to the next with
 ///   no queue at all. In each cycle of ``Parameters/probeEvery`` windows at the limit, one
@@ -23,8 +26,9 @@ import Foundation
 ///   upstream) at ``Parameters/probeUp`` times it. Each probe's answer rate (in flight ÷
 ///   latency, Little's law) is compared with the recent windows at the limit and averaged
 ///   since the limit last moved: the limit goes down to the lower level when
-///   ``Parameters/probesNeeded`` probes say it answers within ``Parameters/probeMargin`` as
-///   much and faster, and up to the higher one when two say it answers clearly more. A
+///   ``Parameters/probesNeeded`` probes say it answers within ``Parameters/probeMargin`` (or
+///   one standard error of their mean) as much and faster, and up to the higher one when two
+///   say it answers clearly more (by the margin and two and a half standard errors). A
 ///   queue at the upstream makes the lower level answer as much and faster; an upstream
 ///   with threads to spare answers more at the higher one. While the lower level answered
 ///   as much and faster the upward probe is skipped: it would only lengthen a queue. An
@@ -221,6 +225,11 @@ public struct AdaptiveLimit: Sendable, Equatable {
     private var window = Window()
     private var bucket = Bucket()
     private var probes = Probes()
+    /// Slow start's samples that found no queue, since it began.
+    private var pool = Pool()
+    /// The variance of one sample's latency, seconds squared: the recent windows' spread,
+    /// smoothed; nil before a window.
+    private var spread: Double?
     /// When ``admitted`` last changed.
     private var changed: Duration?
     /// How many times the limit moved, by why; a new controller that takes over from this
@@ -239,11 +248,11 @@ public struct AdaptiveLimit: Sendable, Equatable {
         min(parameters.maximum, max(parameters.minimum, level(probes.factor)))
     }
 
-    /// The whole number of exchanges at `factor` times the limit: a probe moves by at least
-    /// one.
+    /// The whole number of exchanges at `factor` times the limit's whole number (a probe
+    /// from 2.7, admitted 2, goes to 3, not 4): a probe moves by at least one.
     private func level(_ factor: Double) -> Int {
         let base = Int(limit)
-        let probed = Int((limit * factor).rounded())
+        let probed = Int((Double(base) * factor).rounded())
         return factor > 1 ? max(base + 1, probed) : factor < 1 ? min(base - 1, probed) : base
     }
 
@@ -273,9 +282,13 @@ public struct AdaptiveLimit: Sendable, Equatable {
         // In slow start, and at the minimum, a window is two rounds of the limit (at least 4
         // samples): doubling from 1 takes a few round trips, not twenty each, and a limit of
         // 1 in front of a slow upstream (3 answers a second) moves within a second or two,
-        // not seven. The noise margin widens with the fewer samples.
+        // not seven. The noise margin widens with the fewer samples. In slow start a level
+        // over ``Parameters/windowSamples`` gets a whole round: the first answers at a new
+        // level are the quickest (those sent before it are left out), and 20 of 64 in flight
+        // would hide a queue of 32 behind them.
         let short = probing || admitted <= parameters.minimum
-        let size = short ? min(parameters.windowSamples, max(4, 2 * admitted)) : parameters.windowSamples
+        let most = probing ? max(parameters.windowSamples, admitted) : parameters.windowSamples
+        let size = short ? min(most, max(4, 2 * admitted)) : parameters.windowSamples
         guard window.samples >= size else { return false }
         let before = admitted
         evaluate(at: now)
@@ -316,13 +329,23 @@ public struct AdaptiveLimit: Sendable, Equatable {
         let standardError = (variance / n).squareRoot()
         let noise = self.noise.map { 0.75 * $0 + 0.25 * standardError } ?? standardError
         self.noise = noise
+        let spread = self.spread.map { 0.75 * $0 + 0.25 * variance } ?? variance
+        self.spread = spread
         if let started = bucket.started, now - started >= p.baselinePeriod {
             bucket = Bucket(current: .infinity, previous: bucket.current, started: now)
         }
         bucket.started = bucket.started ?? now
-        bucket.current = min(bucket.current, mean)
-        let base = min(bucket.current, bucket.previous)
-        if let old = baseline, base > old * (1 + p.tolerance) {
+        // Slow start's windows are short (4 samples at 1 and 2 in flight) or the first at
+        // their level: the least of them can lie far under the upstream's latency (by half when
+        // answers vary tenfold), and every later level then looks queued. Slow start compares
+        // with the mean of all its unqueued samples instead (its pool), and with the least
+        // window mean of the windows before it began, if any.
+        if !probing { bucket.current = min(bucket.current, mean) }
+        let pooled = probing && pool.count > 0
+        var base = min(bucket.current, bucket.previous)
+        if pooled { base = min(base, pool.mean) }
+        if !base.isFinite { base = mean }
+        if let old = baseline, base > old * (1 + p.tolerance), !pooled {
             // The upstream got slower per request for a whole baseline period, not more
             // queued (a queue would have shown in the decreases): find its concurrency again
             // from where the limit fell to.
@@ -332,7 +355,17 @@ public struct AdaptiveLimit: Sendable, Equatable {
         let ratio = mean / base
         let meanInFlight = Double(window.inFlight) / Double(window.samples)
         let reached = window.mostInFlight >= admitted
-        let queued = ratio > 1 + p.tolerance && mean - base > max(p.minimumQueueDelay, p.noiseMargin * noise)
+        // The window's mean is off by its samples' spread over √samples, however few they
+        // are: a window of 4 is not held to the margin of the usual 20.
+        var margin = p.noiseMargin * max(noise, (spread / n).squareRoot())
+        if pooled && !restarted {
+            // The first slow start tests the window's mean against the pool's: the standard
+            // error of their difference, with the pool's spread (what the window's would be
+            // with no queue).
+            margin = p.noiseMargin * (pool.variance * (1 / n + 1 / pool.count)).squareRoot()
+        }
+        let queued = ratio > 1 + p.tolerance && mean - base > max(p.minimumQueueDelay, margin)
+        if probing && !queued { pool.merge(count: n, mean: mean, squares: variance * n) }
         if queued {
             let serving = meanInFlight / ratio
             if serving < 1 {
@@ -353,6 +386,9 @@ public struct AdaptiveLimit: Sendable, Equatable {
                 limit = min(limit, max(Double(p.minimum), target))
                 if limit != before { changes.queueFound += 1 }
                 probing = false
+                // The probes' baseline starts from slow start's.
+                pool = Pool()
+                bucket = Bucket(current: base, previous: base, started: now)
                 probes = Probes()
                 probes.fresh = true
                 return
@@ -371,13 +407,16 @@ public struct AdaptiveLimit: Sendable, Equatable {
         let p = parameters
         let settling = probes.settling
         probes.settling = false
+        // The standard error of a probe's log-ratio to the limit's rate: a window's relative
+        // spread, and a little more for the smoothed reference it is compared with.
+        let rateNoise = 1.09 * ((spread ?? 0) / Double(p.windowSamples)).squareRoot() / latency
         switch probes.phase {
         case .down:
             probes.record(down: rate, latency: latency)
             probes.phase = .cruise
             probes.factor = 1
             probes.settling = true
-            if probes.lowerServesAsMuch(p), probes.latencyGap > p.minimumQueueDelay {
+            if probes.lowerServesAsMuch(p, noise: rateNoise), probes.latencyGap > p.minimumQueueDelay {
                 limit = max(Double(p.minimum), Double(level(p.probeDown)))
                 changes.probeDown += 1
                 probes.forgetDown()
@@ -397,7 +436,7 @@ public struct AdaptiveLimit: Sendable, Equatable {
             probes.position = 0
             probes.factor = 1
             probes.settling = true
-            if probes.higherServesMore(p), !window.superseded {
+            if probes.higherServesMore(p, noise: rateNoise), !window.superseded {
                 // A probe a streak extended goes only as far as its answers grew: from 3
                 // to a probe at 5 that answered a third more, to 4.
                 let grown = extended ? max(Double(level(p.probeUp)), (limit * exp(gain)).rounded(.up)) : Double(probed)
@@ -417,7 +456,7 @@ public struct AdaptiveLimit: Sendable, Equatable {
         }
         if reached && !settling { probes.record(reference: rate, latency: latency) }
         probes.position += 1
-        let useless = probes.lowerServesAsMuch(p) || probes.higherServesNoMore(p)
+        let useless = probes.lowerServesAsMuch(p, noise: rateNoise) || probes.higherServesNoMore(p)
         if queued { declinedDecreases += 1 }
         if reached && !window.superseded && !queued && !useless && admitted <= p.minimum { grow() }
         guard reached, !settling, probes.reference != nil else { return }
@@ -455,6 +494,7 @@ public struct AdaptiveLimit: Sendable, Equatable {
     private mutating func restartSlowStart() {
         changes.restart += 1
         probing = true
+        pool = Pool()
         restarted = true
     }
 
