@@ -213,6 +213,21 @@ import Testing
         #expect(collapsed.isEmpty, "under 0.6× the best fixed limit after 4 s: seeds \(collapsed)")
     }
 
+    @Test(arguments: [2, 8, 32])
+    func theProbesShowAFullPoolFull(workers: Int) {
+        // What lets the limiter shed on a queue's expected wait: at the pool's size, the
+        // probes under and over the limit keep saying that the API serves no more.
+        for seed in UInt64(1)...3 {
+            var sim = UpstreamSimulation(workers: workers, clients: max(100, 4 * workers), seed: seed)
+            var shown = 0
+            for step in 0..<80 {
+                sim.run(until: 20 + 0.5 * Double(step))
+                if sim.controller.upstreamShownFull { shown += 1 }
+            }
+            #expect(shown >= 60, "c=\(workers) seed \(seed): shown full at \(shown) of 80 looks")
+        }
+    }
+
     @Test func aLuckyFastWindowDoesNotPinTheLimitAtOne() {
         // One early window twice as fast as the upstream really is sets a baseline every
         // later window is "over": at one request in flight that cannot be a queue.
@@ -249,6 +264,7 @@ import Testing
         #expect(limit.changes.slowStart == 1)
         feed(.milliseconds(160), 4)
         #expect(limit.admitted == 1 && !limit.probing)
+        #expect(!limit.upstreamShownFull, "no probe has run at 1 yet")
         #expect(limit.changes.queueFound == 1)
         feed(.milliseconds(100), 8)
         #expect(limit.admitted >= 2, "still \(limit.admitted) after 8 answers with no queue")

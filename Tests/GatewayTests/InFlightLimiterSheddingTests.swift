@@ -97,6 +97,37 @@ import Testing
         limiter.release()
     }
 
+    @Test func aLimitThatSlowStartLeftLowShedsNobodyBeforeItsProbesShowTheUpstreamFull() async throws {
+        // Slow start at 1 (100 ms), then 2 (160 ms): a queue, so it ends at 1 (1.4). Its
+        // queue of a few would read as over the 1 s timeout at 6 answers a second, but
+        // nothing has shown the upstream full at 1: the limit may be the one at fault (a
+        // false queue ended slow start at 2 in front of 16 slots in a storm, and every first
+        // try was refused at once for the rest of it).
+        let limiter = InFlightLimiter(AdaptiveLimit.Parameters(windowSamples: 1), timeout: .seconds(1))
+        let start = ContinuousClock.now
+        let first = try await limiter.acquire(.first)
+        limiter.release(AdaptiveLimit.Sample(latency: .milliseconds(100), inFlight: first, outcome: .answered), at: start)
+        // Two sent at 2 in flight after the limit doubled (samples sent before a change are
+        // left out).
+        try await limiter.acquire(.first)
+        try await limiter.acquire(.first)
+        let later = start.advanced(by: .milliseconds(200))
+        limiter.release(AdaptiveLimit.Sample(latency: .milliseconds(160), inFlight: 2, outcome: .answered), at: later)
+        limiter.release(AdaptiveLimit.Sample(latency: .milliseconds(160), inFlight: 2, outcome: .answered), at: later)
+        #expect(limiter.limit == 1 && !limiter.controller.probing, "slow start ended at 1")
+        #expect(!limiter.controller.upstreamShownFull)
+        try await limiter.acquire(.first)
+        let waiting = (0..<7).map { _ in Task { try await limiter.acquire(.first, timeout: .seconds(3600)) } }
+        #expect(await eventually { limiter.load.waiting == 7 }, "queued")
+        // 8 waiting at 1 ÷ 0.16 s: 1.3 s, over the 1 s timeout. Queued, it times out
+        // (`upstream-busy`); shed, it would have been refused at once (`upstream-shed`).
+        let ended = await Self.failure { () async throws(GatewayError) -> Int in try await limiter.acquire(.first) }
+        #expect(ended == .upstreamBusy, "it was shed on a limit nothing has shown full")
+        for task in waiting { task.cancel() }
+        for task in waiting { _ = try? await task.value }
+        limiter.release()
+    }
+
     @Test func theQueueDrainsAtTheRateTheUpstreamHasLatelyAnswered() async throws {
         // A limit of 1 whose answers took 1 s each, yet came 4 a second (the limit had just
         // dipped; the upstream serves more than it): three in the queue wait 0.75 s, not 3 s.

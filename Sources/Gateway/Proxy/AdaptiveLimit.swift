@@ -242,6 +242,17 @@ public struct AdaptiveLimit: Sendable, Equatable {
         self.limit = Double(parameters.initial)
     }
 
+    /// Whether the upstream is known to be full at the limit: it is fixed or at its cap, or
+    /// since the limit last moved a probe under it answered as much (and faster) or one over
+    /// it answered no more. Until then a queue in front of the limit may be the limit's own
+    /// error (a false queue can end slow start at 2 in front of 16 slots), and what it lets
+    /// through is no measure of what the upstream would serve.
+    public var upstreamShownFull: Bool {
+        let p = parameters
+        return !p.isAdaptive || admitted >= p.maximum
+            || !probing && (probes.limitLooksQueued(p) || probes.higherServesNoMore(p))
+    }
+
     /// The whole number of exchanges admitted at once: the limit, or during a probe window
     /// the level probed (``Parameters/probeDown`` or ``Parameters/probeUp`` times it).
     public var admitted: Int {
