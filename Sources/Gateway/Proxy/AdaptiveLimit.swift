@@ -297,9 +297,11 @@ public struct AdaptiveLimit: Sendable, Equatable {
         // over ``Parameters/windowSamples`` gets a whole round: the first answers at a new
         // level are the quickest (those sent before it are left out), and 20 of 64 in flight
         // would hide a queue of 32 behind them.
-        let short = probing || admitted <= parameters.minimum
-        let most = probing ? max(parameters.windowSamples, admitted) : parameters.windowSamples
-        let size = short ? min(most, max(4, 2 * admitted)) : parameters.windowSamples
+        let rounds = max(4, 2 * admitted)
+        let size =
+            probing
+            ? min(max(parameters.windowSamples, admitted), rounds)
+            : admitted <= parameters.minimum ? min(parameters.windowSamples, rounds) : parameters.windowSamples
         guard window.samples >= size else { return false }
         let before = admitted
         evaluate(at: now)
