@@ -263,6 +263,8 @@ public struct AdaptiveLimit: Sendable, Equatable {
     /// from 2.7, admitted 2, goes to 3, not 4): a probe moves by at least one.
     private func level(_ factor: Double) -> Int {
         let base = Int(limit)
+        // Every exchange asks for ``admitted``: at the limit itself no arithmetic.
+        if factor == 1 { return base }
         let probed = Int((Double(base) * factor).rounded())
         return factor > 1 ? max(base + 1, probed) : factor < 1 ? min(base - 1, probed) : base
     }
